@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
+
+	"github.com/drainit/drainit/internal/config"
+	"github.com/drainit/drainit/signals"
+	"github.com/drainit/drainit/supervisor"
+)
+
+// runCmd is the default subcommand: run the app under the supervisor.
+func runCmd(args []string) int {
+	// First of all, before even the flags are read: from here on every signal waits in sigs
+	// and reaches the app once it runs. The buffer holds one of each signal, more than the
+	// runtime can have pending at once (it coalesces repeats of the same signal).
+	sigs := make(chan os.Signal, 2*signals.MaxSignal)
+	signal.Notify(sigs, signals.Catchable()...)
+
+	cfg, err := config.Parse(args, environ(), os.Stdout)
+	if errors.Is(err, config.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "drainit: %v\n", err)
+		return 2
+	}
+	log := newLogger(os.Stderr, cfg.LogFormat, cfg.LogLevel)
+	code, err := supervisor.New(cfg, log, sigs).Run(context.Background())
+	if err != nil {
+		log.Error().Err(err).Int("status", code).Msg("app not started")
+	}
+	return code
+}
+
+// environ returns the environment as a map, for config.Parse.
+func environ() map[string]string {
+	m := map[string]string{}
+	for _, kv := range os.Environ() {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// newLogger builds the zerolog logger: JSON lines, or console format when asked for or, by
+// default, when w is a terminal.
+func newLogger(w *os.File, format, level string) zerolog.Logger {
+	zerolog.TimeFieldFormat = "2006-01-02T15:04:05.000Z07:00"
+	zerolog.DurationFieldUnit = time.Millisecond
+	zerolog.DurationFieldInteger = false
+	var out io.Writer = w
+	if format == "console" || (format == "" && isTerminal(w)) {
+		out = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000"}
+	}
+	lvl, err := zerolog.ParseLevel(level)
+	if err != nil {
+		lvl = zerolog.InfoLevel
+	}
+	return zerolog.New(out).Level(lvl).With().Timestamp().Str("logger", "drainit").Logger()
+}
+
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}

@@ -1,0 +1,247 @@
+// Package signals names signals, decides which of them drainit forwards to the app, parses the
+// rewrite and exit-status maps given on the command line, and turns a wait status into the exit
+// code a shell would report.
+//
+// Everything here is pure: no signal is sent or caught in this package.
+package signals
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// MaxSignal is the highest signal number Linux knows (SIGRTMAX).
+const MaxSignal = 64
+
+// Parse reads a signal given as a name with or without the SIG prefix, in any case ("TERM",
+// "sigterm", "SIGTERM"), as a number ("15"), or as a real-time offset ("RTMIN+2").
+func Parse(s string) (unix.Signal, error) {
+	t := strings.ToUpper(strings.TrimSpace(s))
+	if t == "" {
+		return 0, errors.New("empty signal name")
+	}
+	if n, err := strconv.Atoi(t); err == nil {
+		if n < 1 || n > MaxSignal {
+			return 0, fmt.Errorf("signal number %d out of range 1-%d", n, MaxSignal)
+		}
+		return unix.Signal(n), nil
+	}
+	t = strings.TrimPrefix(t, "SIG")
+	if rest, ok := strings.CutPrefix(t, "RTMIN"); ok {
+		return parseRealtime(s, rest, rtMin, 1)
+	}
+	if rest, ok := strings.CutPrefix(t, "RTMAX"); ok {
+		return parseRealtime(s, rest, MaxSignal, -1)
+	}
+	if sig := unix.SignalNum("SIG" + t); sig != 0 {
+		return sig, nil
+	}
+	// Aliases that unix.SignalNum does not know.
+	switch t {
+	case "IOT":
+		return unix.SIGABRT, nil
+	case "POLL":
+		return unix.SIGIO, nil
+	}
+	return 0, fmt.Errorf("unknown signal %q", s)
+}
+
+// rtMin is the first real-time signal an application may use. The kernel's SIGRTMIN is 32, but
+// C libraries keep 32 and 33 for themselves, so RTMIN means 34 here as it does for kill(1).
+const rtMin = 34
+
+func parseRealtime(orig, rest string, base, dir int) (unix.Signal, error) {
+	off := 0
+	if rest != "" {
+		sign := rest[0]
+		if (dir > 0 && sign != '+') || (dir < 0 && sign != '-') {
+			return 0, fmt.Errorf("unknown signal %q", orig)
+		}
+		n, err := strconv.Atoi(rest[1:])
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("unknown signal %q", orig)
+		}
+		off = n
+	}
+	n := base + dir*off
+	if n < rtMin || n > MaxSignal {
+		return 0, fmt.Errorf("signal %q out of range", orig)
+	}
+	return unix.Signal(n), nil
+}
+
+// Name returns the conventional name of sig ("SIGTERM"), or "SIGRTMIN+N" for a real-time signal.
+func Name(sig unix.Signal) string {
+	if sig >= rtMin && sig <= MaxSignal {
+		if sig == rtMin {
+			return "SIGRTMIN"
+		}
+		return "SIGRTMIN+" + strconv.Itoa(int(sig-rtMin))
+	}
+	if n := unix.SignalName(sig); n != "" {
+		return n
+	}
+	return "SIG" + strconv.Itoa(int(sig))
+}
+
+// Forwardable reports whether drainit passes sig on to the app when drainit receives it.
+//
+// Not forwarded, and why:
+//   - KILL, STOP: cannot be caught, so drainit never sees them.
+//   - CHLD: it tells drainit about its own children; the app has its own.
+//   - URG: the Go runtime sends it to its own threads for preemption; forwarding it would spray
+//     the app with signals it never asked for.
+//   - SEGV, BUS, FPE, ILL, TRAP, SYS, ABRT: synchronous faults belong to the thread that caused
+//     them, which is drainit's, not the app's.
+//   - PIPE: drainit cannot tell one sent by kill(2) from one raised by its own write to a closed
+//     stderr, and the app, sharing that stderr, gets its own.
+//   - 32, 33: reserved by C libraries for thread cancellation and set*id broadcast.
+func Forwardable(sig unix.Signal) bool {
+	if sig < 1 || sig > MaxSignal {
+		return false
+	}
+	switch sig {
+	case unix.SIGKILL, unix.SIGSTOP, unix.SIGCHLD, unix.SIGURG,
+		unix.SIGSEGV, unix.SIGBUS, unix.SIGFPE, unix.SIGILL, unix.SIGTRAP, unix.SIGSYS, unix.SIGABRT,
+		unix.SIGPIPE, 32, 33:
+		return false
+	}
+	return true
+}
+
+// Catchable lists every signal drainit registers for (signal.Notify): CHLD first, then the
+// forwardable ones.
+func Catchable() []os.Signal {
+	out := []os.Signal{unix.SIGCHLD}
+	for s := unix.Signal(1); s <= MaxSignal; s++ {
+		if Forwardable(s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Rewrite maps a received signal to the one the app gets. A mapping to 0 drops the signal.
+type Rewrite map[unix.Signal]unix.Signal
+
+// Apply returns what sig becomes; ok is false when the signal is dropped.
+func (r Rewrite) Apply(sig unix.Signal) (out unix.Signal, ok bool) {
+	to, found := r[sig]
+	if !found {
+		return sig, true
+	}
+	return to, to != 0
+}
+
+// ParseRewrite reads "FROM:TO,FROM:TO" ("HUP:USR1,TERM:QUIT"). TO may be 0 or "none" to drop
+// FROM. "=" is accepted in place of ":". An empty string is an empty map. A signal that cannot be
+// forwarded (CHLD, KILL, …) is an error as a source, since drainit never forwards it anyway.
+func ParseRewrite(s string) (Rewrite, error) {
+	r := Rewrite{}
+	err := eachPair(s, func(from, to string) error {
+		f, err := Parse(from)
+		if err != nil {
+			return err
+		}
+		if !Forwardable(f) {
+			return fmt.Errorf("%s is never forwarded, so it cannot be rewritten", Name(f))
+		}
+		var t unix.Signal
+		if tt := strings.ToUpper(strings.TrimSpace(to)); tt != "0" && tt != "NONE" {
+			if t, err = Parse(to); err != nil {
+				return err
+			}
+		}
+		if _, dup := r[f]; dup {
+			return fmt.Errorf("%s rewritten twice", Name(f))
+		}
+		r[f] = t
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// ExitMap remaps the app's exit code before drainit exits with it.
+type ExitMap map[int]int
+
+// Apply returns the remapped code.
+func (m ExitMap) Apply(code int) int {
+	if to, ok := m[code]; ok {
+		return to
+	}
+	return code
+}
+
+// ParseExitMap reads "FROM:TO,FROM:TO" ("143:0,130:0"), codes 0-255. "=" is accepted in place
+// of ":". An empty string is an empty map.
+func ParseExitMap(s string) (ExitMap, error) {
+	m := ExitMap{}
+	err := eachPair(s, func(from, to string) error {
+		f, err := parseCode(from)
+		if err != nil {
+			return err
+		}
+		t, err := parseCode(to)
+		if err != nil {
+			return err
+		}
+		if _, dup := m[f]; dup {
+			return fmt.Errorf("exit code %d mapped twice", f)
+		}
+		m[f] = t
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func parseCode(s string) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || n < 0 || n > 255 {
+		return 0, fmt.Errorf("exit code %q is not a number from 0 to 255", s)
+	}
+	return n, nil
+}
+
+// eachPair splits "a:b,c:d" and calls fn for each pair; empty entries (a trailing comma) are
+// skipped.
+func eachPair(s string, fn func(from, to string) error) error {
+	for entry := range strings.SplitSeq(s, ",") {
+		if strings.TrimSpace(entry) == "" {
+			continue
+		}
+		from, to, ok := strings.Cut(entry, ":")
+		if !ok {
+			from, to, ok = strings.Cut(entry, "=")
+		}
+		if !ok {
+			return fmt.Errorf("entry %q is not FROM:TO", entry)
+		}
+		if err := fn(from, to); err != nil {
+			return fmt.Errorf("entry %q: %w", entry, err)
+		}
+	}
+	return nil
+}
+
+// ExitCode is the status a shell reports for a wait status: the exit code, or 128+N when signal
+// N ended the process.
+func ExitCode(ws unix.WaitStatus) int {
+	switch {
+	case ws.Exited():
+		return ws.ExitStatus()
+	case ws.Signaled():
+		return 128 + int(ws.Signal())
+	}
+	return 255
+}

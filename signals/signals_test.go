@@ -1,0 +1,123 @@
+package signals
+
+import (
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestParse(t *testing.T) {
+	good := map[string]unix.Signal{
+		"TERM": unix.SIGTERM, "sigterm": unix.SIGTERM, "SIGTERM": unix.SIGTERM, " hup ": unix.SIGHUP,
+		"15": unix.SIGTERM, "1": unix.SIGHUP, "64": 64, "USR1": unix.SIGUSR1, "winch": unix.SIGWINCH,
+		"IOT": unix.SIGABRT, "RTMIN": 34, "RTMIN+2": 36, "SIGRTMAX": 64, "RTMAX-4": 60,
+	}
+	for in, want := range good {
+		got, err := Parse(in)
+		if err != nil || got != want {
+			t.Errorf("Parse(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "0", "65", "-1", "FOO", "SIG", "RTMIN-1", "RTMAX+1", "RTMIN+31", "TERM2"} {
+		if got, err := Parse(in); err == nil {
+			t.Errorf("Parse(%q) = %v, want an error", in, got)
+		}
+	}
+}
+
+func TestNameRoundTrip(t *testing.T) {
+	for s := unix.Signal(1); s <= MaxSignal; s++ {
+		if s == 32 || s == 33 {
+			continue // no portable name
+		}
+		got, err := Parse(Name(s))
+		if err != nil || got != s {
+			t.Errorf("Parse(Name(%d)=%q) = %v, %v", s, Name(s), got, err)
+		}
+	}
+}
+
+func TestForwardable(t *testing.T) {
+	for _, s := range []unix.Signal{unix.SIGHUP, unix.SIGINT, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2,
+		unix.SIGWINCH, unix.SIGCONT, unix.SIGTERM, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU, 34, 64} {
+		if !Forwardable(s) {
+			t.Errorf("%s should be forwarded", Name(s))
+		}
+	}
+	for _, s := range []unix.Signal{0, unix.SIGKILL, unix.SIGSTOP, unix.SIGCHLD, unix.SIGURG, unix.SIGSEGV,
+		unix.SIGBUS, unix.SIGFPE, unix.SIGILL, unix.SIGTRAP, unix.SIGSYS, unix.SIGABRT, unix.SIGPIPE, 32, 33, 65} {
+		if Forwardable(s) {
+			t.Errorf("%s should not be forwarded", Name(s))
+		}
+	}
+	c := Catchable()
+	if c[0] != unix.SIGCHLD {
+		t.Errorf("Catchable()[0] = %v, want SIGCHLD first", c[0])
+	}
+}
+
+func TestParseRewrite(t *testing.T) {
+	r, err := ParseRewrite("HUP:USR1, TERM=QUIT,WINCH:0,usr2:none,")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		in   unix.Signal
+		out  unix.Signal
+		pass bool
+	}{
+		{unix.SIGHUP, unix.SIGUSR1, true}, {unix.SIGTERM, unix.SIGQUIT, true},
+		{unix.SIGWINCH, 0, false}, {unix.SIGUSR2, 0, false}, {unix.SIGINT, unix.SIGINT, true},
+	}
+	for _, c := range cases {
+		out, pass := r.Apply(c.in)
+		if out != c.out || pass != c.pass {
+			t.Errorf("Apply(%s) = %v, %v; want %v, %v", Name(c.in), out, pass, c.out, c.pass)
+		}
+	}
+	if r, err := ParseRewrite(""); err != nil || len(r) != 0 {
+		t.Errorf(`ParseRewrite("") = %v, %v`, r, err)
+	}
+	for _, bad := range []string{"HUP", "HUP:FOO", "FOO:HUP", "CHLD:HUP", "HUP:USR1,HUP:USR2", ":"} {
+		if _, err := ParseRewrite(bad); err == nil {
+			t.Errorf("ParseRewrite(%q) succeeded, want an error", bad)
+		} else if !strings.Contains(err.Error(), "entry") {
+			t.Errorf("ParseRewrite(%q) error %q does not name the entry", bad, err)
+		}
+	}
+}
+
+func TestParseExitMap(t *testing.T) {
+	m, err := ParseExitMap("143:0,130=0, 1 : 3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for in, want := range map[int]int{143: 0, 130: 0, 1: 3, 0: 0, 2: 2} {
+		if got := m.Apply(in); got != want {
+			t.Errorf("Apply(%d) = %d, want %d", in, got, want)
+		}
+	}
+	for _, bad := range []string{"143", "143:x", "256:0", "0:256", "-1:0", "1:0,1:2"} {
+		if _, err := ParseExitMap(bad); err == nil {
+			t.Errorf("ParseExitMap(%q) succeeded, want an error", bad)
+		}
+	}
+}
+
+func TestExitCode(t *testing.T) {
+	// Wait statuses as the kernel encodes them: exit code in bits 8-15, signal in bits 0-6.
+	cases := []struct {
+		ws   unix.WaitStatus
+		want int
+	}{
+		{0, 0}, {1 << 8, 1}, {2 << 8, 2}, {127 << 8, 127}, {255 << 8, 255},
+		{unix.WaitStatus(unix.SIGTERM), 143}, {unix.WaitStatus(unix.SIGKILL), 137},
+		{unix.WaitStatus(unix.SIGHUP), 129}, {unix.WaitStatus(unix.SIGQUIT) | 0x80, 131}, // core dumped
+	}
+	for _, c := range cases {
+		if got := ExitCode(c.ws); got != c.want {
+			t.Errorf("ExitCode(%#x) = %d, want %d", uint32(c.ws), got, c.want)
+		}
+	}
+}

@@ -1,0 +1,395 @@
+package supervisor
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
+
+	"github.com/drainit/drainit/internal/config"
+	"github.com/drainit/drainit/signals"
+)
+
+// Phase is where the supervisor is in the app's life.
+type Phase int
+
+// The phases, in the order the stop sequence goes through them.
+const (
+	PhaseRunning  Phase = iota // the app runs; no trigger yet
+	PhaseOffline               // trigger seen; offline hooks run
+	PhaseDraining              // the drain wait: the app still serves
+	PhaseStopping              // stop signal sent; waiting for the app to exit
+	PhaseKilling               // SIGKILL sent to everything; waiting for the reaper
+	PhaseCleanup               // the app has exited; what it left behind is being ended
+	PhasePostStop              // post-stop hooks run
+	PhaseDone                  // drainit exits
+)
+
+var phaseNames = [...]string{"running", "offline", "draining", "stopping", "killing", "cleanup", "post-stop", "done"}
+
+func (p Phase) String() string { return phaseNames[p] }
+
+// Stage names a set of hooks.
+type Stage int
+
+// The hook stages.
+const (
+	StageOffline Stage = iota
+	StagePostStop
+)
+
+func (s Stage) String() string { return [...]string{"offline", "post-stop"}[s] }
+
+// target is who an action's signal goes to.
+type target int
+
+const (
+	toApp        target = iota // the app per --forward: its group, or it alone
+	toEverything               // the app's group, then every other process drainit may reap
+)
+
+// Actions are what the machine asks the loop to do. The loop performs them in order.
+type (
+	actSignal struct {
+		to  target
+		sig unix.Signal
+	}
+	actRunHooks struct {
+		stage    Stage
+		deadline time.Time // zero: no deadline beyond each hook's own timeout
+	}
+	actCancelHooks struct{ stage Stage }
+	actExit        struct{ code int }
+)
+
+// Timing is the part of the configuration the stop sequence's arithmetic uses.
+type Timing struct {
+	Grace       time.Duration
+	DrainDelay  time.Duration
+	KillMargin  time.Duration
+	CleanupWait time.Duration
+}
+
+// machine is the stop sequence as a pure state machine: every input carries the time it
+// happened, every output is a list of actions, and it never sleeps, reads a clock or touches a
+// process. The supervisor loop owns it; tests drive it with made-up times.
+type machine struct {
+	timing     Timing
+	triggers   map[unix.Signal]bool
+	stopSignal unix.Signal
+	forward    config.Forward
+	rewrite    signals.Rewrite
+	exitMap    signals.ExitMap
+	hasHooks   [2]bool
+	log        zerolog.Logger
+
+	phase        Phase
+	start        time.Time // the app's start
+	t0           time.Time // the first trigger; zero before it
+	deadline     time.Time // t0 + grace
+	trigger      unix.Signal
+	ints         int       // SIGINTs since t0: the second skips the drain, the third kills
+	wake         time.Time // when the loop should call tick next; zero: no timer
+	hooksRunning [2]bool
+
+	appExited  bool
+	appStatus  int // shell-style: code, or 128+N
+	childrenUp bool
+	killed     bool // drainit sent SIGKILL
+	stopSentAt time.Time
+	timeline   []mark
+}
+
+// mark is one entry of the timeline: what happened, and when.
+type mark struct {
+	at   time.Time
+	what string
+}
+
+func newMachine(c *config.Config, hasOffline, hasPostStop bool, start time.Time, log zerolog.Logger) *machine {
+	m := &machine{
+		timing: Timing{
+			Grace: c.GracePeriod, DrainDelay: c.DrainDelay, KillMargin: c.KillMargin, CleanupWait: c.CleanupWait,
+		},
+		triggers:   map[unix.Signal]bool{},
+		stopSignal: c.StopSignal,
+		forward:    c.Forward,
+		rewrite:    c.Rewrite,
+		exitMap:    c.ExitMap,
+		hasHooks:   [2]bool{hasOffline, hasPostStop},
+		log:        log,
+		start:      start,
+		childrenUp: true,
+	}
+	for _, s := range c.Triggers {
+		m.triggers[s] = true
+	}
+	return m
+}
+
+// event logs a step of the stop sequence with its phase and the time since t0, and keeps it for
+// the summary.
+func (m *machine) event(now time.Time, level zerolog.Level, what string) *zerolog.Event {
+	m.timeline = append(m.timeline, mark{now, what})
+	e := m.log.WithLevel(level).Str("phase", m.phase.String())
+	if !m.t0.IsZero() {
+		e = e.Dur("elapsed", now.Sub(m.t0))
+	}
+	return e
+}
+
+// signal handles a signal drainit received.
+func (m *machine) signal(now time.Time, sig unix.Signal) []any {
+	if m.phase >= PhaseCleanup {
+		// The app is gone; forwarding still reaches what it left behind, which is being ended.
+		return m.forwardSig(sig)
+	}
+	if !m.triggers[sig] {
+		return m.forwardSig(sig)
+	}
+	if m.t0.IsZero() {
+		m.t0, m.deadline, m.trigger = now, now.Add(m.timing.Grace), sig
+		if sig == unix.SIGINT {
+			m.ints = 1
+		}
+		m.event(now, zerolog.InfoLevel, "trigger").Str("signal", signals.Name(sig)).
+			Time("deadline", m.deadline).Msg("stop sequence started")
+		return m.enterOffline(now)
+	}
+	// A repeated trigger joins the sequence under way; only Ctrl-C pressed again means "faster".
+	if sig == unix.SIGINT {
+		m.ints++
+		switch {
+		case m.ints == 2 && m.phase < PhaseStopping:
+			m.event(now, zerolog.WarnLevel, "second SIGINT").Msg("second SIGINT: skipping the rest of the drain")
+			return m.enterStopping(now)
+		case m.ints >= 3 && m.phase < PhaseKilling:
+			m.event(now, zerolog.WarnLevel, "third SIGINT").Msg("third SIGINT: killing the app")
+			return m.enterKilling(now)
+		}
+	}
+	m.log.Debug().Str("phase", m.phase.String()).Str("signal", signals.Name(sig)).
+		Msg("trigger repeated; joining the stop sequence under way")
+	return nil
+}
+
+func (m *machine) forwardSig(sig unix.Signal) []any {
+	out, ok := m.rewrite.Apply(sig)
+	if !ok {
+		m.log.Debug().Str("signal", signals.Name(sig)).Msg("signal dropped by --rewrite")
+		return nil
+	}
+	return []any{actSignal{toApp, out}}
+}
+
+func (m *machine) enterOffline(now time.Time) []any {
+	m.phase = PhaseOffline
+	if !m.hasHooks[StageOffline] {
+		return m.enterDraining(now)
+	}
+	m.hooksRunning[StageOffline] = true
+	m.event(now, zerolog.InfoLevel, "offline hooks").Msg("running offline hooks")
+	// The hooks may use all the time up to the kill point; the drain is then skipped, which the
+	// start-up budget check warns about.
+	m.wake = time.Time{}
+	return []any{actRunHooks{StageOffline, m.deadline.Add(-m.timing.KillMargin)}}
+}
+
+func (m *machine) enterDraining(now time.Time) []any {
+	m.phase = PhaseDraining
+	end := now.Add(m.timing.DrainDelay)
+	if kill := m.deadline.Add(-m.timing.KillMargin); end.After(kill) {
+		end = kill
+	}
+	if !end.After(now) {
+		return m.enterStopping(now)
+	}
+	m.wake = end
+	m.event(now, zerolog.InfoLevel, "drain").Dur("drain_delay", end.Sub(now)).Msg("draining: the app keeps serving")
+	return nil
+}
+
+func (m *machine) enterStopping(now time.Time) []any {
+	var acts []any
+	if m.hooksRunning[StageOffline] {
+		m.hooksRunning[StageOffline] = false
+		acts = append(acts, actCancelHooks{StageOffline})
+	}
+	m.phase = PhaseStopping
+	m.stopSentAt = now
+	sig, ok := m.stopSignal, true
+	if sig == 0 {
+		sig, ok = m.rewrite.Apply(m.trigger)
+	}
+	m.wake = m.deadline.Add(-m.timing.KillMargin)
+	if !ok {
+		m.event(now, zerolog.WarnLevel, "stop").Msg("stop signal dropped by --rewrite; the app is killed at the deadline")
+		return acts
+	}
+	m.event(now, zerolog.InfoLevel, "stop "+signals.Name(sig)).Str("signal", signals.Name(sig)).
+		Time("kill_at", m.wake).Msg("stop signal sent")
+	return append(acts, actSignal{toApp, sig})
+}
+
+func (m *machine) enterKilling(now time.Time) []any {
+	var acts []any
+	if m.hooksRunning[StageOffline] {
+		m.hooksRunning[StageOffline] = false
+		acts = append(acts, actCancelHooks{StageOffline})
+	}
+	m.phase = PhaseKilling
+	m.killed = true
+	m.wake = time.Time{}
+	if !m.deadline.IsZero() {
+		// Past the deadline the kubelet kills us anyway; stop waiting for the reaper then.
+		m.wake = m.deadline
+	}
+	m.event(now, zerolog.WarnLevel, "SIGKILL").Msg("app still running: SIGKILL to everything")
+	return append(acts, actSignal{toEverything, unix.SIGKILL})
+}
+
+// appExit handles the reaper's report that the app itself has exited.
+func (m *machine) appExit(now time.Time, ws unix.WaitStatus) []any {
+	m.appExited = true
+	m.appStatus = signals.ExitCode(ws)
+	var acts []any
+	if m.hooksRunning[StageOffline] {
+		m.hooksRunning[StageOffline] = false
+		acts = append(acts, actCancelHooks{StageOffline})
+	}
+	e := m.event(now, zerolog.InfoLevel, fmt.Sprintf("app exited %d", m.appStatus)).
+		Int("status", m.appStatus).Dur("ran", now.Sub(m.start))
+	if ws.Signaled() {
+		e = e.Str("signal", signals.Name(ws.Signal()))
+	}
+	e.Msg("app exited")
+	if !m.childrenUp {
+		return append(acts, m.enterPostStop(now)...)
+	}
+	if m.phase == PhaseKilling {
+		// Everything already has SIGKILL; only the reaper is left to wait for.
+		return acts
+	}
+	m.phase = PhaseCleanup
+	m.wake = now.Add(m.timing.CleanupWait)
+	if !m.deadline.IsZero() {
+		if kill := m.deadline.Add(-m.timing.KillMargin); m.wake.After(kill) {
+			m.wake = kill
+		}
+	}
+	m.event(now, zerolog.InfoLevel, "cleanup").Msg("the app left processes behind: SIGTERM to them")
+	return append(acts, actSignal{toEverything, unix.SIGTERM})
+}
+
+// noChildren handles the reaper's report that drainit has no child left at all. When one reap
+// both collects the app and finds no other child, the loop calls noChildren first, so that appExit
+// goes straight to the post-stop hooks instead of hunting for leftovers that do not exist.
+func (m *machine) noChildren(now time.Time) []any {
+	m.childrenUp = false
+	if !m.appExited || m.phase >= PhasePostStop {
+		return nil
+	}
+	return m.enterPostStop(now)
+}
+
+func (m *machine) enterPostStop(now time.Time) []any {
+	m.phase = PhasePostStop
+	m.wake = time.Time{}
+	if !m.hasHooks[StagePostStop] {
+		return m.finish(now)
+	}
+	m.hooksRunning[StagePostStop] = true
+	m.event(now, zerolog.InfoLevel, "post-stop hooks").Msg("running post-stop hooks")
+	return []any{actRunHooks{StagePostStop, m.deadline}}
+}
+
+// hooksDone handles the end of a stage's hooks (each hook logs its own outcome).
+func (m *machine) hooksDone(now time.Time, stage Stage) []any {
+	if !m.hooksRunning[stage] {
+		return nil // cancelled and already moved on
+	}
+	m.hooksRunning[stage] = false
+	switch stage {
+	case StageOffline:
+		if m.phase == PhaseOffline {
+			return m.enterDraining(now)
+		}
+	case StagePostStop:
+		return m.finish(now)
+	}
+	return nil
+}
+
+// tick handles the timer the machine asked for with wake.
+func (m *machine) tick(now time.Time) []any {
+	if m.wake.IsZero() || now.Before(m.wake) {
+		return nil
+	}
+	m.wake = time.Time{}
+	switch m.phase {
+	case PhaseDraining:
+		return m.enterStopping(now)
+	case PhaseStopping:
+		return m.enterKilling(now)
+	case PhaseCleanup:
+		m.killed = true
+		m.event(now, zerolog.WarnLevel, "SIGKILL leftovers").Msg("processes left behind by the app still run: SIGKILL")
+		m.wake = now.Add(time.Second)
+		if !m.deadline.IsZero() && m.deadline.After(now) {
+			m.wake = m.deadline
+		}
+		m.phase = PhaseKilling
+		return []any{actSignal{toEverything, unix.SIGKILL}}
+	case PhaseKilling:
+		m.event(now, zerolog.ErrorLevel, "gave up waiting").Msg("processes survive SIGKILL (uninterruptible sleep?); going on without them")
+		if m.appExited {
+			return m.enterPostStop(now)
+		}
+		// The app itself would not die: report it as killed.
+		m.appExited, m.appStatus = true, 128+int(unix.SIGKILL)
+		return m.enterPostStop(now)
+	}
+	return nil
+}
+
+func (m *machine) finish(now time.Time) []any {
+	m.phase = PhaseDone
+	m.wake = time.Time{}
+	code := m.exitMap.Apply(m.appStatus)
+	e := m.log.Info().Str("phase", "done").Int("status", code).Str("summary", m.summary(now))
+	if !m.t0.IsZero() {
+		e = e.Dur("elapsed", now.Sub(m.t0))
+	}
+	e.Msg("drainit exiting")
+	return []any{actExit{code}}
+}
+
+// summary is the one-line timeline: each mark with its offset from t0 (or from the app's start
+// when there was no trigger).
+func (m *machine) summary(now time.Time) string {
+	base := m.t0
+	if base.IsZero() {
+		base = m.start
+	}
+	var b strings.Builder
+	for i, mk := range m.timeline {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%s +%s", mk.what, roundDur(mk.at.Sub(base)))
+	}
+	if m.killed {
+		b.WriteString("; drainit had to SIGKILL")
+	}
+	fmt.Fprintf(&b, "; exit %d +%s", m.exitMap.Apply(m.appStatus), roundDur(now.Sub(base)))
+	return b.String()
+}
+
+func roundDur(d time.Duration) time.Duration {
+	if d < 0 {
+		return 0
+	}
+	return d.Round(time.Millisecond)
+}

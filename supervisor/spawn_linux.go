@@ -1,0 +1,99 @@
+package supervisor
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// StartError is the app failing to start. Code is what drainit exits with: 127 when the command
+// is not found, 126 when it is found but cannot be executed, as a shell would.
+type StartError struct {
+	Command string
+	Code    int
+	Err     error
+}
+
+func (e *StartError) Error() string { return fmt.Sprintf("cannot start app %q: %v", e.Command, e.Err) }
+
+func (e *StartError) Unwrap() error { return e.Err }
+
+// resolve finds the program to execute: a name with a slash is used as it is, any other is
+// searched in PATH. A file that exists but is not executable is reported as such (126) rather than
+// as not found, unless an executable one comes later in PATH.
+func resolve(name string) (string, error) {
+	if name == "" {
+		return "", &StartError{name, 127, errors.New("empty command")}
+	}
+	if strings.Contains(name, "/") {
+		return name, nil
+	}
+	var denied string
+	for dir := range strings.SplitSeq(os.Getenv("PATH"), ":") {
+		if dir == "" {
+			dir = "."
+		}
+		p := filepath.Join(dir, name)
+		var st unix.Stat_t
+		if unix.Stat(p, &st) != nil || st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			continue
+		}
+		if unix.Access(p, unix.X_OK) == nil {
+			return p, nil
+		}
+		if denied == "" {
+			denied = p
+		}
+	}
+	if denied != "" {
+		return "", &StartError{name, 126, fmt.Errorf("%s: permission denied", denied)}
+	}
+	return "", &StartError{name, 127, errors.New("not found in PATH")}
+}
+
+// spawn starts the app with drainit's environment, working directory and standard streams (the
+// app writes to them directly; nothing is piped through drainit).
+//
+// The app gets its own process group so that signals reach everything it starts: with a
+// controlling terminal the group becomes the terminal's foreground group (Ctrl-C and Ctrl-Z reach
+// the app, as under a shell); without one the app gets its own session, as dumb-init does.
+//
+// syscall.ForkExec is used rather than os.StartProcess: os.StartProcess probes for pidfd support
+// on its first call and hands back an *os.Process whose Wait would race drainit's reaper.
+// golang.org/x/sys/unix has no fork+exec of its own.
+func spawn(argv []string, foreground bool) (int, error) {
+	path, err := resolve(argv[0])
+	if err != nil {
+		return 0, err
+	}
+	attr := &syscall.SysProcAttr{Setsid: true}
+	if foreground {
+		attr = &syscall.SysProcAttr{Setpgid: true, Foreground: true, Ctty: 0}
+	}
+	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
+		Env:   os.Environ(),
+		Files: []uintptr{0, 1, 2},
+		Sys:   attr,
+	})
+	if err != nil {
+		code := 126
+		if errors.Is(err, unix.ENOENT) {
+			code = 127
+			err = errors.New("no such file")
+		}
+		return 0, &StartError{argv[0], code, err}
+	}
+	return pid, nil
+}
+
+// controllingTerminal reports whether stdin is drainit's controlling terminal, the condition
+// for handing the app the foreground.
+func controllingTerminal() bool {
+	_, err := unix.IoctlGetInt(0, unix.TIOCGPGRP)
+	return err == nil
+}

@@ -1,0 +1,224 @@
+// Package supervisor runs one app under drainit: it starts the app, reaps every process that
+// ends up as drainit's child, forwards signals, runs the stop sequence and reports the app's exit
+// status.
+//
+// Who owns wait: the supervisor's reaper (reap, a wait4(-1) loop) is the only caller of wait in
+// the whole drainit process. Nothing else may call Wait on any child, or the app's status could
+// be stolen from it.
+//
+// One goroutine owns all state: Run's loop. Signals, reaped exits, timers and hook results reach
+// it through channels; the stop sequence itself is a pure state machine (machine) the loop
+// drives, which is unit-tested with made-up times.
+package supervisor
+
+import (
+	"context"
+	"os"
+	"runtime"
+	"time"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
+
+	"github.com/drainit/drainit/hooks"
+	"github.com/drainit/drainit/internal/config"
+	"github.com/drainit/drainit/signals"
+)
+
+// Supervisor carries everything one run needs; there is no package-level state.
+type Supervisor struct {
+	cfg         *config.Config
+	log         zerolog.Logger
+	sigs        <-chan os.Signal
+	hooks       [2][]hooks.Hook
+	hookTimeout time.Duration
+
+	pid1       bool
+	foreground bool // the app's group has the terminal: job control is on
+	appPid     int
+}
+
+// New prepares a run of cfg.Command. sigs must already be registered (signal.Notify) for
+// signals.Catchable(), before anything else happens, so that no signal sent while drainit starts
+// is lost: it is delivered to the app once the app runs.
+func New(cfg *config.Config, log zerolog.Logger, sigs <-chan os.Signal) *Supervisor {
+	return &Supervisor{cfg: cfg, log: log, sigs: sigs, pid1: os.Getpid() == 1}
+}
+
+// SetHooks sets the hooks of a stage and the timeout of each; call before Run.
+func (s *Supervisor) SetHooks(st Stage, timeout time.Duration, hs []hooks.Hook) {
+	s.hooks[st] = hs
+	s.hookTimeout = timeout
+}
+
+// Run starts the app and supervises it until the app and everything it left behind are gone. It
+// returns the status drainit should exit with. An error means the app could not be started; a
+// *StartError carries the status for that case.
+func (s *Supervisor) Run(ctx context.Context) (int, error) {
+	if !s.pid1 {
+		// Orphans of the app must become our children, or nobody reaps them and the "kill
+		// everything left" step cannot see them.
+		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+			s.log.Warn().Err(err).Msg("cannot become a child subreaper; orphans will not be reaped")
+		}
+	}
+	s.foreground = controllingTerminal()
+	start := time.Now()
+	pid, err := spawn(s.cfg.Command, s.foreground)
+	if err != nil {
+		if se, ok := err.(*StartError); ok {
+			return se.Code, err
+		}
+		return 126, err
+	}
+	s.appPid = pid
+	s.log.Info().Int("pid", pid).Strs("command", s.cfg.Command).Bool("pid1", s.pid1).
+		Bool("tty", s.foreground).Msg("app started")
+
+	m := newMachine(s.cfg, len(s.hooks[StageOffline]) > 0, len(s.hooks[StagePostStop]) > 0, start, s.log)
+	return s.loop(ctx, m), nil
+}
+
+// loop is the one goroutine that owns the machine. It returns drainit's exit status.
+func (s *Supervisor) loop(ctx context.Context, m *machine) int {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	var armed time.Time
+	hookDone := make(chan Stage, 2)
+	var cancel [2]context.CancelFunc
+
+	waitFlags := 0
+	if s.foreground {
+		waitFlags = unix.WUNTRACED | unix.WCONTINUED
+	}
+	for {
+		if !m.wake.Equal(armed) {
+			timer.Stop()
+			if armed = m.wake; !armed.IsZero() {
+				timer.Reset(time.Until(armed))
+			}
+		}
+		var acts []any
+		select {
+		case sig := <-s.sigs:
+			us := sig.(unix.Signal)
+			if us == unix.SIGCHLD {
+				acts = s.reaped(m, waitFlags)
+			} else {
+				acts = m.signal(time.Now(), us)
+			}
+		case <-timer.C:
+			armed = time.Time{}
+			acts = m.tick(time.Now())
+		case st := <-hookDone:
+			cancel[st]()
+			acts = m.hooksDone(time.Now(), st)
+		}
+		for _, a := range acts {
+			switch a := a.(type) {
+			case actSignal:
+				s.send(a.to, a.sig)
+			case actRunHooks:
+				hctx, c := context.WithCancel(ctx)
+				if !a.deadline.IsZero() {
+					hctx, c = context.WithDeadline(ctx, a.deadline)
+				}
+				cancel[a.stage] = c
+				go func(st Stage, hs []hooks.Hook) {
+					hooks.RunAll(hctx, s.log.With().Str("phase", st.String()).Logger(), s.hookTimeout, hs)
+					hookDone <- st
+				}(a.stage, s.hooks[a.stage])
+			case actCancelHooks:
+				cancel[a.stage]()
+			case actExit:
+				return a.code
+			}
+		}
+	}
+}
+
+// reaped collects what SIGCHLD announced and tells the machine about the app and about there
+// being no child left.
+func (s *Supervisor) reaped(m *machine, waitFlags int) []any {
+	exits, none := reap(waitFlags)
+	now := time.Now()
+	var acts []any
+	if none {
+		acts = m.noChildren(now) // first: see machine.noChildren
+	}
+	for _, e := range exits {
+		switch {
+		case e.pid != s.appPid:
+			if e.ws.Exited() || e.ws.Signaled() {
+				s.log.Debug().Int("pid", e.pid).Int("status", signals.ExitCode(e.ws)).Msg("reaped orphan")
+			}
+		case e.ws.Stopped():
+			s.appStopped()
+		case e.ws.Continued():
+		default:
+			acts = append(acts, m.appExit(now, e.ws)...)
+		}
+	}
+	return acts
+}
+
+// send delivers a signal. toApp follows --forward; toEverything reaches the app's group and then
+// every other process drainit can end: as PID 1 all of the PID namespace, as a subreaper every
+// descendant found in /proc.
+func (s *Supervisor) send(to target, sig unix.Signal) {
+	ev := s.log.Debug().Str("signal", signals.Name(sig))
+	if to == toApp && s.cfg.Forward == config.ForwardChild {
+		ev.Int("pid", s.appPid).Msg("forwarding signal to the app")
+		_ = unix.Kill(s.appPid, sig)
+		return
+	}
+	ev.Int("pgid", s.appPid).Msg("forwarding signal to the app's process group")
+	// The app leads its own group (setsid or setpgid at spawn), so its pgid is its pid. ESRCH
+	// only means the group is already gone.
+	_ = unix.Kill(-s.appPid, sig)
+	if to != toEverything {
+		return
+	}
+	if s.pid1 {
+		_ = unix.Kill(-1, sig)
+		return
+	}
+	// A process can fork between the scan and the kill; a few rounds catch those children too.
+	for range 3 {
+		ds := descendants(os.Getpid())
+		if len(ds) == 0 {
+			return
+		}
+		for _, p := range ds {
+			_ = unix.Kill(p, sig)
+		}
+	}
+}
+
+// appStopped handles Ctrl-Z (or SIGTSTP/SIGTTIN/SIGTTOU) stopping the app when it has the
+// terminal: like a shell's job, drainit takes the terminal back and stops itself, so that the
+// shell above it sees the job stopped; on `fg` it hands the terminal back and continues the app.
+// As PID 1 there is no shell above, so the app simply stays stopped until it gets SIGCONT.
+func (s *Supervisor) appStopped() {
+	if s.pid1 {
+		s.log.Info().Msg("app stopped by job control; send SIGCONT to resume it")
+		return
+	}
+	setForeground(unix.Getpgrp())
+	_ = unix.Kill(os.Getpid(), unix.SIGSTOP) // returns once we are continued
+	setForeground(s.appPid)
+	_ = unix.Kill(-s.appPid, unix.SIGCONT)
+}
+
+// setForeground makes pgid the terminal's foreground group. A background process calling
+// tcsetpgrp gets SIGTTOU unless it blocks or ignores it, and while the signal is caught the kernel
+// restarts the call forever; so SIGTTOU is blocked on this thread for the call.
+func setForeground(pgid int) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var set, old unix.Sigset_t
+	set.Val[(unix.SIGTTOU-1)/64] |= 1 << ((uint(unix.SIGTTOU) - 1) % 64)
+	_ = unix.PthreadSigmask(unix.SIG_BLOCK, &set, &old)
+	_ = unix.IoctlSetPointerInt(0, unix.TIOCSPGRP, pgid)
+	_ = unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil)
+}
