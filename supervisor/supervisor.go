@@ -142,10 +142,7 @@ func (s *Supervisor) loop(ctx context.Context, m *machine) int {
 func (s *Supervisor) reaped(m *machine, waitFlags int) []any {
 	exits, none := reap(waitFlags)
 	now := time.Now()
-	var acts []any
-	if none {
-		acts = m.noChildren(now) // first: see machine.noChildren
-	}
+	var app *unix.WaitStatus
 	for _, e := range exits {
 		switch {
 		case e.pid != s.appPid:
@@ -154,10 +151,16 @@ func (s *Supervisor) reaped(m *machine, waitFlags int) []any {
 			}
 		case e.ws.Stopped():
 			s.appStopped()
-		case e.ws.Continued():
-		default:
-			acts = append(acts, m.appExit(now, e.ws)...)
+		case e.ws.Exited() || e.ws.Signaled():
+			app = &e.ws
 		}
+	}
+	var acts []any
+	if none {
+		acts = m.noChildren(now) // before appExit: see machine.noChildren
+	}
+	if app != nil {
+		acts = append(acts, m.appExit(now, *app)...)
 	}
 	return acts
 }

@@ -1,0 +1,335 @@
+// Command testapp is the app the integration tests, the benchmarks and the rollout harness run
+// under drainit (and under tini, dumb-init, catatonit). It is static, so it also runs in an image
+// built FROM scratch. Each mode is one behaviour a test needs; output lines go to stdout, each a
+// single write so that lines from several processes sharing the pipe never interleave.
+//
+//	testapp exit N                 exit with status N
+//	testapp die SIG                be killed by signal SIG
+//	testapp sleep DURATION         sleep, then exit 0
+//	testapp signals [-grandchild] [-ready-file F]
+//	                               print "ready <who> <pid>", then "got <who> <SIGNAME>" for each
+//	                               signal; exit 0 on SIGTERM. -grandchild also starts a second
+//	                               process in the same group that does the same as "gc".
+//	testapp wait-signal SIG DURATION
+//	                               exit 0 when SIG arrives, 3 if DURATION passes first
+//	testapp orphans N [-code C]    leave N orphans (grandchildren whose parent exits first), wait
+//	                               for their parents, exit C
+//	testapp daemon [-ignore-term]  start a setsid'd daemon that prints "daemon <pid>", exit 0
+//	testapp ignore-term            print "ready app <pid>", ignore SIGTERM, run until killed
+//	testapp slow-stop DURATION     print "ready app <pid>"; on SIGTERM wait DURATION, exit 0
+//	testapp serve -addr A [-graceful|-naive] [-delay D]
+//	                               HTTP server; each request takes D; -graceful finishes
+//	                               in-flight requests and closes idle connections on SIGTERM,
+//	                               -naive exits at once
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: testapp MODE [ARGS]")
+		os.Exit(2)
+	}
+	mode, args := os.Args[1], os.Args[2:]
+	var err error
+	switch mode {
+	case "exit":
+		n, _ := strconv.Atoi(arg(args, 0))
+		os.Exit(n)
+	case "die":
+		err = die(arg(args, 0))
+	case "sleep":
+		d, _ := time.ParseDuration(arg(args, 0))
+		time.Sleep(d)
+	case "signals":
+		err = signalsMode(args)
+	case "wait-signal":
+		err = waitSignal(args)
+	case "orphans":
+		err = orphans(args)
+	case "daemon":
+		err = daemon(args)
+	case "ignore-term":
+		signal.Ignore(syscall.SIGTERM)
+		say("ready app %d", os.Getpid())
+		select {}
+	case "slow-stop":
+		err = slowStop(args)
+	case "serve":
+		err = serve(args)
+	// Internal modes, started by the ones above.
+	case "_record":
+		err = record(arg(args, 0))
+	case "_orphan-parent":
+		err = orphanParent(args)
+	case "_block":
+		// Wait for EOF on fd 3: the parent holding the write end has exited.
+		buf := make([]byte, 1)
+		_, _ = os.NewFile(3, "block").Read(buf)
+	case "_daemon":
+		err = daemonChild(args)
+	default:
+		err = fmt.Errorf("unknown mode %q", mode)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "testapp %s: %v\n", mode, err)
+		os.Exit(2)
+	}
+}
+
+func arg(args []string, i int) string {
+	if i < len(args) {
+		return args[i]
+	}
+	return ""
+}
+
+// say prints one line in a single write.
+func say(format string, a ...any) {
+	_, _ = os.Stdout.WriteString(fmt.Sprintf(format, a...) + "\n")
+}
+
+func self() string {
+	p, err := os.Executable()
+	if err != nil {
+		return os.Args[0]
+	}
+	return p
+}
+
+func die(name string) error {
+	sig := signalByName(name)
+	if sig == 0 {
+		return fmt.Errorf("unknown signal %q", name)
+	}
+	signal.Reset(sig)
+	_ = syscall.Kill(os.Getpid(), sig)
+	time.Sleep(time.Minute)
+	return errors.New("signal did not kill")
+}
+
+func signalByName(name string) syscall.Signal {
+	for s := syscall.Signal(1); s < 32; s++ {
+		if n := signame(s); n == name || n == "SIG"+name {
+			return s
+		}
+	}
+	return 0
+}
+
+// signame is the SIGNAME of s, as drainit's logs write it.
+func signame(s syscall.Signal) string {
+	names := map[syscall.Signal]string{
+		syscall.SIGHUP: "SIGHUP", syscall.SIGINT: "SIGINT", syscall.SIGQUIT: "SIGQUIT",
+		syscall.SIGILL: "SIGILL", syscall.SIGTRAP: "SIGTRAP", syscall.SIGABRT: "SIGABRT",
+		syscall.SIGBUS: "SIGBUS", syscall.SIGFPE: "SIGFPE", syscall.SIGKILL: "SIGKILL",
+		syscall.SIGUSR1: "SIGUSR1", syscall.SIGSEGV: "SIGSEGV", syscall.SIGUSR2: "SIGUSR2",
+		syscall.SIGPIPE: "SIGPIPE", syscall.SIGALRM: "SIGALRM", syscall.SIGTERM: "SIGTERM",
+		syscall.SIGCHLD: "SIGCHLD", syscall.SIGCONT: "SIGCONT", syscall.SIGTSTP: "SIGTSTP",
+		syscall.SIGTTIN: "SIGTTIN", syscall.SIGTTOU: "SIGTTOU", syscall.SIGURG: "SIGURG",
+		syscall.SIGWINCH: "SIGWINCH", syscall.SIGIO: "SIGIO", syscall.SIGSYS: "SIGSYS",
+	}
+	if n, ok := names[s]; ok {
+		return n
+	}
+	return "SIG" + strconv.Itoa(int(s))
+}
+
+// recorded are the signals the signals mode reports. TSTP, TTIN and TTOU are left out: caught,
+// they would no longer stop the process, which the job-control tests rely on.
+var recorded = []os.Signal{
+	syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2,
+	syscall.SIGWINCH, syscall.SIGCONT, syscall.SIGTERM, syscall.SIGALRM,
+}
+
+func signalsMode(args []string) error {
+	fs := flag.NewFlagSet("signals", flag.ContinueOnError)
+	gc := fs.Bool("grandchild", false, "also start a recording grandchild in the same group")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *gc {
+		// Same process group (no Setpgid): group-wide signals reach it, child-only ones do not.
+		if _, err := syscall.ForkExec(self(), []string{self(), "_record", "gc"}, &syscall.ProcAttr{
+			Env: os.Environ(), Files: []uintptr{0, 1, 2},
+		}); err != nil {
+			return err
+		}
+	}
+	return record("app")
+}
+
+// record prints every recorded signal until SIGTERM, then exits 0.
+func record(who string) error {
+	ch := make(chan os.Signal, 32)
+	signal.Notify(ch, recorded...)
+	say("ready %s %d", who, os.Getpid())
+	for s := range ch {
+		say("got %s %s", who, signame(s.(syscall.Signal)))
+		if s == syscall.SIGTERM {
+			return nil
+		}
+	}
+	return nil
+}
+
+func waitSignal(args []string) error {
+	sig := signalByName(arg(args, 0))
+	d, err := time.ParseDuration(arg(args, 1))
+	if sig == 0 || err != nil {
+		return errors.New("usage: wait-signal SIG DURATION")
+	}
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, sig)
+	select {
+	case <-ch:
+		say("got app %s", signame(sig))
+		return nil
+	case <-time.After(d):
+		say("timeout app")
+		os.Exit(3)
+	}
+	return nil
+}
+
+// orphans leaves N orphans in batches: each batch is one parent that starts its share of
+// grandchildren and exits at once; the grandchildren block until that parent is gone, so every
+// one of them is an orphan when it exits, and they never pile up in memory.
+func orphans(args []string) error {
+	fs := flag.NewFlagSet("orphans", flag.ContinueOnError)
+	code := fs.Int("code", 0, "exit status")
+	perParent := fs.Int("per-parent", 20, "grandchildren per parent")
+	n, _ := strconv.Atoi(arg(args, 0))
+	if err := fs.Parse(args[min(1, len(args)):]); err != nil {
+		return err
+	}
+	for left := n; left > 0; left -= *perParent {
+		k := min(left, *perParent)
+		pid, err := syscall.ForkExec(self(), []string{self(), "_orphan-parent", strconv.Itoa(k)}, &syscall.ProcAttr{
+			Env: os.Environ(), Files: []uintptr{0, 1, 2},
+		})
+		if err != nil {
+			return err
+		}
+		var ws syscall.WaitStatus
+		for {
+			_, err := syscall.Wait4(pid, &ws, 0, nil)
+			if err != syscall.EINTR {
+				break
+			}
+		}
+	}
+	say("orphans %d", n)
+	os.Exit(*code)
+	return nil
+}
+
+func orphanParent(args []string) error {
+	k, _ := strconv.Atoi(arg(args, 0))
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	for range k {
+		if _, err := syscall.ForkExec(self(), []string{self(), "_block"}, &syscall.ProcAttr{
+			Env: os.Environ(), Files: []uintptr{0, 1, 2, r.Fd()},
+		}); err != nil {
+			return err
+		}
+	}
+	// w stays open until this process exits, which releases the grandchildren.
+	runtime.KeepAlive(w)
+	os.Exit(0)
+	return nil
+}
+
+func daemon(args []string) error {
+	a := append([]string{self(), "_daemon"}, args...)
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	if _, err := syscall.ForkExec(self(), a, &syscall.ProcAttr{
+		Env: os.Environ(), Files: []uintptr{0, 1, 2, w.Fd()}, Sys: &syscall.SysProcAttr{Setsid: true},
+	}); err != nil {
+		return err
+	}
+	w.Close()
+	// Wait until the daemon is set up (it closes its end), so the test can rely on it running.
+	buf := make([]byte, 1)
+	_, _ = r.Read(buf)
+	return nil
+}
+
+func daemonChild(args []string) error {
+	if len(args) > 0 && args[0] == "-ignore-term" {
+		signal.Ignore(syscall.SIGTERM)
+	}
+	say("daemon %d", os.Getpid())
+	_ = os.NewFile(3, "ready").Close()
+	select {}
+}
+
+func slowStop(args []string) error {
+	d, err := time.ParseDuration(arg(args, 0))
+	if err != nil {
+		return err
+	}
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGTERM)
+	say("ready app %d", os.Getpid())
+	<-ch
+	say("got app SIGTERM")
+	time.Sleep(d)
+	say("stopped app")
+	return nil
+}
+
+func serve(args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:8080", "listen address")
+	graceful := fs.Bool("graceful", false, "on SIGTERM finish in-flight requests, close idle connections, exit")
+	naive := fs.Bool("naive", false, "on SIGTERM exit at once")
+	delay := fs.Duration("delay", 0, "time each request takes")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if *delay > 0 {
+				time.Sleep(*delay)
+			}
+			fmt.Fprintf(w, "ok %d\n", os.Getpid())
+		}),
+		ReadHeaderTimeout: 5 * time.Second,
+	}
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT)
+	go func() { _ = srv.Serve(ln) }()
+	say("ready app %d %s", os.Getpid(), ln.Addr())
+	s := <-ch
+	say("got app %s", signame(s.(syscall.Signal)))
+	if *naive || !*graceful {
+		os.Exit(0)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return srv.Shutdown(ctx)
+}
