@@ -1,0 +1,122 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func parse(t *testing.T, args []string, env map[string]string) (*Config, error) {
+	t.Helper()
+	var usage bytes.Buffer
+	return Parse(args, env, &usage)
+}
+
+func TestDefaults(t *testing.T) {
+	c, err := parse(t, []string{"/app", "--port=1"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.GracePeriod != 30*time.Second || c.DrainDelay != 5*time.Second || c.KillMargin != 2*time.Second {
+		t.Errorf("timing defaults = %v %v %v", c.GracePeriod, c.DrainDelay, c.KillMargin)
+	}
+	if len(c.Triggers) != 2 || c.Triggers[0] != unix.SIGTERM || c.Triggers[1] != unix.SIGINT {
+		t.Errorf("triggers = %v", c.Triggers)
+	}
+	if c.StopSignal != 0 || c.Forward != ForwardGroup || c.TerminationLog != "/dev/termination-log" {
+		t.Errorf("defaults: stop %v forward %v termlog %q", c.StopSignal, c.Forward, c.TerminationLog)
+	}
+	// Flags end at the command: the app's own flags are its own.
+	if strings.Join(c.Command, " ") != "/app --port=1" {
+		t.Errorf("command = %q", c.Command)
+	}
+}
+
+func TestFlagWinsOverEnv(t *testing.T) {
+	env := map[string]string{"DRAINIT_GRACE_PERIOD": "45", "DRAINIT_DRAIN_DELAY": "10s", "DRAINIT_STOP_SIGNAL": "QUIT"}
+	c, err := parse(t, []string{"--drain-delay", "3s", "--", "app"}, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.GracePeriod != 45*time.Second || c.DrainDelay != 3*time.Second || c.StopSignal != unix.SIGQUIT {
+		t.Errorf("got grace %v drain %v stop %v", c.GracePeriod, c.DrainDelay, c.StopSignal)
+	}
+}
+
+func TestErrorsNameTheOptionAndValue(t *testing.T) {
+	cases := []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"--grace-period", "abc", "app"}, nil, `--grace-period "abc": not a duration`},
+		{[]string{"app"}, map[string]string{"DRAINIT_GRACE_PERIOD": "-3"}, `DRAINIT_GRACE_PERIOD "-3"`},
+		{[]string{"--stop-signal", "FOO", "app"}, nil, `--stop-signal "FOO": unknown signal "FOO"`},
+		{[]string{"--forward", "all", "app"}, nil, `--forward "all": must be group or child`},
+		{[]string{"--rewrite", "HUP", "app"}, nil, `--rewrite "HUP"`},
+		{[]string{"app"}, map[string]string{"DRAINIT_EXIT_MAP": "143:x"}, `DRAINIT_EXIT_MAP "143:x"`},
+		{[]string{"--triggers", "CHLD", "app"}, nil, `--triggers "CHLD": SIGCHLD cannot be a trigger`},
+		{[]string{"--log-level", "loud", "app"}, nil, `--log-level "loud"`},
+		{[]string{"--grace-period", "6s", "app"}, nil, "must exceed drain delay 5s + kill margin 2s"},
+		{[]string{"--no-such-flag", "app"}, nil, "flag provided but not defined: -no-such-flag"},
+		{nil, nil, "no command given"},
+	}
+	for _, c := range cases {
+		_, err := parse(t, c.args, c.env)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Parse(%q, %v) error = %v, want it to contain %q", c.args, c.env, err, c.want)
+			continue
+		}
+		if strings.Contains(err.Error(), "\n") {
+			t.Errorf("error %q is more than one line", err)
+		}
+		var ce *Error
+		if !errors.As(err, &ce) {
+			t.Errorf("error %v is not a *config.Error", err)
+		}
+	}
+}
+
+func TestHelpListsEveryOption(t *testing.T) {
+	var usage bytes.Buffer
+	if _, err := Parse([]string{"--help"}, nil, &usage); !errors.Is(err, ErrHelp) {
+		t.Fatalf("--help: %v", err)
+	}
+	for _, f := range fields() {
+		for _, s := range []string{"--" + f.flag, EnvPrefix + f.env} {
+			if !strings.Contains(usage.String(), s) {
+				t.Errorf("--help does not mention %s", s)
+			}
+		}
+	}
+}
+
+func TestParseDuration(t *testing.T) {
+	good := map[string]time.Duration{
+		"30": 30 * time.Second, "0.5": 500 * time.Millisecond, "500ms": 500 * time.Millisecond,
+		"1m30s": 90 * time.Second, "0": 0, " 2s ": 2 * time.Second,
+	}
+	for in, w := range good {
+		if d, err := ParseDuration(in); err != nil || d != w {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v", in, d, err, w)
+		}
+	}
+	for _, in := range []string{"", "-1", "-1s", "abc", "NaN", "Inf", "1e300", "5 s"} {
+		if d, err := ParseDuration(in); err == nil {
+			t.Errorf("ParseDuration(%q) = %v, want an error", in, d)
+		}
+	}
+}
+
+func FuzzParseDuration(f *testing.F) {
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := ParseDuration(s)
+		if err == nil && d < 0 {
+			t.Fatalf("ParseDuration(%q) = %v, negative", s, d)
+		}
+	})
+}

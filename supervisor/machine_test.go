@@ -1,0 +1,274 @@
+package supervisor
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
+
+	"github.com/drainit/drainit/internal/config"
+	"github.com/drainit/drainit/signals"
+)
+
+// The machine is driven with made-up times: at(s) is s seconds after the app's start.
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func at(s float64) time.Time { return epoch.Add(time.Duration(s * float64(time.Second))) }
+
+type mopt func(*config.Config)
+
+func newTestMachine(offline, postStop bool, opts ...mopt) *machine {
+	c := &config.Config{
+		GracePeriod: 30 * time.Second, DrainDelay: 5 * time.Second, KillMargin: 2 * time.Second,
+		CleanupWait: 2 * time.Second, Triggers: []unix.Signal{unix.SIGTERM, unix.SIGINT},
+		Rewrite: signals.Rewrite{}, ExitMap: signals.ExitMap{},
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	return newMachine(c, offline, postStop, epoch, zerolog.Nop())
+}
+
+func exited(code int) unix.WaitStatus        { return unix.WaitStatus(code << 8) }
+func killedBy(s unix.Signal) unix.WaitStatus { return unix.WaitStatus(s) }
+
+func want(tb testing.TB, got []any, w ...any) {
+	tb.Helper()
+	if len(got) == 0 && len(w) == 0 {
+		return
+	}
+	if !reflect.DeepEqual(got, w) {
+		tb.Fatalf("actions = %#v\nwant      %#v", got, w)
+	}
+}
+
+func wantPhase(tb testing.TB, m *machine, p Phase) {
+	tb.Helper()
+	if m.phase != p {
+		tb.Fatalf("phase = %s, want %s", m.phase, p)
+	}
+}
+
+func TestFullSequenceWithHooks(t *testing.T) {
+	m := newTestMachine(true, true)
+	// SIGTERM at 10 s: deadline 40 s, kill at 38 s.
+	want(t, m.signal(at(10), unix.SIGTERM), actRunHooks{StageOffline, at(38)})
+	wantPhase(t, m, PhaseOffline)
+	if !m.deadline.Equal(at(40)) {
+		t.Fatalf("deadline = %v, want t0+grace", m.deadline.Sub(epoch))
+	}
+	// Hooks take 1 s; the drain runs 5 s from their end.
+	want(t, m.hooksDone(at(11), StageOffline))
+	wantPhase(t, m, PhaseDraining)
+	if !m.wake.Equal(at(16)) {
+		t.Fatalf("drain ends at %v, want 16s", m.wake.Sub(epoch))
+	}
+	// Ticks before the wake time do nothing.
+	want(t, m.tick(at(15.9)))
+	want(t, m.tick(at(16)), actSignal{toApp, unix.SIGTERM})
+	wantPhase(t, m, PhaseStopping)
+	if !m.wake.Equal(at(38)) {
+		t.Fatalf("kill at %v, want deadline - margin = 38s", m.wake.Sub(epoch))
+	}
+	// The app exits after 2 s with 143; nothing else is left.
+	want(t, m.noChildren(at(18)))
+	want(t, m.appExit(at(18), killedBy(unix.SIGTERM)), actRunHooks{StagePostStop, at(40)})
+	wantPhase(t, m, PhasePostStop)
+	want(t, m.hooksDone(at(18.5), StagePostStop), actExit{143})
+	s := m.summary(at(18.5))
+	for _, part := range []string{"trigger +0s", "offline hooks +0s", "drain +1s", "stop SIGTERM +6s", "app exited 143 +8s", "post-stop hooks +8s", "exit 143 +8.5s"} {
+		if !strings.Contains(s, part) {
+			t.Errorf("summary %q lacks %q", s, part)
+		}
+	}
+	if strings.Contains(s, "SIGKILL") {
+		t.Errorf("summary %q mentions SIGKILL though drainit sent none", s)
+	}
+}
+
+func TestForwardingBeforeAndDuringSequence(t *testing.T) {
+	m := newTestMachine(false, false, func(c *config.Config) {
+		c.Rewrite = signals.Rewrite{unix.SIGHUP: unix.SIGUSR1, unix.SIGWINCH: 0}
+	})
+	want(t, m.signal(epoch, unix.SIGUSR2), actSignal{toApp, unix.SIGUSR2})
+	want(t, m.signal(epoch, unix.SIGHUP), actSignal{toApp, unix.SIGUSR1})
+	want(t, m.signal(epoch, unix.SIGWINCH))
+	want(t, m.signal(epoch, unix.SIGTERM)) // no hooks: straight into the drain
+	wantPhase(t, m, PhaseDraining)
+	// Non-trigger signals keep flowing during the drain.
+	want(t, m.signal(epoch, unix.SIGUSR2), actSignal{toApp, unix.SIGUSR2})
+}
+
+func TestStopSignalChoice(t *testing.T) {
+	cases := []struct {
+		name    string
+		opt     mopt
+		trigger unix.Signal
+		want    []any
+	}{
+		{"trigger as received", func(*config.Config) {}, unix.SIGINT, []any{actSignal{toApp, unix.SIGINT}}},
+		{"--stop-signal replaces it", func(c *config.Config) { c.StopSignal = unix.SIGQUIT }, unix.SIGTERM, []any{actSignal{toApp, unix.SIGQUIT}}},
+		{"rewritten", func(c *config.Config) { c.Rewrite = signals.Rewrite{unix.SIGTERM: unix.SIGUSR2} }, unix.SIGTERM, []any{actSignal{toApp, unix.SIGUSR2}}},
+		{"rewritten to nothing", func(c *config.Config) { c.Rewrite = signals.Rewrite{unix.SIGTERM: 0} }, unix.SIGTERM, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := newTestMachine(false, false, c.opt)
+			m.signal(at(0), c.trigger)
+			want(t, m.tick(at(5)), c.want...)
+			wantPhase(t, m, PhaseStopping)
+		})
+	}
+}
+
+func TestEscalationBeforeDeadline(t *testing.T) {
+	m := newTestMachine(false, true)
+	m.signal(at(0), unix.SIGTERM)
+	want(t, m.tick(at(5)), actSignal{toApp, unix.SIGTERM})
+	// The app ignores SIGTERM: at deadline - margin everything gets SIGKILL.
+	want(t, m.tick(at(28)), actSignal{toEverything, unix.SIGKILL})
+	wantPhase(t, m, PhaseKilling)
+	if !m.wake.Equal(at(30)) {
+		t.Fatalf("gives up on the reaper at %v, want the deadline", m.wake.Sub(epoch))
+	}
+	m.noChildren(at(28.01))
+	want(t, m.appExit(at(28.01), killedBy(unix.SIGKILL)), actRunHooks{StagePostStop, at(30)})
+	want(t, m.hooksDone(at(29), StagePostStop), actExit{137})
+	if s := m.summary(at(29)); !strings.Contains(s, "drainit had to SIGKILL") {
+		t.Errorf("summary %q does not say drainit had to SIGKILL", s)
+	}
+}
+
+func TestHooksLongerThanBudgetSkipDrain(t *testing.T) {
+	m := newTestMachine(true, false)
+	m.signal(at(0), unix.SIGTERM)
+	// Offline hooks ran until 27 s: only 1 s is left before the kill point, so the drain is cut.
+	want(t, m.hooksDone(at(27), StageOffline))
+	if !m.wake.Equal(at(28)) {
+		t.Fatalf("drain ends at %v, want the kill point 28s", m.wake.Sub(epoch))
+	}
+	// Hooks that end at the kill point itself: the stop signal goes out at once.
+	m = newTestMachine(true, false)
+	m.signal(at(0), unix.SIGTERM)
+	want(t, m.hooksDone(at(28), StageOffline), actSignal{toApp, unix.SIGTERM})
+}
+
+func TestRepeatedTriggersJoin(t *testing.T) {
+	m := newTestMachine(true, false)
+	want(t, m.signal(at(0), unix.SIGTERM), actRunHooks{StageOffline, at(28)})
+	// A second SIGTERM (kubelet restart, docker stop twice) runs nothing again.
+	want(t, m.signal(at(1), unix.SIGTERM))
+	wantPhase(t, m, PhaseOffline)
+	want(t, m.hooksDone(at(2), StageOffline))
+	want(t, m.signal(at(3), unix.SIGTERM))
+	wantPhase(t, m, PhaseDraining)
+	if !m.deadline.Equal(at(30)) {
+		t.Fatalf("a repeated trigger moved the deadline to %v", m.deadline.Sub(epoch))
+	}
+}
+
+func TestCtrlCTwiceAndThrice(t *testing.T) {
+	m := newTestMachine(true, false)
+	m.signal(at(0), unix.SIGINT)
+	// The second Ctrl-C skips the rest of the offline hooks and the drain.
+	want(t, m.signal(at(1), unix.SIGINT), actCancelHooks{StageOffline}, actSignal{toApp, unix.SIGINT})
+	wantPhase(t, m, PhaseStopping)
+	// Late hook results are ignored.
+	want(t, m.hooksDone(at(1.5), StageOffline))
+	// The third kills.
+	want(t, m.signal(at(2), unix.SIGINT), actSignal{toEverything, unix.SIGKILL})
+	wantPhase(t, m, PhaseKilling)
+
+	// A SIGTERM trigger followed by one SIGINT is not "twice": the first Ctrl-C only joins.
+	m = newTestMachine(false, false)
+	m.signal(at(0), unix.SIGTERM)
+	want(t, m.signal(at(1), unix.SIGINT))
+	wantPhase(t, m, PhaseDraining)
+	want(t, m.signal(at(2), unix.SIGINT), actSignal{toApp, unix.SIGTERM})
+}
+
+func TestAppExitsInEachPhase(t *testing.T) {
+	steps := map[Phase]func(m *machine){
+		PhaseRunning:  func(m *machine) {},
+		PhaseOffline:  func(m *machine) { m.signal(at(0), unix.SIGTERM) },
+		PhaseDraining: func(m *machine) { m.signal(at(0), unix.SIGTERM); m.hooksDone(at(1), StageOffline) },
+		PhaseStopping: func(m *machine) {
+			m.signal(at(0), unix.SIGTERM)
+			m.hooksDone(at(1), StageOffline)
+			m.tick(at(6))
+		},
+	}
+	for phase, step := range steps {
+		t.Run(phase.String(), func(t *testing.T) {
+			m := newTestMachine(true, true)
+			step(m)
+			wantPhase(t, m, phase)
+			// The app crashes with 139 (SEGV) and leaves nothing behind: post-stop, then exit 139.
+			m.noChildren(at(7))
+			acts := m.appExit(at(7), killedBy(unix.SIGSEGV))
+			var postStop actRunHooks
+			for _, a := range acts {
+				if h, ok := a.(actRunHooks); ok {
+					postStop = h
+				}
+			}
+			if postStop.stage != StagePostStop {
+				t.Fatalf("after the app exited in %s, actions %#v do not run post-stop hooks", phase, acts)
+			}
+			if phase == PhaseOffline {
+				if _, ok := acts[0].(actCancelHooks); !ok {
+					t.Fatalf("offline hooks not cancelled when the app exited: %#v", acts)
+				}
+			}
+			want(t, m.tick(at(100))) // no timer left that could act
+			want(t, m.hooksDone(at(8), StagePostStop), actExit{139})
+		})
+	}
+}
+
+func TestLeftoversAfterAppExit(t *testing.T) {
+	m := newTestMachine(false, false)
+	// The app exits on its own but a daemon it started lives on.
+	want(t, m.appExit(at(5), exited(0)), actSignal{toEverything, unix.SIGTERM})
+	wantPhase(t, m, PhaseCleanup)
+	if !m.wake.Equal(at(7)) {
+		t.Fatalf("leftovers get %v, want the cleanup wait", m.wake.Sub(at(5)))
+	}
+	// The daemon ignores SIGTERM.
+	want(t, m.tick(at(7)), actSignal{toEverything, unix.SIGKILL})
+	want(t, m.noChildren(at(7.01)), actExit{0})
+
+	// Leftovers that go on SIGTERM: exit at once, the app's status kept.
+	m = newTestMachine(false, false)
+	m.appExit(at(5), exited(3))
+	want(t, m.noChildren(at(5.1)), actExit{3})
+}
+
+func TestCleanupBoundedByKillPoint(t *testing.T) {
+	m := newTestMachine(false, false, func(c *config.Config) { c.CleanupWait = 10 * time.Second })
+	m.signal(at(0), unix.SIGTERM)
+	m.tick(at(5))
+	// The app exits at 27 s; its leftovers get SIGTERM but must be dead by the kill point, 28 s.
+	want(t, m.appExit(at(27), exited(0)), actSignal{toEverything, unix.SIGTERM})
+	if !m.wake.Equal(at(28)) {
+		t.Fatalf("cleanup ends at %v, want the kill point", m.wake.Sub(epoch))
+	}
+}
+
+func TestExitMapAndGiveUp(t *testing.T) {
+	m := newTestMachine(false, false, func(c *config.Config) { c.ExitMap = signals.ExitMap{143: 0} })
+	m.signal(at(0), unix.SIGTERM)
+	m.tick(at(5))
+	m.noChildren(at(6))
+	want(t, m.appExit(at(6), killedBy(unix.SIGTERM)), actExit{0})
+
+	// A process that survives SIGKILL (stuck in D state) does not hold drainit past the deadline.
+	m = newTestMachine(false, false)
+	m.signal(at(0), unix.SIGTERM)
+	m.tick(at(5))
+	m.tick(at(28))
+	want(t, m.tick(at(30)), actExit{137})
+}
