@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/drainit/drainit/internal/config"
+	"github.com/drainit/drainit/internal/control"
 	"github.com/drainit/drainit/signals"
 )
 
@@ -20,6 +21,7 @@ const (
 	PhaseRunning  Phase = iota // the app runs; no trigger yet
 	PhaseOffline               // trigger seen; offline hooks run
 	PhaseDraining              // the drain wait: the app still serves
+	PhaseDrained               // drained after a /prestop; waiting for the kubelet's signal
 	PhaseStopping              // stop signal sent; waiting for the app to exit
 	PhaseKilling               // SIGKILL sent to everything; waiting for the reaper
 	PhaseCleanup               // the app has exited; what it left behind is being ended
@@ -27,7 +29,7 @@ const (
 	PhaseDone                  // drainit exits
 )
 
-var phaseNames = [...]string{"running", "offline", "draining", "stopping", "killing", "cleanup", "post-stop", "done"}
+var phaseNames = [...]string{"running", "offline", "draining", "drained", "stopping", "killing", "cleanup", "post-stop", "done"}
 
 func (p Phase) String() string { return phaseNames[p] }
 
@@ -62,6 +64,8 @@ type (
 	}
 	actCancelHooks struct{ stage Stage }
 	actExit        struct{ code int }
+	// actDrained: the drain is over (or can no longer happen); /prestop callers get their answer.
+	actDrained struct{}
 )
 
 // Timing is the part of the configuration the stop sequence's arithmetic uses.
@@ -86,14 +90,17 @@ type machine struct {
 	log        zerolog.Logger
 
 	phase        Phase
-	start        time.Time // the app's start
-	t0           time.Time // the first trigger; zero before it
-	deadline     time.Time // t0 + grace
-	trigger      unix.Signal
+	start        time.Time   // the app's start
+	t0           time.Time   // the first trigger; zero before it
+	deadline     time.Time   // t0 + grace
+	trigger      unix.Signal // 0 while only a /prestop has started the sequence
+	drained      bool
 	ints         int       // SIGINTs since t0: the second skips the drain, the third kills
 	wake         time.Time // when the loop should call tick next; zero: no timer
 	hooksRunning [2]bool
 
+	ready      bool   // the app is ready (probe passed, online hooks done)
+	final      string // the summary, once done
 	appExited  bool
 	appStatus  int // shell-style: code, or 128+N
 	childrenUp bool
@@ -158,6 +165,17 @@ func (m *machine) signal(now time.Time, sig unix.Signal) []any {
 			Time("deadline", m.deadline).Msg("stop sequence started")
 		return m.enterOffline(now)
 	}
+	if m.trigger == 0 {
+		// The kubelet's signal after a /prestop: the drain has happened (or is happening) already;
+		// the stop step follows as soon as it is over.
+		m.trigger = sig
+		m.event(now, zerolog.InfoLevel, "signal "+signals.Name(sig)).Str("signal", signals.Name(sig)).
+			Msg("stop signal after /prestop")
+		if m.phase == PhaseDrained {
+			return m.enterStopping(now)
+		}
+		return nil
+	}
 	// A repeated trigger joins the sequence under way; only Ctrl-C pressed again means "faster".
 	if sig == unix.SIGINT {
 		m.ints++
@@ -173,6 +191,42 @@ func (m *machine) signal(now time.Time, sig unix.Signal) []any {
 	m.log.Debug().Str("phase", m.phase.String()).Str("signal", signals.Name(sig)).
 		Msg("trigger repeated; joining the stop sequence under way")
 	return nil
+}
+
+// prestop handles a /prestop request: it starts the sequence (t0 = now) or joins the one under way.
+// The caller's answer is due at the next actDrained, or at once when drained is already true.
+func (m *machine) prestop(now time.Time) []any {
+	if !m.t0.IsZero() || m.phase >= PhaseCleanup {
+		if m.drained {
+			return []any{actDrained{}}
+		}
+		return nil
+	}
+	m.t0, m.deadline = now, now.Add(m.timing.Grace)
+	m.event(now, zerolog.InfoLevel, "trigger /prestop").Time("deadline", m.deadline).Msg("stop sequence started by /prestop")
+	return m.enterOffline(now)
+}
+
+// markDrained ends the drain for the /prestop callers, once.
+func (m *machine) markDrained() []any {
+	if m.drained {
+		return nil
+	}
+	m.drained = true
+	return []any{actDrained{}}
+}
+
+// endDrain is the end of the drain wait: the stop step, or, when only a /prestop started the
+// sequence, waiting for the kubelet's signal (bounded by the kill point).
+func (m *machine) endDrain(now time.Time) []any {
+	acts := m.markDrained()
+	if m.trigger != 0 {
+		return append(acts, m.enterStopping(now)...)
+	}
+	m.phase = PhaseDrained
+	m.wake = m.deadline.Add(-m.timing.KillMargin)
+	m.event(now, zerolog.InfoLevel, "drained").Msg("drained; waiting for the stop signal")
+	return acts
 }
 
 func (m *machine) forwardSig(sig unix.Signal) []any {
@@ -204,7 +258,7 @@ func (m *machine) enterDraining(now time.Time) []any {
 		end = kill
 	}
 	if !end.After(now) {
-		return m.enterStopping(now)
+		return m.endDrain(now)
 	}
 	m.wake = end
 	m.event(now, zerolog.InfoLevel, "drain").Dur("drain_delay", end.Sub(now)).Msg("draining: the app keeps serving")
@@ -217,13 +271,21 @@ func (m *machine) enterStopping(now time.Time) []any {
 		m.hooksRunning[StageOffline] = false
 		acts = append(acts, actCancelHooks{StageOffline})
 	}
+	acts = append(acts, m.markDrained()...)
+	m.wake = m.deadline.Add(-m.timing.KillMargin)
+	if m.phase == PhaseDrained && m.trigger == 0 {
+		// No signal came after /prestop: stop the app ourselves, leaving it the kill margin.
+		m.wake = m.deadline
+		m.event(now, zerolog.WarnLevel, "no signal").Msg("no stop signal arrived after /prestop; stopping the app")
+	}
 	m.phase = PhaseStopping
 	m.stopSentAt = now
 	sig, ok := m.stopSignal, true
-	if sig == 0 {
+	if sig == 0 && m.trigger == 0 {
+		sig = unix.SIGTERM
+	} else if sig == 0 {
 		sig, ok = m.rewrite.Apply(m.trigger)
 	}
-	m.wake = m.deadline.Add(-m.timing.KillMargin)
 	if !ok {
 		m.event(now, zerolog.WarnLevel, "stop").Msg("stop signal dropped by --rewrite; the app is killed at the deadline")
 		return acts
@@ -239,6 +301,7 @@ func (m *machine) enterKilling(now time.Time) []any {
 		m.hooksRunning[StageOffline] = false
 		acts = append(acts, actCancelHooks{StageOffline})
 	}
+	acts = append(acts, m.markDrained()...)
 	m.phase = PhaseKilling
 	m.killed = true
 	m.wake = time.Time{}
@@ -258,6 +321,9 @@ func (m *machine) appExit(now time.Time, ws unix.WaitStatus) []any {
 	if m.hooksRunning[StageOffline] {
 		m.hooksRunning[StageOffline] = false
 		acts = append(acts, actCancelHooks{StageOffline})
+	}
+	if !m.t0.IsZero() {
+		acts = append(acts, m.markDrained()...) // no app left to drain
 	}
 	e := m.event(now, zerolog.InfoLevel, fmt.Sprintf("app exited %d", m.appStatus)).
 		Int("status", m.appStatus).Dur("ran", now.Sub(m.start))
@@ -330,6 +396,8 @@ func (m *machine) tick(now time.Time) []any {
 	m.wake = time.Time{}
 	switch m.phase {
 	case PhaseDraining:
+		return m.endDrain(now)
+	case PhaseDrained:
 		return m.enterStopping(now)
 	case PhaseStopping:
 		return m.enterKilling(now)
@@ -358,7 +426,8 @@ func (m *machine) finish(now time.Time) []any {
 	m.phase = PhaseDone
 	m.wake = time.Time{}
 	code := m.exitMap.Apply(m.appStatus)
-	e := m.log.Info().Str("phase", "done").Int("status", code).Str("summary", m.summary(now))
+	m.final = m.summary(now)
+	e := m.log.Info().Str("phase", "done").Int("status", code).Str("summary", m.final)
 	if !m.t0.IsZero() {
 		e = e.Dur("elapsed", now.Sub(m.t0))
 	}
@@ -392,4 +461,31 @@ func roundDur(d time.Duration) time.Duration {
 		return 0
 	}
 	return d.Round(time.Millisecond)
+}
+
+// setReady records that the app is ready (probe passed, online hooks done), unless it is already
+// on its way out.
+func (m *machine) setReady(now time.Time) {
+	if !m.t0.IsZero() || m.appExited {
+		return
+	}
+	m.ready = true
+	m.event(now, zerolog.InfoLevel, "ready").Msg("app ready")
+}
+
+// status is the snapshot the control server reports.
+func (m *machine) status(now time.Time, pid int) control.Status {
+	base := m.t0
+	if base.IsZero() {
+		base = m.start
+	}
+	st := control.Status{
+		Phase: m.phase.String(), AppPID: pid, Uptime: now.Sub(m.start).Seconds(),
+		Running: !m.appExited, Ready: m.ready, Draining: !m.t0.IsZero(), Drained: m.drained,
+		Timeline: make([]control.Mark, 0, len(m.timeline)),
+	}
+	for _, mk := range m.timeline {
+		st.Timeline = append(st.Timeline, control.Mark{What: mk.what, Elapsed: mk.at.Sub(base).Seconds()})
+	}
+	return st
 }

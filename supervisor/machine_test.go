@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -35,8 +36,11 @@ func newTestMachine(offline, postStop bool, opts ...mopt) *machine {
 func exited(code int) unix.WaitStatus        { return unix.WaitStatus(code << 8) }
 func killedBy(s unix.Signal) unix.WaitStatus { return unix.WaitStatus(s) }
 
+// want compares the actions, leaving out actDrained (the answer to /prestop callers), which the
+// prestop tests check with drainedIn.
 func want(tb testing.TB, got []any, w ...any) {
 	tb.Helper()
+	got = slices.DeleteFunc(slices.Clone(got), func(a any) bool { return a == actDrained{} })
 	if len(got) == 0 && len(w) == 0 {
 		return
 	}
@@ -271,4 +275,72 @@ func TestExitMapAndGiveUp(t *testing.T) {
 	m.tick(at(5))
 	m.tick(at(28))
 	want(t, m.tick(at(30)), actExit{137})
+}
+
+func drainedIn(acts []any) bool { return slices.Contains(acts, any(actDrained{})) }
+
+func TestPrestopThenKubeletSignal(t *testing.T) {
+	m := newTestMachine(true, false)
+	// The kubelet calls /prestop at 10 s: the sequence starts then, not at the SIGTERM.
+	acts := m.prestop(at(10))
+	want(t, acts, actRunHooks{StageOffline, at(38)})
+	if drainedIn(acts) {
+		t.Fatal("/prestop answered before the drain")
+	}
+	// A second, concurrent call joins: nothing runs again, no answer yet.
+	want(t, m.prestop(at(10.5)))
+	if acts := m.hooksDone(at(11), StageOffline); drainedIn(acts) || len(acts) != 0 {
+		t.Fatalf("after the hooks: %#v", acts)
+	}
+	// End of the drain: the callers get their answer; the app keeps running until the SIGTERM.
+	acts = m.tick(at(16))
+	if !drainedIn(acts) {
+		t.Fatalf("drain over but /prestop not answered: %#v", acts)
+	}
+	want(t, acts)
+	wantPhase(t, m, PhaseDrained)
+	// A call after the drain is answered at once.
+	if !drainedIn(m.prestop(at(16.2))) {
+		t.Fatal("/prestop after the drain not answered at once")
+	}
+	// The kubelet's SIGTERM: straight to the stop step, no second drain.
+	want(t, m.signal(at(16.3), unix.SIGTERM), actSignal{toApp, unix.SIGTERM})
+	wantPhase(t, m, PhaseStopping)
+	if !m.wake.Equal(at(38)) {
+		t.Fatalf("kill at %v, want /prestop time + grace - margin", m.wake.Sub(epoch))
+	}
+}
+
+func TestPrestopSignalDuringDrain(t *testing.T) {
+	// The kubelet's preStop wait ran out (grace shorter than our drain): its SIGTERM arrives
+	// mid-drain; the drain still ends as configured, then the stop signal goes out.
+	m := newTestMachine(false, false, func(c *config.Config) { c.StopSignal = unix.SIGQUIT })
+	m.prestop(at(0))
+	want(t, m.signal(at(2), unix.SIGTERM))
+	wantPhase(t, m, PhaseDraining)
+	acts := m.tick(at(5))
+	if !drainedIn(acts) {
+		t.Fatal("/prestop not answered at the end of the drain")
+	}
+	want(t, acts, actSignal{toApp, unix.SIGQUIT})
+}
+
+func TestPrestopWithoutSignal(t *testing.T) {
+	// Nobody sends a signal after /prestop: drainit stops the app itself at the kill point and
+	// kills it at the deadline.
+	m := newTestMachine(false, false)
+	m.prestop(at(0))
+	m.tick(at(5))
+	wantPhase(t, m, PhaseDrained)
+	want(t, m.tick(at(28)), actSignal{toApp, unix.SIGTERM})
+	want(t, m.tick(at(30)), actSignal{toEverything, unix.SIGKILL})
+}
+
+func TestPrestopAnsweredWhenAppExits(t *testing.T) {
+	m := newTestMachine(true, false)
+	m.prestop(at(0))
+	m.noChildren(at(1))
+	if acts := m.appExit(at(1), exited(1)); !drainedIn(acts) {
+		t.Fatalf("app exited mid-sequence but /prestop callers were left waiting: %#v", acts)
+	}
 }

@@ -13,6 +13,8 @@ package supervisor
 
 import (
 	"context"
+	"errors"
+	"net"
 	"os"
 	"runtime"
 	"time"
@@ -22,33 +24,87 @@ import (
 
 	"github.com/drainit/drainit/hooks"
 	"github.com/drainit/drainit/internal/config"
+	"github.com/drainit/drainit/internal/control"
 	"github.com/drainit/drainit/signals"
 )
 
+// Options are the parts of a run that are built outside the supervisor.
+type Options struct {
+	Offline     []hooks.Hook // run after a trigger, before the drain
+	Online      []hooks.Hook // run once the app is ready
+	PostStop    []hooks.Hook // run after the app and everything it left have exited
+	HookTimeout time.Duration
+	Probe       hooks.Probe // when the app is ready; nil: as soon as it has started
+	// Children routes the exits of exec hooks' processes, which the supervisor's reaper
+	// collects, back to the hooks (nil: no exec hooks).
+	Children *hooks.Children
+	// Control, when not nil, is the listener of the control server (/prestop, /healthz, ...),
+	// opened by the caller so that a bad address is reported before the app starts.
+	Control      net.Listener
+	ControlToken string
+}
+
 // Supervisor carries everything one run needs; there is no package-level state.
 type Supervisor struct {
-	cfg         *config.Config
-	log         zerolog.Logger
-	sigs        <-chan os.Signal
-	hooks       [2][]hooks.Hook
-	hookTimeout time.Duration
+	cfg  *config.Config
+	opts Options
+	log  zerolog.Logger
+	sigs <-chan os.Signal
+	reqs chan request
+	done chan struct{} // closed when the loop has returned
 
 	pid1       bool
 	foreground bool // the app's group has the terminal: job control is on
 	appPid     int
 }
 
+// request is a control-server call, answered by the loop on reply (buffered, so the loop never
+// blocks on a caller that has gone away).
+type request struct {
+	prestop bool
+	reply   chan control.Status
+}
+
 // New prepares a run of cfg.Command. sigs must already be registered (signal.Notify) for
 // signals.Catchable(), before anything else happens, so that no signal sent while drainit starts
 // is lost: it is delivered to the app once the app runs.
-func New(cfg *config.Config, log zerolog.Logger, sigs <-chan os.Signal) *Supervisor {
-	return &Supervisor{cfg: cfg, log: log, sigs: sigs, pid1: os.Getpid() == 1}
+func New(cfg *config.Config, opts Options, log zerolog.Logger, sigs <-chan os.Signal) *Supervisor {
+	return &Supervisor{
+		cfg: cfg, opts: opts, log: log, sigs: sigs,
+		reqs: make(chan request), done: make(chan struct{}), pid1: os.Getpid() == 1,
+	}
 }
 
-// SetHooks sets the hooks of a stage and the timeout of each; call before Run.
-func (s *Supervisor) SetHooks(st Stage, timeout time.Duration, hs []hooks.Hook) {
-	s.hooks[st] = hs
-	s.hookTimeout = timeout
+var errExiting = errors.New("drainit is exiting")
+
+// Prestop implements control.Backend: it asks the loop to start (or join) the stop sequence and
+// waits for the end of the drain.
+func (s *Supervisor) Prestop(ctx context.Context) (control.Status, error) {
+	return s.ask(ctx, true)
+}
+
+// Status implements control.Backend.
+func (s *Supervisor) Status(ctx context.Context) (control.Status, error) {
+	return s.ask(ctx, false)
+}
+
+func (s *Supervisor) ask(ctx context.Context, prestop bool) (control.Status, error) {
+	r := request{prestop, make(chan control.Status, 1)}
+	select {
+	case s.reqs <- r:
+	case <-ctx.Done():
+		return control.Status{}, ctx.Err()
+	case <-s.done:
+		return control.Status{}, errExiting
+	}
+	select {
+	case st := <-r.reply:
+		return st, nil
+	case <-ctx.Done():
+		return control.Status{}, ctx.Err()
+	case <-s.done:
+		return control.Status{}, errExiting
+	}
 }
 
 // Run starts the app and supervises it until the app and everything it left behind are gone. It
@@ -75,8 +131,40 @@ func (s *Supervisor) Run(ctx context.Context) (int, error) {
 	s.log.Info().Int("pid", pid).Strs("command", s.cfg.Command).Bool("pid1", s.pid1).
 		Bool("tty", s.foreground).Msg("app started")
 
-	m := newMachine(s.cfg, len(s.hooks[StageOffline]) > 0, len(s.hooks[StagePostStop]) > 0, start, s.log)
-	return s.loop(ctx, m), nil
+	m := newMachine(s.cfg, len(s.opts.Offline) > 0, len(s.opts.PostStop) > 0, start, s.log)
+	m.ready = s.opts.Probe == nil && len(s.opts.Online) == 0
+	if s.opts.Control != nil {
+		srv := control.New(s, s.opts.ControlToken, s.cfg.GracePeriod, s.log)
+		go func() {
+			if err := srv.Serve(s.opts.Control); err != nil {
+				s.log.Error().Err(err).Msg("control server stopped")
+			}
+		}()
+		defer srv.Close()
+		s.log.Info().Str("addr", s.opts.Control.Addr().String()).Msg("control server listening")
+	}
+	code := s.loop(ctx, m)
+	close(s.done)
+	s.writeTerminationLog(m.final)
+	return code, nil
+}
+
+// writeTerminationLog leaves the summary where Kubernetes shows it (kubectl describe pod reads the
+// last 4096 bytes of terminationMessagePath). The file must exist already, as the kubelet's
+// bind mount does: drainit does not create it, and a missing or read-only path is no error.
+func (s *Supervisor) writeTerminationLog(summary string) {
+	if s.cfg.TerminationLog == "" || summary == "" {
+		return
+	}
+	f, err := os.OpenFile(s.cfg.TerminationLog, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if len(summary) > 4096 {
+		summary = summary[:4096]
+	}
+	_, _ = f.WriteString(summary)
 }
 
 // loop is the one goroutine that owns the machine. It returns drainit's exit status.
@@ -86,6 +174,17 @@ func (s *Supervisor) loop(ctx context.Context, m *machine) int {
 	var armed time.Time
 	hookDone := make(chan Stage, 2)
 	var cancel [2]context.CancelFunc
+	stageHooks := [2][]hooks.Hook{s.opts.Offline, s.opts.PostStop}
+	var waiters []chan control.Status // /prestop callers waiting for the end of the drain
+
+	// Readiness: the probe, then the online hooks, in the background; given up once a trigger
+	// comes or the app exits.
+	ready := make(chan struct{}, 1)
+	onlineCtx, stopOnline := context.WithCancel(ctx)
+	defer stopOnline()
+	if !m.ready {
+		go s.becomeReady(onlineCtx, ready)
+	}
 
 	waitFlags := 0
 	if s.foreground {
@@ -113,6 +212,18 @@ func (s *Supervisor) loop(ctx context.Context, m *machine) int {
 		case st := <-hookDone:
 			cancel[st]()
 			acts = m.hooksDone(time.Now(), st)
+		case <-ready:
+			m.setReady(time.Now())
+		case r := <-s.reqs:
+			if !r.prestop {
+				r.reply <- m.status(time.Now(), s.appPid)
+				continue
+			}
+			waiters = append(waiters, r.reply)
+			acts = m.prestop(time.Now())
+		}
+		if !m.t0.IsZero() || m.appExited {
+			stopOnline()
 		}
 		for _, a := range acts {
 			switch a := a.(type) {
@@ -125,15 +236,36 @@ func (s *Supervisor) loop(ctx context.Context, m *machine) int {
 				}
 				cancel[a.stage] = c
 				go func(st Stage, hs []hooks.Hook) {
-					hooks.RunAll(hctx, s.log.With().Str("phase", st.String()).Logger(), s.hookTimeout, hs)
+					hooks.RunAll(hctx, s.log.With().Str("phase", st.String()).Logger(), s.opts.HookTimeout, hs)
 					hookDone <- st
-				}(a.stage, s.hooks[a.stage])
+				}(a.stage, stageHooks[a.stage])
 			case actCancelHooks:
 				cancel[a.stage]()
+			case actDrained:
+				st := m.status(time.Now(), s.appPid)
+				for _, w := range waiters {
+					w <- st
+				}
+				waiters = nil
 			case actExit:
 				return a.code
 			}
 		}
+	}
+}
+
+// becomeReady waits for the ready probe, runs the online hooks, and reports on ready.
+func (s *Supervisor) becomeReady(ctx context.Context, ready chan<- struct{}) {
+	log := s.log.With().Str("phase", "online").Logger()
+	if s.opts.Probe != nil {
+		if err := hooks.WaitReady(ctx, s.opts.Probe, log); err != nil {
+			log.Warn().Err(err).Msg("the app never became ready")
+			return
+		}
+	}
+	hooks.RunAll(ctx, log, s.opts.HookTimeout, s.opts.Online)
+	if ctx.Err() == nil {
+		ready <- struct{}{}
 	}
 }
 
@@ -145,6 +277,8 @@ func (s *Supervisor) reaped(m *machine, waitFlags int) []any {
 	var app *unix.WaitStatus
 	for _, e := range exits {
 		switch {
+		case s.opts.Children != nil && s.opts.Children.Exited(e.pid, e.ws):
+			// An exec hook's process: its hook has the status now.
 		case e.pid != s.appPid:
 			if e.ws.Exited() || e.ws.Signaled() {
 				s.log.Debug().Int("pid", e.pid).Int("status", signals.ExitCode(e.ws)).Msg("reaped orphan")

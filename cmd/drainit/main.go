@@ -20,6 +20,10 @@ func dispatch(args []string) int {
 		switch args[0] {
 		case "version", "--version":
 			return versionCmd(os.Stdout)
+		case "sleep":
+			return sleepCmd(args[1:], os.Stderr)
+		case "prestop":
+			return prestopCmd(args[1:], os.Stdout, os.Stderr)
 		}
 	}
 	return runCmd(args)

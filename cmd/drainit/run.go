@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
+	"github.com/drainit/drainit/hooks"
 	"github.com/drainit/drainit/internal/config"
 	"github.com/drainit/drainit/signals"
 	"github.com/drainit/drainit/supervisor"
@@ -35,11 +37,68 @@ func runCmd(args []string) int {
 		return 2
 	}
 	log := newLogger(os.Stderr, cfg.LogFormat, cfg.LogLevel)
-	code, err := supervisor.New(cfg, log, sigs).Run(context.Background())
+	opts, err := buildOptions(cfg, log)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "drainit: %v\n", err)
+		return 2
+	}
+	for _, w := range cfg.Warnings() {
+		log.Warn().Msg(w)
+	}
+	code, err := supervisor.New(cfg, opts, log, sigs).Run(context.Background())
 	if err != nil {
 		log.Error().Err(err).Int("status", code).Msg("app not started")
 	}
 	return code
+}
+
+// buildOptions turns the hook and control-server options into the supervisor's Options. Like
+// config.Parse it fails before the app starts, naming the option and the value.
+func buildOptions(cfg *config.Config, log zerolog.Logger) (supervisor.Options, error) {
+	opts := supervisor.Options{HookTimeout: cfg.HookTimeout, ControlToken: cfg.HTTPToken, Children: &hooks.Children{}}
+	// exec before http within a stage, in a fixed order, so that runs are repeatable.
+	for _, stage := range []string{"offline", "online", "post-stop"} {
+		for _, kind := range []string{"exec", "http"} {
+			spec := config.HookSpec{Stage: stage, Kind: kind}
+			v, ok := cfg.Hooks[spec]
+			if !ok {
+				continue
+			}
+			var h hooks.Hook
+			var err error
+			if kind == "exec" {
+				h, err = hooks.ParseExec(spec.Flag(), v, hooks.ExecDeps{Children: opts.Children, Log: log})
+			} else {
+				h, err = hooks.ParseHTTP(spec.Flag(), v)
+			}
+			if err != nil {
+				return opts, &config.Error{Option: cfg.OptionName(spec.Flag()), Value: v, Err: err}
+			}
+			switch stage {
+			case "offline":
+				opts.Offline = append(opts.Offline, h)
+			case "online":
+				opts.Online = append(opts.Online, h)
+			case "post-stop":
+				opts.PostStop = append(opts.PostStop, h)
+			}
+		}
+	}
+	if cfg.ReadyProbe != "" {
+		p, err := hooks.ParseProbe(cfg.ReadyProbe)
+		if err != nil {
+			return opts, &config.Error{Option: cfg.OptionName("ready-probe"), Value: cfg.ReadyProbe, Err: err}
+		}
+		opts.Probe = p
+	}
+	if cfg.HTTPAddr != "" {
+		ln, err := net.Listen("tcp", cfg.HTTPAddr)
+		if err != nil {
+			return opts, &config.Error{Option: cfg.OptionName("http-addr"), Value: cfg.HTTPAddr, Err: err}
+		}
+		opts.Control = ln
+	}
+	return opts, nil
 }
 
 // environ returns the environment as a map, for config.Parse.
@@ -58,7 +117,7 @@ func environ() map[string]string {
 func newLogger(w *os.File, format, level string) zerolog.Logger {
 	zerolog.TimeFieldFormat = "2006-01-02T15:04:05.000Z07:00"
 	zerolog.DurationFieldUnit = time.Millisecond
-	zerolog.DurationFieldInteger = false
+	zerolog.DurationFieldInteger = true
 	var out io.Writer = w
 	if format == "console" || (format == "" && isTerminal(w)) {
 		out = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000"}

@@ -38,6 +38,16 @@ type Raw struct {
 	Forward        string `env:"FORWARD" flag:"forward" envDefault:"group" help:"where signals go: group (the app's process group) or child (the app alone)"`
 	Rewrite        string `env:"REWRITE" flag:"rewrite" envDefault:"" help:"rewrite forwarded signals, FROM:TO,… (TO 0 or none drops it), e.g. HUP:USR1"`
 	ExitMap        string `env:"EXIT_MAP" flag:"exit-map" envDefault:"" help:"remap the app's exit status, FROM:TO,…, e.g. 143:0"`
+	OfflineExec    string `env:"OFFLINE_EXEC" flag:"offline-exec" envDefault:"" help:"command run after a trigger, before the drain (e.g. deregister): a JSON array or a space-separated string"`
+	OfflineHTTP    string `env:"OFFLINE_HTTP" flag:"offline-http" envDefault:"" help:"HTTP call after a trigger, before the drain: URL, METHOD URL, or JSON {method,url,headers,body}"`
+	OnlineExec     string `env:"ONLINE_EXEC" flag:"online-exec" envDefault:"" help:"command run once the app is ready (e.g. register)"`
+	OnlineHTTP     string `env:"ONLINE_HTTP" flag:"online-http" envDefault:"" help:"HTTP call once the app is ready"`
+	PostStopExec   string `env:"POST_STOP_EXEC" flag:"post-stop-exec" envDefault:"" help:"command run after the app has exited"`
+	PostStopHTTP   string `env:"POST_STOP_HTTP" flag:"post-stop-http" envDefault:"" help:"HTTP call after the app has exited"`
+	HookTimeout    string `env:"HOOK_TIMEOUT" flag:"hook-timeout" envDefault:"10s" help:"how long each hook may take (also bounded by the grace deadline)"`
+	ReadyProbe     string `env:"READY_PROBE" flag:"ready-probe" envDefault:"" help:"when the app is ready: tcp://HOST:PORT or http(s)://... (2xx); default: at once"`
+	HTTPAddr       string `env:"HTTP_ADDR" flag:"http-addr" envDefault:"" help:"control server address, e.g. :8099 (/prestop, /healthz, /readyz, /status); off when empty"`
+	HTTPToken      string `env:"HTTP_TOKEN" flag:"http-token" envDefault:"" help:"bearer token required by /prestop and /status"`
 	LogFormat      string `env:"LOG_FORMAT" flag:"log-format" envDefault:"" help:"json or console (default: console on a terminal, else json)"`
 	LogLevel       string `env:"LOG_LEVEL" flag:"log-level" envDefault:"info" help:"debug, info, warn or error"`
 	TerminationLog string `env:"TERMINATION_LOG" flag:"termination-log" envDefault:"/dev/termination-log" help:"file for the stop summary, written if it exists and is writable (empty: off)"`
@@ -64,10 +74,65 @@ type Config struct {
 	Forward        Forward
 	Rewrite        signals.Rewrite
 	ExitMap        signals.ExitMap
+	HookTimeout    time.Duration
+	Hooks          map[HookSpec]string // the hook options that are set, by kind
+	ReadyProbe     string
+	HTTPAddr       string
+	HTTPToken      string
 	LogFormat      string // "json" or "console"; "" decides by the terminal
 	LogLevel       string
 	TerminationLog string
+
+	source map[string]string // flag name -> where its value came from
 }
+
+// OptionName is how the user spelled the option whose flag name is flag: "--flag" or
+// "DRAINIT_ENV", for error messages about values checked outside this package.
+func (c *Config) OptionName(flag string) string {
+	if s := c.source[flag]; s != "" {
+		return s
+	}
+	return "--" + flag
+}
+
+// Warnings lists the settings that are valid but cannot all fit in the grace period, with the
+// numbers, so that the log says at start-up what will be cut short.
+func (c *Config) Warnings() []string {
+	var out []string
+	n := 0
+	for spec := range c.Hooks {
+		if spec.Stage == "offline" {
+			n++
+		}
+	}
+	if n > 0 {
+		need := time.Duration(n)*c.HookTimeout + c.DrainDelay + c.KillMargin
+		if need >= c.GracePeriod {
+			out = append(out, fmt.Sprintf(
+				"offline hooks (%d × hook timeout %s) + drain delay %s + kill margin %s = %s, not less than grace period %s: slow hooks will cut the drain short",
+				n, c.HookTimeout, c.DrainDelay, c.KillMargin, need, c.GracePeriod))
+		}
+	}
+	for spec := range c.Hooks {
+		if spec.Stage == "post-stop" && c.HookTimeout > c.GracePeriod-c.DrainDelay-c.KillMargin {
+			out = append(out, fmt.Sprintf(
+				"post-stop hook timeout %s exceeds what a stop can leave it (grace %s - drain %s - kill margin %s): it may be cut at the deadline",
+				c.HookTimeout, c.GracePeriod, c.DrainDelay, c.KillMargin))
+			break
+		}
+	}
+	return out
+}
+
+// HookSpec names one hook option: its stage and kind. Flag is the option's flag name, so that
+// whoever parses the hook's value can name the option in an error.
+type HookSpec struct {
+	Stage string // "offline", "online" or "post-stop"
+	Kind  string // "exec" or "http"
+}
+
+// Flag is the option's flag name, e.g. "offline-exec".
+func (h HookSpec) Flag() string { return h.Stage + "-" + h.Kind }
 
 // Error is a configuration mistake: which option, the value given and what is wrong with it.
 type Error struct {
@@ -159,7 +224,7 @@ Options (each also DRAINIT_<NAME> in the environment; the flag wins):
 
 // check converts and validates every option. from maps a flag name to where its value came from.
 func (r *Raw) check(cmd []string, from map[string]string) (*Config, error) {
-	c := &Config{Command: cmd, TerminationLog: r.TerminationLog}
+	c := &Config{Command: cmd, TerminationLog: r.TerminationLog, source: from}
 	var errs []error
 	bad := func(flagName, value string, err error) {
 		opt := from[flagName]
@@ -179,6 +244,18 @@ func (r *Raw) check(cmd []string, from map[string]string) (*Config, error) {
 	dur("drain-delay", r.DrainDelay, &c.DrainDelay)
 	dur("kill-margin", r.KillMargin, &c.KillMargin)
 	dur("cleanup-wait", r.CleanupWait, &c.CleanupWait)
+	dur("hook-timeout", r.HookTimeout, &c.HookTimeout)
+	c.Hooks = map[HookSpec]string{}
+	for spec, v := range map[HookSpec]string{
+		{"offline", "exec"}: r.OfflineExec, {"offline", "http"}: r.OfflineHTTP,
+		{"online", "exec"}: r.OnlineExec, {"online", "http"}: r.OnlineHTTP,
+		{"post-stop", "exec"}: r.PostStopExec, {"post-stop", "http"}: r.PostStopHTTP,
+	} {
+		if strings.TrimSpace(v) != "" {
+			c.Hooks[spec] = v
+		}
+	}
+	c.ReadyProbe, c.HTTPAddr, c.HTTPToken = r.ReadyProbe, r.HTTPAddr, r.HTTPToken
 
 	for t := range strings.SplitSeq(r.Triggers, ",") {
 		if strings.TrimSpace(t) == "" {

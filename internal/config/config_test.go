@@ -120,3 +120,29 @@ func FuzzParseDuration(f *testing.F) {
 		}
 	})
 }
+
+func TestHookOptionsAndWarnings(t *testing.T) {
+	env := map[string]string{"DRAINIT_OFFLINE_EXEC": `["/bin/deregister"]`, "DRAINIT_GRACE_PERIOD": "15s"}
+	c, err := parse(t, []string{"--post-stop-http", "http://127.0.0.1:1/x", "--hook-timeout", "9s", "app"}, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Hooks[HookSpec{"offline", "exec"}]; got != `["/bin/deregister"]` {
+		t.Errorf("offline exec = %q", got)
+	}
+	if c.OptionName("offline-exec") != "DRAINIT_OFFLINE_EXEC" || c.OptionName("post-stop-http") != "--post-stop-http" {
+		t.Errorf("option names: %q %q", c.OptionName("offline-exec"), c.OptionName("post-stop-http"))
+	}
+	w := strings.Join(c.Warnings(), "\n")
+	// 9s + 5s + 2s = 16s >= 15s
+	if !strings.Contains(w, "= 16s, not less than grace period 15s") {
+		t.Errorf("warnings %q do not spell out the offline budget", w)
+	}
+	if !strings.Contains(w, "post-stop hook timeout 9s exceeds") {
+		t.Errorf("warnings %q do not flag the post-stop timeout", w)
+	}
+	c, _ = parse(t, []string{"app"}, nil)
+	if ws := c.Warnings(); len(ws) != 0 {
+		t.Errorf("defaults warn: %q", ws)
+	}
+}

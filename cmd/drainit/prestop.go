@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/drainit/drainit/internal/config"
+)
+
+// prestopCmd is `drainit prestop`: the exec form of the preStop hook. It asks the drainit running
+// in this container to drain and returns when the drain is done: 0, or 1 with a message (the
+// kubelet then records FailedPreStopHook), 2 for bad usage.
+func prestopCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("drainit prestop", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", defaultControlAddr(os.Getenv(config.EnvPrefix+"HTTP_ADDR")),
+		"the control server's address (default: from DRAINIT_HTTP_ADDR, else 127.0.0.1:8099)")
+	token := fs.String("token", os.Getenv(config.EnvPrefix+"HTTP_TOKEN"), "bearer token (default: DRAINIT_HTTP_TOKEN)")
+	timeout := fs.String("timeout", "0", "give up after this long (0: never; the kubelet bounds the hook by the grace period)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "drainit prestop: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	d, err := config.ParseDuration(*timeout)
+	if err != nil {
+		fmt.Fprintf(stderr, "drainit prestop: --timeout %q: %v\n", *timeout, err)
+		return 2
+	}
+	ctx := context.Background()
+	if d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+*addr+"/prestop", nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "drainit prestop: --addr %q: %v\n", *addr, err)
+		return 2
+	}
+	if *token != "" {
+		req.Header.Set("Authorization", "Bearer "+*token)
+	}
+	// Loopback inside the container: never through a proxy from the environment.
+	client := &http.Client{Transport: &http.Transport{Proxy: nil}}
+	start := time.Now()
+	resp, err := client.Do(req)
+	if err != nil {
+		fmt.Fprintf(stderr, "drainit prestop: %v\n", err)
+		return 1
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode != http.StatusOK {
+		fmt.Fprintf(stderr, "drainit prestop: %s: %s\n", resp.Status, strings.TrimSpace(string(body)))
+		return 1
+	}
+	fmt.Fprintf(stdout, "drained after %s: %s\n", time.Since(start).Round(time.Millisecond), strings.TrimSpace(string(body)))
+	return 0
+}
+
+// defaultControlAddr turns the server's listen address into one to dial: ":8099" and
+// "0.0.0.0:8099" mean this host, so 127.0.0.1.
+func defaultControlAddr(listen string) string {
+	if listen == "" {
+		return "127.0.0.1:8099"
+	}
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return listen
+	}
+	switch host {
+	case "", "0.0.0.0":
+		host = "127.0.0.1"
+	case "::":
+		host = "::1"
+	}
+	return net.JoinHostPort(host, port)
+}
