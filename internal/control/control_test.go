@@ -1,0 +1,231 @@
+package control
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// fakeBackend is a Backend made of funcs, so each test says only what it needs.
+type fakeBackend struct {
+	prestop func(ctx context.Context) (Status, error)
+	status  func(ctx context.Context) (Status, error)
+}
+
+var _ Backend = (*fakeBackend)(nil)
+
+func (f *fakeBackend) Prestop(ctx context.Context) (Status, error) { return f.prestop(ctx) }
+func (f *fakeBackend) Status(ctx context.Context) (Status, error)  { return f.status(ctx) }
+
+func running(ready, draining bool) func(context.Context) (Status, error) {
+	return func(context.Context) (Status, error) {
+		return Status{Phase: "running", Running: true, Ready: ready, Draining: draining}, nil
+	}
+}
+
+func do(t *testing.T, h http.Handler, method, path string, hdr map[string]string) *httptest.ResponseRecorder {
+	t.Helper()
+	req := httptest.NewRequest(method, path, nil)
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+func TestEndpoints(t *testing.T) {
+	var prestops atomic.Int32
+	b := &fakeBackend{
+		prestop: func(context.Context) (Status, error) {
+			prestops.Add(1)
+			return Status{Phase: "drained", Drained: true}, nil
+		},
+		status: running(true, false),
+	}
+	h := New(b, "", time.Second, zerolog.Nop()).Handler()
+	cases := []struct {
+		method, path string
+		code         int
+		body         string
+	}{
+		{"GET", "/healthz", 200, "ok"},
+		{"HEAD", "/readyz", 200, ""},
+		{"GET", "/readyz", 200, "ready"},
+		{"GET", "/status", 200, `"phase":"running"`},
+		{"POST", "/prestop", 200, `"drained":true`},
+		{"GET", "/prestop", 200, `"phase":"drained"`},
+		{"DELETE", "/prestop", 405, ""},
+		{"POST", "/healthz", 405, ""},
+		{"GET", "/", 404, ""},
+		{"GET", "/prestop/x", 404, ""},
+	}
+	for _, c := range cases {
+		rec := do(t, h, c.method, c.path, nil)
+		if rec.Code != c.code || !strings.Contains(rec.Body.String(), c.body) {
+			t.Errorf("%s %s = %d %q, want %d containing %q", c.method, c.path, rec.Code, rec.Body, c.code, c.body)
+		}
+	}
+	if n := prestops.Load(); n != 2 {
+		t.Errorf("backend Prestop called %d times, want 2 (405s must not reach it)", n)
+	}
+}
+
+func TestReadiness(t *testing.T) {
+	for _, c := range []struct {
+		ready, draining bool
+		code            int
+	}{{false, false, 503}, {true, false, 200}, {true, true, 503}} {
+		h := New(&fakeBackend{status: running(c.ready, c.draining)}, "", time.Second, zerolog.Nop()).Handler()
+		if rec := do(t, h, "GET", "/readyz", nil); rec.Code != c.code {
+			t.Errorf("ready=%v draining=%v: /readyz = %d, want %d", c.ready, c.draining, rec.Code, c.code)
+		}
+	}
+	gone := &fakeBackend{status: func(context.Context) (Status, error) { return Status{Running: false}, nil }}
+	if rec := do(t, New(gone, "", time.Second, zerolog.Nop()).Handler(), "GET", "/healthz", nil); rec.Code != 503 {
+		t.Errorf("/healthz with the app gone = %d, want 503", rec.Code)
+	}
+}
+
+func TestToken(t *testing.T) {
+	var prestops atomic.Int32
+	b := &fakeBackend{
+		prestop: func(context.Context) (Status, error) { prestops.Add(1); return Status{}, nil },
+		status:  running(true, false),
+	}
+	var logs strings.Builder
+	h := New(b, "s3cret", time.Second, zerolog.New(&logs)).Handler()
+	for _, auth := range []string{"", "Bearer wrong", "Bearer s3cret2", "s3cret", "bearer s3cret"} {
+		rec := do(t, h, "POST", "/prestop", map[string]string{"Authorization": auth})
+		if rec.Code != 401 {
+			t.Errorf("Authorization %q: %d, want 401", auth, rec.Code)
+		}
+		if rec := do(t, h, "GET", "/status", map[string]string{"Authorization": auth}); rec.Code != 401 {
+			t.Errorf("/status with Authorization %q: %d, want 401", auth, rec.Code)
+		}
+	}
+	if prestops.Load() != 0 {
+		t.Fatal("an unauthorized /prestop reached the backend")
+	}
+	if rec := do(t, h, "POST", "/prestop", map[string]string{"Authorization": "Bearer s3cret"}); rec.Code != 200 {
+		t.Errorf("right token: %d", rec.Code)
+	}
+	// Health endpoints stay open: the kubelet's probes carry no token.
+	if rec := do(t, h, "GET", "/healthz", nil); rec.Code != 200 {
+		t.Errorf("/healthz without token: %d", rec.Code)
+	}
+	if strings.Contains(logs.String(), "s3cret") || strings.Contains(logs.String(), "wrong") {
+		t.Errorf("a token reached the log: %s", logs.String())
+	}
+}
+
+// A client that sends its headers one byte at a time must not hold up a concurrent /prestop:
+// the stop sequence cannot wait on a stranger's connection.
+func TestSlowClientDoesNotBlockPrestop(t *testing.T) {
+	b := &fakeBackend{
+		prestop: func(context.Context) (Status, error) { return Status{Drained: true}, nil },
+		status:  running(true, false),
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := New(b, "", time.Second, zerolog.Nop())
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+
+	slow, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	stopSlow := make(chan struct{})
+	defer close(stopSlow)
+	go func() {
+		for _, c := range []byte("GET /prestop HTTP/1.1\r\nHost: x\r\nX-Slow: ") {
+			select {
+			case <-stopSlow:
+				return
+			case <-time.After(100 * time.Millisecond): // the slowness is the point of the test
+			}
+			if _, err := slow.Write([]byte{c}); err != nil {
+				return
+			}
+		}
+	}()
+	client := &http.Client{Timeout: 2 * time.Second}
+	resp, err := client.Post("http://"+ln.Addr().String()+"/prestop", "", nil)
+	if err != nil {
+		t.Fatalf("/prestop next to a slow client: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("/prestop = %d", resp.StatusCode)
+	}
+}
+
+// An oversized header block is refused rather than read without bound.
+func TestHeaderLimit(t *testing.T) {
+	b := &fakeBackend{status: running(true, false)}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := New(b, "", time.Second, zerolog.Nop())
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: %s\r\n\r\n", strings.Repeat("a", 64<<10))
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Fatalf("64 KiB of headers: %d, want 431", resp.StatusCode)
+	}
+}
+
+// FuzzHandler sends arbitrary methods, paths and Authorization headers: the handler must not
+// panic, must answer with a known status, and must never start the stop sequence without the
+// token.
+func FuzzHandler(f *testing.F) {
+	f.Fuzz(func(t *testing.T, method, path, auth string) {
+		var called atomic.Bool
+		b := &fakeBackend{
+			prestop: func(context.Context) (Status, error) { called.Store(true); return Status{}, nil },
+			status:  running(true, false),
+		}
+		h := New(b, "tok", time.Second, zerolog.New(io.Discard)).Handler()
+		req, err := http.NewRequest(method, "http://x/", nil)
+		if err != nil {
+			return
+		}
+		req.URL.Path = path
+		req.Header.Set("Authorization", auth)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		switch rec.Code {
+		case 200, 301, 307, 308, 400, 401, 404, 405, 503:
+		default:
+			t.Fatalf("%q %q: status %d", method, path, rec.Code)
+		}
+		if called.Load() && auth != "Bearer tok" {
+			t.Fatalf("%q %q with Authorization %q started the stop sequence", method, path, auth)
+		}
+	})
+}
