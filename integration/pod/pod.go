@@ -47,8 +47,8 @@ func Available() error {
 }
 
 // Start runs argv as PID 1 of a new PID namespace (with its own /proc) and returns once argv has
-// been exec'd there, so that PID is the command's. When this process dies, the namespace is
-// killed with it (unshare --kill-child).
+// been exec'd there, so that PID is the command's. When the thread that started it dies, the
+// namespace is killed with it (PR_SET_PDEATHSIG).
 func Start(argv []string, o Options) (*Pod, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("pod: empty command")
@@ -60,13 +60,19 @@ func Start(argv []string, o Options) (*Pod, error) {
 	if path, err = filepath.Abs(path); err != nil {
 		return nil, fmt.Errorf("pod: %w", err)
 	}
-	args := append([]string{"--pid", "--fork", "--mount-proc", "--kill-child", "--", path}, argv[1:]...)
+	// The PID namespace comes from clone(2) itself, so that this process is PID 1's parent and
+	// sees its real wait status (unshare --fork reports a signal death as status 1). Inside,
+	// unshare only mounts a /proc of the new namespace and execs the command, staying PID 1.
+	args := append([]string{"--mount-proc", "--", path}, argv[1:]...)
 	cmd := exec.Command("unshare", args...)
 	cmd.Stdout, cmd.Stderr, cmd.Env = o.Stdout, o.Stderr, o.Env
-	// unshare in its own process group, so that a test's Ctrl-C does not reach it directly.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags: syscall.CLONE_NEWPID | syscall.CLONE_NEWNS,
+		Setpgid:    true, // a test's Ctrl-C does not reach PID 1 directly
+		Pdeathsig:  syscall.SIGKILL,
+	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("pod: start unshare: %w", err)
+		return nil, fmt.Errorf("pod: start: %w", err)
 	}
 	p := &Pod{cmd: cmd, exited: make(chan struct{})}
 	p.Exited = p.exited
@@ -79,15 +85,13 @@ func Start(argv []string, o Options) (*Pod, error) {
 	if err != nil {
 		return nil, err
 	}
-	// unshare forks PID 1, which mounts /proc and then execs the command: wait for the exec, so
-	// that a signal sent to PID reaches the command and not unshare's code.
+	// unshare mounts /proc and then execs the command: wait for the exec, so that a signal sent
+	// to PID reaches the command and not unshare's code.
+	p.PID = cmd.Process.Pid
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if pid := childOf(cmd.Process.Pid); pid > 0 {
-			if st, err := os.Stat("/proc/" + strconv.Itoa(pid) + "/exe"); err == nil && os.SameFile(st, want) {
-				p.PID = pid
-				return p, nil
-			}
+		if st, err := os.Stat("/proc/" + strconv.Itoa(p.PID) + "/exe"); err == nil && os.SameFile(st, want) {
+			return p, nil
 		}
 		select {
 		case <-p.exited:
@@ -99,20 +103,6 @@ func Start(argv []string, o Options) (*Pod, error) {
 			return nil, fmt.Errorf("pod: %s did not start within 10s", argv[0])
 		}
 	}
-}
-
-// childOf returns the first child of pid, from /proc/PID/task/PID/children.
-func childOf(pid int) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
-	if err != nil {
-		return 0
-	}
-	f := bytes.Fields(b)
-	if len(f) == 0 {
-		return 0
-	}
-	c, _ := strconv.Atoi(string(f[0]))
-	return c
 }
 
 // Signal sends sig to PID 1 from outside the namespace.
