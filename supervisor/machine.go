@@ -68,6 +68,11 @@ type (
 	actDrained struct{}
 )
 
+// reapWait is the least time drainit waits, after SIGKILL to everything, for the reaper to see
+// it all gone. SIGKILL takes effect at once except for a process in uninterruptible sleep, which
+// drainit cannot help and must not hang on.
+const reapWait = time.Second
+
 // Timing is the part of the configuration the stop sequence's arithmetic uses.
 type Timing struct {
 	Grace       time.Duration
@@ -304,9 +309,10 @@ func (m *machine) enterKilling(now time.Time) []any {
 	acts = append(acts, m.markDrained()...)
 	m.phase = PhaseKilling
 	m.killed = true
-	m.wake = time.Time{}
-	if !m.deadline.IsZero() {
-		// Past the deadline the kubelet kills us anyway; stop waiting for the reaper then.
+	// Past the deadline the kubelet kills us anyway, so stop waiting for the reaper then; but
+	// give it reapWait at least, for when the kill itself comes late.
+	m.wake = now.Add(reapWait)
+	if m.deadline.After(m.wake) {
 		m.wake = m.deadline
 	}
 	m.event(now, zerolog.WarnLevel, "SIGKILL").Msg("app still running: SIGKILL to everything")
@@ -404,8 +410,8 @@ func (m *machine) tick(now time.Time) []any {
 	case PhaseCleanup:
 		m.killed = true
 		m.event(now, zerolog.WarnLevel, "SIGKILL leftovers").Msg("processes left behind by the app still run: SIGKILL")
-		m.wake = now.Add(time.Second)
-		if !m.deadline.IsZero() && m.deadline.After(now) {
+		m.wake = now.Add(reapWait)
+		if m.deadline.After(m.wake) {
 			m.wake = m.deadline
 		}
 		m.phase = PhaseKilling

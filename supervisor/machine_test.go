@@ -344,3 +344,19 @@ func TestPrestopAnsweredWhenAppExits(t *testing.T) {
 		t.Fatalf("app exited mid-sequence but /prestop callers were left waiting: %#v", acts)
 	}
 }
+
+func TestKillLateStillWaitsForReaper(t *testing.T) {
+	// Offline hooks overran to the deadline itself: the SIGKILL goes out at 30 s, and drainit
+	// still gives the reaper reapWait before giving up.
+	m := newTestMachine(true, false)
+	m.signal(at(0), unix.SIGTERM)
+	m.hooksDone(at(28), StageOffline)
+	m.tick(at(30))
+	wantPhase(t, m, PhaseKilling)
+	if got := m.wake.Sub(at(30)); got != reapWait {
+		t.Fatalf("waits %v for the reaper after a late SIGKILL, want %v", got, reapWait)
+	}
+	want(t, m.tick(at(30.5)))
+	m.noChildren(at(30.6))
+	want(t, m.appExit(at(30.6), killedBy(unix.SIGKILL)), actExit{137})
+}

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/drainit/drainit/integration/testbin"
 )
 
 // These tests check the simulator itself against plain processes (the test binary re-run as a
@@ -27,7 +29,10 @@ func TestMain(m *testing.M) {
 		os.Stdout.WriteString("ready\n")
 		select {}
 	}
-	os.Exit(m.Run())
+	bins, binsErr = testbin.Build()
+	code := m.Run()
+	testbin.Cleanup()
+	os.Exit(code)
 }
 
 func startHelper(t *testing.T, mode string) Container {
