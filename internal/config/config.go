@@ -170,6 +170,11 @@ func parseRaw(args []string, environ map[string]string, usage io.Writer) (*Raw, 
 	if err := env.ParseWithOptions(&raw, env.Options{Prefix: EnvPrefix, Environment: environ}); err != nil {
 		return nil, nil, nil, fmt.Errorf("environment: %w", err)
 	}
+	// caarlos0/env takes an empty variable for an unset one and applies the default; for the
+	// termination log, empty is documented as "off", so an explicit empty value must win.
+	if v, ok := environ[EnvPrefix+"TERMINATION_LOG"]; ok && v == "" {
+		raw.TerminationLog = ""
+	}
 	from := map[string]string{}
 	fs := flag.NewFlagSet("drainit", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)

@@ -146,3 +146,17 @@ func TestHookOptionsAndWarnings(t *testing.T) {
 		t.Errorf("defaults warn: %q", ws)
 	}
 }
+
+func TestEmptyTerminationLogTurnsItOff(t *testing.T) {
+	c, err := parse(t, []string{"app"}, map[string]string{"DRAINIT_TERMINATION_LOG": ""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.TerminationLog != "" {
+		t.Errorf("DRAINIT_TERMINATION_LOG= gave %q, want it off", c.TerminationLog)
+	}
+	c, _ = parse(t, []string{"--termination-log=", "app"}, nil)
+	if c.TerminationLog != "" {
+		t.Errorf("--termination-log= gave %q, want it off", c.TerminationLog)
+	}
+}
