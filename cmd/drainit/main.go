@@ -24,6 +24,8 @@ func dispatch(args []string) int {
 			return sleepCmd(args[1:], os.Stderr)
 		case "prestop":
 			return prestopCmd(args[1:], os.Stdout, os.Stderr)
+		case "check":
+			return checkCmd(args[1:], os.Stdin, os.Stdout, os.Stderr)
 		}
 	}
 	return runCmd(args)

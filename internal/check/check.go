@@ -1,0 +1,451 @@
+// Package check reads Kubernetes manifests and finds termination-timing mistakes: a preStop
+// sleep that eats the grace period, an app shutdown that cannot fit after it, drainit configured
+// against a different grace period than the pod's, a preStop aimed at a control server that is
+// off, and the like. Each finding spells out the arithmetic.
+//
+// The model of a stop is the kubelet's (see kubelet-stop-sequence.md in the design notes): the
+// preStop hook runs first; the app then gets max(grace - preStop, 2s) between the stop signal
+// and SIGKILL.
+//
+// The manifests are read as YAML nodes, not as k8s.io/api types, so that the drainit binary
+// stays small and every finding can name its line.
+package check
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Severity says how bad a finding is: errors make `drainit check` exit 1.
+type Severity string
+
+// The severities, from worst.
+const (
+	Error   Severity = "error"   // the pod will be SIGKILLed mid-shutdown, or a hook cannot work
+	Warning Severity = "warning" // time is wasted or a value is probably not what was meant
+	Info    Severity = "info"    // nothing is wrong, but nothing drains either
+)
+
+// The rules' ids, as findings carry them.
+const (
+	RuleGraceZero       = "grace-zero"             // terminationGracePeriodSeconds: 0
+	RulePreStopGrace    = "prestop-exceeds-grace"  // the preStop alone takes the whole grace period
+	RuleShutdownGrace   = "shutdown-exceeds-grace" // preStop + the app's shutdown do not fit
+	RuleDrainitConfig   = "drainit-config"         // drainit would refuse its configuration
+	RuleDrainitGrace    = "drainit-grace-mismatch" // drainit's grace period is not the pod's
+	RulePreStopServer   = "prestop-server"         // preStop aimed at a control server that is off or elsewhere
+	RulePreStopToken    = "prestop-token"          // preStop without the control server's token
+	RuleNoShell         = "no-shell"               // exec preStop needs sh/sleep in an image without them
+	RuleNoDrain         = "no-drain"               // nothing delays the stop for endpoint removal
+	RuleSpringDuration  = "spring-duration"        // a Spring Boot shutdown timeout that is likely wrong
+	minGraceAfterSignal = 2 * time.Second          // the kubelet's minimumGracePeriodInSeconds
+)
+
+// Finding is one thing the check found, with where it is and the arithmetic in Message.
+type Finding struct {
+	File      string   `json:"file"`
+	Line      int      `json:"line"`
+	Severity  Severity `json:"severity"`
+	Rule      string   `json:"rule"`
+	Kind      string   `json:"kind"`
+	Name      string   `json:"name"`
+	Container string   `json:"container,omitempty"` // empty for a finding about the whole pod
+	Message   string   `json:"message"`
+}
+
+// Check applies every rule to the workloads and returns the findings in the order of the
+// workloads, then of their containers; the pod-level finding comes first.
+func Check(ws []Workload) []Finding {
+	var out []Finding
+	for i := range ws {
+		out = append(out, checkWorkload(&ws[i])...)
+	}
+	return out
+}
+
+func checkWorkload(w *Workload) []Finding {
+	var out []Finding
+	if w.GraceSet && w.Grace == 0 {
+		sts := ""
+		if w.Kind == "StatefulSet" {
+			sts = " (and the StatefulSet may start its replacement, same identity, beside it)"
+		}
+		out = append(out, Finding{Line: w.GraceLine, Severity: Error, Rule: RuleGraceZero, Message: "terminationGracePeriodSeconds is 0: " +
+			"every delete becomes a force delete; the API forgets the pod at once while its containers still run" + sts +
+			", the preStop hook gets at most 1s and the app 2s before SIGKILL; " +
+			"give it the seconds the app needs to stop (the default is 30)"})
+	}
+	for i := range w.Containers {
+		c := &w.Containers[i]
+		for _, f := range checkContainer(w, c) {
+			f.Container = c.Name
+			out = append(out, f)
+		}
+	}
+	for i := range out {
+		out[i].File, out[i].Kind, out[i].Name = w.File, w.Kind, w.Name
+	}
+	// In file order, so that the output reads along with the manifest.
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Line < out[j].Line })
+	return out
+}
+
+// containerCheck holds what the rules know about one container.
+type containerCheck struct {
+	c     *Container
+	grace time.Duration
+	ps    preStop
+	dc    *drainitConf // nil: drainit does not run the app
+	app   *appTime     // nil: unknown
+	out   []Finding
+}
+
+func (k *containerCheck) add(line int, sev Severity, rule, format string, args ...any) {
+	if line == 0 {
+		line = k.c.Line
+	}
+	k.out = append(k.out, Finding{Line: line, Severity: sev, Rule: rule, Message: fmt.Sprintf(format, args...)})
+}
+
+func checkContainer(w *Workload, c *Container) []Finding {
+	env := newEnvMap(c)
+	words := argv(c, env)
+	k := &containerCheck{c: c, grace: w.Grace}
+	k.dc = findDrainit(c, env)
+	k.ps = analyzePreStop(c, env, k.dc)
+	if k.ps.kind == hookDrainit && k.dc == nil {
+		k.ps.kind = hookOther // `drainit prestop` to a drainit the manifest does not show
+	}
+	var springWarning *Finding
+	k.app, springWarning = springShutdown(c, words, env)
+
+	drainitOK := k.drainitConfig()
+	k.noShell()
+	k.controlServer()
+	if w.Grace > 0 {
+		if !k.preStopGrace() {
+			k.shutdownGrace(drainitOK)
+		}
+		if drainitOK {
+			k.drainitGrace()
+		}
+	}
+	if springWarning != nil {
+		k.out = append(k.out, *springWarning)
+	}
+	if k.dc == nil && k.ps.kind == hookNone && w.Kind != "Job" && w.Kind != "CronJob" {
+		k.add(c.Line, Info, RuleNoDrain, "no preStop hook and no drainit: the app gets SIGTERM at once, while its endpoint removal is still "+
+			"reaching kube-proxy and the load balancers, so new connections can land on a stopping app; add a preStop sleep "+
+			"(5-10s, within terminationGracePeriodSeconds %s) or run the app under drainit", fmtDur(w.Grace))
+	}
+	return k.out
+}
+
+// drainitConfig reports values drainit would refuse: it exits 2 before starting the app, so the
+// container crash-loops. It says whether drainit's timing can be checked further.
+func (k *containerCheck) drainitConfig() bool {
+	dc := k.dc
+	if dc == nil {
+		return false
+	}
+	for _, b := range dc.bad {
+		k.add(b.line, Error, RuleDrainitConfig, "drainit will not start: %s %q: %v", b.src, b.raw, b.err)
+	}
+	if len(dc.bad) > 0 || !dc.grace.known || !dc.drain.known || !dc.margin.known {
+		return false
+	}
+	if dc.grace.d <= dc.drain.d+dc.margin.d {
+		k.add(dc.settingLine(dc.grace.setting), Error, RuleDrainitConfig,
+			"drainit will not start: its grace period %s must exceed drain delay %s + kill margin %s = %s, or the app gets no time to stop",
+			describeDur(dc.grace), describeDur(dc.drain), describeDur(dc.margin),
+			fmtDur(dc.drain.d+dc.margin.d))
+		return false
+	}
+	return true
+}
+
+// noShell reports an exec preStop that needs a shell or sleep(1) in an image that has neither.
+func (k *containerCheck) noShell() {
+	if k.ps.shell == "" || !isShellless(k.c.Image) {
+		return
+	}
+	fix := "call the program directly in exec.command, without a shell"
+	if k.ps.kind == hookSleep && k.ps.min > 0 && k.ps.min < forever {
+		secs := max(ceilSeconds(k.ps.min), 1)
+		fix = fmt.Sprintf("use the native sleep action (preStop: {sleep: {seconds: %d}}, Kubernetes 1.30+) "+
+			"or copy drainit into the image and run [\"/drainit\", \"sleep\", \"%ds\"]", secs, secs)
+	}
+	k.add(k.ps.line, Error, RuleNoShell, "the preStop hook runs %q but image %q has no shell and no sleep: the hook fails at once "+
+		"(FailedPreStopHook) and the stop goes on with no delay; %s", k.ps.shell, k.c.Image, fix)
+	// The hook does nothing: no delay to count.
+	k.ps = preStop{kind: hookOther, line: k.ps.line, exact: true, desc: k.ps.desc}
+}
+
+// controlServer reports a preStop aimed at drainit's control server when the server is off, on
+// another port, spoken to over TLS, or expects a token the hook does not send.
+func (k *containerCheck) controlServer() {
+	dc, h := k.dc, k.c.PreStop
+	if dc == nil || h == nil {
+		return
+	}
+	if k.ps.kind != hookDrainit {
+		// An httpGet to /prestop on some other port while drainit listens elsewhere.
+		if h.HTTP != nil && dc.port() != 0 {
+			p, _, _ := strings.Cut(h.HTTP.Path, "?")
+			if port := resolvePort(h.HTTP, k.c.Ports); p == "/prestop" && port != 0 && port != dc.port() {
+				k.add(h.Line, Error, RulePreStopServer, "the preStop httpGet goes to port %d, but drainit's control server listens on %d (%s %q): "+
+					"the request fails (FailedPreStopHook) and the drain starts only at SIGTERM", port, dc.port(), dc.httpAddr.src, dc.httpAddr.raw)
+			}
+		}
+		return
+	}
+	if dc.httpAddr.known && dc.httpAddr.src == "" {
+		what := "the preStop httpGet fails (connection refused)"
+		if k.ps.http == nil {
+			what = "`drainit prestop` cannot connect and exits non-zero"
+		}
+		k.add(h.Line, Error, RulePreStopServer, "the preStop hook asks drainit's control server to drain, but DRAINIT_HTTP_ADDR "+
+			"(or --http-addr) is not set, so the server is off: %s, the kubelet records FailedPreStopHook and the drain starts only at SIGTERM; "+
+			"set DRAINIT_HTTP_ADDR=:%d", what, exampleControlPort)
+		return
+	}
+	if k.ps.http != nil && strings.EqualFold(k.ps.http.Scheme, "HTTPS") {
+		k.add(h.Line, Error, RulePreStopServer, "the preStop httpGet uses scheme HTTPS, but drainit's control server speaks plain HTTP: "+
+			"the TLS handshake fails (FailedPreStopHook) and the drain starts only at SIGTERM; remove scheme: HTTPS")
+	}
+	if k.ps.addr != "" && dc.port() != 0 {
+		if _, p, err := splitPort(k.ps.addr); err == nil && p != dc.port() {
+			k.add(h.Line, Error, RulePreStopServer, "`drainit prestop --addr %s` calls port %d, but drainit's control server listens on %d (%s %q): "+
+				"the hook fails (FailedPreStopHook) and the drain starts only at SIGTERM", k.ps.addr, p, dc.port(), dc.httpAddr.src, dc.httpAddr.raw)
+		}
+	}
+	if k.ps.http == nil || dc.token.src == "" {
+		return
+	}
+	var auth *Header
+	for i, hd := range k.ps.http.Headers {
+		if strings.EqualFold(hd.Name, "Authorization") {
+			auth = &k.ps.http.Headers[i]
+		}
+	}
+	consequence := "drainit answers 401 at once and starts nothing, the kubelet ignores the status code and sends SIGTERM with no drain before it"
+	switch {
+	case auth == nil:
+		k.add(h.Line, Error, RulePreStopToken, "%s is set but the preStop httpGet sends no Authorization header: %s; "+
+			"add httpHeaders: [{name: Authorization, value: \"Bearer <token>\"}]", dc.token.src, consequence)
+	case dc.token.known && auth.Value != "Bearer "+dc.token.raw:
+		k.add(h.Line, Error, RulePreStopToken, "the preStop httpGet's Authorization header is not \"Bearer \" followed by %s's value: %s",
+			dc.token.src, consequence)
+	}
+}
+
+// preStopGrace reports a preStop that takes the whole grace period by itself. It says whether it
+// reported, so that the shutdown rule does not repeat it.
+func (k *containerCheck) preStopGrace() bool {
+	ps := k.ps
+	if ps.kind != hookSleep || ps.min < k.grace {
+		return false
+	}
+	need := ""
+	if total, ok := k.needs(); ok && ps.min != forever {
+		need = fmt.Sprintf("; with %s it needs at least %ds", k.appParts(), ceilSeconds(total))
+	}
+	k.add(ps.line, Error, RulePreStopGrace, "%s ≥ terminationGracePeriodSeconds %s: the kubelet stops waiting for the hook at %s "+
+		"and the app gets only the kubelet's %s minimum between SIGTERM and SIGKILL%s",
+		ps.describe(), fmtDur(k.grace), fmtDur(k.grace), fmtDur(minGraceAfterSignal), need)
+	return true
+}
+
+// needs adds up what the stop takes after the kubelet starts it: the preStop, then drainit's
+// drain (unless the preStop was the drain), the app's shutdown, and drainit's kill margin.
+// ok is false when nothing beyond the preStop is known.
+func (k *containerCheck) needs() (time.Duration, bool) {
+	total := time.Duration(0)
+	if k.ps.kind == hookSleep {
+		total = k.ps.min
+	}
+	known := false
+	if dc := k.dc; dc != nil {
+		total = addDur(total, addDur(dc.drain.d, dc.margin.d))
+		known = true
+	}
+	if k.app != nil {
+		total = addDur(total, k.app.d)
+		known = true
+	}
+	return total, known
+}
+
+// appParts names what comes after the preStop, for messages.
+func (k *containerCheck) appParts() string {
+	var parts []string
+	if dc := k.dc; dc != nil {
+		if k.ps.kind == hookDrainit {
+			parts = append(parts, "drainit's drain "+fmtDur(dc.drain.d)+" (during the preStop)")
+		} else {
+			parts = append(parts, "drainit's drain "+fmtDur(dc.drain.d))
+		}
+	}
+	if k.app != nil {
+		parts = append(parts, fmt.Sprintf("app shutdown %s (%s)", fmtDur(k.app.d), k.app.src))
+	}
+	if dc := k.dc; dc != nil {
+		parts = append(parts, "drainit's kill margin "+fmtDur(dc.margin.d))
+	}
+	return strings.Join(parts, " + ")
+}
+
+// shutdownGrace reports a stop that cannot fit in the grace period: the preStop plus the app's
+// known shutdown time (and drainit's drain and kill margin when drainit runs the app).
+func (k *containerCheck) shutdownGrace(drainitOK bool) {
+	if k.dc != nil && !drainitOK {
+		return // drainit will not start at all; that is the finding
+	}
+	total, ok := k.needs()
+	if !ok {
+		return
+	}
+	grace, ps, dc := k.grace, k.ps, k.dc
+	// What the kubelet leaves after the preStop, and what has to fit in it.
+	window, after := grace, total
+	if ps.kind == hookSleep {
+		window, after = max(grace-ps.min, minGraceAfterSignal), total-ps.min
+	}
+	// With drainit and no known app time, the app still needs some time: equal is too little.
+	if after < window || (after == window && (dc == nil || k.app != nil)) {
+		return
+	}
+	var sum string
+	if ps.kind == hookSleep {
+		sum = ps.describe() + " + " + k.appParts()
+	} else {
+		sum = k.appParts()
+	}
+	// Point at the preStop, which eats the time, or else at where the app's time is set.
+	line := k.c.Line
+	if ps.line != 0 {
+		line = ps.line
+	} else if k.app != nil {
+		line = k.app.line
+	}
+	var why string
+	switch {
+	case dc == nil && ps.kind == hookSleep:
+		why = fmt.Sprintf("after the preStop the app gets max(%s - %s, %s) = %s before SIGKILL, less than its %s shutdown",
+			fmtDur(grace), fmtDur(ps.min), fmtDur(minGraceAfterSignal), fmtDur(window), fmtDur(k.app.d))
+	case dc == nil:
+		why = fmt.Sprintf("the app gets at most %s between SIGTERM and SIGKILL, less than its %s shutdown", fmtDur(grace), fmtDur(k.app.d))
+	default:
+		left := window - (after - k.appTime())
+		if left <= 0 || k.app == nil {
+			why = "drainit has to SIGKILL the app before it gets any time to stop"
+		} else {
+			why = fmt.Sprintf("the app gets %s between its stop signal and drainit's SIGKILL, less than its %s shutdown", fmtDur(left), fmtDur(k.app.d))
+		}
+	}
+	need := ceilSeconds(total)
+	if dc != nil && k.app == nil {
+		k.add(line, Error, RuleShutdownGrace, "grace %s, %s = %s → needs more than %s plus the app's own shutdown: %s; "+
+			"raise terminationGracePeriodSeconds (and drainit's grace period with it) or shorten the drain",
+			fmtDur(grace), sum, fmtDur(total), fmtDur(total), why)
+		return
+	}
+	also := ""
+	if dc != nil {
+		also = " (and drainit's grace period with it)"
+	}
+	k.add(line, Error, RuleShutdownGrace, "grace %s, %s → needs %ds: %s, so it is SIGKILLed mid-shutdown; "+
+		"set terminationGracePeriodSeconds to at least %d%s", fmtDur(grace), sum, need, why, need, also)
+}
+
+func (k *containerCheck) appTime() time.Duration {
+	if k.app == nil {
+		return 0
+	}
+	return k.app.d
+}
+
+// drainitGrace compares drainit's grace period with the time the kubelet actually leaves it:
+// from drainit's trigger to the kubelet's SIGKILL.
+func (k *containerCheck) drainitGrace() {
+	dc, ps, grace := k.dc, k.ps, k.grace
+	if !dc.grace.known {
+		return
+	}
+	window, exact := grace, true
+	var because string
+	switch ps.kind {
+	case hookNone:
+		because = fmt.Sprintf("the kubelet sends SIGKILL %s after SIGTERM (terminationGracePeriodSeconds)", fmtDur(grace))
+	case hookDrainit:
+		because = fmt.Sprintf("the kubelet sends SIGKILL %s after it calls the preStop, drainit's trigger (terminationGracePeriodSeconds)", fmtDur(grace))
+	case hookSleep:
+		window = max(grace-ps.min, minGraceAfterSignal)
+		exact = ps.exact
+		because = fmt.Sprintf("drainit's clock starts at SIGTERM, after %s, and the kubelet sends SIGKILL max(%s - %s, %s) = %s later",
+			ps.describe(), fmtDur(grace), fmtDur(min(ps.min, grace)), fmtDur(minGraceAfterSignal), fmtDur(window))
+	case hookOther:
+		exact = false
+		because = fmt.Sprintf("the kubelet sends SIGKILL at most %s after SIGTERM, less whatever the preStop hook takes", fmtDur(grace))
+	}
+	g := dc.grace.d
+	what := fmt.Sprintf("drainit's grace period is %s (%s=%s)", fmtDur(g), dc.grace.src, dc.grace.raw)
+	set := "set " + dc.grace.src
+	if dc.grace.src == "" {
+		what = fmt.Sprintf("drainit's grace period is its default %s (DRAINIT_GRACE_PERIOD is not set)", fmtDur(g))
+		set = "set DRAINIT_GRACE_PERIOD"
+	}
+	line := dc.settingLine(dc.grace.setting)
+	switch {
+	case g > window:
+		k.add(line, Error, RuleDrainitGrace, "%s, but %s: the kubelet's SIGKILL comes first, so drainit's kill margin, "+
+			"post-stop hooks and exit summary are lost; %s to %s", what, because, set, fmtDur(window))
+	case g < window && exact:
+		// drainit's own budget after its trigger: the drain unless the preStop did it, the
+		// app's shutdown, the kill margin.
+		need := addDur(dc.margin.d, k.appTime())
+		if ps.kind != hookDrainit {
+			need = addDur(need, dc.drain.d)
+		}
+		killAt := g - dc.margin.d
+		if k.app != nil && need > g {
+			k.add(line, Error, RuleDrainitGrace, "%s, but %s: drainit SIGKILLs the app at %s - %s = %s, mid-way through its %s shutdown (%s), "+
+				"though the kubelet would wait; %s to %s", what, because, fmtDur(g), fmtDur(dc.margin.d), fmtDur(killAt),
+				fmtDur(k.app.d), k.app.src, set, fmtDur(window))
+			return
+		}
+		k.add(line, Warning, RuleDrainitGrace, "%s, but %s: drainit SIGKILLs the app at %s - %s = %s where it could wait until %s; %s to %s",
+			what, because, fmtDur(g), fmtDur(dc.margin.d), fmtDur(killAt), fmtDur(window-dc.margin.d), set, fmtDur(window))
+	}
+}
+
+// describeDur names a drainit duration option's value and where it comes from, for messages:
+// "60s (DRAINIT_GRACE_PERIOD)", "5s (default)".
+func describeDur(s durSetting) string {
+	if s.src == "" {
+		return fmtDur(s.d) + " (default)"
+	}
+	return fmt.Sprintf("%s (%s)", fmtDur(s.d), s.src)
+}
+
+// settingLine is where a setting is written, or where drainit shows in the manifest.
+func (dc *drainitConf) settingLine(s setting) int {
+	if s.line != 0 {
+		return s.line
+	}
+	return dc.line
+}
+
+// describe names the preStop and its duration for messages: "preStop 10s (sleep action)",
+// "preStop at least 5s ("sh -c sleep 5 && nginx -s quit")".
+func (ps preStop) describe() string {
+	switch {
+	case ps.min == forever:
+		return "preStop forever (" + ps.desc + ")"
+	case ps.exact:
+		return "preStop " + fmtDur(ps.min) + " (" + ps.desc + ")"
+	}
+	return "preStop at least " + fmtDur(ps.min) + " (" + ps.desc + ")"
+}

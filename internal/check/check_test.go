@@ -1,0 +1,445 @@
+package check
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/drainit/drainit/internal/config"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/ from the current output")
+
+// golden compares got with the golden file, or rewrites it under -update.
+func golden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("output differs from %s (go test -update rewrites it)\n--- got\n%s--- want\n%s", path, got, want)
+	}
+}
+
+func checkFile(t *testing.T, path string) ([]Workload, []Finding) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := Read(filepath.Base(path), data)
+	if err != nil {
+		t.Fatalf("Read: %v", err)
+	}
+	return ws, Check(ws)
+}
+
+// TestGolden runs every manifest in testdata/rules/ and compares the text output with its
+// .golden file: one file per rule, and the seed cases.
+func TestGolden(t *testing.T) {
+	files, err := filepath.Glob("testdata/rules/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no test manifests: %v", err)
+	}
+	for _, f := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(f), ".yaml"), func(t *testing.T) {
+			_, fs := checkFile(t, f)
+			var out bytes.Buffer
+			if err := WriteText(&out, fs); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, strings.TrimSuffix(f, ".yaml")+".golden", out.Bytes())
+		})
+	}
+}
+
+// TestGoldenJSON pins the JSON report's shape, which CI jobs parse.
+func TestGoldenJSON(t *testing.T) {
+	f := "testdata/rules/seed-grace60-prestop55-app10.yaml"
+	ws, fs := checkFile(t, f)
+	var out bytes.Buffer
+	if err := WriteJSON(&out, NewReport(ws, fs)); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "testdata/seed-grace60-prestop55-app10.json", out.Bytes())
+}
+
+// TestEveryRuleHasACase keeps the golden files honest: each rule fires somewhere in testdata.
+func TestEveryRuleHasACase(t *testing.T) {
+	files, _ := filepath.Glob("testdata/rules/*.yaml")
+	seen := map[string]bool{}
+	for _, f := range files {
+		_, fs := checkFile(t, f)
+		for _, x := range fs {
+			seen[x.Rule] = true
+		}
+	}
+	for _, r := range []string{RuleGraceZero, RulePreStopGrace, RuleShutdownGrace, RuleDrainitConfig, RuleDrainitGrace,
+		RulePreStopServer, RulePreStopToken, RuleNoShell, RuleNoDrain, RuleSpringDuration} {
+		if !seen[r] {
+			t.Errorf("rule %s fires in no testdata/rules manifest", r)
+		}
+	}
+}
+
+// The seed cases from the articles drainit was conceived from, asserted directly as well as
+// through their golden files.
+func TestSeeds(t *testing.T) {
+	_, fs := checkFile(t, "testdata/rules/seed-grace60-prestop55-app10.yaml")
+	if len(fs) != 1 || fs[0].Rule != RuleShutdownGrace || fs[0].Severity != Error || !strings.Contains(fs[0].Message, "needs 65s") {
+		t.Errorf("grace 60 + preStop 55 + app 10: want one shutdown-exceeds-grace error saying 65s is needed, got %+v", fs)
+	}
+	if _, fs := checkFile(t, "testdata/rules/seed-grace45-sleep10-spring30.yaml"); len(fs) != 0 {
+		t.Errorf("grace 45 + preStop 10 + Spring 30s fits, got %+v", fs)
+	}
+	_, fs = checkFile(t, "testdata/rules/seed-grace30-no-drain.yaml")
+	if len(fs) != 1 || fs[0].Rule != RuleNoDrain || fs[0].Severity != Info {
+		t.Errorf("no preStop, no drainit: want one no-drain info, got %+v", fs)
+	}
+}
+
+// pod builds a one-container Pod manifest for the table tests.
+func pod(grace string, container string) string {
+	s := "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n"
+	if grace != "" {
+		s += "  terminationGracePeriodSeconds: " + grace + "\n"
+	}
+	return s + "  containers:\n  - name: c\n" + indent(container, "    ") + "\n"
+}
+
+func indent(s, by string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	for i, l := range lines {
+		lines[i] = by + l
+	}
+	return strings.Join(lines, "\n")
+}
+
+func rules(fs []Finding) string {
+	var r []string
+	for _, f := range fs {
+		r = append(r, string(f.Severity)+":"+f.Rule)
+	}
+	return strings.Join(r, ",")
+}
+
+// TestArithmeticEdges checks the boundaries of each rule: where one second more or less flips it.
+func TestArithmeticEdges(t *testing.T) {
+	const spring = "env: [{name: SPRING_LIFECYCLE_TIMEOUT_PER_SHUTDOWN_PHASE, value: %s}]\n"
+	cases := []struct {
+		name, grace, container, want string
+	}{
+		{"preStop just under grace", "30", "image: x\nlifecycle: {preStop: {sleep: {seconds: 29}}}", ""},
+		{"preStop equal to grace", "30", "image: x\nlifecycle: {preStop: {sleep: {seconds: 30}}}", "error:prestop-exceeds-grace"},
+		{"default grace is 30", "", "image: x\nlifecycle: {preStop: {exec: {command: [sleep, '30']}}}", "error:prestop-exceeds-grace"},
+		{"sleep units add up", "100", "image: x\nlifecycle: {preStop: {exec: {command: [sleep, 1m, 40s]}}}", "error:prestop-exceeds-grace"},
+		{"fits exactly", "40", "image: x\n" + strings.ReplaceAll(spring, "%s", "30s") + "lifecycle: {preStop: {sleep: {seconds: 10}}}", ""},
+		{"one second over", "39", "image: x\n" + strings.ReplaceAll(spring, "%s", "30s") + "lifecycle: {preStop: {sleep: {seconds: 10}}}", "error:shutdown-exceeds-grace"},
+		{"graceful default 30s", "35", "image: x\nenv: [{name: SERVER_SHUTDOWN, value: graceful}]\nlifecycle: {preStop: {sleep: {seconds: 10}}}", "error:shutdown-exceeds-grace"},
+		{"shell variable resolved", "30", "image: x\nenv: [{name: DELAY, value: '40'}]\nlifecycle: {preStop: {exec: {command: [sh, -c, 'sleep $DELAY']}}}", "error:prestop-exceeds-grace"},
+		{"unknown variable: no guess", "30", "image: x\nlifecycle: {preStop: {exec: {command: [sh, -c, 'sleep ${DELAY}']}}}", ""},
+		{"drainit fits", "8", "image: x\ncommand: [/drainit, --grace-period=8s, --, /app]", ""},
+		{"drainit drain+margin = grace", "7", "image: x\ncommand: [/drainit, --grace-period=7s, --, /app]", "error:drainit-config"},
+		{"drainit flag beats env", "30", "image: x\ncommand: [/drainit, --grace-period=30s, --, /app]\nenv: [{name: DRAINIT_GRACE_PERIOD, value: 10s}]", ""},
+		{"drainit grace from secret: unchecked", "60", "image: x\ncommand: [/drainit, --, /app]\nenv: [{name: DRAINIT_GRACE_PERIOD, valueFrom: {secretKeyRef: {name: s, key: k}}}]", ""},
+		{"drainit default may come from envFrom", "60", "image: x\ncommand: [/drainit, --, /app]\nenvFrom: [{configMapRef: {name: drainit}}]", ""},
+		{"drainit subcommand is not drainit running the app", "30", "image: x\ncommand: [/drainit, sleep, '3600']", "info:no-drain"},
+		{"Kubernetes $(VAR) in args", "60", "image: x\ncommand: [/drainit]\nargs: [--grace-period, $(G), --, /app]\nenv: [{name: G, value: 60s}]", ""},
+		{"escaped $$(VAR) stays literal", "60", "image: x\ncommand: [/drainit]\nargs: [--grace-period, $$(G), --, /app]\nenv: [{name: G, value: 60s}]", "error:drainit-config"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ws, err := Read("p.yaml", []byte(pod(c.grace, c.container)))
+			if err != nil {
+				t.Fatalf("Read: %v\n%s", err, pod(c.grace, c.container))
+			}
+			if got := rules(Check(ws)); got != c.want {
+				t.Errorf("got %q, want %q; findings: %+v", got, c.want, Check(ws))
+			}
+		})
+	}
+}
+
+// TestMalformed: input that is not valid YAML, or whose fields have the wrong shape, is a
+// ReadError naming the file and the line.
+func TestMalformed(t *testing.T) {
+	files, _ := filepath.Glob("testdata/malformed/*.yaml")
+	if len(files) == 0 {
+		t.Fatal("no malformed cases")
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Read(filepath.Base(f), data)
+			var re *ReadError
+			if !errors.As(err, &re) {
+				t.Fatalf("want a *ReadError, got %v", err)
+			}
+			if re.File != filepath.Base(f) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("error must name the file on one line: %q", err)
+			}
+			golden(t, strings.TrimSuffix(f, ".yaml")+".golden", []byte(err.Error()+"\n"))
+		})
+	}
+}
+
+func TestEmptyInputs(t *testing.T) {
+	for _, in := range []string{"", "---\n", "# only a comment\n", "---\n...\n---\n"} {
+		ws, err := Read("e.yaml", []byte(in))
+		if err != nil || len(ws) != 0 {
+			t.Errorf("Read(%q) = %v, %v; want nothing and no error", in, ws, err)
+		}
+	}
+}
+
+// TestReaderFields checks what the reader extracts from a manifest, field by field.
+func TestReaderFields(t *testing.T) {
+	ws, _ := checkFile(t, "testdata/rules/prestop-token.yaml")
+	if len(ws) != 3 {
+		t.Fatalf("want 3 pods, got %d", len(ws))
+	}
+	w := ws[1]
+	if w.Kind != "Pod" || w.Name != "wrong-token" || w.Line != 20 || w.GraceSet || w.Grace != 30*time.Second {
+		t.Errorf("workload: %+v", w)
+	}
+	c := w.Containers[0]
+	wantCmd := []string{"/drainit", "--http-addr", ":8099", "--http-token", "s3cret", "--", "/app"}
+	if c.Name != "app" || c.Line != 26 || !reflect.DeepEqual(c.Command, wantCmd) || c.Args != nil {
+		t.Errorf("container: %+v", c)
+	}
+	h := c.PreStop
+	if h == nil || h.HTTP == nil || h.HTTP.Port != 8099 || h.HTTP.Path != "/prestop" ||
+		!reflect.DeepEqual(h.HTTP.Headers, []Header{{"Authorization", "Bearer secret"}}) {
+		t.Errorf("preStop: %+v", h)
+	}
+	ws, _ = checkFile(t, "testdata/rules/anchors.yaml")
+	if len(ws[0].Containers) != 2 || ws[0].Grace != 20*time.Second {
+		t.Fatalf("anchors: %+v", ws)
+	}
+	for _, c := range ws[0].Containers {
+		if c.Image != "app:1" || c.PreStop == nil || !c.PreStop.IsSleep || c.PreStop.Sleep != 20 {
+			t.Errorf("merged container %q: %+v", c.Name, c)
+		}
+	}
+}
+
+func TestSleepArgs(t *testing.T) {
+	cases := []struct {
+		args []string
+		want time.Duration
+		ok   bool
+	}{
+		{[]string{"10"}, 10 * time.Second, true},
+		{[]string{"0.5"}, 500 * time.Millisecond, true},
+		{[]string{"1m", "30s"}, 90 * time.Second, true},
+		{[]string{"2h"}, 2 * time.Hour, true},
+		{[]string{"1d"}, 24 * time.Hour, true},
+		{[]string{"infinity"}, forever, true},
+		{[]string{"1e300"}, forever, true},
+		{[]string{}, 0, false},
+		{[]string{"x"}, 0, false},
+		{[]string{"-1"}, 0, false},
+		{[]string{"NaN"}, 0, false},
+	}
+	for _, c := range cases {
+		got, ok := sleepArgs(c.args)
+		if got != c.want || ok != c.ok {
+			t.Errorf("sleepArgs(%q) = %v, %v; want %v, %v", c.args, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+func TestScriptSleep(t *testing.T) {
+	cases := []struct {
+		script string
+		want   time.Duration
+		exact  bool
+	}{
+		{"sleep 10", 10 * time.Second, true},
+		{"sleep 5 && sleep 5", 10 * time.Second, true},
+		{"sleep 5; nginx -s quit", 5 * time.Second, false},
+		{"exec sleep 7", 7 * time.Second, true},
+		{"echo draining; sleep 3 || true", 3 * time.Second, true},
+		{"sleep 60 &", 0, false},
+		{"while true; do sleep 1; done", 0, false},
+		{"if [ -f /x ]; then sleep 9; fi; sleep 2", 2 * time.Second, false},
+		{`sleep "4"`, 4 * time.Second, true},
+		{"sleep 2 # and a comment; sleep 100", 2 * time.Second, true},
+		{"sleep ${D:-5}", 0, false},
+		{"/drainit sleep 1500ms", 1500 * time.Millisecond, true},
+	}
+	for _, c := range cases {
+		got, exact := scriptSleep(c.script, envMap{})
+		if got != c.want || exact != c.exact {
+			t.Errorf("scriptSleep(%q) = %v, %v; want %v, %v", c.script, got, exact, c.want, c.exact)
+		}
+	}
+}
+
+func TestParseSpringDuration(t *testing.T) {
+	cases := []struct {
+		in   string
+		want time.Duration
+		bare bool
+		err  bool
+	}{
+		{"30s", 30 * time.Second, false, false},
+		{"30S", 30 * time.Second, false, false},
+		{"500ms", 500 * time.Millisecond, false, false},
+		{"1m", time.Minute, false, false},
+		{"30", 30 * time.Millisecond, true, false},
+		{"PT30S", 30 * time.Second, false, false},
+		{"pt1m30s", 90 * time.Second, false, false},
+		{"PT0.5S", 500 * time.Millisecond, false, false},
+		{"P1D", 24 * time.Hour, false, false},
+		{"P1DT1H", 25 * time.Hour, false, false},
+		{"PT1.5M", 0, false, true},
+		{"PT1S1M", 0, false, true},
+		{"PT1M30S", 90 * time.Second, false, false},
+		{"PTT1S", 0, false, true},
+		{"P1H", 0, false, true},
+		{"P", 0, false, true},
+		{"PT", 0, false, true},
+		{"30 s", 0, false, true},
+		{"30y", 0, false, true},
+		{"-5s", 0, false, true},
+		{"", 0, false, true},
+		{"s", 0, false, true},
+	}
+	for _, c := range cases {
+		got, bare, err := parseSpringDuration(c.in)
+		if (err != nil) != c.err || (err == nil && (got != c.want || bare != c.bare)) {
+			t.Errorf("parseSpringDuration(%q) = %v, %v, %v; want %v, %v, err %v", c.in, got, bare, err, c.want, c.bare, c.err)
+		}
+	}
+}
+
+func TestExpandShell(t *testing.T) {
+	env := envMap{vars: map[string]EnvVar{
+		"D": {Name: "D", Value: "5", Known: true}, "D_2": {Name: "D_2", Value: "7", Known: true},
+		"S": {Name: "S", Known: false},
+	}}
+	for in, want := range map[string]string{
+		"$D": "5", "${D}": "5", "$D_2": "7", "${D}0": "50", "x$D": "x5", "$Dx": "$Dx",
+		"${D:-1}": "${D:-1}", "$S": "$S", "$$": "$$", "$": "$", "${": "${", "${}": "${}", "$1": "$1",
+	} {
+		if got := env.expandShellWord(in); got != want {
+			t.Errorf("expandShellWord(%q) = %q, want %q", in, got, want)
+		}
+	}
+	for in, want := range map[string]string{
+		"$(D)": "5", "$$(D)": "$(D)", "$(S)": "$(S)", "$(NOPE)": "$(NOPE)", "a$(D)b": "a5b", "$(": "$(", "$": "$",
+	} {
+		if got := env.expandK8s(in); got != want {
+			t.Errorf("expandK8s(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestIsShellless(t *testing.T) {
+	for image, want := range map[string]bool{
+		"gcr.io/distroless/static:nonroot":              true,
+		"gcr.io/distroless/java21-debian12":             true,
+		"gcr.io/distroless/base:debug":                  false,
+		"gcr.io/distroless/base:debug-nonroot":          false,
+		"mirror.example.com/distroless/static@sha256:0": true,
+		"cgr.dev/chainguard/static:latest":              true,
+		"cgr.dev/chainguard/busybox":                    false,
+		"scratch":                                       true,
+		"localhost:5000/app:1":                          false,
+		"nginx":                                         false,
+	} {
+		if got := isShellless(image); got != want {
+			t.Errorf("isShellless(%q) = %v, want %v", image, got, want)
+		}
+	}
+}
+
+// TestDefaultsMirrorConfig keeps the check's idea of drainit's defaults and option names in
+// step with internal/config, where drainit declares them.
+func TestDefaultsMirrorConfig(t *testing.T) {
+	typ := reflect.TypeFor[config.Raw]()
+	for field, want := range map[string]struct {
+		flag, env string
+		def       time.Duration
+	}{
+		"GracePeriod": {"grace-period", "GRACE_PERIOD", defaultDrainitGrace},
+		"DrainDelay":  {"drain-delay", "DRAIN_DELAY", defaultDrainDelay},
+		"KillMargin":  {"kill-margin", "KILL_MARGIN", defaultKillMargin},
+	} {
+		f, ok := typ.FieldByName(field)
+		if !ok {
+			t.Errorf("config.Raw has no field %s", field)
+			continue
+		}
+		def, err := config.ParseDuration(f.Tag.Get("envDefault"))
+		if err != nil || def != want.def || f.Tag.Get("flag") != want.flag || f.Tag.Get("env") != want.env {
+			t.Errorf("config.Raw.%s: flag %q env %q default %v; check assumes %q %q %v",
+				field, f.Tag.Get("flag"), f.Tag.Get("env"), def, want.flag, want.env, want.def)
+		}
+	}
+	// The control server's options, once config declares them, must keep the names the check reads.
+	for field, want := range map[string][2]string{"HTTPAddr": {"http-addr", "HTTP_ADDR"}, "HTTPToken": {"http-token", "HTTP_TOKEN"}} {
+		if f, ok := typ.FieldByName(field); ok && (f.Tag.Get("flag") != want[0] || f.Tag.Get("env") != want[1]) {
+			t.Errorf("config.Raw.%s: flag %q env %q; check reads %q %q", field, f.Tag.Get("flag"), f.Tag.Get("env"), want[0], want[1])
+		}
+	}
+}
+
+func TestJSONReportNeverNull(t *testing.T) {
+	var out bytes.Buffer
+	if err := WriteJSON(&out, NewReport(nil, nil)); err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Findings []Finding `json:"findings"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil || r.Findings == nil || !strings.Contains(out.String(), `"findings": []`) {
+		t.Errorf("empty report: %s (%v)", out.String(), err)
+	}
+}
+
+// TestMergeKeysLinear: merge keys can name one anchor many times at every level (a "billion
+// laughs" in merge form); the reader searches each mapping once per field instead of once per
+// path to it.
+func TestMergeKeysLinear(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("x0: &x0 {k: v}\n")
+	const levels = 12
+	for i := 1; i <= levels; i++ {
+		fmt.Fprintf(&b, "x%d: &x%d {<<: [*x%d, *x%d, *x%d, *x%d]}\n", i, i, i-1, i-1, i-1, i-1)
+	}
+	fmt.Fprintf(&b, "kind: Pod\nspec: {<<: *x%d}\n", levels)
+	r := &reader{file: "p.yaml"}
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(b.String()), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.object(doc.Content[0], "", 0); err != nil {
+		t.Fatal(err)
+	}
+	// A handful of fields are looked up, each through at most levels+2 mappings.
+	if r.visits > 20*(levels+2) {
+		t.Errorf("%d mappings searched for %d levels of merges: the walk is not linear", r.visits, levels)
+	}
+}

@@ -1,0 +1,679 @@
+package check
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// DefaultGrace is the pod's terminationGracePeriodSeconds when the manifest does not set it.
+const DefaultGrace = 30 * time.Second
+
+// Workload is one pod template found in a manifest: a Pod's spec, or the template of a
+// controller that makes pods.
+type Workload struct {
+	File string // the name the file was read under
+	Kind string // Pod, Deployment, …
+	Name string // metadata.name; may be empty
+	Line int    // where the object starts
+
+	Grace     time.Duration // terminationGracePeriodSeconds, DefaultGrace when unset
+	GraceSet  bool
+	GraceLine int // 0 when unset
+
+	Containers []Container
+}
+
+// Container is what the rules need of one container: how it starts, its environment, and its
+// preStop hook.
+type Container struct {
+	Name  string
+	Line  int
+	Image string
+
+	Command      []string // nil when unset: the image's ENTRYPOINT runs
+	CommandLines []int    // the line of each Command element
+	Args         []string
+	ArgsLines    []int
+
+	Env     []EnvVar
+	EnvFrom bool // envFrom is set: variables not listed in Env may still be set
+	Ports   []Port
+
+	PreStop *Handler // nil when there is none
+}
+
+// EnvVar is one entry of a container's env.
+type EnvVar struct {
+	Name  string
+	Value string
+	Known bool // false when the value comes from valueFrom (a Secret, a ConfigMap, a field)
+	Line  int
+}
+
+// Port is a declared container port, for resolving named ports in httpGet hooks.
+type Port struct {
+	Name   string
+	Number int
+}
+
+// Handler is a lifecycle hook. Exactly one of its forms is set in a valid manifest; the reader
+// keeps whichever it finds.
+type Handler struct {
+	Line int
+
+	Exec    []string // exec.command; nil when not an exec hook
+	IsExec  bool
+	HTTP    *HTTPGet // nil when not an httpGet hook
+	Sleep   int64    // sleep.seconds
+	IsSleep bool
+	IsTCP   bool // tcpSocket, deprecated and a no-op for preStop
+}
+
+// HTTPGet is an httpGet hook.
+type HTTPGet struct {
+	Path     string
+	Port     int    // 0 when given by name
+	PortName string // the port's name when given by name
+	Host     string
+	Scheme   string
+	Headers  []Header
+}
+
+// Header is one of an httpGet hook's httpHeaders.
+type Header struct {
+	Name, Value string
+}
+
+// ReadError is input that cannot be read as Kubernetes manifests: which file, where, what.
+type ReadError struct {
+	File string
+	Line int // 0 when unknown
+	Msg  string
+}
+
+func (e *ReadError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", e.File, e.Msg)
+}
+
+// maxListDepth bounds nested List objects; kubectl never nests them, a fuzzer might.
+const maxListDepth = 8
+
+// maxMergeDepth bounds chains of YAML merge keys ("<<"), which an alias can make circular.
+const maxMergeDepth = 16
+
+// Read parses one file of YAML manifests (several documents, List objects) and returns the pod
+// templates it holds, in file order. Objects of other kinds, and mappings without a kind, are
+// skipped. A YAML syntax error, a document that is not an object, or a field the rules read
+// having the wrong shape is a *ReadError.
+func Read(file string, data []byte) (ws []Workload, err error) {
+	r := &reader{file: file}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for doc := 1; ; doc++ {
+		var n yaml.Node
+		if err := decode(dec, &n); err != nil {
+			if errors.Is(err, io.EOF) {
+				return r.out, nil
+			}
+			return nil, r.yamlError(err)
+		}
+		if len(n.Content) == 0 {
+			continue
+		}
+		root := resolve(n.Content[0])
+		if root == nil || isNull(root) {
+			continue
+		}
+		if root.Kind != yaml.MappingNode {
+			return nil, &ReadError{File: file, Line: root.Line, Msg: fmt.Sprintf(
+				"document %d is %s, not a Kubernetes object", doc, describe(root))}
+		}
+		if err := r.object(root, "", 0); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// decode runs the YAML parser, turning a panic in it into an error: the input is the user's,
+// and a crash would say less than "this file cannot be parsed".
+func decode(dec *yaml.Decoder, n *yaml.Node) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("yaml: parser failed: %v", p)
+		}
+	}()
+	return dec.Decode(n)
+}
+
+type reader struct {
+	file   string
+	out    []Workload
+	visits int // mappings searched by lookup, to keep merge-key walks linear (see the tests)
+}
+
+// yamlError turns yaml.v3's "yaml: line N: msg" into a ReadError at line N.
+func (r *reader) yamlError(err error) error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	line := 0
+	if rest, ok := strings.CutPrefix(msg, "line "); ok {
+		if num, tail, ok := strings.Cut(rest, ": "); ok {
+			if l, err := strconv.Atoi(num); err == nil {
+				line, msg = l, tail
+			}
+		}
+	}
+	return &ReadError{File: r.file, Line: line, Msg: "not valid YAML: " + msg}
+}
+
+func (r *reader) errorf(n *yaml.Node, path, format string, args ...any) error {
+	return &ReadError{File: r.file, Line: n.Line, Msg: path + ": " + fmt.Sprintf(format, args...)}
+}
+
+// object reads one Kubernetes object; path is where it sits ("" at the top, "items[3]" in a
+// List).
+func (r *reader) object(obj *yaml.Node, path string, depth int) error {
+	at := func(field string) string {
+		if path == "" {
+			return field
+		}
+		return path + "." + field
+	}
+	kindNode, err := r.get(obj, "kind", path)
+	if err != nil || kindNode == nil {
+		return err
+	}
+	kind, err := r.str(kindNode, at("kind"))
+	if err != nil {
+		return err
+	}
+	if kind == "List" || strings.HasSuffix(kind, "List") {
+		if depth >= maxListDepth {
+			return r.errorf(obj, at("items"), "Lists nested more than %d deep", maxListDepth)
+		}
+		items, err := r.seq(obj, "items", path)
+		if err != nil {
+			return err
+		}
+		for i, it := range items {
+			p := fmt.Sprintf("%s[%d]", at("items"), i)
+			if it.Kind != yaml.MappingNode {
+				return r.errorf(it, p, "want an object, got %s", describe(it))
+			}
+			if err := r.object(it, p, depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var specPath []string
+	switch kind {
+	case "Pod":
+		specPath = []string{"spec"}
+	case "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "ReplicationController", "Job":
+		specPath = []string{"spec", "template", "spec"}
+	case "CronJob":
+		specPath = []string{"spec", "jobTemplate", "spec", "template", "spec"}
+	default:
+		return nil
+	}
+	w := Workload{File: r.file, Kind: kind, Line: obj.Line, Grace: DefaultGrace}
+	meta, err := r.mapping(obj, "metadata", path)
+	if err != nil {
+		return err
+	}
+	if meta != nil {
+		if n, err := r.get(meta, "name", at("metadata")); err != nil {
+			return err
+		} else if n != nil {
+			if w.Name, err = r.str(n, at("metadata.name")); err != nil {
+				return err
+			}
+		}
+	}
+	spec, p := obj, path
+	for _, f := range specPath {
+		next, err := r.mapping(spec, f, p)
+		if err != nil {
+			return err
+		}
+		p = join(p, f)
+		if next == nil {
+			return nil // no pod template: nothing to check
+		}
+		spec = next
+	}
+	if err := r.podSpec(spec, p, &w); err != nil {
+		return err
+	}
+	r.out = append(r.out, w)
+	return nil
+}
+
+func (r *reader) podSpec(spec *yaml.Node, path string, w *Workload) error {
+	g, err := r.get(spec, "terminationGracePeriodSeconds", path)
+	if err != nil {
+		return err
+	}
+	if g != nil {
+		secs, err := r.int(g, join(path, "terminationGracePeriodSeconds"))
+		if err != nil {
+			return err
+		}
+		if secs < 0 {
+			return r.errorf(g, join(path, "terminationGracePeriodSeconds"), "must be 0 or more, got %d", secs)
+		}
+		w.Grace, w.GraceSet, w.GraceLine = seconds(secs), true, g.Line
+	}
+	items, err := r.seq(spec, "containers", path)
+	if err != nil {
+		return err
+	}
+	for i, it := range items {
+		p := fmt.Sprintf("%s[%d]", join(path, "containers"), i)
+		if it.Kind != yaml.MappingNode {
+			return r.errorf(it, p, "want a container (a mapping), got %s", describe(it))
+		}
+		c, err := r.container(it, p)
+		if err != nil {
+			return err
+		}
+		w.Containers = append(w.Containers, c)
+	}
+	return nil
+}
+
+func (r *reader) container(n *yaml.Node, path string) (Container, error) {
+	c := Container{Line: n.Line}
+	var err error
+	if c.Name, err = r.optStr(n, "name", path); err != nil {
+		return c, err
+	}
+	if name, _ := r.get(n, "name", path); name != nil {
+		c.Line = name.Line
+	}
+	if c.Image, err = r.optStr(n, "image", path); err != nil {
+		return c, err
+	}
+	if c.Command, c.CommandLines, err = r.strList(n, "command", path); err != nil {
+		return c, err
+	}
+	if c.Args, c.ArgsLines, err = r.strList(n, "args", path); err != nil {
+		return c, err
+	}
+	envs, err := r.seq(n, "env", path)
+	if err != nil {
+		return c, err
+	}
+	for i, e := range envs {
+		p := fmt.Sprintf("%s[%d]", join(path, "env"), i)
+		if e.Kind != yaml.MappingNode {
+			return c, r.errorf(e, p, "want a name and a value, got %s", describe(e))
+		}
+		v := EnvVar{Line: e.Line, Known: true}
+		if v.Name, err = r.optStr(e, "name", p); err != nil {
+			return c, err
+		}
+		if v.Value, err = r.optStr(e, "value", p); err != nil {
+			return c, err
+		}
+		if vf, err := r.get(e, "valueFrom", p); err != nil {
+			return c, err
+		} else if vf != nil {
+			v.Known = false
+		}
+		c.Env = append(c.Env, v)
+	}
+	if ef, err := r.get(n, "envFrom", path); err != nil {
+		return c, err
+	} else if ef != nil {
+		c.EnvFrom = true
+	}
+	ports, err := r.seq(n, "ports", path)
+	if err != nil {
+		return c, err
+	}
+	for i, pn := range ports {
+		p := fmt.Sprintf("%s[%d]", join(path, "ports"), i)
+		if pn.Kind != yaml.MappingNode {
+			return c, r.errorf(pn, p, "want a port (a mapping), got %s", describe(pn))
+		}
+		var port Port
+		if port.Name, err = r.optStr(pn, "name", p); err != nil {
+			return c, err
+		}
+		if num, err := r.get(pn, "containerPort", p); err != nil {
+			return c, err
+		} else if num != nil {
+			v, err := r.int(num, join(p, "containerPort"))
+			if err != nil {
+				return c, err
+			}
+			port.Number = int(min(max(v, 0), 1<<16))
+		}
+		c.Ports = append(c.Ports, port)
+	}
+	lc, err := r.mapping(n, "lifecycle", path)
+	if err != nil || lc == nil {
+		return c, err
+	}
+	p := join(path, "lifecycle")
+	ps, err := r.mapping(lc, "preStop", p)
+	if err != nil || ps == nil {
+		return c, err
+	}
+	c.PreStop, err = r.handler(ps, join(p, "preStop"))
+	return c, err
+}
+
+func (r *reader) handler(n *yaml.Node, path string) (*Handler, error) {
+	h := &Handler{Line: n.Line}
+	if ex, err := r.mapping(n, "exec", path); err != nil {
+		return nil, err
+	} else if ex != nil {
+		h.IsExec = true
+		if h.Exec, _, err = r.strList(ex, "command", join(path, "exec")); err != nil {
+			return nil, err
+		}
+	}
+	if sl, err := r.mapping(n, "sleep", path); err != nil {
+		return nil, err
+	} else if sl != nil {
+		s, err := r.get(sl, "seconds", join(path, "sleep"))
+		if err != nil {
+			return nil, err
+		}
+		if s == nil {
+			return nil, r.errorf(sl, join(path, "sleep"), "seconds is missing")
+		}
+		if h.Sleep, err = r.int(s, join(path, "sleep.seconds")); err != nil {
+			return nil, err
+		}
+		if h.Sleep < 0 {
+			return nil, r.errorf(s, join(path, "sleep.seconds"), "must be 0 or more, got %d", h.Sleep)
+		}
+		h.IsSleep = true
+	}
+	if tcp, err := r.get(n, "tcpSocket", path); err != nil {
+		return nil, err
+	} else if tcp != nil {
+		h.IsTCP = true
+	}
+	hg, err := r.mapping(n, "httpGet", path)
+	if err != nil || hg == nil {
+		return h, err
+	}
+	p := join(path, "httpGet")
+	g := &HTTPGet{}
+	if g.Path, err = r.optStr(hg, "path", p); err != nil {
+		return nil, err
+	}
+	if g.Host, err = r.optStr(hg, "host", p); err != nil {
+		return nil, err
+	}
+	if g.Scheme, err = r.optStr(hg, "scheme", p); err != nil {
+		return nil, err
+	}
+	port, err := r.get(hg, "port", p)
+	if err != nil {
+		return nil, err
+	}
+	if port != nil {
+		if port.Kind != yaml.ScalarNode {
+			return nil, r.errorf(port, join(p, "port"), "want a number or a name, got %s", describe(port))
+		}
+		if port.Tag == "!!int" {
+			v, err := r.int(port, join(p, "port"))
+			if err != nil {
+				return nil, err
+			}
+			g.Port = int(min(max(v, 0), 1<<16))
+		} else if v, err := strconv.Atoi(port.Value); err == nil {
+			g.Port = v // a quoted number is how IntOrString is often written
+		} else {
+			g.PortName = port.Value
+		}
+	}
+	hdrs, err := r.seq(hg, "httpHeaders", p)
+	if err != nil {
+		return nil, err
+	}
+	for i, hn := range hdrs {
+		hp := fmt.Sprintf("%s[%d]", join(p, "httpHeaders"), i)
+		if hn.Kind != yaml.MappingNode {
+			return nil, r.errorf(hn, hp, "want a name and a value, got %s", describe(hn))
+		}
+		var hd Header
+		if hd.Name, err = r.optStr(hn, "name", hp); err != nil {
+			return nil, err
+		}
+		if hd.Value, err = r.optStr(hn, "value", hp); err != nil {
+			return nil, err
+		}
+		g.Headers = append(g.Headers, hd)
+	}
+	h.HTTP = g
+	return h, nil
+}
+
+// The helpers below read one field of a mapping. A field that is absent or null is nil / zero;
+// a field of the wrong shape is an error naming its path.
+
+// get returns the value of key in mapping m (following aliases and merge keys), or nil when the
+// key is absent or null. A key given twice is an error, as it is for kubectl.
+func (r *reader) get(m *yaml.Node, key, path string) (*yaml.Node, error) {
+	v, found, err := r.lookup(m, key, join(path, key), 0, map[*yaml.Node]bool{})
+	if err != nil || !found || isNull(v) {
+		return nil, err
+	}
+	return v, nil
+}
+
+// lookup finds key in m, then in the mappings m merges, depth first. seen holds the mappings
+// already searched: merge keys can name the same anchor many times over, and searching it
+// again would make the walk exponential in the nesting.
+func (r *reader) lookup(m *yaml.Node, key, path string, depth int, seen map[*yaml.Node]bool) (*yaml.Node, bool, error) {
+	if seen[m] {
+		return nil, false, nil
+	}
+	seen[m] = true
+	r.visits++
+	if depth > maxMergeDepth {
+		return nil, false, r.errorf(m, path, "merge keys (<<) nested more than %d deep", maxMergeDepth)
+	}
+	var val *yaml.Node
+	var merges []*yaml.Node
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k := resolve(m.Content[i])
+		if k == nil || k.Kind != yaml.ScalarNode {
+			continue
+		}
+		switch {
+		case k.Value == key && k.Tag != "!!merge":
+			if val != nil {
+				return nil, false, r.errorf(k, path, "given twice (lines %d and %d)", val.Line, k.Line)
+			}
+			val = m.Content[i+1]
+		case k.Tag == "!!merge":
+			merges = append(merges, m.Content[i+1])
+		}
+	}
+	if val != nil {
+		return resolveOrSelf(val), true, nil
+	}
+	// "<<: *base" or "<<: [*a, *b]": the first mapping holding the key wins.
+	for _, mg := range merges {
+		mg = resolve(mg)
+		if mg == nil {
+			continue
+		}
+		srcs := []*yaml.Node{mg}
+		if mg.Kind == yaml.SequenceNode {
+			srcs = mg.Content
+		}
+		for _, s := range srcs {
+			s = resolve(s)
+			if s == nil || s.Kind != yaml.MappingNode {
+				continue
+			}
+			if v, ok, err := r.lookup(s, key, path, depth+1, seen); err != nil || ok {
+				return v, ok, err
+			}
+		}
+	}
+	return nil, false, nil
+}
+
+// mapping returns key's value, which must be a mapping, or nil.
+func (r *reader) mapping(m *yaml.Node, key, path string) (*yaml.Node, error) {
+	v, err := r.get(m, key, path)
+	if err != nil || v == nil {
+		return nil, err
+	}
+	if v.Kind != yaml.MappingNode {
+		return nil, r.errorf(v, join(path, key), "want a mapping, got %s", describe(v))
+	}
+	return v, nil
+}
+
+// seq returns the elements of key's value, which must be a sequence, aliases resolved.
+func (r *reader) seq(m *yaml.Node, key, path string) ([]*yaml.Node, error) {
+	v, err := r.get(m, key, path)
+	if err != nil || v == nil {
+		return nil, err
+	}
+	if v.Kind != yaml.SequenceNode {
+		return nil, r.errorf(v, join(path, key), "want a list, got %s", describe(v))
+	}
+	out := make([]*yaml.Node, 0, len(v.Content))
+	for _, e := range v.Content {
+		if e = resolve(e); e != nil {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// strList reads a list of strings; any scalar counts as its text. Unset is nil, set but empty is
+// a non-nil empty slice (an empty command still replaces the image's ENTRYPOINT).
+func (r *reader) strList(m *yaml.Node, key, path string) ([]string, []int, error) {
+	v, err := r.get(m, key, path)
+	if err != nil || v == nil {
+		return nil, nil, err
+	}
+	if v.Kind != yaml.SequenceNode {
+		return nil, nil, r.errorf(v, join(path, key), "want a list of strings, got %s", describe(v))
+	}
+	out, lines := make([]string, 0, len(v.Content)), make([]int, 0, len(v.Content))
+	for i, e := range v.Content {
+		e = resolve(e)
+		if e == nil || e.Kind != yaml.ScalarNode {
+			at := v
+			if e != nil {
+				at = e
+			}
+			return nil, nil, r.errorf(at, fmt.Sprintf("%s[%d]", join(path, key), i), "want a string, got %s", describe(e))
+		}
+		out, lines = append(out, e.Value), append(lines, e.Line)
+	}
+	return out, lines, nil
+}
+
+func (r *reader) str(n *yaml.Node, path string) (string, error) {
+	if n.Kind != yaml.ScalarNode {
+		return "", r.errorf(n, path, "want a string, got %s", describe(n))
+	}
+	return n.Value, nil
+}
+
+// optStr reads an optional string field: "" when absent or null.
+func (r *reader) optStr(m *yaml.Node, key, path string) (string, error) {
+	v, err := r.get(m, key, path)
+	if err != nil || v == nil {
+		return "", err
+	}
+	return r.str(v, join(path, key))
+}
+
+func (r *reader) int(n *yaml.Node, path string) (int64, error) {
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
+		return 0, r.errorf(n, path, "want a whole number, got %s", describe(n))
+	}
+	var v int64
+	if err := n.Decode(&v); err != nil {
+		return 0, r.errorf(n, path, "want a whole number, got %q", n.Value)
+	}
+	return v, nil
+}
+
+// resolve follows aliases to the node they name; nil for a dangling or circular alias chain.
+func resolve(n *yaml.Node) *yaml.Node {
+	for range maxMergeDepth {
+		if n == nil || n.Kind != yaml.AliasNode {
+			return n
+		}
+		n = n.Alias
+	}
+	return nil
+}
+
+// resolveOrSelf is resolve for a value known to be present: a broken alias stays an alias node,
+// which every caller then reports as the wrong shape.
+func resolveOrSelf(n *yaml.Node) *yaml.Node {
+	if r := resolve(n); r != nil {
+		return r
+	}
+	return n
+}
+
+func isNull(n *yaml.Node) bool {
+	return n.Kind == yaml.ScalarNode && n.Tag == "!!null"
+}
+
+// describe names a node's shape for error messages.
+func describe(n *yaml.Node) string {
+	if n == nil {
+		return "nothing"
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.AliasNode:
+		return "an unresolvable alias"
+	case yaml.ScalarNode:
+		v := n.Value
+		if len(v) > 40 {
+			v = v[:40] + "…"
+		}
+		switch n.Tag {
+		case "!!str":
+			return fmt.Sprintf("the string %q", v)
+		case "!!null":
+			return "null"
+		}
+		return fmt.Sprintf("%q", v)
+	}
+	return "something else"
+}
+
+func join(path, field string) string {
+	if path == "" {
+		return field
+	}
+	return path + "." + field
+}
+
+func seconds(s int64) time.Duration {
+	const maxSecs = int64(1<<63-1) / int64(time.Second)
+	return time.Duration(min(s, maxSecs)) * time.Second
+}

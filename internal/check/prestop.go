@@ -1,0 +1,315 @@
+package check
+
+import (
+	"math"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/drainit/drainit/internal/config"
+)
+
+// forever stands for `sleep infinity`: longer than any grace period.
+const forever = time.Duration(math.MaxInt64)
+
+// hookKind is what a preStop hook does, as far as the timing rules care.
+type hookKind int
+
+const (
+	hookNone    hookKind = iota
+	hookSleep            // waits a known time: the sleep action, sleep N, drainit sleep N
+	hookDrainit          // asks drainit to drain: httpGet to its control server, drainit prestop
+	hookOther            // anything else: its duration is unknown
+)
+
+// preStop is a preStop hook's timing.
+type preStop struct {
+	kind hookKind
+	line int
+	// min is how long the hook keeps the kubelet waiting, at least (a lower bound: a script
+	// may do more than its sleeps); exact says it is also the most.
+	min   time.Duration
+	exact bool
+	desc  string // how messages name the hook: "sleep action", `"sleep 10"`
+	// shell is the program an exec hook runs when it needs a shell or coreutils ("sh",
+	// "sleep"), for the distroless rule; "" otherwise.
+	shell string
+	// drainit hooks: the httpGet, or the address `drainit prestop --addr` was given.
+	http *HTTPGet
+	addr string
+}
+
+// shells are the programs an exec hook may start that a distroless or scratch image lacks.
+var shells = map[string]bool{
+	"sh": true, "bash": true, "ash": true, "dash": true, "zsh": true, "ksh": true,
+	"sleep": true, "busybox": true,
+}
+
+// analyzePreStop works out what the container's preStop does and how long it takes. env
+// resolves $VAR in shell scripts; dc says where drainit's control server listens, if drainit
+// runs in the container.
+func analyzePreStop(c *Container, env envMap, dc *drainitConf) preStop {
+	h := c.PreStop
+	if h == nil {
+		return preStop{kind: hookNone}
+	}
+	ps := preStop{kind: hookOther, line: h.Line, desc: "the preStop hook"}
+	switch {
+	case h.IsSleep:
+		d := seconds(h.Sleep)
+		return preStop{kind: hookSleep, line: h.Line, min: d, exact: true, desc: "sleep action"}
+	case h.IsExec:
+		return analyzeExec(h, env, ps)
+	case h.HTTP != nil:
+		if dc != nil && dc.targets(h.HTTP, c.Ports) {
+			ps.kind, ps.http = hookDrainit, h.HTTP
+			ps.desc = "httpGet to drainit"
+		}
+	}
+	return ps
+}
+
+func analyzeExec(h *Handler, env envMap, ps preStop) preStop {
+	argv := h.Exec
+	if len(argv) == 0 {
+		return ps
+	}
+	prog := path.Base(argv[0])
+	if shells[prog] {
+		ps.shell = prog
+	}
+	if prog == "busybox" && len(argv) > 1 {
+		argv = argv[1:]
+		prog = path.Base(argv[0])
+	}
+	switch {
+	case prog == "sleep":
+		if d, ok := sleepArgs(argv[1:]); ok {
+			ps.kind, ps.min, ps.exact = hookSleep, d, true
+			ps.desc = quoteCmd(h.Exec)
+		}
+	case prog == "drainit" && len(argv) > 1 && argv[1] == "sleep":
+		if len(argv) == 3 {
+			if d, err := config.ParseDuration(argv[2]); err == nil {
+				ps.kind, ps.min, ps.exact = hookSleep, d, true
+				ps.desc = quoteCmd(h.Exec)
+			}
+		}
+	case prog == "drainit" && len(argv) > 1 && argv[1] == "prestop":
+		ps.kind, ps.desc = hookDrainit, quoteCmd(h.Exec)
+		ps.addr, _ = flagValue(argv[2:], "addr")
+	case shells[prog] && prog != "busybox":
+		script, ok := shellScript(argv[1:])
+		if !ok {
+			return ps
+		}
+		d, exact := scriptSleep(script, env)
+		if d > 0 {
+			ps.kind, ps.min, ps.exact = hookSleep, d, exact
+			ps.desc = quoteCmd(h.Exec)
+		}
+	}
+	return ps
+}
+
+// shellScript finds the script in a shell's arguments: the one after -c (or -ec, -xc, …).
+func shellScript(args []string) (string, bool) {
+	for i, a := range args {
+		if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "c") && i+1 < len(args) {
+			return args[i+1], true
+		}
+		if !strings.HasPrefix(a, "-") {
+			return "", false // a script file: not read
+		}
+	}
+	return "", false
+}
+
+// scriptSleep estimates how long a shell script runs: the sum of its top-level sleeps. It is a
+// lower bound; exact says the script does nothing else that takes time. Sleeps inside loops and
+// conditionals, or sent to the background, are not counted: they may not run, or not delay.
+func scriptSleep(script string, env envMap) (total time.Duration, exact bool) {
+	exact = true
+	depth := 0
+	for _, cmd := range shellCommands(script) {
+		words := cmd.words
+		for len(words) > 0 && (words[0] == "exec" || words[0] == "command") {
+			words = words[1:]
+		}
+		if len(words) == 0 {
+			continue
+		}
+		switch words[0] {
+		case "while", "until", "for", "if", "case", "select":
+			depth++
+			exact = false
+			continue
+		case "done", "fi", "esac":
+			depth = max(depth-1, 0)
+			continue
+		case "do", "then", "else", "elif", "in":
+			continue
+		case "true", ":", "echo", "exit", "printf":
+			continue
+		}
+		prog := path.Base(words[0])
+		var d time.Duration
+		ok := false
+		switch {
+		case prog == "sleep":
+			d, ok = sleepArgs(env.expandShell(words[1:]))
+		case prog == "drainit" && len(words) == 3 && words[1] == "sleep":
+			var err error
+			d, err = config.ParseDuration(env.expandShell(words[2:])[0])
+			ok = err == nil
+		}
+		if !ok || depth > 0 || cmd.background {
+			exact = false
+			continue
+		}
+		total = addDur(total, d)
+	}
+	return total, exact
+}
+
+// shellCommand is one simple command of a script: its words, unquoted, and whether it ends in a
+// lone & (runs in the background).
+type shellCommand struct {
+	words      []string
+	background bool
+}
+
+// shellCommands splits a script into simple commands at ; & && | || and newlines, honouring
+// quotes. It is not a shell parser: enough to find the sleeps in a one-line preStop.
+func shellCommands(script string) []shellCommand {
+	var (
+		cmds  []shellCommand
+		words []string
+		word  strings.Builder
+		inW   bool
+		quote rune
+	)
+	endWord := func() {
+		if inW {
+			words = append(words, word.String())
+			word.Reset()
+			inW = false
+		}
+	}
+	endCmd := func(bg bool) {
+		endWord()
+		if len(words) > 0 {
+			cmds = append(cmds, shellCommand{words: words, background: bg})
+		}
+		words = nil
+	}
+	rs := []rune(script)
+	for i := 0; i < len(rs); i++ {
+		c := rs[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			} else {
+				word.WriteRune(c)
+			}
+		case c == '\'' || c == '"':
+			quote, inW = c, true
+		case c == '$' && i+1 < len(rs) && (rs[i+1] == '{' || rs[i+1] == '('):
+			// ${VAR} and $(cmd) stay in the word; a brace or parenthesis inside does not end
+			// the command.
+			closer := map[rune]rune{'{': '}', '(': ')'}[rs[i+1]]
+			for ; i < len(rs); i++ {
+				word.WriteRune(rs[i])
+				if rs[i] == closer {
+					break
+				}
+			}
+			inW = true
+		case c == '\\' && i+1 < len(rs):
+			i++
+			if rs[i] != '\n' {
+				word.WriteRune(rs[i])
+				inW = true
+			}
+		case c == '&':
+			if i+1 < len(rs) && rs[i+1] == '&' {
+				i++
+				endCmd(false)
+			} else {
+				endCmd(true)
+			}
+		case c == ';' || c == '\n' || c == '|' || c == '(' || c == ')' || c == '{' || c == '}':
+			if c == '|' && i+1 < len(rs) && rs[i+1] == '|' {
+				i++
+			}
+			endCmd(false)
+		case c == ' ' || c == '\t' || c == '\r':
+			endWord()
+		case c == '#' && !inW:
+			for i+1 < len(rs) && rs[i+1] != '\n' {
+				i++
+			}
+		default:
+			word.WriteRune(c)
+			inW = true
+		}
+	}
+	endCmd(false)
+	return cmds
+}
+
+// sleepArgs reads sleep(1)'s operands as GNU coreutils and busybox do: each a number with an
+// optional unit s, m, h or d, summed; "infinity" sleeps forever.
+func sleepArgs(args []string) (time.Duration, bool) {
+	if len(args) == 0 {
+		return 0, false
+	}
+	var total time.Duration
+	for _, a := range args {
+		if a == "infinity" || a == "inf" {
+			return forever, true
+		}
+		unit := time.Second
+		num := a
+		if n := len(a); n > 0 {
+			switch a[n-1] {
+			case 's':
+				num = a[:n-1]
+			case 'm':
+				unit, num = time.Minute, a[:n-1]
+			case 'h':
+				unit, num = time.Hour, a[:n-1]
+			case 'd':
+				unit, num = 24*time.Hour, a[:n-1]
+			}
+		}
+		f, err := strconv.ParseFloat(num, 64)
+		if err != nil || f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
+			return 0, false
+		}
+		if f*float64(unit) >= float64(forever) {
+			return forever, true
+		}
+		total = addDur(total, time.Duration(f*float64(unit)))
+	}
+	return total, true
+}
+
+// addDur adds without overflowing: anything past the largest duration is forever.
+func addDur(a, b time.Duration) time.Duration {
+	if a > forever-b {
+		return forever
+	}
+	return a + b
+}
+
+// quoteCmd shows a command as the manifest gives it, shortened when long.
+func quoteCmd(argv []string) string {
+	s := strings.Join(argv, " ")
+	if r := []rune(s); len(r) > 60 {
+		s = string(r[:60]) + "…"
+	}
+	return strconv.Quote(s)
+}
