@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/drainit/drainit/internal/config"
+	"github.com/drainit/drainit/internal/http1"
 )
 
 // prestopCmd is `drainit prestop`: the exec form of the preStop hook. It asks the drainit running
@@ -42,29 +42,26 @@ func prestopCmd(args []string, stdout, stderr io.Writer) int {
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+*addr+"/prestop", nil)
-	if err != nil {
+	call := http1.Call{Method: "POST", URL: "http://" + *addr + "/prestop"}
+	if _, err := http1.CheckURL(call.URL); err != nil {
 		fmt.Fprintf(stderr, "drainit prestop: --addr %q: %v\n", *addr, err)
 		return 2
 	}
 	if *token != "" {
-		req.Header.Set("Authorization", "Bearer "+*token)
+		call.Header = map[string]string{"Authorization": "Bearer " + *token}
 	}
-	// Loopback inside the container: never through a proxy from the environment.
-	client := &http.Client{Transport: &http.Transport{Proxy: nil}}
 	start := time.Now()
-	resp, err := client.Do(req)
+	res, err := http1.Do(ctx, call)
 	if err != nil {
 		fmt.Fprintf(stderr, "drainit prestop: %v\n", err)
 		return 1
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if resp.StatusCode != http.StatusOK {
-		fmt.Fprintf(stderr, "drainit prestop: %s: %s\n", resp.Status, strings.TrimSpace(string(body)))
+	body := strings.TrimSpace(string(res.Body))
+	if res.Status != 200 {
+		fmt.Fprintf(stderr, "drainit prestop: %d %s: %s\n", res.Status, http1.StatusText(res.Status), body)
 		return 1
 	}
-	fmt.Fprintf(stdout, "drained after %s: %s\n", time.Since(start).Round(time.Millisecond), strings.TrimSpace(string(body)))
+	fmt.Fprintf(stdout, "drained after %s: %s\n", time.Since(start).Round(time.Millisecond), body)
 	return 0
 }
 

@@ -14,13 +14,13 @@ import (
 	"context"
 	"crypto/subtle"
 	"encoding/json"
-	"errors"
 	"net"
-	"net/http"
 	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/drainit/drainit/internal/http1"
 )
 
 // Mark is one entry of the stop sequence's timeline.
@@ -51,147 +51,124 @@ type Backend interface {
 	Status(ctx context.Context) (Status, error)
 }
 
-// Limits that keep a slow or malformed client from holding the server (or the stop sequence):
-// each connection has its own goroutine, and these bound what one can take.
-const (
-	readHeaderTimeout = 5 * time.Second
-	idleTimeout       = 30 * time.Second
-	maxHeaderBytes    = 8 << 10
-)
+// readTimeout bounds how long a client may take to send its request: a client that sends its
+// headers a byte at a time is cut off then, and holds up no one else meanwhile (each connection
+// has its own goroutine).
+const readTimeout = 5 * time.Second
 
 // Server is the control server.
 type Server struct {
 	b     Backend
 	token string
 	log   zerolog.Logger
-	srv   *http.Server
+	srv   *http1.Server
 }
 
 // New builds a server. token, when not empty, is required as "Authorization: Bearer TOKEN" on
-// /prestop and /status. maxWait bounds how long a /prestop answer may take (the grace period):
-// the write timeout is set beyond it.
+// /prestop and /status. maxWait bounds how long a /prestop answer may take (the grace period).
 func New(b Backend, token string, maxWait time.Duration, log zerolog.Logger) *Server {
 	s := &Server{b: b, token: token, log: log}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/prestop", s.prestop)
-	mux.HandleFunc("/healthz", s.healthz)
-	mux.HandleFunc("/readyz", s.readyz)
-	mux.HandleFunc("/status", s.status)
-	s.srv = &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: readHeaderTimeout,
-		ReadTimeout:       readHeaderTimeout,
-		WriteTimeout:      maxWait + 5*time.Second,
-		IdleTimeout:       idleTimeout,
-		MaxHeaderBytes:    maxHeaderBytes,
+	s.srv = &http1.Server{
+		Handler:        s.Handle,
+		ReadTimeout:    readTimeout,
+		HandlerTimeout: maxWait + readTimeout,
+		WriteTimeout:   readTimeout,
 	}
 	return s
 }
 
-// Handler is the server's handler, for tests.
-func (s *Server) Handler() http.Handler { return s.srv.Handler }
-
 // Serve answers on ln until Close. It returns nil once closed.
 func (s *Server) Serve(ln net.Listener) error {
-	err := s.srv.Serve(ln)
-	if errors.Is(err, http.ErrServerClosed) {
-		return nil
+	if err := s.srv.Serve(ln); err != http1.ErrServerClosed {
+		return err
 	}
-	return err
+	return nil
 }
 
 // Close stops the server at once; requests under way are cut.
 func (s *Server) Close() error { return s.srv.Close() }
 
-func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
-	if s.token == "" {
-		return true
+// Handle answers one request; it is the server's handler, exported for tests.
+func (s *Server) Handle(ctx context.Context, r *http1.Request) http1.Response {
+	switch r.Path {
+	case "/prestop":
+		if resp, ok := s.check(r, true, "GET", "POST"); !ok {
+			return resp
+		}
+		s.log.Info().Str("remote", r.RemoteAddr).Str("user_agent", r.Header.Get("User-Agent")).Msg("/prestop called")
+		st, err := s.b.Prestop(ctx)
+		if err != nil {
+			return text(503, "prestop: "+err.Error()+"\n")
+		}
+		return jsonResp(st)
+	case "/healthz":
+		if resp, ok := s.check(r, false, "GET", "HEAD"); !ok {
+			return resp
+		}
+		if st, err := s.b.Status(ctx); err != nil || !st.Running {
+			return text(503, "app not running\n")
+		}
+		return text(200, "ok\n")
+	case "/readyz":
+		if resp, ok := s.check(r, false, "GET", "HEAD"); !ok {
+			return resp
+		}
+		st, err := s.b.Status(ctx)
+		switch {
+		case err != nil:
+			return text(503, "unavailable\n")
+		case st.Draining:
+			return text(503, "draining\n")
+		case !st.Ready || !st.Running:
+			return text(503, "not ready\n")
+		}
+		return text(200, "ready\n")
+	case "/status":
+		if resp, ok := s.check(r, true, "GET"); !ok {
+			return resp
+		}
+		st, err := s.b.Status(ctx)
+		if err != nil {
+			return text(503, "unavailable\n")
+		}
+		return jsonResp(st)
+	}
+	return text(404, "not found\n")
+}
+
+// check applies the method list and, when auth, the token.
+func (s *Server) check(r *http1.Request, auth bool, methods ...string) (http1.Response, bool) {
+	allowed := false
+	for _, m := range methods {
+		allowed = allowed || r.Method == m
+	}
+	if !allowed {
+		resp := text(405, "method not allowed\n")
+		resp.Header = map[string]string{"Allow": strings.Join(methods, ", ")}
+		return resp, false
+	}
+	if !auth || s.token == "" {
+		return http1.Response{}, true
 	}
 	got := r.Header.Get("Authorization")
-	want := "Bearer " + s.token
-	if subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1 {
-		return true
+	if subtle.ConstantTimeCompare([]byte(got), []byte("Bearer "+s.token)) == 1 {
+		return http1.Response{}, true
 	}
 	// The token is never logged, nor what the client sent in its place.
-	s.log.Warn().Str("path", r.URL.Path).Str("remote", r.RemoteAddr).Msg("control request without the right token refused")
-	w.Header().Set("WWW-Authenticate", `Bearer realm="drainit"`)
-	http.Error(w, "unauthorized", http.StatusUnauthorized)
-	return false
+	s.log.Warn().Str("path", r.Path).Str("remote", r.RemoteAddr).Msg("control request without the right token refused")
+	resp := text(401, "unauthorized\n")
+	resp.Header = map[string]string{"WWW-Authenticate": `Bearer realm="drainit"`}
+	return resp, false
 }
 
-func allow(w http.ResponseWriter, r *http.Request, methods ...string) bool {
-	for _, m := range methods {
-		if r.Method == m {
-			return true
-		}
-	}
-	w.Header().Set("Allow", strings.Join(methods, ", "))
-	http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-	return false
+func text(code int, body string) http1.Response {
+	return http1.Response{Status: code, Body: []byte(body)}
 }
 
-func (s *Server) prestop(w http.ResponseWriter, r *http.Request) {
-	if !allow(w, r, http.MethodGet, http.MethodPost) || !s.authorized(w, r) {
-		return
-	}
-	s.log.Info().Str("remote", r.RemoteAddr).Str("user_agent", r.UserAgent()).Msg("/prestop called")
-	st, err := s.b.Prestop(r.Context())
+func jsonResp(v any) http1.Response {
+	b, err := json.Marshal(v)
 	if err != nil {
-		http.Error(w, "prestop: "+err.Error(), http.StatusServiceUnavailable)
-		return
+		return text(500, "encoding status: "+err.Error()+"\n")
 	}
-	writeJSON(w, http.StatusOK, st)
-}
-
-func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	if !allow(w, r, http.MethodGet, http.MethodHead) {
-		return
-	}
-	st, err := s.b.Status(r.Context())
-	if err != nil || !st.Running {
-		http.Error(w, "app not running", http.StatusServiceUnavailable)
-		return
-	}
-	writeText(w, http.StatusOK, "ok\n")
-}
-
-func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	if !allow(w, r, http.MethodGet, http.MethodHead) {
-		return
-	}
-	st, err := s.b.Status(r.Context())
-	switch {
-	case err != nil:
-		http.Error(w, "unavailable", http.StatusServiceUnavailable)
-	case st.Draining:
-		http.Error(w, "draining", http.StatusServiceUnavailable)
-	case !st.Ready || !st.Running:
-		http.Error(w, "not ready", http.StatusServiceUnavailable)
-	default:
-		writeText(w, http.StatusOK, "ready\n")
-	}
-}
-
-func (s *Server) status(w http.ResponseWriter, r *http.Request) {
-	if !allow(w, r, http.MethodGet) || !s.authorized(w, r) {
-		return
-	}
-	st, err := s.b.Status(r.Context())
-	if err != nil {
-		http.Error(w, "unavailable", http.StatusServiceUnavailable)
-		return
-	}
-	writeJSON(w, http.StatusOK, st)
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-func writeText(w http.ResponseWriter, code int, s string) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.WriteHeader(code)
-	_, _ = w.Write([]byte(s))
+	return http1.Response{Status: 200, ContentType: "application/json", Body: append(b, '\n')}
 }
