@@ -232,7 +232,9 @@ func (s *Supervisor) loop(ctx context.Context, m *machine) int {
 			case actRunHooks:
 				hctx, c := context.WithCancel(ctx)
 				if !a.deadline.IsZero() {
-					hctx, c = context.WithDeadline(ctx, a.deadline)
+					// An exec hook may outlive its context by hooks.Overrun while its processes
+					// are stopped: end the context that much earlier.
+					hctx, c = context.WithDeadline(ctx, a.deadline.Add(-hooks.Overrun))
 				}
 				cancel[a.stage] = c
 				go func(st Stage, hs []hooks.Hook) {

@@ -67,7 +67,7 @@ func buildOptions(cfg *config.Config, log zerolog.Logger) (supervisor.Options, e
 			var h hooks.Hook
 			var err error
 			if kind == "exec" {
-				h, err = hooks.ParseExec(spec.Flag(), v, hooks.ExecDeps{Children: opts.Children, Log: log})
+				h, err = hooks.ParseExec(spec.Flag(), v, opts.Children)
 			} else {
 				h, err = hooks.ParseHTTP(spec.Flag(), v)
 			}
