@@ -21,6 +21,10 @@
 //	                               HTTP server; each request takes D; -graceful finishes
 //	                               in-flight requests and closes idle connections on SIGTERM,
 //	                               -naive exits at once
+//	testapp _blocked SIG -- PROG [ARG...]
+//	                               exec PROG (searched in PATH) with SIG blocked in its signal
+//	                               mask, which PROG and its children inherit: a SIG sent to them
+//	                               stays pending until they unblock it (as signal.Notify does)
 package main
 
 import (
@@ -31,11 +35,15 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"os/signal"
 	"runtime"
 	"strconv"
 	"syscall"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 func main() {
@@ -65,7 +73,7 @@ func main() {
 	case "ignore-term":
 		signal.Ignore(syscall.SIGTERM)
 		say("ready app %d", os.Getpid())
-		select {}
+		forever()
 	case "slow-stop":
 		err = slowStop(args)
 	case "serve":
@@ -81,6 +89,9 @@ func main() {
 		_, _ = os.NewFile(3, "block").Read(buf)
 	case "_daemon":
 		err = daemonChild(args)
+	// A launcher for tests, not started by the modes above.
+	case "_blocked":
+		err = blockedExec(args)
 	default:
 		err = fmt.Errorf("unknown mode %q", mode)
 	}
@@ -115,7 +126,18 @@ func die(name string) error {
 	if sig == 0 {
 		return fmt.Errorf("unknown signal %q", name)
 	}
+	// signal.Reset gives the signal back to the Go runtime, whose own handler turns QUIT (and
+	// ABRT) into a goroutine dump and exit 2. The kernel's default action is what "killed by SIG"
+	// means, so the handler is set to SIG_DFL directly (struct sigaction all zero: SIG_DFL, no
+	// flags, empty mask). KILL and STOP have no handler to reset.
 	signal.Reset(sig)
+	if sig != syscall.SIGKILL && sig != syscall.SIGSTOP {
+		var sa [4]uint64
+		if _, _, errno := syscall.RawSyscall6(syscall.SYS_RT_SIGACTION, uintptr(sig),
+			uintptr(unsafe.Pointer(&sa)), 0, 8, 0, 0); errno != 0 {
+			return fmt.Errorf("rt_sigaction(%s, SIG_DFL): %w", signame(sig), errno)
+		}
+	}
 	_ = syscall.Kill(os.Getpid(), sig)
 	time.Sleep(time.Minute)
 	return errors.New("signal did not kill")
@@ -280,7 +302,16 @@ func daemonChild(args []string) error {
 	}
 	say("daemon %d", os.Getpid())
 	_ = os.NewFile(3, "ready").Close()
-	select {}
+	forever()
+	return nil
+}
+
+// forever blocks until the process is killed. A bare `select {}` does not do: with no other
+// goroutine (signal.Ignore starts none) the runtime calls it a deadlock and exits 2 at once.
+func forever() {
+	for {
+		time.Sleep(time.Hour)
+	}
 }
 
 func slowStop(args []string) error {
@@ -332,4 +363,28 @@ func serve(args []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	return srv.Shutdown(ctx)
+}
+
+// blockedExec execs PROG with SIG blocked. The signal mask is per thread and execve keeps the
+// calling thread's, so the signal is blocked on a locked thread that then calls exec; the Go
+// runtime's other threads do not matter once exec replaces the process.
+func blockedExec(args []string) error {
+	if len(args) < 3 || args[1] != "--" {
+		return errors.New("usage: _blocked SIG -- PROG [ARG...]")
+	}
+	sig := signalByName(args[0])
+	if sig == 0 {
+		return fmt.Errorf("unknown signal %q", args[0])
+	}
+	path, err := exec.LookPath(args[2])
+	if err != nil {
+		return err
+	}
+	runtime.LockOSThread()
+	var set unix.Sigset_t
+	set.Val[(sig-1)/64] |= 1 << ((uint(sig) - 1) % 64)
+	if err := unix.PthreadSigmask(unix.SIG_BLOCK, &set, nil); err != nil {
+		return fmt.Errorf("blocking %s: %w", signame(sig), err)
+	}
+	return syscall.Exec(path, args[2:], os.Environ())
 }

@@ -315,7 +315,17 @@ func (r *Raw) check(cmd []string, from map[string]string) (*Config, error) {
 		return nil, errs[0]
 	}
 	if c.GracePeriod <= c.DrainDelay+c.KillMargin {
-		return nil, &Error{Option: from["grace-period"], Value: r.GracePeriod, Err: fmt.Errorf(
+		// Name the option the user actually set (the one to fix), grace period first.
+		opt, val := "--grace-period", r.GracePeriod
+		for _, o := range []struct{ flag, value string }{
+			{"grace-period", r.GracePeriod}, {"drain-delay", r.DrainDelay}, {"kill-margin", r.KillMargin},
+		} {
+			if from[o.flag] != "" {
+				opt, val = from[o.flag], o.value
+				break
+			}
+		}
+		return nil, &Error{Option: opt, Value: val, Err: fmt.Errorf(
 			"grace period %s leaves the app no time to stop: it must exceed drain delay %s + kill margin %s",
 			c.GracePeriod, c.DrainDelay, c.KillMargin)}
 	}

@@ -61,7 +61,9 @@ func TestErrorsNameTheOptionAndValue(t *testing.T) {
 		{[]string{"app"}, map[string]string{"DRAINIT_EXIT_MAP": "143:x"}, `DRAINIT_EXIT_MAP "143:x"`},
 		{[]string{"--triggers", "CHLD", "app"}, nil, `--triggers "CHLD": SIGCHLD cannot be a trigger`},
 		{[]string{"--log-level", "loud", "app"}, nil, `--log-level "loud"`},
-		{[]string{"--grace-period", "6s", "app"}, nil, "must exceed drain delay 5s + kill margin 2s"},
+		{[]string{"--grace-period", "6s", "app"}, nil, `--grace-period "6s": grace period 6s leaves the app no time to stop: it must exceed drain delay 5s + kill margin 2s`},
+		{[]string{"--drain-delay", "40s", "app"}, nil, `--drain-delay "40s": grace period 30s leaves`},
+		{[]string{"app"}, map[string]string{"DRAINIT_KILL_MARGIN": "29s"}, `DRAINIT_KILL_MARGIN "29s": grace period 30s leaves`},
 		{[]string{"--no-such-flag", "app"}, nil, "flag provided but not defined: -no-such-flag"},
 		{nil, nil, "no command given"},
 	}

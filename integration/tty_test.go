@@ -1,0 +1,146 @@
+package integration
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// openPTY opens a new pseudo-terminal pair. The master stays in non-blocking mode (ioctls go
+// through SyscallConn, not Fd), so closing it ends a pending Read.
+func openPTY(t *testing.T) (master, slave *os.File) {
+	t.Helper()
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		skipOrFail(t, fmt.Sprintf("no pseudo-terminal: %v", err))
+	}
+	var n int
+	err = control(m, func(fd int) error {
+		if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
+			return fmt.Errorf("unlocking the pty: %w", err)
+		}
+		var err error
+		if n, err = unix.IoctlGetInt(fd, unix.TIOCGPTN); err != nil {
+			return fmt.Errorf("naming the pty: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		m.Close()
+		t.Fatal(err)
+	}
+	s, err := os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		m.Close()
+		t.Fatalf("opening the pty's slave: %v", err)
+	}
+	return m, s
+}
+
+// control runs f on f's file descriptor without switching it to blocking mode.
+func control(f *os.File, fn func(fd int) error) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ferr error
+	if err := rc.Control(func(fd uintptr) { ferr = fn(int(fd)) }); err != nil {
+		return err
+	}
+	return ferr
+}
+
+// foreground is the terminal's foreground process group, read on the master side.
+func foreground(t *testing.T, master *os.File) int {
+	t.Helper()
+	var pgrp int
+	if err := control(master, func(fd int) (err error) {
+		pgrp, err = unix.IoctlGetInt(fd, unix.TIOCGPGRP)
+		return err
+	}); err != nil {
+		t.Fatalf("TIOCGPGRP: %v", err)
+	}
+	return pgrp
+}
+
+// procState is the state letter of pid ('R', 'S', 'T', 'Z', …), 0 once it is gone.
+func procState(pid int) byte {
+	st, _, _ := procStat(pid)
+	return st
+}
+
+// TestTerminal runs drainit (not as PID 1) on a terminal, as `docker run -it` does: the app's
+// group gets the foreground, Ctrl-C reaches the app, Ctrl-Z stops the app and then drainit (so
+// that a shell above sees the job stopped, with the terminal back), and SIGCONT to drainit
+// resumes both with the app in the foreground again.
+func TestTerminal(t *testing.T) {
+	master, slave := openPTY(t)
+	t.Cleanup(func() { master.Close() })
+
+	cmd := exec.Command(drainitBin, "--drain-delay", "0", "--log-format", "json", "--", testappBin, "signals")
+	cmd.Dir = t.TempDir()
+	cmd.Env = cleanEnv()
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	// A session of its own with the pty as controlling terminal: drainit is where a shell's job
+	// would be.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	err := cmd.Start()
+	slave.Close()
+	if err != nil {
+		t.Fatalf("starting drainit: %v", err)
+	}
+	tty := newLineLog("terminal", master)
+	d := watch(t, subreaper, cmd, tty, tty)
+
+	// The terminal echoes control characters ("^C"), which can land at the start of any line.
+	has := func(sub string) func(string) bool { return func(s string) bool { return strings.Contains(s, sub) } }
+	started := tty.awaitLine(t, "drainit's \"app started\"", has(`"message":"app started"`))
+	if !strings.Contains(started, `"tty":true`) {
+		t.Fatalf("drainit did not see its terminal: %s", started)
+	}
+	ready := tty.awaitLine(t, "the app ready", has("ready app "))
+	appPid, err := strconv.Atoi(strings.Fields(ready[strings.Index(ready, "ready app ")+len("ready app "):])[0])
+	if err != nil {
+		t.Fatalf("no pid in %q", ready)
+	}
+	if fg := foreground(t, master); fg != appPid {
+		t.Fatalf("foreground group %d, want the app's (%d)", fg, appPid)
+	}
+
+	if _, err := master.Write([]byte{0x03}); err != nil { // Ctrl-C
+		t.Fatal(err)
+	}
+	tty.awaitLine(t, "the app's SIGINT from Ctrl-C", has("got app SIGINT"))
+
+	if _, err := master.Write([]byte{0x1a}); err != nil { // Ctrl-Z
+		t.Fatal(err)
+	}
+	waitUntil(t, waitTimeout, "the app and drainit stopped (state T) after Ctrl-Z", func() bool {
+		return procState(appPid) == 'T' && procState(d.pid) == 'T'
+	})
+	if fg := foreground(t, master); fg != d.pid {
+		t.Errorf("while stopped, foreground group %d, want drainit's (%d), as a shell's job leaves it", fg, d.pid)
+	}
+
+	d.signal(syscall.SIGCONT)
+	waitUntil(t, waitTimeout, "the app and drainit running again after SIGCONT", func() bool {
+		a, s := procState(appPid), procState(d.pid)
+		return a != 'T' && a != 0 && s != 'T' && s != 0
+	})
+	tty.awaitLine(t, "the app's SIGCONT", has("got app SIGCONT"))
+	if fg := foreground(t, master); fg != appPid {
+		t.Errorf("after resuming, foreground group %d, want the app's (%d)", fg, appPid)
+	}
+
+	d.signal(syscall.SIGTERM)
+	tty.awaitLine(t, "the app's SIGTERM", has("got app SIGTERM"))
+	if got := d.wait(waitTimeout); got != (exitStatus{code: 0}) {
+		t.Fatalf("drainit: %v, want exit 0\n%s", got, d.dump())
+	}
+}
