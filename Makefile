@@ -7,6 +7,11 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 .PHONY: build test unit lint bench demo fuzz clean
 
+## demo: build drainit and the test app, then stop pods under load side by side: bare, tini,
+## preStop sleep, drainit (root: each pod is PID 1 of its own PID namespace; about 20 s)
+demo:
+	./scripts/demo.sh
+
 ## build: the static, stripped binary in bin/drainit
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/drainit

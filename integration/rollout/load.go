@@ -1,0 +1,357 @@
+package rollout
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Kind is the kind of a failed request.
+type Kind string
+
+// The failure kinds, as a client sees them.
+const (
+	Refused Kind = "refused" // the connection was refused (no listener behind the endpoint)
+	Reset   Kind = "reset"   // the connection was reset
+	EOF     Kind = "EOF"     // the connection was closed before the answer was complete
+	Timeout Kind = "timeout" // no complete answer within the request timeout
+	Non2xx  Kind = "non-2xx" // an answer, but not a 2xx
+	Other   Kind = "other"   // anything else (e.g. out of local ports), so that nothing goes unseen
+)
+
+// Kinds lists the failure kinds in table order.
+func Kinds() []Kind { return []Kind{Refused, Reset, EOF, Timeout, Non2xx, Other} }
+
+// Mode is how a load client uses connections.
+type Mode string
+
+// The load modes.
+const (
+	NewConn   Mode = "new-conn"   // a new connection per request ("Connection: close")
+	KeepAlive Mode = "keep-alive" // long-lived clients, each reusing its connection
+)
+
+// Failure is one request that failed, after the keep-alive retry if there was one.
+type Failure struct {
+	Mode    Mode
+	Kind    Kind
+	Sent    time.Time // the request started
+	At      time.Time // the failure was seen
+	Retried bool      // this is the retry's failure
+	Err     string
+	// Seen is what the Balancer saw end the connection, if anything (EventCut: the pod had been
+	// working on the request).
+	Seen EventKind
+}
+
+// Load is a steady load on one address, in both modes at once. Set the fields, then Start.
+type Load struct {
+	Addr string
+	// Rate is the new-connection mode's requests per second (0: off).
+	Rate float64
+	// KeepAliveClients share KeepAliveRate requests per second (0: off), each on its own
+	// connection, reconnecting when it is closed.
+	KeepAliveClients int
+	KeepAliveRate    float64
+	// Timeout bounds each request, connect included.
+	Timeout time.Duration
+	// Explain says what the network saw end a failed connection, by the client's address (the
+	// Balancer's Take); nil: nothing.
+	Explain func(client string) (Event, bool)
+}
+
+// Running is a load under way.
+type Running struct {
+	stop chan struct{}
+	wg   sync.WaitGroup
+
+	requests  [2]atomic.Int64 // by mode: NewConn, KeepAlive
+	succeeded atomic.Int64
+	retried   atomic.Int64
+
+	mu       sync.Mutex
+	failures []Failure
+}
+
+// Stats is what a load did.
+type Stats struct {
+	NewConnRequests   int
+	KeepAliveRequests int
+	Succeeded         int
+	Retried           int // keep-alive requests retried on a fresh connection
+	Failures          []Failure
+}
+
+// Start starts the load; it runs until Stop.
+func (l *Load) Start() *Running {
+	r := &Running{stop: make(chan struct{})}
+	if l.Rate > 0 {
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			l.newConnLoop(r)
+		}()
+	}
+	if l.KeepAliveClients > 0 && l.KeepAliveRate > 0 {
+		every := time.Duration(float64(time.Second) * float64(l.KeepAliveClients) / l.KeepAliveRate)
+		for i := range l.KeepAliveClients {
+			r.wg.Add(1)
+			go func() {
+				defer r.wg.Done()
+				// Staggered, so that the clients' requests spread over the interval.
+				l.keepAliveLoop(r, every, every*time.Duration(i)/time.Duration(l.KeepAliveClients))
+			}()
+		}
+	}
+	return r
+}
+
+// Succeeded is how many requests have succeeded so far.
+func (r *Running) Succeeded() int { return int(r.succeeded.Load()) }
+
+// Stop stops sending new requests and returns once every request under way has ended (each is
+// bounded by the timeout, twice for a retried one).
+func (r *Running) Stop() Stats {
+	close(r.stop)
+	r.wg.Wait()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return Stats{
+		NewConnRequests:   int(r.requests[0].Load()),
+		KeepAliveRequests: int(r.requests[1].Load()),
+		Succeeded:         int(r.succeeded.Load()),
+		Retried:           int(r.retried.Load()),
+		Failures:          append([]Failure(nil), r.failures...),
+	}
+}
+
+func (r *Running) done(mode Mode, f *Failure) {
+	if mode == NewConn {
+		r.requests[0].Add(1)
+	} else {
+		r.requests[1].Add(1)
+	}
+	if f == nil {
+		r.succeeded.Add(1)
+		return
+	}
+	f.Mode = mode
+	r.mu.Lock()
+	r.failures = append(r.failures, *f)
+	r.mu.Unlock()
+}
+
+func (l *Load) newConnLoop(r *Running) {
+	t := time.NewTicker(time.Duration(float64(time.Second) / l.Rate))
+	defer t.Stop()
+	var reqs sync.WaitGroup
+	defer reqs.Wait()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-t.C:
+		}
+		reqs.Add(1)
+		go func() {
+			defer reqs.Done()
+			c := &client{addr: l.Addr, timeout: l.Timeout, explain: l.Explain}
+			res := c.do()
+			r.done(NewConn, res.failure())
+		}()
+	}
+}
+
+func (l *Load) keepAliveLoop(r *Running, every, offset time.Duration) {
+	select {
+	case <-r.stop:
+		return
+	case <-time.After(offset):
+	}
+	c := &client{addr: l.Addr, timeout: l.Timeout, explain: l.Explain, keepAlive: true}
+	defer c.close()
+	// A Ticker drops ticks while a request is slower than the interval: the rate falls instead
+	// of requests piling up, as a real client's would.
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		res := c.do()
+		if res.err != nil && res.reused && res.got == 0 && res.kind != Timeout {
+			// The connection was closed under the request before any answer: what every HTTP/1.1
+			// client retries once on a fresh connection (RFC 9110 9.2.2: GET is idempotent).
+			r.retried.Add(1)
+			sent := res.sent
+			res = c.do()
+			if f := res.failure(); f != nil {
+				f.Retried, f.Sent = true, sent
+				r.done(KeepAlive, f)
+			} else {
+				r.done(KeepAlive, nil)
+			}
+		} else {
+			r.done(KeepAlive, res.failure())
+		}
+		select {
+		case <-r.stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// client is one HTTP/1.1 client, written out so that each failure's kind and moment are exact.
+type client struct {
+	addr      string
+	timeout   time.Duration
+	explain   func(string) (Event, bool)
+	keepAlive bool
+
+	conn   net.Conn
+	br     *bufio.Reader
+	cr     *countingReader
+	served int // requests answered on conn
+}
+
+// result is one attempt.
+type result struct {
+	sent, at time.Time
+	kind     Kind
+	err      error
+	reused   bool   // the request went on a connection that had answered before
+	got      int64  // bytes of the answer that arrived
+	local    string // the client's end of the connection
+	event    *Event
+}
+
+func (res result) failure() *Failure {
+	if res.err == nil {
+		return nil
+	}
+	f := &Failure{Kind: res.kind, Sent: res.sent, At: res.at, Err: res.err.Error()}
+	if res.event != nil {
+		f.Seen = res.event.Kind
+	}
+	return f
+}
+
+func (c *client) close() {
+	if c.conn != nil {
+		_ = c.conn.Close()
+		c.conn = nil
+	}
+}
+
+// alive says whether the idle connection is still open, as an HTTP client's connection pool
+// knows from its background read (Go's persistConn.readLoop): a closed one is dropped, not used.
+func (c *client) alive() bool {
+	_ = c.conn.SetReadDeadline(time.Now())
+	_, err := c.br.Peek(1)
+	_ = c.conn.SetReadDeadline(time.Time{})
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// do sends one GET and reads the whole answer.
+func (c *client) do() result {
+	res := result{sent: time.Now()}
+	fail := func(kind Kind, err error) result {
+		res.at, res.kind, res.err = time.Now(), kind, err
+		if c.conn != nil {
+			res.local = c.conn.LocalAddr().String()
+		}
+		if res.local != "" && c.explain != nil {
+			if e, ok := c.explain(res.local); ok {
+				res.event = &e
+				if e.Kind == EventRefused {
+					res.kind = Refused
+				}
+			}
+		}
+		c.close()
+		return res
+	}
+	if c.conn != nil && !c.alive() {
+		c.close()
+	}
+	if c.conn == nil {
+		var local string
+		d := net.Dialer{Timeout: c.timeout, Control: func(network, _ string, raw syscall.RawConn) error {
+			var err error
+			local, err = bindLocal(network, raw)
+			return err
+		}}
+		conn, err := d.Dial("tcp", c.addr)
+		if err != nil {
+			res.local = local
+			return fail(classify(err), err)
+		}
+		c.conn, c.served = conn, 0
+		c.cr = &countingReader{r: conn}
+		c.br = bufio.NewReader(c.cr)
+	}
+	res.reused = c.served > 0
+	_ = c.conn.SetDeadline(res.sent.Add(c.timeout))
+	req := "GET / HTTP/1.1\r\nHost: rollout\r\nUser-Agent: rollout-load\r\n"
+	if !c.keepAlive {
+		req += "Connection: close\r\n"
+	}
+	if _, err := io.WriteString(c.conn, req+"\r\n"); err != nil {
+		return fail(classify(err), err)
+	}
+	start := c.cr.n
+	resp, err := http.ReadResponse(c.br, nil)
+	if err == nil {
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	res.got = c.cr.n - start
+	if err != nil {
+		return fail(classify(err), err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return fail(Non2xx, fmt.Errorf("status %s", resp.Status))
+	}
+	c.served++
+	_ = c.conn.SetDeadline(time.Time{})
+	if !c.keepAlive || resp.Close {
+		c.close()
+	}
+	res.at = time.Now()
+	return res
+}
+
+// classify names a client-side error.
+func classify(err error) Kind {
+	var ne net.Error
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return Refused
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return Reset
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return EOF
+	case errors.Is(err, os.ErrDeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return Timeout
+	}
+	return Other
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (cr *countingReader) Read(p []byte) (int, error) {
+	n, err := cr.r.Read(p)
+	cr.n += int64(n)
+	return n, err
+}

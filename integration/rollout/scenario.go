@@ -1,0 +1,158 @@
+package rollout
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Init is what runs as the pod's PID 1.
+type Init int
+
+// The inits a scenario can put in front of the app.
+const (
+	Bare     Init = iota // the app itself is PID 1
+	Drainit              // drainit, with the app as its child
+	Tini                 // tini -- app
+	DumbInit             // dumb-init app
+)
+
+func (i Init) String() string {
+	switch i {
+	case Bare:
+		return "bare"
+	case Drainit:
+		return "drainit"
+	case Tini:
+		return "tini"
+	case DumbInit:
+		return "dumb-init"
+	}
+	return fmt.Sprintf("Init(%d)", int(i))
+}
+
+// PreStopKind is the form of the pod's preStop hook.
+type PreStopKind int
+
+// The preStop forms of the kubelet simulator the harness uses.
+const (
+	NoPreStop   PreStopKind = iota
+	ExecSleep               // exec: sleep N, run by the kubelet (the pod shares the host's fs)
+	HTTPPreStop             // httpGet to drainit's control server, /prestop
+)
+
+// Scenario is one way of running the pods, compared with the others in one run.
+type Scenario struct {
+	Key   string // short name for the command line
+	Name  string // label in the table
+	Init  Init
+	Naive bool // the app exits at once on SIGTERM; otherwise it drains in-flight requests first
+	// PreStop is the hook; ExecSleep sleeps for Drain(p).
+	PreStop PreStopKind
+	// Drain is how long the app keeps serving after the deletion before it is told to stop, for a
+	// propagation delay p: the preStop sleep, or drainit's drain. Nil: it is told at once. The
+	// checks expect no loss when Drain(p) >= p and the app is graceful.
+	Drain func(p time.Duration) time.Duration
+	// DrainitArgs are drainit's options for propagation delay p (Init == Drainit), besides the
+	// grace period and the control server's address, which the harness sets.
+	DrainitArgs func(p time.Duration) []string
+	// Grace is the pod's terminationGracePeriodSeconds (and drainit's --grace-period); zero means
+	// Config.Grace.
+	Grace time.Duration
+}
+
+// DrainMargin is how much longer than the propagation delay the fixed-drain scenario drains.
+const DrainMargin = 500 * time.Millisecond
+
+// DrainitDefaultDrain is drainit's default --drain-delay (internal/config); a test keeps the two
+// in step.
+const DrainitDefaultDrain = 5 * time.Second
+
+// PreStopSleep is the textbook preStop: exec sleep 5.
+const PreStopSleep = 5 * time.Second
+
+func constant(d time.Duration) func(time.Duration) time.Duration {
+	return func(time.Duration) time.Duration { return d }
+}
+
+// Scenarios returns every scenario the harness knows, in table order (a fresh slice: callers may
+// change it).
+func Scenarios() []Scenario {
+	return []Scenario{
+		{Key: "bare-naive", Name: "bare, naive app", Init: Bare, Naive: true},
+		{Key: "bare-graceful", Name: "bare, graceful app", Init: Bare},
+		{Key: "tini", Name: "tini, graceful app", Init: Tini},
+		{Key: "dumb-init", Name: "dumb-init, graceful app", Init: DumbInit},
+		{Key: "prestop-sleep", Name: "preStop exec sleep 5, graceful", Init: Bare, PreStop: ExecSleep,
+			Drain: constant(PreStopSleep)},
+		{Key: "drainit-prestop", Name: "drainit, preStop httpGet, drain p+0.5s", Init: Drainit, PreStop: HTTPPreStop,
+			Drain: func(p time.Duration) time.Duration { return p + DrainMargin },
+			DrainitArgs: func(p time.Duration) []string {
+				return []string{"--drain-delay", (p + DrainMargin).String()}
+			}},
+		{Key: "drainit-default", Name: "drainit defaults (SIGTERM, 5s drain)", Init: Drainit,
+			Drain: constant(DrainitDefaultDrain)},
+	}
+}
+
+// DefaultKeys returns the keys of the scenarios compared unless told otherwise: the six.
+func DefaultKeys() []string {
+	return []string{"bare-naive", "bare-graceful", "tini", "prestop-sleep", "drainit-prestop", "drainit-default"}
+}
+
+// Lookup returns the scenarios named by keys, in the order given.
+func Lookup(keys []string) ([]Scenario, error) {
+	all := Scenarios()
+	var out []Scenario
+	for _, k := range keys {
+		k = strings.TrimSpace(k)
+		found := false
+		for _, s := range all {
+			if s.Key == k {
+				out = append(out, s)
+				found = true
+				break
+			}
+		}
+		if !found {
+			var known []string
+			for _, s := range all {
+				known = append(known, s.Key)
+			}
+			return nil, fmt.Errorf("unknown scenario %q (known: %s)", k, strings.Join(known, ", "))
+		}
+	}
+	return out, nil
+}
+
+// drain is s.Drain(p), or zero.
+func (s Scenario) drain(p time.Duration) time.Duration {
+	if s.Drain == nil {
+		return 0
+	}
+	return s.Drain(p)
+}
+
+// Expectation is what a scenario should show at a propagation delay.
+type Expectation int
+
+// The expectations the checks hold scenarios to.
+const (
+	NoExpectation Expectation = iota
+	ExpectLoss                // told to stop at once with propagation >= 1s: clients must lose requests
+	ExpectNoLoss              // graceful and drains at least as long as propagation: nothing lost
+)
+
+// Expect is what s should show at propagation delay p. A scenario that tells the app to stop at
+// once with a propagation delay of 1 s or more must show failures: if it does not, the harness
+// cannot see the problem it exists to show.
+func (s Scenario) Expect(p time.Duration) Expectation {
+	d := s.drain(p)
+	switch {
+	case d == 0 && p >= time.Second:
+		return ExpectLoss
+	case d > 0 && d >= p && !s.Naive:
+		return ExpectNoLoss
+	}
+	return NoExpectation
+}
