@@ -2,42 +2,116 @@
 // drain (deregister from service discovery), online hooks once the app is ready, and post-stop
 // hooks after it has exited. A hook is an exec or an HTTP call; each runs under its own timeout
 // and under the deadline of the stop sequence, and a failure is reported, never fatal.
+//
+// # Who waits for an exec hook's process
+//
+// drainit has one reaper, the supervisor's wait4(-1) loop, and nothing else may wait for a
+// child: a second waiter could steal the app's status, and the reaper would steal a hook's. So
+// an exec hook never calls wait. It starts its process through the [Children] given to
+// [ParseExec] and learns how the process ended from it; the reaper hands every status it
+// collects to [Children.Exited]. The pid is registered under the same lock the fork runs under,
+// so a hook that exits before the fork has even returned to its caller is still routed to it.
+//
+// # Output
+//
+// An exec hook's stdout and stderr are pipes, not drainit's own streams: each line becomes one
+// log event, on the logger of Run's context (zerolog.Ctx; RunAll puts its own there), with the
+// fields hook (the hook's name) and stream ("stdout" or "stderr"), so a hook's output can always
+// be told from the app's. Lines longer than 4 KiB are split; empty lines are dropped. Stdin is
+// empty.
+//
+// # Stopping
+//
+// When its context ends, an exec hook's process group gets SIGTERM, then SIGKILL one second
+// later unless everything is gone by then. Run returns once the hook's process has been reaped
+// and every process holding its output has exited, or at most [Overrun] after the context
+// ended. A hook that exits on its own but leaves processes behind is not waited for: its output
+// is read for one more second, and they are left to the supervisor.
 package hooks
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/rs/zerolog"
 )
 
+// How long an exec hook's processes get at each step of stopping; they bound how long Run
+// outlives its context: termGrace + killWait at most.
+const (
+	termGrace  = time.Second // from SIGTERM to SIGKILL
+	killWait   = time.Second // after SIGKILL, for the exit status and the end of the output
+	outputWait = time.Second // after a normal exit, for processes it left to close its output
+)
+
+// Overrun is the most an exec hook's Run outlives its context by: the SIGTERM grace and the
+// wait after SIGKILL. A caller that must be done by a deadline gives hooks a context that ends
+// Overrun before it.
+const Overrun = termGrace + killWait
+
 // Hook is one action. Run returns when the action is done, failed, or ctx ended; it must not
-// outlive ctx by more than the time it takes to kill what it started.
+// outlive ctx by more than the time it takes to kill what it started (Overrun at most). It logs
+// what it has to say (an exec hook's output) on zerolog.Ctx(ctx).
 type Hook interface {
 	// Name identifies the hook in the log ("offline-exec", "post-stop-http").
 	Name() string
 	Run(ctx context.Context) error
 }
 
-// RunAll runs hooks one after another, each under timeout (0: none) and under ctx, and logs each
-// outcome. It returns once all have run or ctx has ended; failures do not stop the ones after.
-func RunAll(ctx context.Context, log zerolog.Logger, timeout time.Duration, hs []Hook) {
+// Outcome counts how a RunAll went, for the stop sequence's summary.
+type Outcome struct{ OK, Failed, Skipped int }
+
+func (o Outcome) String() string {
+	s := fmt.Sprintf("%d ok", o.OK)
+	if o.Failed > 0 {
+		s += fmt.Sprintf(", %d failed", o.Failed)
+	}
+	if o.Skipped > 0 {
+		s += fmt.Sprintf(", %d skipped", o.Skipped)
+	}
+	return s
+}
+
+// RunAll runs hooks one after another, each under timeout (0: none) and under ctx, with log as
+// the hook's logger, and logs each outcome. It returns once all have run or ctx has ended;
+// failures do not stop the ones after.
+// A hook whose own timeout ends it says so in its error (the cause of its context), so that the
+// log tells the hook timeout apart from the end of ctx.
+func RunAll(ctx context.Context, log zerolog.Logger, timeout time.Duration, hs []Hook) Outcome {
+	var o Outcome
 	for _, h := range hs {
 		if ctx.Err() != nil {
 			log.Warn().Str("hook", h.Name()).Msg("hook skipped: no time left")
+			o.Skipped++
 			continue
 		}
 		hctx, cancel := ctx, context.CancelFunc(func() {})
 		if timeout > 0 {
-			hctx, cancel = context.WithTimeout(ctx, timeout)
+			hctx, cancel = context.WithTimeoutCause(ctx, timeout,
+				fmt.Errorf("hook timeout of %s reached: %w", timeout, context.DeadlineExceeded))
 		}
 		start := time.Now()
-		err := h.Run(hctx)
+		err := h.Run(log.WithContext(hctx))
 		cancel()
 		if err != nil {
 			log.Warn().Str("hook", h.Name()).Dur("took", time.Since(start)).Err(err).Msg("hook failed; going on")
+			o.Failed++
 			continue
 		}
 		log.Info().Str("hook", h.Name()).Dur("took", time.Since(start)).Msg("hook done")
+		o.OK++
 	}
+	return o
+}
+
+// ended describes why ctx ended, for a hook's error: "timed out after 10s: hook timeout of 10s
+// reached: context deadline exceeded". The result wraps ctx's cause, so errors.Is finds
+// context.DeadlineExceeded or context.Canceled in it.
+func ended(ctx context.Context, took time.Duration) error {
+	what := "cancelled"
+	if ctx.Err() == context.DeadlineExceeded {
+		what = "timed out"
+	}
+	return fmt.Errorf("%s after %s: %w", what, took.Round(time.Millisecond), context.Cause(ctx))
 }

@@ -377,12 +377,14 @@ func (m *machine) enterPostStop(now time.Time) []any {
 	return []any{actRunHooks{StagePostStop, m.deadline}}
 }
 
-// hooksDone handles the end of a stage's hooks (each hook logs its own outcome).
-func (m *machine) hooksDone(now time.Time, stage Stage) []any {
+// hooksDone handles the end of a stage's hooks (each hook logs its own outcome; outcome sums
+// them up for the summary).
+func (m *machine) hooksDone(now time.Time, stage Stage, outcome string) []any {
 	if !m.hooksRunning[stage] {
 		return nil // cancelled and already moved on
 	}
 	m.hooksRunning[stage] = false
+	m.timeline = append(m.timeline, mark{now, stage.String() + " hooks: " + outcome})
 	switch stage {
 	case StageOffline:
 		if m.phase == PhaseOffline {

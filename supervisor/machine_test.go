@@ -65,7 +65,7 @@ func TestFullSequenceWithHooks(t *testing.T) {
 		t.Fatalf("deadline = %v, want t0+grace", m.deadline.Sub(epoch))
 	}
 	// Hooks take 1 s; the drain runs 5 s from their end.
-	want(t, m.hooksDone(at(11), StageOffline))
+	want(t, m.hooksDone(at(11), StageOffline, "1 ok"))
 	wantPhase(t, m, PhaseDraining)
 	if !m.wake.Equal(at(16)) {
 		t.Fatalf("drain ends at %v, want 16s", m.wake.Sub(epoch))
@@ -81,9 +81,9 @@ func TestFullSequenceWithHooks(t *testing.T) {
 	want(t, m.noChildren(at(18)))
 	want(t, m.appExit(at(18), killedBy(unix.SIGTERM)), actRunHooks{StagePostStop, at(40)})
 	wantPhase(t, m, PhasePostStop)
-	want(t, m.hooksDone(at(18.5), StagePostStop), actExit{143})
+	want(t, m.hooksDone(at(18.5), StagePostStop, "1 ok"), actExit{143})
 	s := m.summary(at(18.5))
-	for _, part := range []string{"trigger +0s", "offline hooks +0s", "drain +1s", "stop SIGTERM +6s", "app exited 143 +8s", "post-stop hooks +8s", "exit 143 +8.5s"} {
+	for _, part := range []string{"trigger +0s", "offline hooks +0s", "offline hooks: 1 ok +1s", "drain +1s", "stop SIGTERM +6s", "app exited 143 +8s", "post-stop hooks +8s", "exit 143 +8.5s"} {
 		if !strings.Contains(s, part) {
 			t.Errorf("summary %q lacks %q", s, part)
 		}
@@ -140,7 +140,7 @@ func TestEscalationBeforeDeadline(t *testing.T) {
 	}
 	m.noChildren(at(28.01))
 	want(t, m.appExit(at(28.01), killedBy(unix.SIGKILL)), actRunHooks{StagePostStop, at(30)})
-	want(t, m.hooksDone(at(29), StagePostStop), actExit{137})
+	want(t, m.hooksDone(at(29), StagePostStop, "1 ok"), actExit{137})
 	if s := m.summary(at(29)); !strings.Contains(s, "drainit had to SIGKILL") {
 		t.Errorf("summary %q does not say drainit had to SIGKILL", s)
 	}
@@ -150,14 +150,14 @@ func TestHooksLongerThanBudgetSkipDrain(t *testing.T) {
 	m := newTestMachine(true, false)
 	m.signal(at(0), unix.SIGTERM)
 	// Offline hooks ran until 27 s: only 1 s is left before the kill point, so the drain is cut.
-	want(t, m.hooksDone(at(27), StageOffline))
+	want(t, m.hooksDone(at(27), StageOffline, "1 ok"))
 	if !m.wake.Equal(at(28)) {
 		t.Fatalf("drain ends at %v, want the kill point 28s", m.wake.Sub(epoch))
 	}
 	// Hooks that end at the kill point itself: the stop signal goes out at once.
 	m = newTestMachine(true, false)
 	m.signal(at(0), unix.SIGTERM)
-	want(t, m.hooksDone(at(28), StageOffline), actSignal{toApp, unix.SIGTERM})
+	want(t, m.hooksDone(at(28), StageOffline, "1 ok"), actSignal{toApp, unix.SIGTERM})
 }
 
 func TestRepeatedTriggersJoin(t *testing.T) {
@@ -166,7 +166,7 @@ func TestRepeatedTriggersJoin(t *testing.T) {
 	// A second SIGTERM (kubelet restart, docker stop twice) runs nothing again.
 	want(t, m.signal(at(1), unix.SIGTERM))
 	wantPhase(t, m, PhaseOffline)
-	want(t, m.hooksDone(at(2), StageOffline))
+	want(t, m.hooksDone(at(2), StageOffline, "1 ok"))
 	want(t, m.signal(at(3), unix.SIGTERM))
 	wantPhase(t, m, PhaseDraining)
 	if !m.deadline.Equal(at(30)) {
@@ -181,7 +181,7 @@ func TestCtrlCTwiceAndThrice(t *testing.T) {
 	want(t, m.signal(at(1), unix.SIGINT), actCancelHooks{StageOffline}, actSignal{toApp, unix.SIGINT})
 	wantPhase(t, m, PhaseStopping)
 	// Late hook results are ignored.
-	want(t, m.hooksDone(at(1.5), StageOffline))
+	want(t, m.hooksDone(at(1.5), StageOffline, "1 ok"))
 	// The third kills.
 	want(t, m.signal(at(2), unix.SIGINT), actSignal{toEverything, unix.SIGKILL})
 	wantPhase(t, m, PhaseKilling)
@@ -198,10 +198,10 @@ func TestAppExitsInEachPhase(t *testing.T) {
 	steps := map[Phase]func(m *machine){
 		PhaseRunning:  func(m *machine) {},
 		PhaseOffline:  func(m *machine) { m.signal(at(0), unix.SIGTERM) },
-		PhaseDraining: func(m *machine) { m.signal(at(0), unix.SIGTERM); m.hooksDone(at(1), StageOffline) },
+		PhaseDraining: func(m *machine) { m.signal(at(0), unix.SIGTERM); m.hooksDone(at(1), StageOffline, "1 ok") },
 		PhaseStopping: func(m *machine) {
 			m.signal(at(0), unix.SIGTERM)
-			m.hooksDone(at(1), StageOffline)
+			m.hooksDone(at(1), StageOffline, "1 ok")
 			m.tick(at(6))
 		},
 	}
@@ -228,7 +228,7 @@ func TestAppExitsInEachPhase(t *testing.T) {
 				}
 			}
 			want(t, m.tick(at(100))) // no timer left that could act
-			want(t, m.hooksDone(at(8), StagePostStop), actExit{139})
+			want(t, m.hooksDone(at(8), StagePostStop, "1 ok"), actExit{139})
 		})
 	}
 }
@@ -289,7 +289,7 @@ func TestPrestopThenKubeletSignal(t *testing.T) {
 	}
 	// A second, concurrent call joins: nothing runs again, no answer yet.
 	want(t, m.prestop(at(10.5)))
-	if acts := m.hooksDone(at(11), StageOffline); drainedIn(acts) || len(acts) != 0 {
+	if acts := m.hooksDone(at(11), StageOffline, "1 ok"); drainedIn(acts) || len(acts) != 0 {
 		t.Fatalf("after the hooks: %#v", acts)
 	}
 	// End of the drain: the callers get their answer; the app keeps running until the SIGTERM.
@@ -350,7 +350,7 @@ func TestKillLateStillWaitsForReaper(t *testing.T) {
 	// still gives the reaper reapWait before giving up.
 	m := newTestMachine(true, false)
 	m.signal(at(0), unix.SIGTERM)
-	m.hooksDone(at(28), StageOffline)
+	m.hooksDone(at(28), StageOffline, "1 ok")
 	m.tick(at(30))
 	wantPhase(t, m, PhaseKilling)
 	if got := m.wake.Sub(at(30)); got != reapWait {

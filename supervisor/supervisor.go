@@ -58,6 +58,12 @@ type Supervisor struct {
 	appPid     int
 }
 
+// stageDone is a stage's hooks having all run.
+type stageDone struct {
+	stage   Stage
+	outcome hooks.Outcome
+}
+
 // request is a control-server call, answered by the loop on reply (buffered, so the loop never
 // blocks on a caller that has gone away).
 type request struct {
@@ -172,7 +178,7 @@ func (s *Supervisor) loop(ctx context.Context, m *machine) int {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	var armed time.Time
-	hookDone := make(chan Stage, 2)
+	hookDone := make(chan stageDone, 2)
 	var cancel [2]context.CancelFunc
 	stageHooks := [2][]hooks.Hook{s.opts.Offline, s.opts.PostStop}
 	var waiters []chan control.Status // /prestop callers waiting for the end of the drain
@@ -209,9 +215,9 @@ func (s *Supervisor) loop(ctx context.Context, m *machine) int {
 		case <-timer.C:
 			armed = time.Time{}
 			acts = m.tick(time.Now())
-		case st := <-hookDone:
-			cancel[st]()
-			acts = m.hooksDone(time.Now(), st)
+		case d := <-hookDone:
+			cancel[d.stage]()
+			acts = m.hooksDone(time.Now(), d.stage, d.outcome.String())
 		case <-ready:
 			m.setReady(time.Now())
 		case r := <-s.reqs:
@@ -238,8 +244,8 @@ func (s *Supervisor) loop(ctx context.Context, m *machine) int {
 				}
 				cancel[a.stage] = c
 				go func(st Stage, hs []hooks.Hook) {
-					hooks.RunAll(hctx, s.log.With().Str("phase", st.String()).Logger(), s.opts.HookTimeout, hs)
-					hookDone <- st
+					o := hooks.RunAll(hctx, s.log.With().Str("phase", st.String()).Logger(), s.opts.HookTimeout, hs)
+					hookDone <- stageDone{st, o}
 				}(a.stage, stageHooks[a.stage])
 			case actCancelHooks:
 				cancel[a.stage]()

@@ -75,21 +75,27 @@ func Do(ctx context.Context, c Call) (Result, error) {
 	if method == "" {
 		method = "GET"
 	}
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: %s\r\n", method, u.RequestURI(), u.Host)
+	hostHeader := u.Host
+	var fields bytes.Buffer
 	hasUA := false
 	for k, v := range c.Header {
 		if strings.ContainsAny(k+v, "\r\n") {
 			return Result{}, fmt.Errorf("header %q: line break in name or value", k)
 		}
-		if strings.EqualFold(k, "User-Agent") {
+		switch {
+		case strings.EqualFold(k, "Host"):
+			hostHeader = v // a virtual host other than the URL's
+			continue
+		case strings.EqualFold(k, "Content-Length"), strings.EqualFold(k, "Connection"):
+			continue // set by Do
+		case strings.EqualFold(k, "User-Agent"):
 			hasUA = true
 		}
-		if strings.EqualFold(k, "Host") || strings.EqualFold(k, "Content-Length") || strings.EqualFold(k, "Connection") {
-			continue // set by Do
-		}
-		fmt.Fprintf(&b, "%s: %s\r\n", k, v)
+		fmt.Fprintf(&fields, "%s: %s\r\n", k, v)
 	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: %s\r\n", method, u.RequestURI(), hostHeader)
+	b.Write(fields.Bytes())
 	if !hasUA {
 		b.WriteString("User-Agent: drainit\r\n")
 	}

@@ -1,0 +1,81 @@
+package hooks
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// ParseExec reads an exec hook's command, given either as a JSON array of strings
+// (["/bin/deregister","--id","x"]) or as words separated by white space (/bin/deregister --id x).
+// The plain form is not a shell: quotes and backslashes are refused rather than taken literally
+// (use the JSON form, or ["sh","-c","…"]). A command without a slash is looked up in PATH when the
+// hook runs; the hook inherits drainit's environment and working directory.
+//
+// children starts the hook's process and learns its exit from the program's reaper (see the
+// package doc). With nil children, Run fails at once and starts nothing: a hook parsed only to
+// check a configuration needs none.
+func ParseExec(name, spec string, children *Children) (Hook, error) {
+	argv, err := parseArgv(spec)
+	if err != nil {
+		return nil, fmt.Errorf("exec hook %q: %w", name, err)
+	}
+	return &execHook{name: name, argv: argv, children: children}, nil
+}
+
+func parseArgv(spec string) ([]string, error) {
+	s := strings.TrimSpace(spec)
+	var argv []string
+	if strings.HasPrefix(s, "[") {
+		if err := json.Unmarshal([]byte(s), &argv); err != nil {
+			return nil, fmt.Errorf("command %q is not a JSON array of strings: %w", spec, err)
+		}
+	} else {
+		if strings.ContainsAny(s, `'"\`) {
+			return nil, fmt.Errorf("command %q: quotes and backslashes are not interpreted (no shell here); give the command as a JSON array", spec)
+		}
+		argv = strings.Fields(s)
+	}
+	if len(argv) == 0 || argv[0] == "" {
+		return nil, errors.New("empty command")
+	}
+	for _, a := range argv {
+		if strings.IndexByte(a, 0) >= 0 {
+			return nil, fmt.Errorf("command %q: NUL byte in an argument", spec)
+		}
+	}
+	return argv, nil
+}
+
+// maxLine bounds one line of a hook's output.
+const maxLine = 4096
+
+// execHook runs a command; see Run in exec_linux.go.
+type execHook struct {
+	name     string
+	argv     []string
+	children *Children
+}
+
+func (h *execHook) Name() string { return h.name }
+
+// copyLines calls emit with each line read from r, without its end of line, until r fails or
+// ends. A line longer than maxLine comes in pieces of maxLine bytes, so that a hook cannot make
+// drainit hold an unbounded line. Empty lines are dropped: they carry nothing in a log.
+func copyLines(r io.Reader, emit func(line []byte)) {
+	br := bufio.NewReaderSize(r, maxLine)
+	for {
+		line, err := br.ReadSlice('\n')
+		line = bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
+		if len(line) > 0 {
+			emit(line)
+		}
+		if err != nil && err != bufio.ErrBufferFull {
+			return
+		}
+	}
+}

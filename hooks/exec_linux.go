@@ -1,0 +1,186 @@
+package hooks
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
+
+	"github.com/drainit/drainit/signals"
+)
+
+// proc is one running exec hook: its process, which leads its own process group, and the
+// goroutines reading its output.
+type proc struct {
+	pid     int
+	exit    <-chan unix.WaitStatus // nil once the status has been received
+	ws      unix.WaitStatus
+	outDone <-chan struct{} // readers, until await has seen it closed; then nil
+	readers chan struct{}   // closed when both readers have returned: at EOF, or once out is closed
+	out     [2]*os.File     // the read ends
+}
+
+// Run starts the command in its own process group, logs its output to zerolog.Ctx(ctx), and
+// returns nil when it exits with status 0, an error naming the status otherwise. When ctx ends
+// first, the group is stopped (SIGTERM, then SIGKILL after termGrace) and the error wraps ctx's
+// cause. Run never waits for the process itself: the status comes through the Children given to
+// ParseExec. No output line is logged after Run returns.
+func (h *execHook) Run(ctx context.Context) error {
+	if h.children == nil {
+		return fmt.Errorf("exec hook %q: not started: no Children to learn its exit from", h.name)
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("exec hook %q: not started: %w", h.name, context.Cause(ctx))
+	}
+	log := zerolog.Ctx(ctx)
+	start := time.Now()
+	p, err := h.start(log)
+	if err != nil {
+		return fmt.Errorf("exec hook %q: cannot start: %w", h.name, err)
+	}
+	log.Debug().Str("hook", h.name).Int("pid", p.pid).Strs("command", h.argv).Msg("hook started")
+	if !p.await(false, nil, ctx.Done()) {
+		p.poll()
+		if p.exit != nil || p.outDone != nil {
+			return h.stop(p, ended(ctx, time.Since(start)))
+		}
+		// It ended just as ctx did: report what it did.
+	}
+	if !p.await(true, time.After(outputWait), ctx.Done()) {
+		log.Warn().Str("hook", h.name).Int("pgid", p.pid).
+			Msg("the hook exited but left processes holding its output; their output is no longer read")
+	}
+	p.closeOutput()
+	return h.status(p.ws)
+}
+
+// start resolves the command and starts it with an empty stdin and piped stdout and stderr.
+func (h *execHook) start(log *zerolog.Logger) (*proc, error) {
+	// exec.LookPath only searches PATH, the way a shell does; nothing of os/exec runs the process.
+	path, err := exec.LookPath(h.argv[0])
+	if err != nil {
+		return nil, err
+	}
+	var in [2]int
+	if err := unix.Pipe2(in[:], unix.O_CLOEXEC); err != nil {
+		return nil, fmt.Errorf("stdin pipe: %w", err)
+	}
+	_ = unix.Close(in[1]) // reading stdin gives EOF: a hook cannot wait on input
+	defer unix.Close(in[0])
+	var r, w [2]*os.File
+	for i := range r {
+		if r[i], w[i], err = os.Pipe(); err != nil {
+			closeAll(r[:i]...)
+			closeAll(w[:i]...)
+			return nil, fmt.Errorf("output pipe: %w", err)
+		}
+	}
+	pid, exit, err := h.children.start(func() (int, error) {
+		// Fd puts the write ends back in blocking mode, which the hook's stdout expects.
+		return syscall.ForkExec(path, h.argv, &syscall.ProcAttr{
+			Env:   os.Environ(),
+			Files: []uintptr{uintptr(in[0]), w[0].Fd(), w[1].Fd()},
+			Sys:   &syscall.SysProcAttr{Setpgid: true},
+		})
+	})
+	closeAll(w[:]...) // the hook's copies are the only write ends left: EOF once its group is gone
+	if err != nil {
+		closeAll(r[:]...)
+		return nil, err
+	}
+	p := &proc{pid: pid, exit: exit, readers: make(chan struct{}), out: r}
+	p.outDone = p.readers
+	var wg sync.WaitGroup
+	for i, stream := range [2]string{"stdout", "stderr"} {
+		wg.Go(func() {
+			copyLines(r[i], func(line []byte) {
+				log.Info().Str("hook", h.name).Str("stream", stream).Msg(string(line))
+			})
+		})
+	}
+	go func() { wg.Wait(); close(p.readers) }()
+	return p, nil
+}
+
+// stop ends the hook's process group after its context ended: SIGTERM, SIGKILL after
+// termGrace unless everything is gone, and a bounded wait for the exit status.
+func (h *execHook) stop(p *proc, why error) error {
+	// The group cannot have been reused yet: the leader's pid stays taken until the reaper has
+	// collected it and, after that, for as long as any member lives.
+	_ = unix.Kill(-p.pid, unix.SIGTERM)
+	how := "SIGTERM"
+	if !p.await(true, time.After(termGrace), nil) {
+		_ = unix.Kill(-p.pid, unix.SIGKILL)
+		how = "SIGTERM, then SIGKILL"
+		if !p.await(true, time.After(killWait), nil) && p.exit != nil {
+			h.children.forget(p.pid)
+			how += " (its exit was never reported)"
+		}
+	}
+	p.closeOutput()
+	return fmt.Errorf("exec hook %q: %w; its process group got %s", h.name, why, how)
+}
+
+// status turns the hook's wait status into Run's result.
+func (h *execHook) status(ws unix.WaitStatus) error {
+	switch {
+	case ws.Exited() && ws.ExitStatus() == 0:
+		return nil
+	case ws.Signaled():
+		return fmt.Errorf("exec hook %q: killed by %s", h.name, signals.Name(ws.Signal()))
+	default:
+		return fmt.Errorf("exec hook %q: exited with status %d", h.name, ws.ExitStatus())
+	}
+}
+
+// await waits until the process has exited (and, with output, until its output is closed as
+// well), until timeout fires or until stop is closed; nil channels never fire. It reports whether
+// what it waited for happened.
+func (p *proc) await(output bool, timeout <-chan time.Time, stop <-chan struct{}) bool {
+	for p.exit != nil || (output && p.outDone != nil) {
+		select {
+		case ws := <-p.exit:
+			p.ws, p.exit = ws, nil
+		case <-p.outDone:
+			p.outDone = nil
+		case <-timeout:
+			return false
+		case <-stop:
+			return false
+		}
+	}
+	return true
+}
+
+// poll takes in, without blocking, whatever await could have seen.
+func (p *proc) poll() {
+	select {
+	case ws := <-p.exit:
+		p.ws, p.exit = ws, nil
+	default:
+	}
+	select {
+	case <-p.outDone:
+		p.outDone = nil
+	default:
+	}
+}
+
+// closeOutput stops reading the output, if anything still holds it open, and returns once the
+// readers have logged their last line.
+func (p *proc) closeOutput() {
+	closeAll(p.out[:]...)
+	<-p.readers
+}
+
+func closeAll(fs ...*os.File) {
+	for _, f := range fs {
+		_ = f.Close() // a second close of a read end is harmless
+	}
+}

@@ -1,0 +1,266 @@
+package hooks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// helperHook is an exec hook running the test binary's helper in mode args.
+func helperHook(t *testing.T, name string, args ...string) Hook {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, _ := json.Marshal(append([]string{self, "hooks-helper"}, args...))
+	h, err := ParseExec(name, string(spec), children())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// pidFromLog waits for an output line "<word> <pid>" and returns the pid.
+func pidFromLog(t *testing.T, buf *logBuf, word string) int {
+	t.Helper()
+	var pid int
+	waitFor(t, "output line "+word, func() bool {
+		for _, ev := range buf.events(t) {
+			if rest, ok := strings.CutPrefix(fmt.Sprint(ev["message"]), word+" "); ok && ev["stream"] != nil {
+				pid, _ = strconv.Atoi(rest)
+				return true
+			}
+		}
+		return false
+	})
+	return pid
+}
+
+// gone reports whether pid is dead: no such process, a zombie nobody has reaped yet, or a
+// process already in exit (PF_EXITING: it has released its files and can never run its own code
+// again, but the kernel has not made it a zombie yet).
+func gone(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]) // state ppid pgrp session tty tpgid flags …
+	if len(f) < 7 {
+		return true
+	}
+	const pfExiting = 0x4
+	flags, _ := strconv.ParseUint(f[6], 10, 64)
+	return f[0] == "Z" || f[0] == "X" || flags&pfExiting != 0
+}
+
+// Through RunAll, as the supervisor runs it: each output line is logged on RunAll's logger.
+func TestExecSuccessLogsEachLineTagged(t *testing.T) {
+	t.Parallel()
+	log, buf := newLog()
+	RunAll(context.Background(), log.With().Str("phase", "offline hooks").Logger(), time.Minute,
+		[]Hook{helperHook(t, "offline-exec", "out", "0")})
+	if buf.find(t, map[string]any{"hook": "offline-exec", "message": "hook done"}) == nil {
+		t.Fatalf("hook did not succeed:\n%.2000s", buf)
+	}
+	for _, want := range []map[string]any{
+		{"hook": "offline-exec", "stream": "stdout", "message": "out one", "phase": "offline hooks"},
+		{"hook": "offline-exec", "stream": "stderr", "message": "err two", "phase": "offline hooks"},
+		{"hook": "offline-exec", "stream": "stdout", "message": strings.Repeat("y", maxLine)},
+		{"hook": "offline-exec", "stream": "stdout", "message": strings.Repeat("y", 5000-maxLine)},
+	} {
+		if buf.find(t, want) == nil {
+			t.Errorf("no log event with %.80v\n%.2000s", want, buf)
+		}
+	}
+}
+
+func TestExecFailureStatus(t *testing.T) {
+	t.Parallel()
+	log, buf := newLog()
+	err := helperHook(t, "post-stop-exec", "out", "3").Run(log.WithContext(context.Background()))
+	if err == nil || !strings.Contains(err.Error(), `"post-stop-exec"`) || !strings.Contains(err.Error(), "exited with status 3") {
+		t.Errorf("Run = %v, want the hook's name and status 3", err)
+	}
+	if buf.find(t, map[string]any{"stream": "stderr", "message": "err two"}) == nil {
+		t.Errorf("a failing hook's output was not logged:\n%.1000s", buf)
+	}
+
+	// A bare name is looked up in PATH, like a shell does.
+	h, err := ParseExec("by-signal", `["sh", "-c", "kill -KILL $$"]`, children())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Run(log.WithContext(context.Background())); err == nil || !strings.Contains(err.Error(), "killed by SIGKILL") {
+		t.Errorf("Run = %v, want killed by SIGKILL", err)
+	}
+}
+
+func TestExecMissingBinary(t *testing.T) {
+	t.Parallel()
+	log, _ := newLog()
+	for spec, want := range map[string]string{
+		"/nonexistent/deregister --id x": "no such file or directory",
+		"drainit-test-no-such-command":   "not found in $PATH",
+	} {
+		h, err := ParseExec("offline-exec", spec, children())
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = h.Run(log.WithContext(context.Background()))
+		if err == nil || !strings.Contains(err.Error(), "cannot start") || !strings.Contains(err.Error(), want) ||
+			!strings.Contains(err.Error(), `"offline-exec"`) {
+			t.Errorf("%s: Run = %v, want a cannot-start error with %q", spec, err, want)
+		}
+	}
+}
+
+func TestExecWithoutChildrenStartsNothing(t *testing.T) {
+	t.Parallel()
+	h, err := ParseExec("checked-only", "/bin/true", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "not started") {
+		t.Errorf("Run = %v, want not started", err)
+	}
+}
+
+// A hook whose child ignores SIGTERM: the whole group gets SIGTERM, then SIGKILL after the
+// grace, and both processes are dead when Run returns.
+func TestExecCancelKillsProcessGroup(t *testing.T) {
+	t.Parallel()
+	log, buf := newLog()
+	ctx, cancel := context.WithCancel(log.WithContext(context.Background()))
+	defer cancel()
+	done := runAsync(ctx, helperHook(t, "offline-exec", "tree"))
+	child, gc := pidFromLog(t, buf, "child"), pidFromLog(t, buf, "gc")
+	t.Cleanup(func() { _ = unix.Kill(gc, unix.SIGKILL) })
+
+	cancelled := time.Now()
+	cancel()
+	err := result(t, done)
+	took := time.Since(cancelled)
+	if !gone(child) || !gone(gc) {
+		t.Errorf("after Run returned: hook process gone %v, its child (ignores SIGTERM) gone %v", gone(child), gone(gc))
+	}
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "cancelled after") ||
+		!strings.Contains(err.Error(), "SIGTERM, then SIGKILL") {
+		t.Errorf("Run = %v, want it cancelled, and stopped with SIGTERM then SIGKILL", err)
+	}
+	if took < termGrace {
+		t.Errorf("SIGKILL came %v after the end of ctx, before the %v grace", took, termGrace)
+	}
+}
+
+func TestExecTimeout(t *testing.T) {
+	t.Parallel()
+	log, buf := newLog()
+	const timeout = 200 * time.Millisecond
+	h := helperHook(t, "offline-exec", "sleep")
+	ctx, cancel := context.WithTimeout(log.WithContext(context.Background()), timeout)
+	defer cancel()
+	start := time.Now()
+	err := h.Run(ctx)
+	took := time.Since(start)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "timed out after") {
+		t.Errorf("Run = %v, want a timeout", err)
+	}
+	if strings.Contains(fmt.Sprint(err), "SIGKILL") {
+		t.Errorf("Run = %v: SIGKILL sent to a hook that ends on SIGTERM", err)
+	}
+	if took < timeout || took > timeout+termGrace+killWait+5*time.Second {
+		t.Errorf("Run took %v with a timeout of %v", took, timeout)
+	}
+	started := buf.find(t, map[string]any{"message": "hook started"})
+	if pid, ok := started["pid"].(float64); !ok || !gone(int(pid)) {
+		t.Errorf("hook process (started: %v) still running after Run returned", started)
+	}
+}
+
+func TestExecInheritsEnvAndDir(t *testing.T) {
+	t.Setenv("HOOKS_TEST_VALUE", "inherited")
+	log, buf := newLog()
+	if err := helperHook(t, "online-exec", "env", "HOOKS_TEST_VALUE").Run(log.WithContext(context.Background())); err != nil {
+		t.Fatal(err)
+	}
+	wd, _ := os.Getwd()
+	for _, want := range []string{"env=inherited", "cwd=" + wd} {
+		if buf.find(t, map[string]any{"message": want}) == nil {
+			t.Errorf("no output line %q:\n%s", want, buf)
+		}
+	}
+}
+
+// A hook that exits but leaves a process holding its output: Run returns (the leftover is
+// not waited for) with the hook's own status, and says so in the log.
+func TestExecLeftoverDoesNotHoldRun(t *testing.T) {
+	t.Parallel()
+	log, buf := newLog()
+	done := runAsync(log.WithContext(context.Background()), helperHook(t, "online-exec", "leave"))
+	err := result(t, done)
+	left := pidFromLog(t, buf, "leftover")
+	t.Cleanup(func() { _ = unix.Kill(left, unix.SIGKILL) })
+	if err != nil {
+		t.Errorf("Run = %v, want the hook's own success", err)
+	}
+	if buf.find(t, map[string]any{"hook": "online-exec", "level": "warn"}) == nil {
+		t.Errorf("leftover not reported:\n%s", buf)
+	}
+}
+
+// HTTP hooks reach loopback addresses directly even with HTTP_PROXY set, and go through the
+// proxy for other hosts. The environment is the child process's own: net/http reads it once.
+// TestHTTPNeverProxied: a container's HTTP_PROXY is for the app's traffic; a hook's call goes
+// straight to its target even with HTTP_PROXY set (the helper process runs with it).
+func TestHTTPNeverProxied(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var hits []string
+	record := func(who string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			hits = append(hits, who+" "+r.Method+" "+r.URL.String())
+			mu.Unlock()
+			w.WriteHeader(http.StatusNoContent)
+		}
+	}
+	target := httptest.NewServer(record("target"))
+	defer target.Close()
+	proxy := httptest.NewServer(record("proxy"))
+	defer proxy.Close()
+	// A second target on another loopback address, so "loopback goes direct" is not the reason.
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Skipf("no 127.0.0.2: %v", err)
+	}
+	other := &httptest.Server{Listener: ln, Config: &http.Server{Handler: record("other")}}
+	other.Start()
+	defer other.Close()
+
+	log, buf := newLog()
+	for _, u := range []string{target.URL + "/deregister", other.URL + "/deregister"} {
+		if err := helperHook(t, "h", "http", proxy.URL, u).Run(log.WithContext(context.Background())); err != nil {
+			t.Fatalf("call to %s with HTTP_PROXY set: %v\n%s", u, err, buf)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := "target POST /deregister|other POST /deregister"
+	if got := strings.Join(hits, "|"); got != want {
+		t.Errorf("requests seen: %s\nwant: %s", got, want)
+	}
+}

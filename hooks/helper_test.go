@@ -1,0 +1,96 @@
+package hooks
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// helper is the program exec hooks run in the tests. It runs in its own process, so it may use
+// os/exec freely. Modes:
+//
+//	out CODE          "out one" on stdout, "err two" on stderr, a 5000-byte line, exit CODE
+//	env NAME          print "env=<$NAME>" and "cwd=<working directory>"
+//	sleep             print "ready <pid>", then sleep (until killed)
+//	ignore-term       ignore SIGTERM, print "gc <pid>", then sleep (until SIGKILL)
+//	tree              start ignore-term in the same process group, wait for it to say so,
+//	                  print "child <pid>", then sleep
+//	leave             start sleep sharing stdout, print "leftover <pid>", exit 0
+//	http PROXY URL    with HTTP_PROXY=PROXY, run an HTTP hook POSTing to URL; exit 1 on error
+func helper(args []string) int {
+	if len(args) == 0 {
+		return 2
+	}
+	switch args[0] {
+	case "out":
+		fmt.Println("out one")
+		fmt.Fprintln(os.Stderr, "err two")
+		fmt.Println(strings.Repeat("y", 5000))
+		code, _ := strconv.Atoi(args[1])
+		return code
+	case "env":
+		wd, _ := os.Getwd()
+		fmt.Printf("env=%s\ncwd=%s\n", os.Getenv(args[1]), wd)
+		return 0
+	case "sleep":
+		fmt.Printf("ready %d\n", os.Getpid())
+		time.Sleep(time.Hour)
+		return 0
+	case "ignore-term":
+		signal.Ignore(syscall.SIGTERM)
+		fmt.Printf("gc %d\n", os.Getpid())
+		time.Sleep(time.Hour)
+		return 0
+	case "tree":
+		r, w, err := os.Pipe()
+		if err != nil {
+			return 1
+		}
+		gc := exec.Command(os.Args[0], "hooks-helper", "ignore-term")
+		gc.Stdout, gc.Stderr = w, os.Stderr
+		if err := gc.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		w.Close()
+		line := make([]byte, 64)
+		n, _ := r.Read(line) // "gc <pid>": SIGTERM is ignored from now on
+		fmt.Print(string(line[:n]))
+		fmt.Printf("child %d\n", os.Getpid())
+		time.Sleep(time.Hour)
+		return 0
+	case "leave":
+		gc := exec.Command(os.Args[0], "hooks-helper", "sleep")
+		gc.Stdout, gc.Stderr = os.Stdout, os.Stderr
+		if err := gc.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fmt.Printf("leftover %d\n", gc.Process.Pid)
+		return 0
+	case "http":
+		for _, k := range []string{"HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy"} {
+			os.Setenv(k, args[1])
+		}
+		os.Unsetenv("NO_PROXY")
+		os.Unsetenv("no_proxy")
+		h, err := ParseHTTP("proxied", "POST "+args[2])
+		if err == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			err = h.Run(ctx)
+			cancel()
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		return 0
+	}
+	return 2
+}

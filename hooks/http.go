@@ -1,0 +1,162 @@
+package hooks
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/drainit/drainit/internal/http1"
+)
+
+// errSnippet bounds how much of a failed response's body goes into the error.
+const errSnippet = 256
+
+// ParseHTTP reads an HTTP hook: a URL (a GET), "METHOD URL", or a JSON object
+// {"method":"PUT","url":"http://…","headers":{"X-A":"b"},"body":"…"} in which only url is
+// required (method defaults to GET). The method is upper-cased. A "Host" header sets the
+// request's Host. No Content-Type is added to a body.
+//
+// Only plain http:// is spoken (drainit's own small HTTP/1.1, see internal/http1: net/http would
+// triple the binary); reach a TLS endpoint from an exec hook. The hook succeeds on a 2xx status;
+// redirects are not followed. It never goes through a proxy: hooks call agents on loopback and
+// the pod network, and a container's HTTP_PROXY is for the app's own traffic. Run is bounded by
+// its context only, and reads at most a few hundred bytes of a failed response's body.
+func ParseHTTP(name, spec string) (Hook, error) {
+	h, err := parseHTTP(spec)
+	if err != nil {
+		return nil, fmt.Errorf("http hook %q: %w", name, err)
+	}
+	h.name = name
+	return h, nil
+}
+
+// httpSpec is the JSON form of an HTTP hook.
+type httpSpec struct {
+	Method  string            `json:"method"`
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers"`
+	Body    string            `json:"body"`
+}
+
+func parseHTTP(spec string) (*httpHook, error) {
+	s := strings.TrimSpace(spec)
+	var js httpSpec
+	if strings.HasPrefix(s, "{") {
+		dec := json.NewDecoder(strings.NewReader(s))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&js); err != nil {
+			return nil, fmt.Errorf("%q is not a valid JSON hook (method, url, headers, body): %w", spec, err)
+		}
+		if _, err := dec.Token(); err != io.EOF {
+			return nil, fmt.Errorf("%q: text after the JSON object", spec)
+		}
+	} else {
+		switch f := strings.Fields(s); len(f) {
+		case 1:
+			js.URL = f[0]
+		case 2:
+			js.Method, js.URL = f[0], f[1]
+		default:
+			return nil, fmt.Errorf("%q: want URL, METHOD URL, or a JSON object", spec)
+		}
+	}
+	h := &httpHook{method: strings.ToUpper(js.Method), headers: js.Headers, body: js.Body}
+	if h.method == "" {
+		h.method = "GET"
+	}
+	if !isToken(h.method) {
+		return nil, fmt.Errorf("%q: bad method %q", spec, js.Method)
+	}
+	u, err := parseHTTPURL(js.URL)
+	if err != nil {
+		return nil, err
+	}
+	h.url = u
+	for k, v := range js.Headers {
+		if !isToken(k) {
+			return nil, fmt.Errorf("%q: bad header name %q", spec, k)
+		}
+		if strings.ContainsFunc(v, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
+			return nil, fmt.Errorf("%q: control character in the value of header %q", spec, k)
+		}
+	}
+	return h, nil
+}
+
+// parseHTTPURL accepts an absolute http URL with a host.
+func parseHTTPURL(s string) (*url.URL, error) {
+	if s == "" {
+		return nil, errors.New("no URL")
+	}
+	u, err := http1.CheckURL(s)
+	if err != nil {
+		return nil, fmt.Errorf("URL %q: %w", redact(s), err)
+	}
+	return u, nil
+}
+
+// redact hides a password in a URL that may not even parse.
+func redact(s string) string {
+	if u, err := url.Parse(s); err == nil {
+		return u.Redacted()
+	}
+	return s
+}
+
+// isToken reports whether s is a non-empty RFC 9110 token, what methods and header names are.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// httpHook makes one request.
+type httpHook struct {
+	name    string
+	method  string
+	url     *url.URL
+	headers map[string]string
+	body    string
+}
+
+func (h *httpHook) Name() string { return h.name }
+
+// Run makes the request and returns nil on a 2xx status; otherwise an error naming the status
+// and the start of the body, or why no response came (wrapping ctx's cause if ctx ended).
+func (h *httpHook) Run(ctx context.Context) error {
+	start := time.Now()
+	what := h.method + " " + h.url.Redacted()
+	res, err := http1.Do(ctx, http1.Call{Method: h.method, URL: h.url.String(), Header: h.headers, Body: []byte(h.body)})
+	if err != nil {
+		if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
+			// The connection's deadline is ctx's and can fire a moment before ctx reports it.
+			<-ctx.Done()
+			return fmt.Errorf("http hook %q: %s: %w", h.name, what, ended(ctx, time.Since(start)))
+		}
+		return fmt.Errorf("http hook %q: %s: %w", h.name, what, err)
+	}
+	if res.Status >= 200 && res.Status <= 299 {
+		return nil
+	}
+	status := fmt.Sprintf("%d %s", res.Status, http1.StatusText(res.Status))
+	snippet := bytes.TrimSpace(res.Body)
+	if len(snippet) > errSnippet {
+		snippet = snippet[:errSnippet]
+	}
+	if len(snippet) == 0 {
+		return fmt.Errorf("http hook %q: %s: status %s", h.name, what, status)
+	}
+	return fmt.Errorf("http hook %q: %s: status %s: %q", h.name, what, status, snippet)
+}

@@ -1,0 +1,129 @@
+package hooks
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/drainit/drainit/internal/http1"
+)
+
+// Bounds of the ready probe's polling: each attempt has probeTimeout; the pause between
+// attempts starts at probeFirst and doubles up to probeMax, so a fast app is seen ready within
+// milliseconds and a slow one is not hammered.
+const (
+	probeTimeout = time.Second
+	probeFirst   = 10 * time.Millisecond
+	probeMax     = time.Second
+)
+
+// Probe asks once whether the app is ready.
+type Probe interface {
+	// Check returns nil when the app is ready, otherwise why not. It returns by the time ctx
+	// ends.
+	Check(ctx context.Context) error
+	// String is the probe as the user gave it, for the log.
+	String() string
+}
+
+// ParseProbe reads a ready probe: tcp://HOST:PORT (ready once a TCP connection is accepted; an
+// empty HOST is the local system) or an http:// URL (ready on a 2xx answer to a GET). Probes
+// never use a proxy: they check the app next to drainit.
+func ParseProbe(spec string) (Probe, error) {
+	s := strings.TrimSpace(spec)
+	if len(s) >= 6 && strings.EqualFold(s[:6], "tcp://") {
+		rest := s[6:]
+		host, port, err := net.SplitHostPort(rest)
+		if err != nil {
+			return nil, fmt.Errorf("ready probe %q: want tcp://HOST:PORT: %w", spec, err)
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("ready probe %q: bad port %q", spec, port)
+		}
+		if strings.ContainsAny(host, "/?#@ ") {
+			return nil, fmt.Errorf("ready probe %q: bad host %q", spec, host)
+		}
+		return tcpProbe{addr: net.JoinHostPort(host, port)}, nil
+	}
+	if strings.Contains(s, "://") {
+		u, err := parseHTTPURL(s)
+		if err != nil {
+			return nil, fmt.Errorf("ready probe %q: %w", spec, err)
+		}
+		return httpProbe{url: u}, nil
+	}
+	return nil, fmt.Errorf("ready probe %q: want tcp://HOST:PORT or an http:// URL", spec)
+}
+
+// tcpProbe is ready when it can connect.
+type tcpProbe struct{ addr string }
+
+func (p tcpProbe) String() string { return "tcp://" + p.addr }
+
+func (p tcpProbe) Check(ctx context.Context) error {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", p.addr)
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}
+
+// httpProbe is ready on a 2xx answer to a GET.
+type httpProbe struct{ url *url.URL }
+
+func (p httpProbe) String() string { return p.url.Redacted() }
+
+func (p httpProbe) Check(ctx context.Context) error {
+	res, err := http1.Do(ctx, http1.Call{Method: "GET", URL: p.url.String()})
+	if err != nil {
+		return err
+	}
+	if res.Status < 200 || res.Status > 299 {
+		return fmt.Errorf("status %d %s", res.Status, http1.StatusText(res.Status))
+	}
+	return nil
+}
+
+// WaitReady checks p until it passes or ctx ends, pausing between attempts with a back-off
+// that doubles from 10ms to at most 1s; each attempt is bounded by 1s. It returns nil once the
+// app is ready (logged at info), or an error wrapping ctx's cause and the last attempt's error
+// (the last one ctx did not cut short).
+// Failed attempts are logged at debug.
+func WaitReady(ctx context.Context, p Probe, log zerolog.Logger) error {
+	start := time.Now()
+	pause := probeFirst
+	var last error
+	for attempt := 1; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, probeTimeout)
+		err := p.Check(actx)
+		cancel()
+		if err == nil {
+			log.Info().Str("probe", p.String()).Int("attempts", attempt).Dur("took", time.Since(start)).Msg("app ready")
+			return nil
+		}
+		log.Debug().Str("probe", p.String()).Int("attempt", attempt).Err(err).Msg("app not ready yet")
+		// An attempt cut short by the end of ctx says less than the one before it. The dial may
+		// see the deadline a moment before ctx reports it.
+		d, ok := ctx.Deadline()
+		if cut := ctx.Err() != nil || ok && !time.Now().Before(d); last == nil || !cut {
+			last = err
+		}
+		if ctx.Err() == nil {
+			select {
+			case <-time.After(pause):
+				pause = min(2*pause, probeMax)
+				continue
+			case <-ctx.Done():
+			}
+		}
+		return fmt.Errorf("ready probe %s: not ready after %d attempts (last: %w): %w",
+			p, attempt, last, ended(ctx, time.Since(start)))
+	}
+}
