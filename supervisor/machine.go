@@ -256,6 +256,15 @@ func (m *machine) enterOffline(now time.Time) []any {
 	return []any{actRunHooks{StageOffline, m.deadline.Add(-m.timing.KillMargin)}}
 }
 
+// cancelOffline stops offline hooks still running, when the sequence moves past them.
+func (m *machine) cancelOffline() []any {
+	if !m.hooksRunning[StageOffline] {
+		return nil
+	}
+	m.hooksRunning[StageOffline] = false
+	return []any{actCancelHooks{StageOffline}}
+}
+
 func (m *machine) enterDraining(now time.Time) []any {
 	m.phase = PhaseDraining
 	end := now.Add(m.timing.DrainDelay)
@@ -271,11 +280,7 @@ func (m *machine) enterDraining(now time.Time) []any {
 }
 
 func (m *machine) enterStopping(now time.Time) []any {
-	var acts []any
-	if m.hooksRunning[StageOffline] {
-		m.hooksRunning[StageOffline] = false
-		acts = append(acts, actCancelHooks{StageOffline})
-	}
+	acts := m.cancelOffline()
 	acts = append(acts, m.markDrained()...)
 	m.wake = m.deadline.Add(-m.timing.KillMargin)
 	if m.phase == PhaseDrained && m.trigger == 0 {
@@ -301,11 +306,7 @@ func (m *machine) enterStopping(now time.Time) []any {
 }
 
 func (m *machine) enterKilling(now time.Time) []any {
-	var acts []any
-	if m.hooksRunning[StageOffline] {
-		m.hooksRunning[StageOffline] = false
-		acts = append(acts, actCancelHooks{StageOffline})
-	}
+	acts := m.cancelOffline()
 	acts = append(acts, m.markDrained()...)
 	m.phase = PhaseKilling
 	m.killed = true
@@ -323,11 +324,7 @@ func (m *machine) enterKilling(now time.Time) []any {
 func (m *machine) appExit(now time.Time, ws unix.WaitStatus) []any {
 	m.appExited = true
 	m.appStatus = signals.ExitCode(ws)
-	var acts []any
-	if m.hooksRunning[StageOffline] {
-		m.hooksRunning[StageOffline] = false
-		acts = append(acts, actCancelHooks{StageOffline})
-	}
+	acts := m.cancelOffline()
 	if !m.t0.IsZero() {
 		acts = append(acts, m.markDrained()...) // no app left to drain
 	}

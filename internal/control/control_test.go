@@ -136,13 +136,9 @@ func TestToken(t *testing.T) {
 	}
 }
 
-// A client that sends its headers one byte at a time must not hold up a concurrent /prestop:
-// the stop sequence cannot wait on a stranger's connection.
-func TestSlowClientDoesNotBlockPrestop(t *testing.T) {
-	b := &fakeBackend{
-		prestop: func(context.Context) (Status, error) { return Status{Drained: true}, nil },
-		status:  running(true, false),
-	}
+// serve runs a server for b on a loopback port until the test ends, and returns its address.
+func serve(t *testing.T, b Backend) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -150,8 +146,19 @@ func TestSlowClientDoesNotBlockPrestop(t *testing.T) {
 	srv := New(b, "", time.Second, zerolog.Nop())
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
+	return ln.Addr().String()
+}
 
-	slow, err := net.Dial("tcp", ln.Addr().String())
+// A client that sends its headers one byte at a time must not hold up a concurrent /prestop:
+// the stop sequence cannot wait on a stranger's connection.
+func TestSlowClientDoesNotBlockPrestop(t *testing.T) {
+	b := &fakeBackend{
+		prestop: func(context.Context) (Status, error) { return Status{Drained: true}, nil },
+		status:  running(true, false),
+	}
+	addr := serve(t, b)
+
+	slow, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +178,7 @@ func TestSlowClientDoesNotBlockPrestop(t *testing.T) {
 		}
 	}()
 	client := &http.Client{Timeout: 2 * time.Second}
-	resp, err := client.Post("http://"+ln.Addr().String()+"/prestop", "", nil)
+	resp, err := client.Post("http://"+addr+"/prestop", "", nil)
 	if err != nil {
 		t.Fatalf("/prestop next to a slow client: %v", err)
 	}
@@ -184,14 +191,8 @@ func TestSlowClientDoesNotBlockPrestop(t *testing.T) {
 // An oversized header block is refused rather than read without bound.
 func TestHeaderLimit(t *testing.T) {
 	b := &fakeBackend{status: running(true, false)}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := New(b, "", time.Second, zerolog.Nop())
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	c, err := net.Dial("tcp", ln.Addr().String())
+	addr := serve(t, b)
+	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
