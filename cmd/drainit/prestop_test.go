@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSleep(t *testing.T) {
+	var errb bytes.Buffer
+	start := time.Now()
+	if code := sleepCmd([]string{"50ms"}, &errb); code != 0 {
+		t.Fatalf("sleep 50ms: exit %d: %s", code, errb.String())
+	}
+	if d := time.Since(start); d < 50*time.Millisecond {
+		t.Fatalf("sleep 50ms returned after %v", d)
+	}
+	for _, args := range [][]string{nil, {"soon"}, {"-1"}, {"1s", "2s"}} {
+		errb.Reset()
+		if code := sleepCmd(args, &errb); code != 2 || !strings.Contains(errb.String(), "drainit sleep") {
+			t.Errorf("sleep %q: exit %d, %q; want 2 with a message", args, code, errb.String())
+		}
+	}
+}
+
+func TestPrestop(t *testing.T) {
+	var got http.Header
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header
+		if r.URL.Path != "/prestop" || r.Method != "POST" {
+			w.WriteHeader(404)
+			return
+		}
+		if r.Header.Get("Authorization") != "Bearer tok" {
+			w.WriteHeader(401)
+			w.Write([]byte("unauthorized\n"))
+			return
+		}
+		w.Write([]byte(`{"phase":"drained"}` + "\n"))
+	}))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+
+	var out, errb bytes.Buffer
+	if code := prestopCmd([]string{"--addr", addr, "--token", "tok"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), `"phase":"drained"`) || got.Get("Authorization") != "Bearer tok" {
+		t.Errorf("stdout %q, Authorization %q", out.String(), got.Get("Authorization"))
+	}
+	// The token from the environment, as in a container.
+	t.Setenv("DRAINIT_HTTP_TOKEN", "tok")
+	t.Setenv("DRAINIT_HTTP_ADDR", addr)
+	if code := prestopCmd(nil, &out, &errb); code != 0 {
+		t.Fatalf("from the environment: exit %d: %s", code, errb.String())
+	}
+	// Refused by the server: non-zero, so that the kubelet records FailedPreStopHook.
+	errb.Reset()
+	if code := prestopCmd([]string{"--token", "wrong"}, &out, &errb); code != 1 || !strings.Contains(errb.String(), "401") {
+		t.Errorf("wrong token: exit %d, %q", code, errb.String())
+	}
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	down := ln.Addr().String()
+	ln.Close()
+	errb.Reset()
+	if code := prestopCmd([]string{"--addr", down}, &out, &errb); code != 1 || !strings.Contains(errb.String(), "refused") {
+		t.Errorf("server down: exit %d, %q", code, errb.String())
+	}
+	for _, args := range [][]string{{"--timeout", "x"}, {"extra"}, {"--nope"}} {
+		errb.Reset()
+		if code := prestopCmd(args, &out, &errb); code != 2 {
+			t.Errorf("%q: exit %d, want 2 (%s)", args, code, errb.String())
+		}
+	}
+}
+
+func TestDefaultControlAddr(t *testing.T) {
+	for in, want := range map[string]string{
+		"": "127.0.0.1:8099", ":8099": "127.0.0.1:8099", "0.0.0.0:9000": "127.0.0.1:9000",
+		"[::]:8099": "[::1]:8099", "10.0.0.5:8099": "10.0.0.5:8099",
+	} {
+		if got := defaultControlAddr(in); got != want {
+			t.Errorf("defaultControlAddr(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
