@@ -1,6 +1,8 @@
 package signals
 
 import (
+	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -54,6 +56,25 @@ func TestForwardable(t *testing.T) {
 	c := Catchable()
 	if c[0] != unix.SIGCHLD {
 		t.Errorf("Catchable()[0] = %v, want SIGCHLD first", c[0])
+	}
+	// Early and Late split the forwardable signals (plus CHLD) with nothing lost or doubled.
+	seen := map[os.Signal]int{}
+	for _, s := range c {
+		seen[s]++
+	}
+	for s := unix.Signal(1); s <= MaxSignal; s++ {
+		want := 0
+		if Forwardable(s) || s == unix.SIGCHLD {
+			want = 1
+		}
+		if seen[s] != want {
+			t.Errorf("%s registered %d times, want %d", Name(s), seen[s], want)
+		}
+	}
+	for _, s := range []unix.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU} {
+		if !slices.Contains(Early(), os.Signal(s)) {
+			t.Errorf("%s would end or stop drainit if it came before registration, but is not early", Name(s))
+		}
 	}
 }
 

@@ -72,8 +72,8 @@ type request struct {
 }
 
 // New prepares a run of cfg.Command. sigs must already be registered (signal.Notify) for
-// signals.Catchable(), before anything else happens, so that no signal sent while drainit starts
-// is lost: it is delivered to the app once the app runs.
+// signals.Early(), before anything else happens, so that no such signal sent while drainit
+// starts is lost: it is delivered to the app once the app runs (signals.Late may follow).
 func New(cfg *config.Config, opts Options, log zerolog.Logger, sigs <-chan os.Signal) *Supervisor {
 	return &Supervisor{
 		cfg: cfg, opts: opts, log: log, sigs: sigs,

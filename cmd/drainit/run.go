@@ -22,11 +22,13 @@ import (
 
 // runCmd is the default subcommand: run the app under the supervisor.
 func runCmd(args []string) int {
-	// First of all, before even the flags are read: from here on every signal waits in sigs
-	// and reaches the app once it runs. The buffer holds one of each signal, more than the
+	// First of all, before even the flags are read: from here on every signal that matters
+	// waits in sigs and reaches the app once it runs. The buffer holds one of each signal, more than the
 	// runtime can have pending at once (it coalesces repeats of the same signal).
 	sigs := make(chan os.Signal, 2*signals.MaxSignal)
-	signal.Notify(sigs, signals.Catchable()...)
+	signal.Notify(sigs, signals.Early()...)
+	// The rarely sent rest while the app starts: see signals.Late for the cost this saves.
+	go signal.Notify(sigs, signals.Late()...)
 
 	cfg, err := config.Parse(args, environ(), os.Stdout)
 	if errors.Is(err, config.ErrHelp) {
