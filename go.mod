@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/caarlos0/env/v11 v11.4.2
+	github.com/prometheus/procfs v0.23.0
 	github.com/rs/zerolog v1.35.1
 	golang.org/x/sys v0.49.0
 	gopkg.in/yaml.v3 v3.0.1

@@ -1,0 +1,148 @@
+package drainwatch
+
+// detector counts new connections to a set of listening endpoints across successive snapshots
+// of the TCP table. It is pure: the caller feeds it each snapshot (begin, add for every socket,
+// end), and tests feed it made-up tables.
+//
+// A connection is keyed by its 4-tuple. It is new when its 4-tuple was not in the previous
+// snapshot, in any state but LISTEN, CLOSE and SYN_SENT — SYN_RECV (a handshake under way),
+// ESTABLISHED, and also the closing states and TIME_WAIT, which are connections that arrived and
+// began to close between two snapshots (TIME_WAIT stays 60 s: a connection the app closed first
+// is never missed). A 4-tuple that was there before is a new connection when a client reused it:
+// its state went backwards (TIME_WAIT, say, to ESTABLISHED: the kernel accepts a SYN on a
+// TIME_WAIT entry), or it is held under another inode. A connection only closing is never new:
+// its state only moves forward and its inode only goes from the process's to 0 after close().
+//
+// What it cannot see: a connection that arrived and vanished entirely between two snapshots,
+// which is one the client closed first (or reset) within a poll interval. See the package doc.
+type detector struct {
+	listeners []Endpoint
+	conns     map[connKey]connInfo
+	gen       uint32
+	primed    bool
+	n         int
+}
+
+// connKey is a connection's 4-tuple, addresses in their 16-byte form (IPv4 v4-mapped): plain
+// bytes keep the map cheap to hash and free of pointers.
+type connKey struct {
+	local, remote [16]byte
+	lport, rport  uint16
+}
+
+type connInfo struct {
+	inode uint64
+	state State
+	gen   uint32 // the snapshot this connection was last seen in
+}
+
+func newDetector(listeners []Endpoint) *detector {
+	return &detector{listeners: listeners, conns: map[connKey]connInfo{}}
+}
+
+// begin starts a snapshot.
+func (d *detector) begin() {
+	d.gen++
+	d.n = 0
+}
+
+// add records one socket of the snapshot under way.
+func (d *detector) add(s *Socket) {
+	switch s.State {
+	case Listen, Close, SynSent:
+		// Not an incoming connection: a listener, an unconnected socket, or an outgoing connect
+		// that happens to use the port.
+		return
+	}
+	if !d.watched(s) {
+		return
+	}
+	k := connKey{local: s.Local.Addr().As16(), remote: s.Remote.Addr().As16(), lport: s.Local.Port(), rport: s.Remote.Port()}
+	old, seen := d.conns[k]
+	if seen && old.gen == d.gen {
+		return // listed twice in one snapshot
+	}
+	if d.primed && (!seen || reused(old, s)) {
+		d.n++
+	}
+	d.conns[k] = connInfo{inode: s.Inode, state: s.State, gen: d.gen}
+}
+
+// end finishes the snapshot and returns how many new connections it held. The first snapshot
+// is the baseline: what is there already is not new.
+func (d *detector) end() int {
+	for k, c := range d.conns {
+		if c.gen != d.gen {
+			delete(d.conns, k) // gone: a 4-tuple seen again later is a new connection
+		}
+	}
+	d.primed = true
+	return d.n
+}
+
+// observe is begin, add for each socket, end.
+func (d *detector) observe(snapshot []Socket) int {
+	d.begin()
+	for i := range snapshot {
+		d.add(&snapshot[i])
+	}
+	return d.end()
+}
+
+// wants tells the table parser whether a line can matter, from its local port and state alone.
+func (d *detector) wants(port uint16, st State) bool {
+	switch st {
+	case Listen, Close, SynSent:
+		return false
+	}
+	for _, l := range d.listeners {
+		if l.Port == port {
+			return true
+		}
+	}
+	return false
+}
+
+func (d *detector) watched(s *Socket) bool {
+	addr, port := s.Local.Addr(), s.Local.Port()
+	for _, l := range d.listeners {
+		if l.matches(addr, port) {
+			return true
+		}
+	}
+	return false
+}
+
+// reused reports whether a 4-tuple seen before now holds another connection.
+func reused(old connInfo, s *Socket) bool {
+	switch {
+	case stage(s.State) < stage(old.state):
+		return true // a connection's state never goes backwards
+	case old.inode != 0 && s.Inode != 0 && old.inode != s.Inode:
+		return true
+	case old.inode != 0 && s.Inode == 0 && stage(s.State) <= stage(Established):
+		// The inode drops to 0 when the process closes the socket, which moves it to a closing
+		// state; an open connection without one is a new one not accept()ed yet.
+		return true
+	}
+	return false
+}
+
+// stage orders the states one incoming connection goes through: SYN_RECV, ESTABLISHED, then
+// either the active close (FIN_WAIT1, FIN_WAIT2 or CLOSING, TIME_WAIT) or the passive one
+// (CLOSE_WAIT, LAST_ACK).
+func stage(s State) int {
+	switch s {
+	case SynRecv, NewSynRecv:
+		return 1
+	case Established:
+		return 2
+	case FinWait1, CloseWait:
+		return 3
+	case FinWait2, Closing, LastAck:
+		return 4
+	case TimeWait:
+		return 5
+	}
+	return 0
+}

@@ -1,0 +1,371 @@
+package drainwatch
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/procfs"
+	"golang.org/x/sys/unix"
+)
+
+// procRoot is where proc is mounted. /proc/net is the network namespace of the reader:
+// drainit's, which is the app's.
+const procRoot = "/proc"
+
+func systemEnv(cfg Config) env {
+	return env{
+		now:     cfg.Now,
+		wait:    waitUntil(cfg.Now),
+		measure: threadCPU,
+		open: func(cfg Config) (sampler, error) {
+			return openSystem(cfg, systemOptions{proc: procRoot, self: os.Getpid()})
+		},
+	}
+}
+
+// threadCPU runs f on one thread and returns the CPU time (user and kernel) that thread spent,
+// which for reading the TCP table is mostly the kernel's.
+func threadCPU(f func()) time.Duration {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var t0, t1 unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &t0) != nil {
+		f()
+		return 0
+	}
+	f()
+	_ = unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &t1)
+	return time.Duration(t1.Nano() - t0.Nano())
+}
+
+// systemOptions are openSystem's knobs for tests.
+type systemOptions struct {
+	proc  string
+	self  int    // drainit's pid: its own listening sockets are not the app's
+	force Method // "": choose; else this method or an error
+}
+
+// listener is a listening socket of the TCP table.
+type listener struct {
+	Endpoint
+	inode uint64
+	v6    bool
+}
+
+// openSystem finds the listening sockets to watch and picks the cheapest method that counts
+// their new connections correctly.
+func openSystem(cfg Config, o systemOptions) (sampler, error) {
+	var diag *diagConn
+	if o.force != MethodProcNet {
+		diag, _ = openDiag() // unavailable (seccomp, gVisor): /proc/net/tcp instead
+	}
+	ok := false
+	defer func() {
+		if !ok && diag != nil {
+			diag.close()
+		}
+	}()
+	if o.force == MethodSockDiag && diag == nil {
+		return nil, errors.New("netlink sock_diag is unavailable")
+	}
+	all, err := listeningSockets(diag, o.proc)
+	if err != nil && diag != nil && o.force != MethodSockDiag {
+		// sock_diag without its tcp_diag part (a module that could not be loaded): the text
+		// tables instead.
+		diag.close()
+		diag = nil
+		all, err = listeningSockets(nil, o.proc)
+	}
+	if err != nil {
+		return nil, err
+	}
+	fs, err := procfs.NewFS(o.proc)
+	if err != nil {
+		return nil, fmt.Errorf("drain watch: %w", err)
+	}
+
+	var watched []listener
+	if len(cfg.Ports) > 0 {
+		for _, l := range all {
+			for _, p := range cfg.Ports {
+				if p.matches(l.Addr, l.Port) {
+					watched = append(watched, l)
+					break
+				}
+			}
+		}
+		if len(watched) == 0 {
+			return nil, fmt.Errorf("no listening TCP socket matches the drain ports %s", endpointList(cfg.Ports))
+		}
+	} else {
+		pids := processTree(fs, o.proc, cfg.AppPID)
+		inodes, err := socketInodes(fs, pids)
+		if err != nil {
+			return nil, fmt.Errorf("finding the app's sockets: %w", err)
+		}
+		for _, l := range all {
+			if inodes[l.inode] {
+				watched = append(watched, l)
+			}
+		}
+		if len(watched) == 0 {
+			return nil, fmt.Errorf("no listening TCP socket in the app's process tree (pid %d and %d descendants)", cfg.AppPID, len(pids)-1)
+		}
+	}
+
+	endpoints := make([]Endpoint, 0, len(watched))
+	for _, l := range watched {
+		if !slices.Contains(endpoints, l.Endpoint) {
+			endpoints = append(endpoints, l.Endpoint)
+		}
+	}
+	var s sampler
+	if o.force == "" || o.force == MethodPassiveOpens {
+		s = passiveOpensSampler(cfg, fs, o.self, all, watched, endpoints)
+		if s == nil && o.force == MethodPassiveOpens {
+			return nil, errors.New("the passive-opens method does not apply")
+		}
+	}
+	if s == nil && diag != nil {
+		det := newDetector(endpoints)
+		ds := &diagSampler{diag: diag, det: det, endpoints: endpoints, add: det.add}
+		for _, l := range watched {
+			ds.v4 = ds.v4 || !l.v6
+			ds.v6 = ds.v6 || l.v6
+		}
+		ds.filter = endpointFilter(endpoints)
+		s = ds
+	}
+	if s == nil {
+		det := newDetector(endpoints)
+		ps := &procSampler{det: det, endpoints: endpoints, want: det.wants, add: det.add}
+		for _, l := range watched {
+			ps.v4 = ps.v4 || !l.v6
+			ps.v6 = ps.v6 || l.v6
+		}
+		ps.tcp, ps.tcp6 = filepath.Join(o.proc, "net/tcp"), filepath.Join(o.proc, "net/tcp6")
+		s = ps
+	}
+	ok = true
+	if _, isDiag := s.(*diagSampler); !isDiag && diag != nil {
+		diag.close()
+	}
+	return s, nil
+}
+
+func endpointList(es []Endpoint) string {
+	s := make([]string, len(es))
+	for i, e := range es {
+		s[i] = e.String()
+	}
+	return strings.Join(s, ",")
+}
+
+// listeningSockets lists the LISTEN sockets of the network namespace: through sock_diag when
+// diag is not nil (the listening hash only: cheap), else from /proc/net/tcp and tcp6.
+func listeningSockets(diag *diagConn, proc string) ([]listener, error) {
+	var out []listener
+	add := func(s *Socket) {
+		if s.State == Listen {
+			out = append(out, listener{Endpoint{s.Local.Addr(), s.Local.Port()}, s.Inode, s.V6})
+		}
+	}
+	if diag != nil {
+		if err := diag.dump(unix.AF_INET, statesListen, nil, add); err != nil {
+			return nil, err
+		}
+		// Without IPv6 in the kernel there is no AF_INET6 table to dump, and no IPv6 listener.
+		_ = diag.dump(unix.AF_INET6, statesListen, nil, add)
+		return out, nil
+	}
+	var buf []byte
+	for _, t := range []struct {
+		name string
+		v6   bool
+	}{{"net/tcp", false}, {"net/tcp6", true}} {
+		data, err := readAll(filepath.Join(proc, t.name), &buf)
+		if errors.Is(err, os.ErrNotExist) && t.v6 {
+			continue // IPv6 disabled
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading the TCP table: %w", err)
+		}
+		if err := parseProcNet(data, t.v6, func(_ uint16, st State) bool { return st == Listen }, add); err != nil {
+			return nil, fmt.Errorf("%s: %w", t.name, err)
+		}
+	}
+	return out, nil
+}
+
+// processTree lists root and its descendants: from /proc/PID/task/TID/children where the
+// kernel has it (CONFIG_PROC_CHILDREN), else from every process's parent.
+func processTree(fs procfs.FS, proc string, root int) []int {
+	tree := []int{root}
+	if _, err := os.Stat(filepath.Join(proc, strconv.Itoa(root), "task", strconv.Itoa(root), "children")); err == nil {
+		for i := 0; i < len(tree); i++ {
+			tasks, _ := filepath.Glob(filepath.Join(proc, strconv.Itoa(tree[i]), "task", "*", "children"))
+			for _, t := range tasks {
+				b, _ := os.ReadFile(t)
+				for f := range strings.FieldsSeq(string(b)) {
+					if pid, err := strconv.Atoi(f); err == nil && !slices.Contains(tree, pid) {
+						tree = append(tree, pid)
+					}
+				}
+			}
+		}
+		return tree
+	}
+	procs, err := fs.AllProcs()
+	if err != nil {
+		return tree
+	}
+	children := map[int][]int{}
+	for _, p := range procs {
+		if st, err := p.Stat(); err == nil {
+			children[st.PPID] = append(children[st.PPID], p.PID)
+		}
+	}
+	for i := 0; i < len(tree); i++ {
+		tree = append(tree, children[tree[i]]...)
+	}
+	return tree
+}
+
+// socketInodes collects the socket inodes of the processes' file descriptors. Only the first
+// process (the root) must be readable: the others may have exited since they were listed.
+func socketInodes(fs procfs.FS, pids []int) (map[uint64]bool, error) {
+	inodes := map[uint64]bool{}
+	for i, pid := range pids {
+		p, err := fs.Proc(pid)
+		var targets []string
+		if err == nil {
+			targets, err = p.FileDescriptorTargets()
+		}
+		if err != nil {
+			if i == 0 {
+				return nil, fmt.Errorf("the file descriptors of pid %d: %w", pid, err)
+			}
+			continue
+		}
+		for _, t := range targets {
+			if rest, ok := strings.CutPrefix(t, "socket:["); ok {
+				if n, err := strconv.ParseUint(strings.TrimSuffix(rest, "]"), 10, 64); err == nil {
+					inodes[n] = true
+				}
+			}
+		}
+	}
+	return inodes, nil
+}
+
+// passiveOpensSampler returns the passive-opens sampler when it applies: every listening socket
+// of the namespace is watched, or is drainit's own and cfg.SelfAccepted counts what it accepts;
+// and the counter can be read. Else nil.
+func passiveOpensSampler(cfg Config, fs procfs.FS, self int, all, watched []listener, endpoints []Endpoint) sampler {
+	mine := map[uint64]bool{}
+	for _, l := range watched {
+		mine[l.inode] = true
+	}
+	var selfInodes map[uint64]bool
+	for _, l := range all {
+		if mine[l.inode] {
+			continue
+		}
+		if selfInodes == nil {
+			selfInodes, _ = socketInodes(fs, []int{self})
+		}
+		if !selfInodes[l.inode] || cfg.SelfAccepted == nil {
+			return nil
+		}
+	}
+	p, err := fs.Proc(self)
+	if err != nil {
+		return nil
+	}
+	s := &counterSampler{endpoints: endpoints, self: cfg.SelfAccepted, read: func() (uint64, error) {
+		snmp, err := p.Snmp()
+		if err != nil {
+			return 0, err
+		}
+		if snmp.PassiveOpens == nil {
+			return 0, errors.New("no Tcp PassiveOpens in net/snmp")
+		}
+		return uint64(*snmp.PassiveOpens), nil
+	}}
+	if _, err := s.read(); err != nil {
+		return nil
+	}
+	return s
+}
+
+// diagSampler counts new connections in sock_diag dumps.
+type diagSampler struct {
+	diag      *diagConn
+	det       *detector
+	endpoints []Endpoint
+	filter    []byte
+	v4, v6    bool          // which tables hold the watched listeners' connections
+	add       func(*Socket) // det.add, bound once
+}
+
+func (s *diagSampler) sample() (int, error) {
+	s.det.begin()
+	if s.v4 {
+		if err := s.diag.dump(unix.AF_INET, statesConns, s.filter, s.add); err != nil {
+			return 0, err
+		}
+	}
+	if s.v6 {
+		if err := s.diag.dump(unix.AF_INET6, statesConns, s.filter, s.add); err != nil {
+			return 0, err
+		}
+	}
+	return s.det.end(), nil
+}
+
+func (s *diagSampler) method() Method      { return MethodSockDiag }
+func (s *diagSampler) watched() []Endpoint { return s.endpoints }
+func (s *diagSampler) close()              { s.diag.close() }
+
+// procSampler counts new connections in /proc/net/tcp and tcp6.
+type procSampler struct {
+	det       *detector
+	endpoints []Endpoint
+	tcp, tcp6 string
+	v4, v6    bool
+	buf       []byte
+	want      func(uint16, State) bool // det.wants and det.add, bound once: not per poll
+	add       func(*Socket)
+}
+
+func (s *procSampler) sample() (int, error) {
+	s.det.begin()
+	for _, t := range []struct {
+		on   bool
+		path string
+		v6   bool
+	}{{s.v4, s.tcp, false}, {s.v6, s.tcp6, true}} {
+		if !t.on {
+			continue
+		}
+		data, err := readAll(t.path, &s.buf)
+		if err != nil {
+			return 0, err
+		}
+		if err := parseProcNet(data, t.v6, s.want, s.add); err != nil {
+			return 0, fmt.Errorf("%s: %w", t.path, err)
+		}
+	}
+	return s.det.end(), nil
+}
+
+func (s *procSampler) method() Method      { return MethodProcNet }
+func (s *procSampler) watched() []Endpoint { return s.endpoints }
+func (s *procSampler) close()              {}

@@ -1,0 +1,19 @@
+//go:build !linux
+
+package drainwatch
+
+import (
+	"errors"
+	"time"
+)
+
+func systemEnv(cfg Config) env {
+	return env{
+		now:     cfg.Now,
+		wait:    waitUntil(cfg.Now),
+		measure: func(f func()) time.Duration { f(); return 0 },
+		open: func(Config) (sampler, error) {
+			return nil, errors.New("the adaptive drain needs Linux (/proc/net/tcp)")
+		},
+	}
+}
