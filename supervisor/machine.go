@@ -10,6 +10,7 @@ import (
 
 	"github.com/drainit/drainit/internal/config"
 	"github.com/drainit/drainit/internal/control"
+	"github.com/drainit/drainit/internal/drainwatch"
 	"github.com/drainit/drainit/signals"
 )
 
@@ -64,6 +65,8 @@ type (
 	}
 	actCancelHooks struct{ stage Stage }
 	actExit        struct{ code int }
+	// actWatchDrain: start the adaptive drain's watcher, which reports through drainWatched.
+	actWatchDrain struct{ max time.Duration }
 	// actDrained: the drain is over (or can no longer happen); /prestop callers get their answer.
 	actDrained struct{}
 )
@@ -77,6 +80,8 @@ const reapWait = time.Second
 type Timing struct {
 	Grace       time.Duration
 	DrainDelay  time.Duration
+	Adaptive    bool // the drain ends when traffic stops (drainWatched), at DrainMax at most
+	DrainMax    time.Duration
 	KillMargin  time.Duration
 	CleanupWait time.Duration
 }
@@ -100,6 +105,7 @@ type machine struct {
 	deadline     time.Time   // t0 + grace
 	trigger      unix.Signal // 0 while only a /prestop has started the sequence
 	drained      bool
+	drainAt      time.Time // the drain wait began
 	ints         int       // SIGINTs since t0: the second skips the drain, the third kills
 	wake         time.Time // when the loop should call tick next; zero: no timer
 	hooksRunning [2]bool
@@ -124,6 +130,7 @@ func newMachine(c *config.Config, hasOffline, hasPostStop bool, start time.Time,
 	m := &machine{
 		timing: Timing{
 			Grace: c.GracePeriod, DrainDelay: c.DrainDelay, KillMargin: c.KillMargin, CleanupWait: c.CleanupWait,
+			Adaptive: c.Adaptive, DrainMax: c.DrainMax,
 		},
 		triggers:   map[unix.Signal]bool{},
 		stopSignal: c.StopSignal,
@@ -267,16 +274,54 @@ func (m *machine) cancelOffline() []any {
 
 func (m *machine) enterDraining(now time.Time) []any {
 	m.phase = PhaseDraining
-	end := now.Add(m.timing.DrainDelay)
-	if kill := m.deadline.Add(-m.timing.KillMargin); end.After(kill) {
-		end = kill
+	m.drainAt = now
+	if !m.timing.Adaptive {
+		return m.fixedDrain(now, m.timing.DrainDelay, "")
 	}
+	end := m.capped(now.Add(m.timing.DrainMax))
+	if !end.After(now) {
+		return m.endDrain(now)
+	}
+	// The watcher reports by end; the timer one second later is only a backstop.
+	m.wake = m.capped(end.Add(time.Second))
+	m.event(now, zerolog.InfoLevel, "drain (adaptive)").Dur("drain_max", end.Sub(now)).
+		Msg("draining until no new connections arrive: the app keeps serving")
+	return []any{actWatchDrain{end.Sub(now)}}
+}
+
+// fixedDrain waits d from the start of the drain (capped at the kill point).
+func (m *machine) fixedDrain(now time.Time, d time.Duration, why string) []any {
+	end := m.capped(m.drainAt.Add(d))
 	if !end.After(now) {
 		return m.endDrain(now)
 	}
 	m.wake = end
-	m.event(now, zerolog.InfoLevel, "drain").Dur("drain_delay", end.Sub(now)).Msg("draining: the app keeps serving")
+	m.event(now, zerolog.InfoLevel, "drain"+why).Dur("drain_delay", end.Sub(m.drainAt)).Msg("draining: the app keeps serving")
 	return nil
+}
+
+// capped returns t, or the kill point if that comes first.
+func (m *machine) capped(t time.Time) time.Time {
+	if kill := m.deadline.Add(-m.timing.KillMargin); t.After(kill) {
+		return kill
+	}
+	return t
+}
+
+// drainWatched handles the adaptive drain's watcher reporting that the drain should end.
+func (m *machine) drainWatched(now time.Time, r drainwatch.Result) []any {
+	if m.phase != PhaseDraining || !m.timing.Adaptive {
+		return nil // the drain already ended another way
+	}
+	if r.Reason == drainwatch.ReasonUnavailable {
+		m.log.Warn().Str("phase", m.phase.String()).Err(r.Err).Dur("drain_delay", m.timing.DrainDelay).
+			Msg("cannot watch the app's connections: falling back to the fixed drain delay")
+		return m.fixedDrain(now, m.timing.DrainDelay, " (fixed, fallback)")
+	}
+	m.event(now, zerolog.InfoLevel, fmt.Sprintf("drain ended: %s, %d new connections", r.Reason, r.NewConns)).
+		Str("reason", string(r.Reason)).Int("new_connections", r.NewConns).Str("method", string(r.Method)).
+		Int("listeners", len(r.Watched)).Dur("drained", now.Sub(m.drainAt)).Msg("adaptive drain over")
+	return m.endDrain(now)
 }
 
 func (m *machine) enterStopping(now time.Time) []any {

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/drainit/drainit/internal/config"
+	"github.com/drainit/drainit/internal/drainwatch"
 	"github.com/drainit/drainit/signals"
 )
 
@@ -359,4 +360,51 @@ func TestKillLateStillWaitsForReaper(t *testing.T) {
 	want(t, m.tick(at(30.5)))
 	m.noChildren(at(30.6))
 	want(t, m.appExit(at(30.6), killedBy(unix.SIGKILL)), actExit{137})
+}
+
+func adaptive(c *config.Config) {
+	c.Adaptive, c.DrainMax = true, 15*time.Second
+}
+
+func TestAdaptiveDrainEndsWhenQuiet(t *testing.T) {
+	m := newTestMachine(false, false, adaptive)
+	want(t, m.signal(at(0), unix.SIGTERM), actWatchDrain{15 * time.Second})
+	wantPhase(t, m, PhaseDraining)
+	// The watcher saw traffic stop after 2.4 s: the stop signal goes out then, not at 5 s or 15 s.
+	want(t, m.drainWatched(at(2.4), drainwatch.Result{Reason: drainwatch.ReasonQuiet, NewConns: 7}),
+		actSignal{toApp, unix.SIGTERM})
+	if s := m.summary(at(3)); !strings.Contains(s, "drain ended: quiet, 7 new connections +2.4s") {
+		t.Errorf("summary %q does not say what ended the drain", s)
+	}
+	// A late report is ignored.
+	want(t, m.drainWatched(at(3), drainwatch.Result{Reason: drainwatch.ReasonMax}))
+}
+
+func TestAdaptiveDrainFallsBackToFixed(t *testing.T) {
+	m := newTestMachine(false, false, adaptive)
+	m.signal(at(0), unix.SIGTERM)
+	// /proc/net/tcp unreadable: the fixed 5 s delay, counted from the start of the drain.
+	want(t, m.drainWatched(at(0.01), drainwatch.Result{Reason: drainwatch.ReasonUnavailable}))
+	if !m.wake.Equal(at(5)) {
+		t.Fatalf("fallback drain ends at %v, want the fixed 5s", m.wake.Sub(epoch))
+	}
+	want(t, m.tick(at(5)), actSignal{toApp, unix.SIGTERM})
+}
+
+func TestAdaptiveDrainBounds(t *testing.T) {
+	// The maximum never runs past the kill point: grace 10 s, margin 2 s, max 15 s -> 8 s.
+	m := newTestMachine(false, false, adaptive, func(c *config.Config) { c.GracePeriod = 10 * time.Second })
+	want(t, m.signal(at(0), unix.SIGTERM), actWatchDrain{8 * time.Second})
+	if !m.wake.Equal(at(8)) {
+		t.Fatalf("backstop at %v, want the kill point", m.wake.Sub(epoch))
+	}
+	// A watcher that never answers: the backstop ends the drain.
+	want(t, m.tick(at(8)), actSignal{toApp, unix.SIGTERM})
+
+	// The second Ctrl-C still skips the drain; the watcher's late answer changes nothing.
+	m = newTestMachine(false, false, adaptive)
+	m.signal(at(0), unix.SIGINT)
+	want(t, m.signal(at(1), unix.SIGINT), actSignal{toApp, unix.SIGINT})
+	want(t, m.drainWatched(at(2), drainwatch.Result{Reason: drainwatch.ReasonQuiet}))
+	wantPhase(t, m, PhaseStopping)
 }

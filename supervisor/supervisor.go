@@ -17,6 +17,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -25,6 +26,7 @@ import (
 	"github.com/drainit/drainit/hooks"
 	"github.com/drainit/drainit/internal/config"
 	"github.com/drainit/drainit/internal/control"
+	"github.com/drainit/drainit/internal/drainwatch"
 	"github.com/drainit/drainit/signals"
 )
 
@@ -54,8 +56,24 @@ type Supervisor struct {
 	done chan struct{} // closed when the loop has returned
 
 	pid1       bool
-	foreground bool // the app's group has the terminal: job control is on
+	foreground bool          // the app's group has the terminal: job control is on
+	accepted   func() uint64 // connections the control server accepted (nil: no server)
 	appPid     int
+}
+
+// countingListener counts accepted connections, so that the adaptive drain can tell the
+// control server's connections (the kubelet's /prestop) from the app's.
+type countingListener struct {
+	net.Listener
+	n atomic.Uint64
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.n.Add(1)
+	}
+	return c, err
 }
 
 // stageDone is a stage's hooks having all run.
@@ -141,8 +159,10 @@ func (s *Supervisor) Run(ctx context.Context) (int, error) {
 	m.ready = s.opts.Probe == nil && len(s.opts.Online) == 0
 	if s.opts.Control != nil {
 		srv := control.New(s, s.opts.ControlToken, s.cfg.GracePeriod, s.log)
+		ln := &countingListener{Listener: s.opts.Control}
+		s.accepted = ln.n.Load
 		go func() {
-			if err := srv.Serve(s.opts.Control); err != nil {
+			if err := srv.Serve(ln); err != nil {
 				s.log.Error().Err(err).Msg("control server stopped")
 			}
 		}()
@@ -192,6 +212,11 @@ func (s *Supervisor) loop(ctx context.Context, m *machine) int {
 		go s.becomeReady(onlineCtx, ready)
 	}
 
+	// The adaptive drain's watcher, while one runs.
+	var drainRes <-chan drainwatch.Result
+	stopWatch := func() {}
+	defer func() { stopWatch() }()
+
 	waitFlags := 0
 	if s.foreground {
 		waitFlags = unix.WUNTRACED | unix.WCONTINUED
@@ -220,6 +245,11 @@ func (s *Supervisor) loop(ctx context.Context, m *machine) int {
 			acts = m.hooksDone(time.Now(), d.stage, d.outcome.String())
 		case <-ready:
 			m.setReady(time.Now())
+		case r, ok := <-drainRes:
+			drainRes = nil
+			if ok {
+				acts = m.drainWatched(time.Now(), r)
+			}
 		case r := <-s.reqs:
 			if !r.prestop {
 				r.reply <- m.status(time.Now(), s.appPid)
@@ -230,6 +260,10 @@ func (s *Supervisor) loop(ctx context.Context, m *machine) int {
 		}
 		if !m.t0.IsZero() || m.appExited {
 			stopOnline()
+		}
+		if drainRes != nil && m.phase != PhaseDraining {
+			stopWatch() // the drain ended another way (Ctrl-C twice, the app exited, the backstop)
+			drainRes = nil
 		}
 		for _, a := range acts {
 			switch a := a.(type) {
@@ -249,6 +283,13 @@ func (s *Supervisor) loop(ctx context.Context, m *machine) int {
 				}(a.stage, stageHooks[a.stage])
 			case actCancelHooks:
 				cancel[a.stage]()
+			case actWatchDrain:
+				wctx, stop := context.WithCancel(ctx)
+				stopWatch = stop
+				drainRes = drainwatch.Start(wctx, drainwatch.Config{
+					AppPID: s.appPid, Ports: s.cfg.DrainPorts, Quiet: s.cfg.DrainQuiet, Min: s.cfg.DrainMin,
+					Max: a.max, SelfAccepted: s.accepted,
+				})
 			case actDrained:
 				st := m.status(time.Now(), s.appPid)
 				for _, w := range waiters {

@@ -20,6 +20,7 @@ import (
 	"github.com/caarlos0/env/v11"
 	"golang.org/x/sys/unix"
 
+	"github.com/drainit/drainit/internal/drainwatch"
 	"github.com/drainit/drainit/signals"
 )
 
@@ -31,6 +32,11 @@ const EnvPrefix = "DRAINIT_"
 type Raw struct {
 	GracePeriod    string `env:"GRACE_PERIOD" flag:"grace-period" envDefault:"30s" help:"match the pod's terminationGracePeriodSeconds (or docker stop -t); the stop sequence ends by then"`
 	DrainDelay     string `env:"DRAIN_DELAY" flag:"drain-delay" envDefault:"5s" help:"fixed drain wait after the offline hooks, while the app still serves"`
+	Drain          string `env:"DRAIN" flag:"drain" envDefault:"fixed" help:"fixed (wait --drain-delay) or adaptive (until no new connection for --drain-quiet, within --drain-min and --drain-max)"`
+	DrainQuiet     string `env:"DRAIN_QUIET" flag:"drain-quiet" envDefault:"1s" help:"adaptive drain: end once no new connection has arrived for this long"`
+	DrainMin       string `env:"DRAIN_MIN" flag:"drain-min" envDefault:"0s" help:"adaptive drain: never shorter than this"`
+	DrainMax       string `env:"DRAIN_MAX" flag:"drain-max" envDefault:"15s" help:"adaptive drain: never longer than this"`
+	DrainPorts     string `env:"DRAIN_PORTS" flag:"drain-ports" envDefault:"" help:"adaptive drain: watch these listeners (PORT or ADDR:PORT, comma-separated) instead of the app's own"`
 	KillMargin     string `env:"KILL_MARGIN" flag:"kill-margin" envDefault:"2s" help:"SIGKILL everything this long before the grace deadline"`
 	CleanupWait    string `env:"CLEANUP_WAIT" flag:"cleanup-wait" envDefault:"2s" help:"after the app exits, how long what it left behind gets between SIGTERM and SIGKILL"`
 	Triggers       string `env:"TRIGGERS" flag:"triggers" envDefault:"TERM,INT" help:"signals that start the stop sequence"`
@@ -67,6 +73,11 @@ type Config struct {
 	Command        []string
 	GracePeriod    time.Duration
 	DrainDelay     time.Duration
+	Adaptive       bool // --drain adaptive
+	DrainQuiet     time.Duration
+	DrainMin       time.Duration
+	DrainMax       time.Duration
+	DrainPorts     []drainwatch.Endpoint
 	KillMargin     time.Duration
 	CleanupWait    time.Duration
 	Triggers       []unix.Signal
@@ -95,6 +106,14 @@ func (c *Config) OptionName(flag string) string {
 	return "--" + flag
 }
 
+// Drain is the longest the drain can take: --drain-delay, or --drain-max when adaptive.
+func (c *Config) Drain() time.Duration {
+	if c.Adaptive {
+		return c.DrainMax
+	}
+	return c.DrainDelay
+}
+
 // Warnings lists the settings that are valid but cannot all fit in the grace period, with the
 // numbers, so that the log says at start-up what will be cut short.
 func (c *Config) Warnings() []string {
@@ -106,18 +125,18 @@ func (c *Config) Warnings() []string {
 		}
 	}
 	if n > 0 {
-		need := time.Duration(n)*c.HookTimeout + c.DrainDelay + c.KillMargin
+		need := time.Duration(n)*c.HookTimeout + c.Drain() + c.KillMargin
 		if need >= c.GracePeriod {
 			out = append(out, fmt.Sprintf(
-				"offline hooks (%d × hook timeout %s) + drain delay %s + kill margin %s = %s, not less than grace period %s: slow hooks will cut the drain short",
-				n, c.HookTimeout, c.DrainDelay, c.KillMargin, need, c.GracePeriod))
+				"offline hooks (%d × hook timeout %s) + drain %s + kill margin %s = %s, not less than grace period %s: slow hooks will cut the drain short",
+				n, c.HookTimeout, c.Drain(), c.KillMargin, need, c.GracePeriod))
 		}
 	}
 	for spec := range c.Hooks {
-		if spec.Stage == "post-stop" && c.HookTimeout > c.GracePeriod-c.DrainDelay-c.KillMargin {
+		if spec.Stage == "post-stop" && c.HookTimeout > c.GracePeriod-c.Drain()-c.KillMargin {
 			out = append(out, fmt.Sprintf(
 				"post-stop hook timeout %s exceeds what a stop can leave it (grace %s - drain %s - kill margin %s): it may be cut at the deadline",
-				c.HookTimeout, c.GracePeriod, c.DrainDelay, c.KillMargin))
+				c.HookTimeout, c.GracePeriod, c.Drain(), c.KillMargin))
 			break
 		}
 	}
@@ -250,6 +269,22 @@ func (r *Raw) check(cmd []string, from map[string]string) (*Config, error) {
 	dur("kill-margin", r.KillMargin, &c.KillMargin)
 	dur("cleanup-wait", r.CleanupWait, &c.CleanupWait)
 	dur("hook-timeout", r.HookTimeout, &c.HookTimeout)
+	dur("drain-quiet", r.DrainQuiet, &c.DrainQuiet)
+	dur("drain-min", r.DrainMin, &c.DrainMin)
+	dur("drain-max", r.DrainMax, &c.DrainMax)
+	switch r.Drain {
+	case "fixed":
+	case "adaptive":
+		c.Adaptive = true
+	default:
+		bad("drain", r.Drain, errors.New("must be fixed or adaptive"))
+	}
+	if r.DrainPorts != "" {
+		var err error
+		if c.DrainPorts, err = drainwatch.ParseEndpoints(r.DrainPorts); err != nil {
+			bad("drain-ports", r.DrainPorts, err)
+		}
+	}
 	c.Hooks = map[HookSpec]string{}
 	for spec, v := range map[HookSpec]string{
 		{"offline", "exec"}: r.OfflineExec, {"offline", "http"}: r.OfflineHTTP,
@@ -314,11 +349,19 @@ func (r *Raw) check(cmd []string, from map[string]string) (*Config, error) {
 		// One line: the first mistake. Fixing it and running again shows the next.
 		return nil, errs[0]
 	}
-	if c.GracePeriod <= c.DrainDelay+c.KillMargin {
+	if c.Adaptive && c.DrainMin > c.DrainMax {
+		return nil, &Error{Option: c.OptionName("drain-min"), Value: r.DrainMin, Err: fmt.Errorf(
+			"the minimum %s exceeds --drain-max %s", c.DrainMin, c.DrainMax)}
+	}
+	if c.GracePeriod <= c.Drain()+c.KillMargin {
 		// Name the option the user actually set (the one to fix), grace period first.
 		opt, val := "--grace-period", r.GracePeriod
+		drainFlag, drainValue := "drain-delay", r.DrainDelay
+		if c.Adaptive {
+			drainFlag, drainValue = "drain-max", r.DrainMax
+		}
 		for _, o := range []struct{ flag, value string }{
-			{"grace-period", r.GracePeriod}, {"drain-delay", r.DrainDelay}, {"kill-margin", r.KillMargin},
+			{"grace-period", r.GracePeriod}, {drainFlag, drainValue}, {"kill-margin", r.KillMargin},
 		} {
 			if from[o.flag] != "" {
 				opt, val = from[o.flag], o.value
@@ -326,8 +369,8 @@ func (r *Raw) check(cmd []string, from map[string]string) (*Config, error) {
 			}
 		}
 		return nil, &Error{Option: opt, Value: val, Err: fmt.Errorf(
-			"grace period %s leaves the app no time to stop: it must exceed drain delay %s + kill margin %s",
-			c.GracePeriod, c.DrainDelay, c.KillMargin)}
+			"grace period %s leaves the app no time to stop: it must exceed %s %s + kill margin %s",
+			c.GracePeriod, strings.ReplaceAll(drainFlag, "-", " "), c.Drain(), c.KillMargin)}
 	}
 	if len(c.Command) == 0 {
 		return nil, &Error{Err: errors.New("no command given: drainit [OPTIONS] [--] COMMAND [ARG...]")}

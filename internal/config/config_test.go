@@ -162,3 +162,33 @@ func TestEmptyTerminationLogTurnsItOff(t *testing.T) {
 		t.Errorf("--termination-log= gave %q, want it off", c.TerminationLog)
 	}
 }
+
+func TestAdaptiveDrain(t *testing.T) {
+	c, err := parse(t, []string{"--drain", "adaptive", "--drain-ports", "8080,127.0.0.1:9090", "app"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Adaptive || c.DrainQuiet != time.Second || c.DrainMin != 0 || c.DrainMax != 15*time.Second || len(c.DrainPorts) != 2 {
+		t.Errorf("adaptive defaults: %+v", c)
+	}
+	if c.Drain() != 15*time.Second {
+		t.Errorf("Drain() = %v, want the maximum", c.Drain())
+	}
+	// The budget check uses the maximum when adaptive, and names it.
+	_, err = parse(t, []string{"--drain", "adaptive", "--drain-max", "29s", "app"}, nil)
+	if err == nil || !strings.Contains(err.Error(), `--drain-max "29s": grace period 30s leaves the app no time to stop: it must exceed drain max 29s`) {
+		t.Errorf("drain max over budget: %v", err)
+	}
+	// A fixed drain ignores the adaptive settings' budget.
+	if _, err := parse(t, []string{"--drain-max", "60s", "app"}, nil); err != nil {
+		t.Errorf("fixed drain with a large --drain-max: %v", err)
+	}
+	for _, bad := range [][]string{
+		{"--drain", "smart", "app"}, {"--drain-ports", "80,x", "app"},
+		{"--drain", "adaptive", "--drain-min", "10s", "--drain-max", "5s", "app"},
+	} {
+		if _, err := parse(t, bad, nil); err == nil || strings.Contains(err.Error(), "\n") {
+			t.Errorf("Parse(%q) = %v, want a one-line error", bad, err)
+		}
+	}
+}
