@@ -97,6 +97,7 @@ func Name(sig unix.Signal) string {
 //   - CHLD: it tells drainit about its own children; the app has its own.
 //   - URG: the Go runtime sends it to its own threads for preemption; forwarding it would spray
 //     the app with signals it never asked for.
+//   - PROF: the Go runtime takes it for its profiler before os/signal would see it.
 //   - SEGV, BUS, FPE, ILL, TRAP, SYS, ABRT: synchronous faults belong to the thread that caused
 //     them, which is drainit's, not the app's.
 //   - PIPE: drainit cannot tell one sent by kill(2) from one raised by its own write to a closed
@@ -107,7 +108,7 @@ func Forwardable(sig unix.Signal) bool {
 		return false
 	}
 	switch sig {
-	case unix.SIGKILL, unix.SIGSTOP, unix.SIGCHLD, unix.SIGURG,
+	case unix.SIGKILL, unix.SIGSTOP, unix.SIGCHLD, unix.SIGURG, unix.SIGPROF,
 		unix.SIGSEGV, unix.SIGBUS, unix.SIGFPE, unix.SIGILL, unix.SIGTRAP, unix.SIGSYS, unix.SIGABRT,
 		unix.SIGPIPE, 32, 33:
 		return false
@@ -122,10 +123,11 @@ func Catchable() []os.Signal {
 }
 
 // early are the signals that must be caught before the app starts: CHLD; those whose default
-// effect in a Go program would end drainit (HUP, INT, QUIT, TERM) or stop it (TSTP, TTIN, TTOU);
-// CONT; and the ones people and orchestrators actually send (USR1, USR2, WINCH, ALRM).
+// effect in a Go program would end drainit (HUP, INT, QUIT, TERM, STKFLT) or stop it (TSTP,
+// TTIN, TTOU); CONT; and the ones people and orchestrators actually send (USR1, USR2, WINCH,
+// ALRM).
 var early = []unix.Signal{
-	unix.SIGCHLD, unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT,
+	unix.SIGCHLD, unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGSTKFLT,
 	unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH, unix.SIGCONT, unix.SIGALRM,
 	unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU,
 }
@@ -140,7 +142,7 @@ func Early() []os.Signal {
 }
 
 // Late lists the forwardable signals not in Early: the real-time ones, IO, PWR, XCPU, XFSZ,
-// VTALRM, PROF, STKFLT. signal.Notify costs a round trip to the Go runtime's signal thread for
+// VTALRM. signal.Notify costs a round trip to the Go runtime's signal thread for
 // each signal (about 20 µs); registering these ~45 while the app starts, instead of before,
 // takes about a millisecond off drainit's start-up. Until they are registered the Go runtime
 // drops them (none of them ends a Go program by default).

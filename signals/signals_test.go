@@ -48,7 +48,7 @@ func TestForwardable(t *testing.T) {
 		}
 	}
 	for _, s := range []unix.Signal{0, unix.SIGKILL, unix.SIGSTOP, unix.SIGCHLD, unix.SIGURG, unix.SIGSEGV,
-		unix.SIGBUS, unix.SIGFPE, unix.SIGILL, unix.SIGTRAP, unix.SIGSYS, unix.SIGABRT, unix.SIGPIPE, 32, 33, 65} {
+		unix.SIGBUS, unix.SIGFPE, unix.SIGILL, unix.SIGTRAP, unix.SIGSYS, unix.SIGABRT, unix.SIGPIPE, unix.SIGPROF, 32, 33, 65} {
 		if Forwardable(s) {
 			t.Errorf("%s should not be forwarded", Name(s))
 		}
@@ -71,7 +71,7 @@ func TestForwardable(t *testing.T) {
 			t.Errorf("%s registered %d times, want %d", Name(s), seen[s], want)
 		}
 	}
-	for _, s := range []unix.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU} {
+	for _, s := range []unix.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGSTKFLT, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU} {
 		if !slices.Contains(Early(), os.Signal(s)) {
 			t.Errorf("%s would end or stop drainit if it came before registration, but is not early", Name(s))
 		}

@@ -174,7 +174,7 @@ func (m *machine) signal(now time.Time, sig unix.Signal) []any {
 			m.ints = 1
 		}
 		m.event(now, zerolog.InfoLevel, "trigger").Str("signal", signals.Name(sig)).
-			Time("deadline", m.deadline).Msg("stop sequence started")
+			Time("deadline", m.deadline.UTC()).Msg("stop sequence started")
 		return m.enterOffline(now)
 	}
 	if m.trigger == 0 {
@@ -215,7 +215,7 @@ func (m *machine) prestop(now time.Time) []any {
 		return nil
 	}
 	m.t0, m.deadline = now, now.Add(m.timing.Grace)
-	m.event(now, zerolog.InfoLevel, "trigger /prestop").Time("deadline", m.deadline).Msg("stop sequence started by /prestop")
+	m.event(now, zerolog.InfoLevel, "trigger /prestop").Time("deadline", m.deadline.UTC()).Msg("stop sequence started by /prestop")
 	return m.enterOffline(now)
 }
 
@@ -346,7 +346,7 @@ func (m *machine) enterStopping(now time.Time) []any {
 		return acts
 	}
 	m.event(now, zerolog.InfoLevel, "stop "+signals.Name(sig)).Str("signal", signals.Name(sig)).
-		Time("kill_at", m.wake).Msg("stop signal sent")
+		Time("kill_at", m.wake.UTC()).Msg("stop signal sent")
 	return append(acts, actSignal{toApp, sig})
 }
 

@@ -27,6 +27,7 @@ import (
 	"github.com/drainit/drainit/internal/config"
 	"github.com/drainit/drainit/internal/control"
 	"github.com/drainit/drainit/internal/drainwatch"
+	"github.com/drainit/drainit/internal/proc"
 	"github.com/drainit/drainit/signals"
 )
 
@@ -371,7 +372,7 @@ func (s *Supervisor) send(to target, sig unix.Signal) {
 	}
 	// A process can fork between the scan and the kill; a few rounds catch those children too.
 	for range 3 {
-		ds := descendants(os.Getpid())
+		ds := proc.Descendants("/proc", os.Getpid())
 		if len(ds) == 0 {
 			return
 		}

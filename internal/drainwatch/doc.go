@@ -12,7 +12,7 @@
 // # What is watched
 //
 // The listening sockets are those of the app's process tree: the socket inodes under
-// /proc/PID/fd of the app and its descendants (read with prometheus/procfs), matched against the
+// /proc/PID/fd of the app and its descendants (read with internal/proc), matched against the
 // LISTEN entries of the TCP table; or, with Config.Ports (--drain-ports), the LISTEN entries that
 // match PORT or ADDR:PORT. The table is the one of drainit's network namespace, which is the app's.
 // A connection belongs to a listener when its local port is the listener's and its local address

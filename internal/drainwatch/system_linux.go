@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/procfs"
+	"github.com/drainit/drainit/internal/proc"
 	"golang.org/x/sys/unix"
 )
 
@@ -86,10 +86,6 @@ func openSystem(cfg Config, o systemOptions) (sampler, error) {
 	if err != nil {
 		return nil, err
 	}
-	fs, err := procfs.NewFS(o.proc)
-	if err != nil {
-		return nil, fmt.Errorf("drain watch: %w", err)
-	}
 
 	var watched []listener
 	if len(cfg.Ports) > 0 {
@@ -105,8 +101,8 @@ func openSystem(cfg Config, o systemOptions) (sampler, error) {
 			return nil, fmt.Errorf("no listening TCP socket matches the drain ports %s", endpointList(cfg.Ports))
 		}
 	} else {
-		pids := processTree(fs, o.proc, cfg.AppPID)
-		inodes, err := socketInodes(fs, pids)
+		pids := processTree(o.proc, cfg.AppPID)
+		inodes, err := socketInodes(o.proc, pids)
 		if err != nil {
 			return nil, fmt.Errorf("finding the app's sockets: %w", err)
 		}
@@ -128,7 +124,7 @@ func openSystem(cfg Config, o systemOptions) (sampler, error) {
 	}
 	var s sampler
 	if o.force == "" || o.force == MethodPassiveOpens {
-		s = passiveOpensSampler(cfg, fs, o.self, all, watched, endpoints)
+		s = passiveOpensSampler(cfg, o.proc, o.self, all, watched, endpoints)
 		if s == nil && o.force == MethodPassiveOpens {
 			return nil, errors.New("the passive-opens method does not apply")
 		}
@@ -206,11 +202,11 @@ func listeningSockets(diag *diagConn, proc string) ([]listener, error) {
 
 // processTree lists root and its descendants: from /proc/PID/task/TID/children where the
 // kernel has it (CONFIG_PROC_CHILDREN), else from every process's parent.
-func processTree(fs procfs.FS, proc string, root int) []int {
+func processTree(procRoot string, root int) []int {
 	tree := []int{root}
-	if _, err := os.Stat(filepath.Join(proc, strconv.Itoa(root), "task", strconv.Itoa(root), "children")); err == nil {
+	if _, err := os.Stat(filepath.Join(procRoot, strconv.Itoa(root), "task", strconv.Itoa(root), "children")); err == nil {
 		for i := 0; i < len(tree); i++ {
-			tasks, _ := filepath.Glob(filepath.Join(proc, strconv.Itoa(tree[i]), "task", "*", "children"))
+			tasks, _ := filepath.Glob(filepath.Join(procRoot, strconv.Itoa(tree[i]), "task", "*", "children"))
 			for _, t := range tasks {
 				b, _ := os.ReadFile(t)
 				for f := range strings.FieldsSeq(string(b)) {
@@ -222,44 +218,23 @@ func processTree(fs procfs.FS, proc string, root int) []int {
 		}
 		return tree
 	}
-	procs, err := fs.AllProcs()
-	if err != nil {
-		return tree
-	}
-	children := map[int][]int{}
-	for _, p := range procs {
-		if st, err := p.Stat(); err == nil {
-			children[st.PPID] = append(children[st.PPID], p.PID)
-		}
-	}
-	for i := 0; i < len(tree); i++ {
-		tree = append(tree, children[tree[i]]...)
-	}
-	return tree
+	return append(tree, proc.Descendants(procRoot, root)...)
 }
 
 // socketInodes collects the socket inodes of the processes' file descriptors. Only the first
 // process (the root) must be readable: the others may have exited since they were listed.
-func socketInodes(fs procfs.FS, pids []int) (map[uint64]bool, error) {
+func socketInodes(procRoot string, pids []int) (map[uint64]bool, error) {
 	inodes := map[uint64]bool{}
 	for i, pid := range pids {
-		p, err := fs.Proc(pid)
-		var targets []string
-		if err == nil {
-			targets, err = p.FileDescriptorTargets()
-		}
+		in, err := proc.SocketInodes(procRoot, pid)
 		if err != nil {
 			if i == 0 {
 				return nil, fmt.Errorf("the file descriptors of pid %d: %w", pid, err)
 			}
 			continue
 		}
-		for _, t := range targets {
-			if rest, ok := strings.CutPrefix(t, "socket:["); ok {
-				if n, err := strconv.ParseUint(strings.TrimSuffix(rest, "]"), 10, 64); err == nil {
-					inodes[n] = true
-				}
-			}
+		for n := range in {
+			inodes[n] = true
 		}
 	}
 	return inodes, nil
@@ -268,7 +243,7 @@ func socketInodes(fs procfs.FS, pids []int) (map[uint64]bool, error) {
 // passiveOpensSampler returns the passive-opens sampler when it applies: every listening socket
 // of the namespace is watched, or is drainit's own and cfg.SelfAccepted counts what it accepts;
 // and the counter can be read. Else nil.
-func passiveOpensSampler(cfg Config, fs procfs.FS, self int, all, watched []listener, endpoints []Endpoint) sampler {
+func passiveOpensSampler(cfg Config, procRoot string, self int, all, watched []listener, endpoints []Endpoint) sampler {
 	mine := map[uint64]bool{}
 	for _, l := range watched {
 		mine[l.inode] = true
@@ -279,25 +254,14 @@ func passiveOpensSampler(cfg Config, fs procfs.FS, self int, all, watched []list
 			continue
 		}
 		if selfInodes == nil {
-			selfInodes, _ = socketInodes(fs, []int{self})
+			selfInodes, _ = socketInodes(procRoot, []int{self})
 		}
 		if !selfInodes[l.inode] || cfg.SelfAccepted == nil {
 			return nil
 		}
 	}
-	p, err := fs.Proc(self)
-	if err != nil {
-		return nil
-	}
 	s := &counterSampler{endpoints: endpoints, self: cfg.SelfAccepted, read: func() (uint64, error) {
-		snmp, err := p.Snmp()
-		if err != nil {
-			return 0, err
-		}
-		if snmp.PassiveOpens == nil {
-			return 0, errors.New("no Tcp PassiveOpens in net/snmp")
-		}
-		return uint64(*snmp.PassiveOpens), nil
+		return proc.PassiveOpens(procRoot, self)
 	}}
 	if _, err := s.read(); err != nil {
 		return nil

@@ -1,0 +1,124 @@
+// Package proc reads the few things drainit needs from /proc: parents, descendants, the sockets a
+// process holds, and one TCP counter. It is small on purpose: github.com/prometheus/procfs does all
+// this and far more, but compiles regular expressions when the package loads, which cost drainit
+// 0.15-0.25 ms on every container start (GODEBUG=inittrace=1).
+package proc
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Parent reads the parent pid from ROOT/PID/stat (root is "/proc" but for tests). The command name
+// (field 2) may hold spaces and parentheses, so fields are counted from the last ')'.
+func Parent(root string, pid int) (int, bool) {
+	b, err := os.ReadFile(filepath.Join(root, strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) < 2 {
+		return 0, false
+	}
+	ppid, err := strconv.Atoi(string(f[1]))
+	return ppid, err == nil
+}
+
+// Descendants lists every process below pid in the process tree, breadth first, from every
+// process's parent. Processes fork and exit meanwhile: the answer is a snapshot.
+func Descendants(root string, pid int) []int {
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return nil
+	}
+	children := map[int][]int{}
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if ppid, ok := Parent(root, p); ok {
+			children[ppid] = append(children[ppid], p)
+		}
+	}
+	var out []int
+	queue := []int{pid}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		out = append(out, children[p]...)
+		queue = append(queue, children[p]...)
+	}
+	return out
+}
+
+// SocketInodes returns the inodes of the sockets among pid's open files (links "socket:[N]"
+// under ROOT/PID/fd).
+func SocketInodes(root string, pid int) (map[uint64]bool, error) {
+	dir := filepath.Join(root, strconv.Itoa(pid), "fd")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	out := map[uint64]bool{}
+	for _, e := range entries {
+		t, err := os.Readlink(filepath.Join(dir, e.Name()))
+		if err != nil {
+			continue // closed meanwhile
+		}
+		if rest, ok := strings.CutPrefix(t, "socket:["); ok {
+			if n, err := strconv.ParseUint(strings.TrimSuffix(rest, "]"), 10, 64); err == nil {
+				out[n] = true
+			}
+		}
+	}
+	return out, nil
+}
+
+// PassiveOpens reads the TCP PassiveOpens counter (connections accepted, handshake completed or
+// not) of pid's network namespace from ROOT/PID/net/snmp: a "Tcp:" line of names followed by a
+// "Tcp:" line of values.
+func PassiveOpens(root string, pid int) (uint64, error) {
+	f, err := os.Open(filepath.Join(root, strconv.Itoa(pid), "net", "snmp"))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	var names []string
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "Tcp:") {
+			continue
+		}
+		fields := strings.Fields(line)[1:]
+		if names == nil {
+			names = fields
+			continue
+		}
+		for i, n := range names {
+			if n == "PassiveOpens" && i < len(fields) {
+				v, err := strconv.ParseUint(fields[i], 10, 64)
+				if err != nil {
+					return 0, fmt.Errorf("net/snmp: PassiveOpens %q: %w", fields[i], err)
+				}
+				return v, nil
+			}
+		}
+		break
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, errors.New("net/snmp: no Tcp PassiveOpens")
+}
