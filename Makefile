@@ -22,6 +22,11 @@ test: lint unit
 unit:
 	$(GO) test -count=1 -timeout 20m ./...
 
+## bench: drainit side by side with tini, dumb-init and catatonit, each as PID 1 (root;
+## BENCHFLAGS=-quick for a short run); writes bench/RESULTS.md
+bench: build
+	$(GO) run ./bench -drainit $(BIN) $(BENCHFLAGS)
+
 ## lint: gofmt, go vet, staticcheck
 lint:
 	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

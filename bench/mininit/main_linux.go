@@ -1,0 +1,104 @@
+// Command mininit is the floor for a Go init, the benchmark's reference point: what any Go init
+// pays before its own code does anything. Nothing but the runtime, os/signal and syscall: no
+// flags package, no logger, no configuration.
+//
+//	mininit [-notify | -forward] [--] COMMAND [ARG...]
+//
+// Plain, it starts COMMAND (a path, not searched in PATH) with syscall.ForkExec in its own
+// session, waits for it with a blocking wait4(-1) and exits with its status. -notify first
+// registers for every signal drainit catches (signal.Notify), to show what that costs, and
+// forwards nothing. -forward is a minimal working init: it forwards each of those signals to the
+// app's process group and reaps every child on SIGCHLD, as drainit does, with nothing else.
+package main
+
+import (
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	args := os.Args[1:]
+	mode := ""
+	if len(args) > 0 && (args[0] == "-notify" || args[0] == "-forward") {
+		mode, args = args[0], args[1:]
+	}
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	}
+	if len(args) == 0 {
+		_, _ = os.Stderr.WriteString("usage: mininit [-notify | -forward] [--] COMMAND [ARG...]\n")
+		os.Exit(2)
+	}
+	var sigs chan os.Signal
+	if mode != "" {
+		sigs = make(chan os.Signal, 128)
+		signal.Notify(sigs, catchable()...)
+	}
+	pid, err := syscall.ForkExec(args[0], args, &syscall.ProcAttr{
+		Env: os.Environ(), Files: []uintptr{0, 1, 2}, Sys: &syscall.SysProcAttr{Setsid: true},
+	})
+	if err != nil {
+		_, _ = os.Stderr.WriteString("mininit: " + err.Error() + "\n")
+		os.Exit(127)
+	}
+	if mode != "-forward" {
+		for {
+			var ws syscall.WaitStatus
+			p, err := syscall.Wait4(-1, &ws, 0, nil)
+			if err == syscall.EINTR {
+				continue
+			}
+			if err != nil {
+				os.Exit(1)
+			}
+			if p == pid {
+				os.Exit(status(ws))
+			}
+		}
+	}
+	for sig := range sigs {
+		s := sig.(syscall.Signal)
+		if s != syscall.SIGCHLD {
+			_ = syscall.Kill(-pid, s)
+			continue
+		}
+		for {
+			var ws syscall.WaitStatus
+			p, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+			if err == syscall.EINTR {
+				continue
+			}
+			if err != nil || p <= 0 {
+				break
+			}
+			if p == pid && (ws.Exited() || ws.Signaled()) {
+				os.Exit(status(ws))
+			}
+		}
+	}
+}
+
+// catchable is the set drainit registers (signals.Catchable, copied to keep this program free of
+// drainit's packages): everything but KILL and STOP (uncatchable), URG (the runtime's preemption
+// signal), the synchronous faults, PIPE and the C library's 32 and 33.
+func catchable() []os.Signal {
+	var out []os.Signal
+	for s := syscall.Signal(1); s <= 64; s++ {
+		switch s {
+		case syscall.SIGKILL, syscall.SIGSTOP, syscall.SIGURG, syscall.SIGSEGV, syscall.SIGBUS,
+			syscall.SIGFPE, syscall.SIGILL, syscall.SIGTRAP, syscall.SIGSYS, syscall.SIGABRT,
+			syscall.SIGPIPE, 32, 33:
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func status(ws syscall.WaitStatus) int {
+	if ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ws.ExitStatus()
+}

@@ -1,0 +1,757 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// initSpec is one init under test. An empty path is the bare case: the app alone as PID 1.
+type initSpec struct {
+	col      *column
+	path     string
+	pre      []string // arguments before the app's command line
+	forwards bool     // forwards signals and reaps orphans (mininit's plain modes do not)
+}
+
+// argv is the command line that runs app under the init.
+func (s *initSpec) argv(app ...string) []string {
+	if s.path == "" {
+		return app
+	}
+	return append(append([]string{s.path}, s.pre...), app...)
+}
+
+// bench holds what every phase needs.
+type bench struct {
+	o        options
+	unshare  string // path of unshare(1) in -ns unshare mode
+	devnull  int
+	benchapp string
+	env      []string
+	bare     *initSpec
+	inits    []*initSpec // the inits under test, reference ones included
+	res      *results
+}
+
+// counts of repetitions: full and -quick.
+type counts struct {
+	startWarm, start, sigWarm, sig, reapWarm, reap int
+	idle                                           time.Duration
+}
+
+func (b *bench) counts() counts {
+	if b.o.quick {
+		return counts{startWarm: 10, start: 100, sigWarm: 50, sig: 500, reapWarm: 0, reap: 2, idle: 300 * time.Millisecond}
+	}
+	return counts{startWarm: 30, start: 1000, sigWarm: 300, sig: 5000, reapWarm: 1, reap: 11, idle: time.Second}
+}
+
+func run(o options) error {
+	if os.Geteuid() != 0 {
+		return errors.New("needs root: each init runs as PID 1 of a new PID namespace")
+	}
+	runtime.LockOSThread()
+	// The benchmark's own garbage collector must not pause a measurement; it collects between
+	// phases.
+	debug.SetGCPercent(-1)
+
+	root, err := moduleRoot()
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "benchrun-")
+	if err != nil {
+		return fmt.Errorf("temp dir: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+
+	b := &bench{o: o, env: []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}}
+	b.res = &results{date: time.Now(), ns: o.ns, quick: o.quick, orphans: o.orphans, goVersion: runtime.Version(), load0: loadavg()}
+	if o.ns == "unshare" {
+		if b.unshare, err = exec.LookPath("unshare"); err != nil {
+			return fmt.Errorf("unshare(1) not found (util-linux); or use -ns clone: %w", err)
+		}
+	}
+	b.devnull, err = unix.Open("/dev/null", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open /dev/null: %w", err)
+	}
+
+	progress("building drainit, benchapp and mininit")
+	drainitBin := o.drainit
+	if drainitBin == "" {
+		drainitBin = filepath.Join(tmp, "drainit")
+		if err := goBuild(root, drainitBin, "./cmd/drainit"); err != nil {
+			return err
+		}
+	} else if drainitBin, err = filepath.Abs(drainitBin); err != nil {
+		return fmt.Errorf("-drainit: %w", err)
+	}
+	b.benchapp = filepath.Join(tmp, "benchapp")
+	if err := goBuild(root, b.benchapp, "./bench/benchapp"); err != nil {
+		return err
+	}
+	b.bare = &initSpec{col: &column{name: "bare", vals: map[string]float64{}}}
+	b.add("drainit", drainitBin, []string{"--"}, false, true)
+	for _, name := range []string{"tini", "tini-static", "dumb-init", "catatonit"} {
+		path, err := exec.LookPath(name)
+		if err != nil {
+			if name != "tini-static" {
+				b.res.skipped = append(b.res.skipped, fmt.Sprintf("%s is not installed (apt-get install %s)", name, name))
+			}
+			continue
+		}
+		b.add(name, path, []string{"--"}, false, true)
+	}
+	if o.ref {
+		mininit := filepath.Join(tmp, "mininit")
+		if err := goBuild(root, mininit, "./bench/mininit"); err != nil {
+			return err
+		}
+		b.add("mininit", mininit, []string{"--"}, true, false)
+		b.add("mininit -notify", mininit, []string{"-notify", "--"}, true, false)
+		b.add("mininit -forward", mininit, []string{"-forward", "--"}, true, true)
+	}
+	for _, e := range o.extra {
+		name, cmd, _ := strings.Cut(e, "=")
+		f := strings.Fields(cmd)
+		path, err := filepath.Abs(f[0])
+		if err != nil {
+			return fmt.Errorf("-extra %s: %w", e, err)
+		}
+		b.add(name, path, append(f[1:], "--"), true, true)
+	}
+	b.describe()
+
+	c := b.counts()
+	b.res.startRounds, b.res.sigRounds, b.res.reapRounds = c.start, c.sig, c.reap
+	for _, ph := range []struct {
+		name string
+		run  func(counts) error
+	}{{"startup", b.startup}, {"exec", b.execs}, {"signals", b.signals}, {"reap", b.reaping}} {
+		if ph.name == "reap" {
+			b.res.load1 = loadavg() // before the phase that raises it itself
+		}
+		if o.only[ph.name] || len(o.only) == 0 {
+			if err := ph.run(c); err != nil {
+				return err
+			}
+		}
+	}
+
+	md := b.res.markdown()
+	fmt.Print(md)
+	if o.out != "" && o.out != "-" {
+		out := o.out
+		if !filepath.IsAbs(out) {
+			out = filepath.Join(root, out)
+		}
+		if err := os.WriteFile(out, []byte(md), 0o644); err != nil {
+			return fmt.Errorf("write results: %w", err)
+		}
+		progress("wrote " + out)
+	}
+	return nil
+}
+
+func (b *bench) add(name, path string, pre []string, ref, forwards bool) {
+	col := &column{name: name, path: path, ref: ref, vals: map[string]float64{}}
+	b.res.cols = append(b.res.cols, col)
+	b.inits = append(b.inits, &initSpec{col: col, path: path, pre: pre, forwards: forwards})
+}
+
+// note records something the reader of the results must know, and says it now too.
+func (b *bench) note(s string) {
+	b.res.notes = append(b.res.notes, s)
+	progress("note: " + s)
+}
+
+// loadavg is the 1-minute load average.
+func loadavg() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	if f := strings.Fields(string(data)); len(f) > 0 {
+		return f[0]
+	}
+	return "unknown"
+}
+
+func progress(s string) { fmt.Fprintf(os.Stderr, "bench: %s\n", s) }
+
+func moduleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", errors.New("run the benchmark from inside the drainit module (go run ./bench)")
+	}
+	return filepath.Dir(mod), nil
+}
+
+// goBuild builds a stripped static binary, as the Makefile's build target does.
+func goBuild(root, out, pkg string) error {
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %w\n%s", pkg, err, msg)
+	}
+	return nil
+}
+
+// describe fills in what needs no measuring: the machine, each init's version, size and linkage.
+func (b *bench) describe() {
+	var u unix.Utsname
+	if unix.Uname(&u) == nil {
+		b.res.kernel = unix.ByteSliceToString(u.Release[:])
+	}
+	b.res.cpus = runtime.NumCPU()
+	b.res.cpu = "unknown CPU"
+	if info, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.SplitSeq(string(info), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				b.res.cpu = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	for _, s := range b.inits {
+		if s.col.ref {
+			continue
+		}
+		if st, err := os.Stat(s.path); err == nil {
+			s.col.vals["size"] = float64(st.Size())
+		}
+		s.col.linkage = linkage(s.path)
+		arg := "--version"
+		if s.col.name == "drainit" {
+			arg = "version"
+		}
+		s.col.version = version(s.path, arg)
+	}
+}
+
+// linkage says "static" or "dynamic, needs LIBS" from the ELF headers.
+func linkage(path string) string {
+	f, err := elf.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			libs, _ := f.ImportedLibraries()
+			return "dynamic: " + strings.Join(libs, ", ")
+		}
+	}
+	return "static"
+}
+
+func version(path, arg string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	out, _ := exec.CommandContext(ctx, path, arg).CombinedOutput()
+	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	return line
+}
+
+// launch starts argv as PID 1 of a new PID namespace with files as its fds 0, 1, 2, ... It
+// returns the pid to wait for (unshare's, or the init's itself with -ns clone).
+func (b *bench) launch(argv []string, files []uintptr) (int, error) {
+	attr := &syscall.ProcAttr{Env: b.env, Files: files}
+	if b.o.ns == "clone" {
+		attr.Sys = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
+		return syscall.ForkExec(argv[0], argv, attr)
+	}
+	full := append([]string{b.unshare, "--pid", "--fork", "--mount-proc"}, argv...)
+	return syscall.ForkExec(b.unshare, full, attr)
+}
+
+// initPid is the host pid of PID 1 in the namespace launch made.
+func (b *bench) initPid(launched int) (int, error) {
+	if b.o.ns == "clone" {
+		return launched, nil
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		kids := children(launched)
+		if len(kids) > 0 {
+			return kids[0], nil
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("unshare (pid %d) started no child", launched)
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// wait reaps pid and returns its status; EINTR is retried.
+func wait(pid int) (unix.WaitStatus, error) {
+	var ws unix.WaitStatus
+	for {
+		_, err := unix.Wait4(pid, &ws, 0, nil)
+		if err != unix.EINTR {
+			return ws, err
+		}
+	}
+}
+
+// stop kills a namespace through its PID 1 and reaps what launch started.
+func stop(launched, init int) {
+	if init > 0 {
+		_ = unix.Kill(init, unix.SIGKILL)
+	}
+	_ = unix.Kill(launched, unix.SIGKILL)
+	_, _ = wait(launched)
+}
+
+// children lists the children of every thread of pid (a child is attached to the thread that
+// started it, or to any thread of the reaper when it was reparented), zombies included.
+func children(pid int) []int {
+	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, t := range tasks {
+		data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + t.Name() + "/children")
+		if err != nil {
+			continue
+		}
+		for _, f := range bytes.Fields(data) {
+			if n, err := strconv.Atoi(string(f)); err == nil {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// cpuTime is the time all of pid's threads have spent on a CPU, from schedstat.
+func cpuTime(pid int) time.Duration {
+	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	if err != nil {
+		return 0
+	}
+	var sum time.Duration
+	for _, t := range tasks {
+		data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + t.Name() + "/schedstat")
+		if err != nil {
+			continue
+		}
+		f := bytes.Fields(data)
+		if len(f) > 0 {
+			if n, err := strconv.ParseInt(string(f[0]), 10, 64); err == nil {
+				sum += time.Duration(n)
+			}
+		}
+	}
+	return sum
+}
+
+// statusKB reads a "Key:   N kB" field of /proc/PID/status, in bytes.
+func statusKB(pid int, key string) (float64, bool) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, false
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, key+":"); ok {
+			f := strings.Fields(rest)
+			if len(f) > 0 {
+				if n, err := strconv.ParseFloat(f[0], 64); err == nil {
+					return n * 1024, true
+				}
+			}
+		}
+	}
+	return 0, false
+}
+
+// pipe returns a pipe whose ends are both close-on-exec: an end reaches a child only when it is
+// listed in the child's Files.
+func pipe() (r, w int, err error) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		return 0, 0, fmt.Errorf("pipe: %w", err)
+	}
+	return p[0], p[1], nil
+}
+
+// readByte waits up to timeout for one byte on fd.
+func readByte(fd int, timeout time.Duration) (byte, error) {
+	var buf [1]byte
+	err := readFull(fd, buf[:], timeout)
+	return buf[0], err
+}
+
+// readFull waits up to timeout (for each read) until buf is full.
+func readFull(fd int, buf []byte, timeout time.Duration) error {
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for len(buf) > 0 {
+		n, err := unix.Poll(fds, int(timeout.Milliseconds()))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("poll: %w", err)
+		}
+		if n == 0 {
+			return fmt.Errorf("nothing within %v", timeout)
+		}
+		n, err = unix.Read(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("read: %w", err)
+		}
+		if n == 0 {
+			return errors.New("closed: the app has gone")
+		}
+		buf = buf[n:]
+	}
+	return nil
+}
+
+// monotonic is CLOCK_MONOTONIC, the clock benchapp stamp reports.
+func monotonic() time.Duration {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return time.Duration(ts.Nano())
+}
+
+func durations(n int) []time.Duration { return make([]time.Duration, 0, n) }
+
+func secs(d time.Duration) float64 { return d.Seconds() }
+
+// startup times `INIT -- /bin/true` against `/bin/true` alone, both as PID 1.
+func (b *bench) startup(c counts) error {
+	specs := append([]*initSpec{b.bare}, b.inits...)
+	samples := make([][]time.Duration, len(specs))
+	for i := range samples {
+		samples[i] = durations(c.start)
+	}
+	failed := make([]bool, len(specs))
+	files := []uintptr{uintptr(b.devnull), uintptr(b.devnull), uintptr(b.devnull)}
+	progress(fmt.Sprintf("start-up: %d rounds of %d", c.start, len(specs)))
+	runtime.GC()
+	for round := -c.startWarm; round < c.start; round++ {
+		for _, i := range rand.Perm(len(specs)) {
+			if failed[i] {
+				continue
+			}
+			argv := specs[i].argv("/bin/true")
+			t0 := time.Now()
+			pid, err := b.launch(argv, files)
+			if err != nil {
+				return fmt.Errorf("start %s: %w", specs[i].col.name, err)
+			}
+			ws, err := wait(pid)
+			d := time.Since(t0)
+			if err != nil || !ws.Exited() || ws.ExitStatus() != 0 {
+				failed[i] = true
+				b.note(fmt.Sprintf("%s: `%s` failed (status %v, %v); no start-up figure.",
+					specs[i].col.name, strings.Join(argv, " "), ws, err))
+				continue
+			}
+			if round >= 0 {
+				samples[i] = append(samples[i], d)
+			}
+		}
+	}
+	if failed[0] {
+		return errors.New("/bin/true alone as PID 1 failed: nothing to compare with")
+	}
+	b.res.bareStart50 = secs(percentile(samples[0], 50))
+	b.res.bareStart90 = secs(percentile(samples[0], 90))
+	for i, s := range specs[1:] {
+		if failed[i+1] {
+			continue
+		}
+		s.col.vals["start50"] = secs(percentile(samples[i+1], 50)) - b.res.bareStart50
+		s.col.vals["start90"] = secs(percentile(samples[i+1], 90)) - b.res.bareStart90
+	}
+	return nil
+}
+
+// execs splits start-up in two: from launching the init to the app running (benchapp stamp),
+// and from there to the namespace's end (the app's exit, the init's reaction and exit). Each is
+// reported over the same with the app alone as PID 1.
+func (b *bench) execs(c counts) error {
+	specs := append([]*initSpec{b.bare}, b.inits...)
+	toApp := make([][]time.Duration, len(specs))
+	after := make([][]time.Duration, len(specs))
+	failed := make([]bool, len(specs))
+	progress(fmt.Sprintf("start-up split: %d rounds of %d", c.start/2, len(specs)))
+	runtime.GC()
+	for round := -c.startWarm; round < c.start/2; round++ {
+		for _, i := range rand.Perm(len(specs)) {
+			if failed[i] {
+				continue
+			}
+			a, z, err := b.execOnce(specs[i])
+			if err != nil {
+				failed[i] = true
+				b.note(fmt.Sprintf("%s: start-up split failed (%v).", specs[i].col.name, err))
+				continue
+			}
+			if round >= 0 {
+				toApp[i] = append(toApp[i], a)
+				after[i] = append(after[i], z)
+			}
+		}
+	}
+	if failed[0] {
+		return errors.New("benchapp stamp alone as PID 1 failed: nothing to compare with")
+	}
+	bareApp, bareAfter := secs(percentile(toApp[0], 50)), secs(percentile(after[0], 50))
+	for i, s := range specs[1:] {
+		if !failed[i+1] {
+			s.col.vals["toapp50"] = secs(percentile(toApp[i+1], 50)) - bareApp
+			s.col.vals["after50"] = secs(percentile(after[i+1], 50)) - bareAfter
+		}
+	}
+	return nil
+}
+
+func (b *bench) execOnce(s *initSpec) (toApp, after time.Duration, err error) {
+	r, w, err := pipe()
+	if err != nil {
+		return 0, 0, err
+	}
+	defer unix.Close(r)
+	t0 := monotonic()
+	pid, err := b.launch(s.argv(b.benchapp, "stamp"), []uintptr{uintptr(b.devnull), uintptr(b.devnull), uintptr(b.devnull), uintptr(w)})
+	unix.Close(w)
+	if err != nil {
+		return 0, 0, fmt.Errorf("start: %w", err)
+	}
+	var buf [8]byte
+	rerr := readFull(r, buf[:], 5*time.Second)
+	ws, err := wait(pid)
+	t1 := monotonic()
+	if rerr != nil {
+		return 0, 0, fmt.Errorf("no stamp from the app: %w", rerr)
+	}
+	if err != nil || !ws.Exited() || ws.ExitStatus() != 0 {
+		return 0, 0, fmt.Errorf("status %v, %v", ws, err)
+	}
+	ta := time.Duration(binary.LittleEndian.Uint64(buf[:]))
+	return ta - t0, t1 - ta, nil
+}
+
+// echoer is one init running benchapp echo, for the RSS and signal measurements.
+type echoer struct {
+	spec     *initSpec
+	launched int
+	init     int // where the signal is sent: the init's host pid (the app's, bare)
+	r        int // the app's answers
+	samples  []time.Duration
+	failed   bool
+}
+
+// signals measures idle RSS and SIGUSR1 forwarding latency, all inits running at once.
+func (b *bench) signals(c counts) error {
+	specs := append([]*initSpec{b.bare}, b.inits...)
+	var es []*echoer
+	defer func() {
+		for _, e := range es {
+			stop(e.launched, e.init)
+			unix.Close(e.r)
+		}
+	}()
+	for _, s := range specs {
+		r, w, err := pipe()
+		if err != nil {
+			return err
+		}
+		argv := s.argv(b.benchapp, "echo")
+		pid, err := b.launch(argv, []uintptr{uintptr(b.devnull), uintptr(b.devnull), uintptr(b.devnull), uintptr(w)})
+		unix.Close(w)
+		if err != nil {
+			unix.Close(r)
+			return fmt.Errorf("start %s: %w", s.col.name, err)
+		}
+		e := &echoer{spec: s, launched: pid, r: r, samples: durations(c.sig)}
+		es = append(es, e)
+		if e.init, err = b.initPid(pid); err == nil {
+			_, err = readByte(r, 10*time.Second)
+		}
+		if err != nil {
+			e.failed = true
+			b.note(fmt.Sprintf("%s: `%s` did not start the app (%v); no RSS or signal figure.",
+				s.col.name, strings.Join(argv, " "), err))
+		}
+	}
+	progress(fmt.Sprintf("idle RSS: apps up, waiting %v", c.idle))
+	time.Sleep(c.idle) // let start-up work (the runtime's, the allocator's) settle before reading RSS
+	for _, e := range es[1:] {
+		if e.failed {
+			continue
+		}
+		for key, field := range map[string]string{"rss": "VmRSS", "rssanon": "RssAnon", "rssfile": "RssFile"} {
+			if v, ok := statusKB(e.init, field); ok {
+				e.spec.col.vals[key] = v
+			}
+		}
+	}
+
+	progress(fmt.Sprintf("SIGUSR1 latency: %d rounds of %d", c.sig, len(es)))
+	runtime.GC()
+	for round := -c.sigWarm; round < c.sig; round++ {
+		for _, i := range rand.Perm(len(es)) {
+			e := es[i]
+			if e.failed || (e.spec != b.bare && !e.spec.forwards) {
+				continue
+			}
+			t0 := time.Now()
+			err := unix.Kill(e.init, unix.SIGUSR1)
+			if err == nil {
+				_, err = readByte(e.r, 2*time.Second)
+			}
+			d := time.Since(t0)
+			if err != nil {
+				e.failed = true
+				b.note(fmt.Sprintf("%s: SIGUSR1 did not reach the app (%v); no signal figure.", e.spec.col.name, err))
+				continue
+			}
+			if round >= 0 {
+				e.samples = append(e.samples, d)
+			}
+		}
+	}
+	for _, e := range es {
+		if e.failed || len(e.samples) == 0 {
+			continue
+		}
+		p50, p99 := secs(percentile(e.samples, 50)), secs(percentile(e.samples, 99))
+		if e.spec == b.bare {
+			b.res.direct50, b.res.direct99 = p50, p99
+			continue
+		}
+		e.spec.col.vals["sig50"], e.spec.col.vals["sig99"] = p50, p99
+	}
+	return nil
+}
+
+// reaping times how long each init takes to reap b.o.orphans orphans released at once.
+func (b *bench) reaping(c counts) error {
+	var specs []*initSpec
+	for _, s := range b.inits {
+		if s.forwards {
+			specs = append(specs, s)
+		}
+	}
+	times := make([][]time.Duration, len(specs))
+	cpus := make([][]time.Duration, len(specs))
+	failed := make([]bool, len(specs))
+	progress(fmt.Sprintf("reaping: %d rounds of %d, %d orphans each", c.reap, len(specs), b.o.orphans))
+	for round := -c.reapWarm; round < c.reap; round++ {
+		for _, i := range rand.Perm(len(specs)) {
+			if failed[i] {
+				continue
+			}
+			runtime.GC()
+			d, cpu, err := b.reapOnce(specs[i])
+			if err != nil {
+				failed[i] = true
+				b.note(fmt.Sprintf("%s: reaping round failed (%v); no reaping figure.", specs[i].col.name, err))
+				continue
+			}
+			if round >= 0 {
+				times[i] = append(times[i], d)
+				cpus[i] = append(cpus[i], cpu)
+			}
+		}
+	}
+	for i, s := range specs {
+		if failed[i] || len(times[i]) == 0 {
+			continue
+		}
+		s.col.vals["reap"] = secs(percentile(times[i], 50))
+		s.col.vals["reapmin"] = secs(slices.Min(times[i]))
+		s.col.vals["reapmax"] = secs(slices.Max(times[i]))
+		s.col.vals["reapcpu"] = secs(percentile(cpus[i], 50))
+	}
+	return nil
+}
+
+func (b *bench) reapOnce(s *initSpec) (elapsed, cpu time.Duration, err error) {
+	ready, readyW, err := pipe()
+	if err != nil {
+		return 0, 0, err
+	}
+	defer unix.Close(ready)
+	rel, relW, err := pipe()
+	if err != nil {
+		unix.Close(readyW)
+		return 0, 0, err
+	}
+	closeRel := func() {
+		if relW >= 0 {
+			unix.Close(relW)
+			relW = -1
+		}
+	}
+	defer closeRel()
+	n := b.o.orphans
+	pid, err := b.launch(s.argv(b.benchapp, "orphans", strconv.Itoa(n)),
+		[]uintptr{uintptr(b.devnull), uintptr(b.devnull), uintptr(b.devnull), uintptr(readyW), uintptr(rel)})
+	unix.Close(readyW)
+	unix.Close(rel)
+	if err != nil {
+		return 0, 0, fmt.Errorf("start: %w", err)
+	}
+	init := 0
+	defer func() { stop(pid, init) }()
+	if init, err = b.initPid(pid); err != nil {
+		return 0, 0, err
+	}
+	if _, err := readByte(ready, 60*time.Second); err != nil {
+		return 0, 0, fmt.Errorf("the app did not make its orphans: %w", err)
+	}
+	// The orphans' parent has been reaped by the app, so they already belong to the init.
+	if k := len(children(init)); k != n+1 {
+		return 0, 0, fmt.Errorf("the init has %d children, want the app and %d orphans", k, n)
+	}
+	time.Sleep(50 * time.Millisecond) // let the machine calm down after 2000 clones
+	cpu0 := cpuTime(init)
+	t0 := time.Now()
+	closeRel()
+	deadline := t0.Add(30 * time.Second)
+	for {
+		if len(children(init)) <= 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return 0, 0, fmt.Errorf("%d children left after 30s", len(children(init))-1)
+		}
+		// Each poll reads every thread's children list under the kernel's tasklist lock,
+		// which the exits and the reaping need too: poll gently.
+		time.Sleep(500 * time.Microsecond)
+	}
+	elapsed = time.Since(t0)
+	return elapsed, cpuTime(init) - cpu0, nil
+}
