@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/drainit/drainit/integration/testbin"
+	"github.com/drainit/drainit/internal/proc"
 )
 
 // The binaries TestMain has built for the whole package, and the unshare found in PATH ("" when
@@ -614,23 +615,7 @@ func childrenOf(pid int) []int {
 }
 
 // descendantsOf lists every process below pid in the process tree.
-func descendantsOf(pid int) []int {
-	children := map[int][]int{}
-	for _, p := range allPids() {
-		if _, ppid, ok := procStat(p); ok {
-			children[ppid] = append(children[ppid], p)
-		}
-	}
-	var out []int
-	queue := []int{pid}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		out = append(out, children[p]...)
-		queue = append(queue, children[p]...)
-	}
-	return out
-}
+func descendantsOf(pid int) []int { return proc.Descendants("/proc", pid) }
 
 // pidNamespace names the PID namespace pid lives in ("pid:[4026532…]"), "" if it is gone.
 func pidNamespace(pid int) string {
