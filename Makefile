@@ -8,7 +8,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 .PHONY: build test unit lint bench demo fuzz clean
 
 ## demo: build drainit and the test app, then stop pods under load side by side: bare, tini,
-## preStop sleep, drainit (root: each pod is PID 1 of its own PID namespace; about 20 s)
+## preStop sleep, drainit fixed and adaptive (root: each pod is PID 1 of its own PID namespace; ~25 s)
 demo:
 	./scripts/demo.sh
 
@@ -23,9 +23,15 @@ unit:
 	$(GO) test -count=1 -timeout 20m ./...
 
 ## bench: drainit side by side with tini, dumb-init and catatonit, each as PID 1 (root;
-## BENCHFLAGS=-quick for a short run); writes bench/RESULTS.md
+## BENCHFLAGS=-quick for a short run), then the stop duration of fixed vs adaptive drains in the
+## rollout harness; writes bench/RESULTS.md and bench/DRAIN.md
+DRAINREPEAT ?= 5
 bench: build
 	$(GO) run ./bench -drainit $(BIN) $(BENCHFLAGS)
+	@echo "bench: pod stop duration at zero failures, fixed vs adaptive drain (about a minute)..."
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o bin/testapp ./integration/testapp
+	$(GO) build -o bin/rollout ./integration/rollout/cmd/rollout
+	bin/rollout -drainit $(BIN) -testapp bin/testapp -scenarios drains -repeat $(DRAINREPEAT) -drain-table -q | tee bench/DRAIN.md
 
 ## lint: gofmt, go vet, staticcheck
 lint:

@@ -21,6 +21,6 @@ if [ "$(id -u)" != 0 ]; then
 		exit 1
 	fi
 fi
-echo "demo: stopping one of two pods under load, 6 ways x 3 propagation delays (about 20 s)..." >&2
+echo "demo: stopping one of two pods under load, 9 ways x 3 propagation delays (about 25 s)..." >&2
 # shellcheck disable=SC2086 # $run is a command line
 exec $run "$@"

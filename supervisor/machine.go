@@ -320,7 +320,8 @@ func (m *machine) drainWatched(now time.Time, r drainwatch.Result) []any {
 	}
 	m.event(now, zerolog.InfoLevel, fmt.Sprintf("drain ended: %s, %d new connections", r.Reason, r.NewConns)).
 		Str("reason", string(r.Reason)).Int("new_connections", r.NewConns).Str("method", string(r.Method)).
-		Int("listeners", len(r.Watched)).Dur("drained", now.Sub(m.drainAt)).Msg("adaptive drain over")
+		Int("listeners", len(r.Watched)).Int("polls", r.Polls).Dur("longest_poll_gap", r.Interval).
+		Dur("drained", now.Sub(m.drainAt)).Msg("adaptive drain over")
 	return m.endDrain(now)
 }
 

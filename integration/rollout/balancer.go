@@ -50,6 +50,12 @@ type Event struct {
 type Route struct {
 	Endpoint string
 	At       time.Time
+	// ClientClosedFirst: the client closed its side, and the Balancer passed the FIN on, before
+	// the pod had closed its own. The pod then closes passively and its socket leaves the TCP
+	// table at once instead of staying in TIME_WAIT: a snapshot of the table sees the connection
+	// only while it is open (what an adaptive drain outside the pod's own network namespace
+	// can miss).
+	ClientClosedFirst bool
 }
 
 // Balancer is the kube-proxy stand-in: an L4 TCP load balancer that picks an endpoint round-robin
@@ -179,18 +185,26 @@ func (b *Balancer) serve() {
 	}
 }
 
-// pick chooses the endpoint for a new connection from client, round-robin.
-func (b *Balancer) pick(client string) (string, bool) {
+// pick chooses the endpoint for a new connection from client, round-robin, and returns the
+// index of its Route.
+func (b *Balancer) pick(client string) (string, int, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.pending, client) // a reused client port: what happened to the old connection is stale
 	if len(b.endpoints) == 0 {
-		return "", false
+		return "", 0, false
 	}
 	ep := b.endpoints[b.next%len(b.endpoints)]
 	b.next++
 	b.routes = append(b.routes, Route{Endpoint: ep, At: time.Now()})
-	return ep, true
+	return ep, len(b.routes) - 1, true
+}
+
+// clientClosedFirst marks route i (see Route.ClientClosedFirst).
+func (b *Balancer) clientClosedFirst(i int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.routes[i].ClientClosedFirst = true
 }
 
 func (b *Balancer) record(kind EventKind, client, ep string, delivered time.Time) {
@@ -224,7 +238,7 @@ func (b *Balancer) untrack(cs ...net.Conn) {
 
 func (b *Balancer) handle(client net.Conn) {
 	addr := client.RemoteAddr().String()
-	ep, ok := b.pick(addr)
+	ep, route, ok := b.pick(addr)
 	if !ok {
 		b.record(EventDialFailed, addr, "", time.Time{})
 		reset(client)
@@ -246,7 +260,7 @@ func (b *Balancer) handle(client net.Conn) {
 		reset(up)
 		return
 	}
-	f := &flow{b: b, client: client.(*net.TCPConn), up: up.(*net.TCPConn), addr: addr, ep: ep}
+	f := &flow{b: b, client: client.(*net.TCPConn), up: up.(*net.TCPConn), addr: addr, ep: ep, route: route}
 	done := make(chan struct{})
 	go func() {
 		f.fromPod()
@@ -265,6 +279,7 @@ type flow struct {
 	b          *Balancer
 	client, up *net.TCPConn
 	addr, ep   string
+	route      int // index in b.routes
 
 	mu       sync.Mutex
 	awaiting time.Time // zero: nothing awaits an answer
@@ -307,7 +322,14 @@ func (f *flow) toPod() {
 			}
 		}
 		if err != nil {
-			if errors.Is(err, io.EOF) {
+			// A reset with no request awaiting an answer is a client done with its connection
+			// (the load's clients close that way so as to leave no TIME_WAIT on this host, see
+			// client.closeAnswered): it reaches the pod as the FIN it stands for.
+			closed := errors.Is(err, io.EOF) || (errors.Is(err, syscall.ECONNRESET) && f.awaitingSince().IsZero())
+			if closed {
+				if !peerClosed(f.up) {
+					f.b.clientClosedFirst(f.route)
+				}
 				_ = f.up.CloseWrite()
 			} else {
 				reset(f.up)

@@ -275,3 +275,59 @@ func TestBalancerCloseEndsEstablished(t *testing.T) {
 		t.Fatalf("the connection hung after Close: %v", err)
 	}
 }
+
+// A client that resets its connection once it has its answer (the load's new-connection clients,
+// so as to leave no TIME_WAIT on the host) closes it, as far as the pod can tell: the pod reads
+// EOF, as it would from a client's FIN under DNAT, and the pod's side is not reset. The Route
+// says who closed first.
+func TestBalancerClientResetAfterAnswerIsAClose(t *testing.T) {
+	for _, podFirst := range []bool{false, true} {
+		name := "client first"
+		if podFirst {
+			name = "pod first"
+		}
+		t.Run(name, func(t *testing.T) {
+			podErr := make(chan error, 1)
+			ep := backend(t, func(c net.Conn) {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				if _, err := br.ReadString('\n'); err != nil {
+					podErr <- err
+					return
+				}
+				if _, err := io.WriteString(c, "a\n"); err != nil {
+					podErr <- err
+					return
+				}
+				if podFirst {
+					_ = c.(*net.TCPConn).CloseWrite()
+				}
+				_ = c.SetReadDeadline(time.Now().Add(testDeadline))
+				_, err := br.ReadString('\n')
+				podErr <- err
+			})
+			lb := balancer(t, ep)
+			c, br, who := dialAsk(t, lb.Addr())
+			if who != "a" {
+				t.Fatalf("answer %q", who)
+			}
+			if podFirst {
+				// The pod's FIN has come through: the client closes second, as HTTP clients do
+				// after a "Connection: close" answer.
+				_ = c.SetReadDeadline(time.Now().Add(testDeadline))
+				if _, err := br.ReadByte(); !errors.Is(err, io.EOF) {
+					t.Fatalf("the pod's close reached the client as %v, want EOF", err)
+				}
+			}
+			cl := &client{conn: c}
+			cl.closeAnswered()
+			if err := <-podErr; !errors.Is(err, io.EOF) {
+				t.Fatalf("the pod saw the client's reset as %v, want EOF", err)
+			}
+			routes := lb.Routes()
+			if len(routes) != 1 || routes[0].ClientClosedFirst != !podFirst {
+				t.Fatalf("routes %+v, want one with ClientClosedFirst %v", routes, !podFirst)
+			}
+		})
+	}
+}

@@ -34,5 +34,24 @@
 // counts; retries are reported, and a cut request stays counted as cut even when its retry
 // succeeded (the app had it and dropped it).
 //
+// A new-connection client closes its connection with a RST once it has its answer, and the
+// Balancer passes that on to the pod as a FIN: the pod sees what it would under DNAT, and the
+// client's TIME_WAIT, which would be on the client's machine, stays out of the host's TCP table.
+//
+// # Adaptive drain (issue 6)
+//
+// The scenarios drainit-adaptive, drainit-fixed5 and drainit-fixed10 (DrainKeys) stop the pod
+// the same way (httpGet preStop, grace DrainGrace) with --drain adaptive and fixed 5 s and 10 s
+// drains. The adaptive one claims no loss and a pod stop within propagation + quiet + 0.5 s
+// (Scenario.MaxStop), which the checks hold it to. The pods share the host's network namespace,
+// so drainit watches with sock_diag filtered by the pod's address, not the exact passive-opens
+// counter of a namespace of its own. Each run records what that watch saw (Result.Drain, from
+// drainit's log) beside what the Balancer sent the pod, and how many of those connections the
+// client closed first (Route.ClientClosedFirst): a snapshot can miss only those (the pod's side
+// leaves no TIME_WAIT), and only when one lives less than a poll interval. Result.TCPSockets
+// counts the host namespace's TCP sockets, most of what each sock_diag poll walks (it walks the
+// whole kernel table): drainwatch polls less often as that grows, to keep within its CPU
+// budget, and a drain then ends up to one poll interval late.
+//
 // Runs need root (PID namespaces) and only use loopback.
 package rollout

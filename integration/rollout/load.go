@@ -249,6 +249,20 @@ func (c *client) close() {
 	}
 }
 
+// closeAnswered closes a connection whose last answer arrived in full, with a RST rather than a
+// FIN, so that it leaves no TIME_WAIT behind in the network namespace the harness shares with
+// the pods. Under DNAT the client's side of the connection, and its TIME_WAIT, are on the
+// client's machine; here they would double the TCP table that an adaptive drain outside a
+// namespace of its own scans on every poll (drainwatch's sock-diag method walks it all), and
+// make it poll less often than it would on a node. The Balancer passes the close on to the pod
+// as the FIN it stands for (see flow.toPod), so the pod sees what it would under DNAT.
+func (c *client) closeAnswered() {
+	if tc, ok := c.conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	c.close()
+}
+
 // alive says whether the idle connection is still open, as an HTTP client's connection pool
 // knows from its background read (Go's persistConn.readLoop): a closed one is dropped, not used.
 func (c *client) alive() bool {
@@ -322,7 +336,7 @@ func (c *client) do() result {
 	c.served++
 	_ = c.conn.SetDeadline(time.Time{})
 	if !c.keepAlive || resp.Close {
-		c.close()
+		c.closeAnswered()
 	}
 	res.at = time.Now()
 	return res

@@ -46,17 +46,23 @@ type Result struct {
 	RoutedBefore int     `json:"routed_before_delete"`
 	RoutedAfter  int     `json:"routed_after_delete"`
 	Removed      Seconds `json:"endpoint_removed_seconds"`
+	// TCPSockets is how many TCP sockets the host's network namespace, which the pods share,
+	// held at the deletion, TIME_WAIT included (-1: unknown). An adaptive drain outside a network
+	// namespace of its own scans that table on each poll, and a big one makes it poll less often.
+	TCPSockets int `json:"tcp_sockets"`
 	// PreStop is when the kubelet stopped waiting for the preStop hook (nil: no hook).
 	PreStop      *Seconds `json:"prestop_end_seconds,omitempty"`
 	PreStopError string   `json:"prestop_error,omitempty"`
 	// Signal is when the kubelet sent the stop signal to PID 1 (nil: PID 1 was gone before).
 	Signal *Seconds `json:"stop_signal_seconds,omitempty"`
 	// Stop is the pod stop duration: from the deletion until PID 1 was gone.
-	Stop       Seconds     `json:"stop_seconds"`
-	Killed     bool        `json:"sigkill"`
-	ExitStatus int         `json:"exit_status"`
-	Failures   []FailureAt `json:"failures,omitempty"`
-	Drops      []DropAt    `json:"drops,omitempty"`
+	Stop       Seconds `json:"stop_seconds"`
+	Killed     bool    `json:"sigkill"`
+	ExitStatus int     `json:"exit_status"`
+	// Drain is what drainit logged about its adaptive drain (nil: not an adaptive drain).
+	Drain    *DrainLog   `json:"adaptive_drain,omitempty"`
+	Failures []FailureAt `json:"failures,omitempty"`
+	Drops    []DropAt    `json:"drops,omitempty"`
 }
 
 // FailureAt is a failed request, with times since the deletion.
@@ -99,12 +105,32 @@ type Row struct {
 	StopMax      Seconds  `json:"stop_max_seconds"`
 	Killed       int      `json:"sigkilled_runs"`
 	Expect       string   `json:"expect,omitempty"` // "loss", "none" or ""
-	OK           bool     `json:"ok"`               // the expectation held (true without one)
+	// MaxStop is the longest stop duration the scenario claims (zero: no claim); OverStop counts
+	// the runs that took longer.
+	MaxStop  Seconds `json:"max_stop_seconds,omitempty"`
+	OverStop int     `json:"over_max_stop_runs,omitempty"`
+	OK       bool    `json:"ok"` // the expectation and the stop bound held (true without them)
+}
+
+// Claim is what a scenario must show at a propagation delay.
+type Claim struct {
+	Expect  Expectation
+	MaxStop time.Duration // the longest pod stop duration; zero: no bound
+}
+
+// Claim is what s must show at propagation delay p: its expectation and, for the adaptive drain,
+// its bound on the stop duration.
+func (s Scenario) Claim(p time.Duration) Claim {
+	c := Claim{Expect: s.Expect(p)}
+	if s.MaxStop != nil {
+		c.MaxStop = s.MaxStop(p)
+	}
+	return c
 }
 
 // Summarize folds results into rows, in the order scenarios and propagation delays first appear.
-// expect gives each row's expectation.
-func Summarize(results []Result, expect func(scenario string, p time.Duration) Expectation) []Row {
+// claim gives each row's claim (nil: none).
+func Summarize(results []Result, claim func(scenario string, p time.Duration) Claim) []Row {
 	var rows []Row
 	index := map[string]int{}
 	for _, res := range results {
@@ -144,28 +170,38 @@ func Summarize(results []Result, expect func(scenario string, p time.Duration) E
 	for i := range rows {
 		r := &rows[i]
 		r.OK = true
-		if expect == nil {
+		if claim == nil {
 			continue
 		}
-		switch expect(r.Scenario, r.Propagation.Duration()) {
+		c := claim(r.Scenario, r.Propagation.Duration())
+		switch c.Expect {
 		case ExpectLoss:
 			r.Expect, r.OK = "loss", r.Failed > 0
 		case ExpectNoLoss:
 			r.Expect, r.OK = "none", r.Failed == 0 && r.Cut == 0 && r.Killed == 0
 		}
+		if c.MaxStop > 0 {
+			r.MaxStop = seconds(c.MaxStop)
+			for _, res := range results {
+				if res.Scenario == r.Scenario && res.Propagation == r.Propagation && res.Stop > r.MaxStop {
+					r.OverStop++
+				}
+			}
+			r.OK = r.OK && r.OverStop == 0
+		}
 	}
 	return rows
 }
 
-// ExpectFor returns the expectation function of Summarize for these scenarios.
-func ExpectFor(scenarios []Scenario) func(string, time.Duration) Expectation {
-	return func(key string, p time.Duration) Expectation {
+// ClaimsFor returns the claim function of Summarize for these scenarios.
+func ClaimsFor(scenarios []Scenario) func(string, time.Duration) Claim {
+	return func(key string, p time.Duration) Claim {
 		for _, s := range scenarios {
 			if s.Key == key {
-				return s.Expect(p)
+				return s.Claim(p)
 			}
 		}
-		return NoExpectation
+		return Claim{}
 	}
 }
 
@@ -176,13 +212,23 @@ type Check struct {
 }
 
 // Checks are the claims the harness exists to show: scenarios that stop the app at once lose
-// requests once propagation takes 1 s or more (else the harness is blind), and a graceful app
-// that drains at least as long as propagation loses none, is never cut and never SIGKILLed.
+// requests once propagation takes 1 s or more (else the harness is blind), a graceful app that
+// drains at least as long as propagation loses none, is never cut and never SIGKILLed, and a
+// scenario with a bound on its stop duration (the adaptive drain) stays within it.
 func Checks(rows []Row) []Check {
 	var out []Check
 	var lossRows, lossOK, stops, failed, cut, killed int
 	var noLossRows int
-	for _, r := range rows {
+	var bounded, over int
+	var worst *Row
+	for i, r := range rows {
+		if r.MaxStop > 0 {
+			bounded += r.Runs
+			over += r.OverStop
+			if worst == nil || r.StopMax-r.MaxStop > worst.StopMax-worst.MaxStop {
+				worst = &rows[i]
+			}
+		}
 		switch r.Expect {
 		case "loss":
 			lossRows++
@@ -207,6 +253,14 @@ func Checks(rows []Row) []Check {
 		out = append(out, Check{
 			What: fmt.Sprintf("drain >= propagation, graceful app: %d failed, %d cut, %d SIGKILLed in %d stops", failed, cut, killed, stops),
 			OK:   failed == 0 && cut == 0 && killed == 0,
+		})
+	}
+	if bounded > 0 {
+		out = append(out, Check{
+			What: fmt.Sprintf("adaptive drain stops within propagation + quiet + %s: %d of %d stops over (worst: %s at %s, %.2fs of %.2fs)",
+				fmtSeconds(seconds(AdaptiveSlack)), over, bounded, worst.Scenario, fmtSeconds(worst.Propagation),
+				float64(worst.StopMax), float64(worst.MaxStop)),
+			OK: over == 0,
 		})
 	}
 	return out
@@ -248,12 +302,21 @@ func WriteTable(w io.Writer, rows []Row, checks []Check) error {
 		if r.Runs > 1 {
 			stop = fmt.Sprintf("%.2f-%.2fs", float64(r.StopMin), float64(r.StopMax))
 		}
-		expect := "-"
-		if r.Expect != "" {
-			expect = r.Expect + " ok"
-			if !r.OK {
-				expect = r.Expect + " FAIL"
+		expect := r.Expect
+		if r.MaxStop > 0 {
+			// The stop bound is part of the claim: "none, stop<=2.5s".
+			if expect != "" {
+				expect += ", "
 			}
+			expect += "stop<=" + fmtSeconds(r.MaxStop)
+		}
+		switch {
+		case expect == "":
+			expect = "-"
+		case r.OK:
+			expect += " ok"
+		default:
+			expect += " FAIL"
 		}
 		cells = append(cells, fmt.Sprint(r.Cut), fmt.Sprint(r.Dropped), at, stop, fmt.Sprintf("%d/%d", r.Killed, r.Runs), expect)
 		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
@@ -267,6 +330,11 @@ func WriteTable(w io.Writer, rows []Row, checks []Check) error {
 			return err
 		}
 	}
+	return WriteChecks(w, checks)
+}
+
+// WriteChecks writes one line per check: "ok" or "FAIL", and what it checked.
+func WriteChecks(w io.Writer, checks []Check) error {
 	for _, c := range checks {
 		verdict := "ok  "
 		if !c.OK {
@@ -294,9 +362,11 @@ func fmtSeconds(s Seconds) string {
 
 // Report is the JSON report.
 type Report struct {
-	Rows    []Row    `json:"rows"`
-	Checks  []Check  `json:"checks"`
-	Results []Result `json:"results"`
+	Rows   []Row   `json:"rows"`
+	Checks []Check `json:"checks"`
+	// Drains is the stop duration at zero failures per scenario and delay (DrainStats).
+	Drains  []DrainStat `json:"drains"`
+	Results []Result    `json:"results"`
 }
 
 // WriteJSON writes the report as indented JSON.

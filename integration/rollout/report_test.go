@@ -16,7 +16,7 @@ func TestSummarizeAndChecks(t *testing.T) {
 		{Scenario: "drainit-prestop", Name: "drainit", Propagation: 1, Rep: 2, Requests: 90, Stop: 1.7, Cut: 1,
 			ByKind: map[Kind]int{}, Killed: true},
 	}
-	rows := Summarize(results, ExpectFor(Scenarios()))
+	rows := Summarize(results, ClaimsFor(Scenarios()))
 	if len(rows) != 2 {
 		t.Fatalf("%d rows, want 2", len(rows))
 	}
@@ -40,6 +40,41 @@ func TestSummarizeAndChecks(t *testing.T) {
 	}
 	out := buf.String()
 	for _, want := range []string{"none FAIL", "loss ok", "+0.20s..+0.90s", "1.60-1.70s", "1/2", "FAIL drain >= propagation"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// The adaptive drain's claim includes its stop duration: a run over the bound fails the row and
+// the check even with nothing lost.
+func TestStopBound(t *testing.T) {
+	results := []Result{
+		{Scenario: "drainit-adaptive", Name: "adaptive", Propagation: 1, Rep: 1, Requests: 100, Stop: 2.2, ByKind: map[Kind]int{}},
+		{Scenario: "drainit-adaptive", Name: "adaptive", Propagation: 1, Rep: 2, Requests: 100, Stop: 2.6, ByKind: map[Kind]int{}},
+		{Scenario: "drainit-adaptive", Name: "adaptive", Propagation: 3, Rep: 1, Requests: 100, Stop: 4.2, ByKind: map[Kind]int{}},
+	}
+	rows := Summarize(results, ClaimsFor(Scenarios()))
+	if len(rows) != 2 {
+		t.Fatalf("%d rows, want 2", len(rows))
+	}
+	if r := rows[0]; r.Expect != "none" || r.MaxStop != 2.5 || r.OverStop != 1 || r.OK {
+		t.Fatalf("a stop of 2.6s passed the bound 2.5s: %+v", r)
+	}
+	if r := rows[1]; r.MaxStop != 4.5 || r.OverStop != 0 || !r.OK {
+		t.Fatalf("a stop of 4.2s failed the bound 4.5s: %+v", r)
+	}
+	checks := Checks(rows)
+	if len(checks) != 2 || !checks[0].OK || checks[1].OK {
+		t.Fatalf("checks %+v", checks)
+	}
+	var buf bytes.Buffer
+	if err := WriteTable(&buf, rows, checks); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{"none, stop<=2.5s FAIL", "none, stop<=4.5s ok",
+		"FAIL adaptive drain stops within propagation + quiet + 0.5s: 1 of 3 stops over (worst: drainit-adaptive at 1s, 2.60s of 2.50s)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}

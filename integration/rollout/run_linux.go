@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"os/exec"
+	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -336,6 +339,7 @@ func (r *Runner) Run(ctx context.Context, s Scenario, p time.Duration, rep int) 
 
 	// The deletion: endpoint removal and the kubelet's stop start together, as they do when the
 	// API server marks the pod terminating.
+	res.TCPSockets = tcpSockets()
 	t0 := time.Now()
 	removal := time.AfterFunc(p, func() { lb.Remove(victim.addr) })
 	defer removal.Stop()
@@ -403,7 +407,45 @@ func (r *Runner) Run(ctx context.Context, s Scenario, p time.Duration, rep int) 
 	}
 	res.Killed = rec.Killed
 	res.ExitStatus, _ = victim.Wait(time.Second)
+	if s.Init == Drainit {
+		// Once PID 1 is reaped, its output has been copied in full (os/exec waits for the pipe).
+		res.Drain = parseDrainLog(victim.out.bytes())
+	}
+	if res.Drain != nil && res.Drain.Reason != "fallback" && !rec.PreStopEnd.IsZero() {
+		// drainit answers /prestop as its drain ends, so the drain began Drained before the
+		// kubelet had the answer (give or take the request's few milliseconds): the connections
+		// sent to the pod from then on are those drainit had to see.
+		from := rec.PreStopEnd.Add(-res.Drain.Drained.Duration())
+		var last time.Time
+		for _, rt := range lb.Routes() {
+			if rt.Endpoint != victim.addr {
+				continue
+			}
+			last = rt.At
+			if !rt.At.Before(from) {
+				res.Drain.Routed++
+				if rt.ClientClosedFirst {
+					res.Drain.ClientClosedFirst++
+				}
+			}
+		}
+		res.Drain.QuietAfterLast = seconds(rec.PreStopEnd.Sub(last))
+	}
 	return res, nil
+}
+
+// CompareDrains runs the adaptive drain beside fixed 5 s and 10 s drains (DrainKeys) at each
+// propagation delay, repeat times, and returns the stop duration at zero failures per scenario
+// and delay, the checks (nothing lost; the adaptive drain within its bound), and the runs. It is
+// what `make bench` reports; WriteDrainTable prints it.
+func (r *Runner) CompareDrains(ctx context.Context, props []time.Duration, repeat int) ([]DrainStat, []Check, []Result, error) {
+	scenarios, err := Lookup(DrainKeys())
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	results, err := r.RunAll(ctx, scenarios, props, repeat)
+	claims := ClaimsFor(scenarios)
+	return DrainStats(results, claims), Checks(Summarize(results, claims)), results, err
 }
 
 // Job is one run of RunJobs.
@@ -411,6 +453,12 @@ type Job struct {
 	Scenario    Scenario
 	Propagation time.Duration
 	Rep         int
+}
+
+// estimate is roughly how long the run takes beyond its fixed costs: the pod keeps serving for
+// its drain, and the load runs at least until the propagation delay is over.
+func (j Job) estimate() time.Duration {
+	return max(j.Scenario.drain(j.Propagation), j.Propagation)
 }
 
 // RunAll runs every scenario at every propagation delay, repeat times, Config.Parallel runs at
@@ -429,13 +477,23 @@ func (r *Runner) RunAll(ctx context.Context, scenarios []Scenario, props []time.
 }
 
 // RunJobs runs jobs, Config.Parallel at once, and returns the results in the jobs' order. Runs
-// that failed are left out and their errors joined; the others are still returned.
+// that failed are left out and their errors joined; the others are still returned. The longest
+// runs start first, so that the short ones fill the gaps: a fixed 10 s drain started last would
+// keep everything waiting for it.
 func (r *Runner) RunJobs(ctx context.Context, jobs []Job) ([]Result, error) {
 	results := make([]*Result, len(jobs))
 	errs := make([]error, len(jobs))
 	sem := make(chan struct{}, r.cfg.Parallel)
 	var wg sync.WaitGroup
-	for i, j := range jobs {
+	order := make([]int, len(jobs))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		return jobs[order[a]].estimate() > jobs[order[b]].estimate()
+	})
+	for _, i := range order {
+		j := jobs[i]
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
@@ -481,6 +539,33 @@ func (r *Runner) logf(format string, a ...any) {
 	fmt.Fprintf(r.cfg.Log, format, a...)
 }
 
+// tcpSockets is how many TCP sockets the network namespace holds, TIME_WAIT included
+// (/proc/net/sockstat: "TCP: inuse N orphan N tw N alloc N mem N"); -1 if unknown.
+func tcpSockets() int {
+	b, err := os.ReadFile("/proc/net/sockstat")
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] != "TCP:" {
+			continue
+		}
+		n := 0
+		for i := 1; i+1 < len(f); i += 2 {
+			if f[i] == "tw" || f[i] == "alloc" {
+				v, err := strconv.Atoi(f[i+1])
+				if err != nil {
+					return -1
+				}
+				n += v
+			}
+		}
+		return n
+	}
+	return -1
+}
+
 // pause waits d, or until ctx ends.
 func pause(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
@@ -506,6 +591,13 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
+}
+
+// bytes returns a copy of the output so far.
+func (s *syncBuffer) bytes() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return bytes.Clone(s.b.Bytes())
 }
 
 // tail is the end of the output, for error messages.

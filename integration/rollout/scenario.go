@@ -59,6 +59,9 @@ type Scenario struct {
 	// Grace is the pod's terminationGracePeriodSeconds (and drainit's --grace-period); zero means
 	// Config.Grace.
 	Grace time.Duration
+	// MaxStop, if set, is the longest pod stop duration the scenario claims at propagation delay
+	// p: the adaptive drain's promise (propagation + quiet + 0.5 s), checked beside its losses.
+	MaxStop func(p time.Duration) time.Duration
 }
 
 // DrainMargin is how much longer than the propagation delay the fixed-drain scenario drains.
@@ -70,6 +73,26 @@ const DrainitDefaultDrain = 5 * time.Second
 
 // PreStopSleep is the textbook preStop: exec sleep 5.
 const PreStopSleep = 5 * time.Second
+
+// AdaptiveQuiet is drainit's default --drain-quiet (internal/config), which the adaptive scenario
+// runs with; a test keeps the two in step.
+const AdaptiveQuiet = time.Second
+
+// AdaptiveSlack is what the adaptive drain's claim allows beyond propagation + quiet for the pod
+// to stop: a poll interval to see the last connection, SIGTERM, and the app finishing its
+// in-flight requests (issue 6: "within propagation + quiet + 0.5 s").
+const AdaptiveSlack = 500 * time.Millisecond
+
+// DrainGrace is the grace period of the scenarios that compare fixed and adaptive drains: the
+// same for all of them, and room for the longest drain (drainit's default --drain-max of 15 s
+// plus its 2 s kill margin).
+const DrainGrace = 20 * time.Second
+
+// drainitPreStop is a drainit scenario with the httpGet preStop and a grace period of DrainGrace.
+func drainitPreStop(key, name string, drain func(time.Duration) time.Duration, args ...string) Scenario {
+	return Scenario{Key: key, Name: name, Init: Drainit, PreStop: HTTPPreStop, Drain: drain, Grace: DrainGrace,
+		DrainitArgs: func(time.Duration) []string { return args }}
+}
 
 func constant(d time.Duration) func(time.Duration) time.Duration {
 	return func(time.Duration) time.Duration { return d }
@@ -92,12 +115,34 @@ func Scenarios() []Scenario {
 			}},
 		{Key: "drainit-default", Name: "drainit defaults (SIGTERM, 5s drain)", Init: Drainit,
 			Drain: constant(DrainitDefaultDrain)},
+		// Issue 6: the adaptive drain beside fixed delays, all with the httpGet preStop and the
+		// same grace period. Adaptive drains as long as new connections keep coming, then the
+		// quiet period: p + quiet is its nominal drain, and its claim is on the stop duration.
+		func() Scenario {
+			s := drainitPreStop("drainit-adaptive", "drainit, preStop httpGet, adaptive drain",
+				func(p time.Duration) time.Duration { return p + AdaptiveQuiet },
+				"--drain", "adaptive", "--drain-quiet", AdaptiveQuiet.String())
+			s.MaxStop = func(p time.Duration) time.Duration { return p + AdaptiveQuiet + AdaptiveSlack }
+			return s
+		}(),
+		drainitPreStop("drainit-fixed5", "drainit, preStop httpGet, fixed 5s drain", constant(5*time.Second),
+			"--drain", "fixed", "--drain-delay", "5s"),
+		drainitPreStop("drainit-fixed10", "drainit, preStop httpGet, fixed 10s drain", constant(10*time.Second),
+			"--drain", "fixed", "--drain-delay", "10s"),
 	}
 }
 
-// DefaultKeys returns the keys of the scenarios compared unless told otherwise: the issue's six.
+// DrainKeys returns the keys of the scenarios that compare the adaptive drain with fixed delays
+// (issue 6), for `rollout -scenarios drains` and the benchmark.
+func DrainKeys() []string {
+	return []string{"drainit-adaptive", "drainit-fixed5", "drainit-fixed10"}
+}
+
+// DefaultKeys returns the keys of the scenarios compared unless told otherwise: issue 5's six,
+// then issue 6's adaptive drain beside fixed 5 s and 10 s drains (DrainKeys).
 func DefaultKeys() []string {
-	return []string{"bare-naive", "bare-graceful", "tini", "prestop-sleep", "drainit-prestop", "drainit-default"}
+	return append([]string{"bare-naive", "bare-graceful", "tini", "prestop-sleep", "drainit-prestop", "drainit-default"},
+		DrainKeys()...)
 }
 
 // Lookup returns the scenarios named by keys, in the order given.

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,6 +21,61 @@ func TestDrainitDefaultDrainMatchesConfig(t *testing.T) {
 	}
 	if d != DrainitDefaultDrain {
 		t.Fatalf("drainit's default --drain-delay is %s, DrainitDefaultDrain %s", d, DrainitDefaultDrain)
+	}
+}
+
+// The adaptive scenario's stop bound rests on drainit's default quiet period, and its grace
+// period must leave room for drainit's default maximum drain (or drainit refuses to start).
+func TestAdaptiveMatchesConfig(t *testing.T) {
+	def := func(field string) time.Duration {
+		t.Helper()
+		f, ok := reflect.TypeOf(config.Raw{}).FieldByName(field)
+		if !ok {
+			t.Fatalf("config.Raw has no %s", field)
+		}
+		d, err := config.ParseDuration(f.Tag.Get("envDefault"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	if q := def("DrainQuiet"); q != AdaptiveQuiet {
+		t.Errorf("drainit's default --drain-quiet is %s, AdaptiveQuiet %s", q, AdaptiveQuiet)
+	}
+	if need := def("DrainMax") + def("KillMargin"); DrainGrace <= need {
+		t.Errorf("DrainGrace %s leaves no room for --drain-max + --kill-margin = %s", DrainGrace, need)
+	}
+}
+
+// The fixed and adaptive drains are compared on equal terms: httpGet preStop, same grace.
+func TestDrainScenarios(t *testing.T) {
+	ss, err := Lookup(DrainKeys())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range ss {
+		if s.Init != Drainit || s.PreStop != HTTPPreStop || s.Grace != DrainGrace || s.Naive {
+			t.Errorf("%s: %+v", s.Key, s)
+		}
+	}
+	wantArgs := map[string]string{
+		"drainit-adaptive": "--drain adaptive --drain-quiet 1s",
+		"drainit-fixed5":   "--drain fixed --drain-delay 5s",
+		"drainit-fixed10":  "--drain fixed --drain-delay 10s",
+	}
+	for _, s := range ss {
+		if got := strings.Join(s.DrainitArgs(time.Second), " "); got != wantArgs[s.Key] {
+			t.Errorf("%s: drainit %s, want %s", s.Key, got, wantArgs[s.Key])
+		}
+	}
+	for _, p := range []time.Duration{200 * time.Millisecond, time.Second, 3 * time.Second} {
+		c := ss[0].Claim(p)
+		if c.Expect != ExpectNoLoss || c.MaxStop != p+1500*time.Millisecond {
+			t.Errorf("adaptive at %s: claim %+v, want no loss and stop <= %s", p, c, p+1500*time.Millisecond)
+		}
+		if c := ss[1].Claim(p); c.MaxStop != 0 {
+			t.Errorf("fixed at %s: claim %+v, want no stop bound", p, c)
+		}
 	}
 }
 
@@ -43,6 +99,10 @@ func TestExpect(t *testing.T) {
 		{"drainit-prestop", 3 * time.Second, ExpectNoLoss},
 		{"drainit-default", 3 * time.Second, ExpectNoLoss},
 		{"drainit-default", 8 * time.Second, NoExpectation},
+		{"drainit-adaptive", 3 * time.Second, ExpectNoLoss},
+		{"drainit-fixed5", 3 * time.Second, ExpectNoLoss},
+		{"drainit-fixed5", 6 * time.Second, NoExpectation},
+		{"drainit-fixed10", 6 * time.Second, ExpectNoLoss},
 	}
 	for _, tt := range tests {
 		s, ok := byKey[tt.key]
@@ -60,8 +120,8 @@ func TestLookup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 6 {
-		t.Fatalf("%d default scenarios, want the issue's 6", len(got))
+	if len(got) != 9 {
+		t.Fatalf("%d default scenarios, want issue 5's 6 and issue 6's 3", len(got))
 	}
 	if _, err := Lookup([]string{"bare-naive", "nope"}); err == nil {
 		t.Fatal("Lookup accepted an unknown scenario")

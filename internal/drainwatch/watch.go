@@ -200,7 +200,9 @@ func run(ctx context.Context, cfg Config, e env, t0 time.Time) (Result, bool) {
 	if err != nil {
 		return unavailable(fmt.Errorf("taking the baseline (%s): %w", res.Method, err))
 	}
-	sch := schedule{start: t0, last: t0, quiet: cfg.Quiet, min: cfg.Min, max: cfg.Max}
+	// Quiet counts from the baseline, not from Start: a connection that came in between is in
+	// the baseline, unseen as new, and must still be followed by a whole quiet period.
+	sch := schedule{start: t0, last: e.now(), quiet: cfg.Quiet, min: cfg.Min, max: cfg.Max}
 	for {
 		gap := cfg.Interval
 		if g := time.Duration(float64(cost) / cpuBudget); g > gap {

@@ -3,7 +3,12 @@
 // lost. It builds nothing: give it the drainit and testapp binaries. It needs root.
 //
 //	rollout -drainit bin/drainit -testapp bin/testapp [-scenarios LIST] [-propagation LIST]
-//	        [-repeat N] [-parallel N] [-json]
+//	        [-repeat N] [-parallel N] [-json | -drain-table]
+//
+// -scenarios takes keys, "all", or "drains" (adaptive drain beside fixed 5 s and 10 s drains);
+// -drain-table prints, as Markdown, the pod stop duration at zero failures per scenario and delay
+// (what `make bench` reports) instead of the full table. With -report FILE it runs nothing and
+// prints the table (or -drain-table) of a report that -json or -json-out wrote.
 //
 // Exit status: 0 when every check holds, 1 when one does not or a run could not be done, 2 for
 // bad usage.
@@ -11,6 +16,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -38,13 +44,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var cfg rollout.Config
 	var keys, props string
 	var repeat int
-	var asJSON, quiet bool
-	var jsonOut string
+	var asJSON, drainTable, quiet bool
+	var jsonOut, reportIn string
 	fs.StringVar(&cfg.Drainit, "drainit", "", "path to the drainit binary (required)")
 	fs.StringVar(&cfg.Testapp, "testapp", "", "path to the testapp binary (required)")
 	fs.StringVar(&cfg.Tini, "tini", "", "path to tini (default: from PATH)")
 	fs.StringVar(&cfg.DumbInit, "dumb-init", "", "path to dumb-init (default: from PATH)")
-	fs.StringVar(&keys, "scenarios", strings.Join(rollout.DefaultKeys(), ","), "comma-separated scenarios, or \"all\": "+strings.Join(allKeys(), ", "))
+	fs.StringVar(&keys, "scenarios", strings.Join(rollout.DefaultKeys(), ","), "comma-separated scenarios, \"all\", or \"drains\" ("+strings.Join(rollout.DrainKeys(), ",")+"): "+strings.Join(allKeys(), ", "))
 	fs.StringVar(&props, "propagation", "0.2s,1s,3s", "comma-separated endpoint propagation delays")
 	fs.IntVar(&repeat, "repeat", 1, "stops per scenario and propagation delay")
 	fs.IntVar(&cfg.Parallel, "parallel", 6, "runs at once")
@@ -58,8 +64,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.Tail, "tail", def.Tail, "load after the pod is gone and the propagation delay over")
 	fs.DurationVar(&cfg.RequestTimeout, "timeout", def.RequestTimeout, "request timeout")
 	fs.DurationVar(&cfg.CutAfter, "cut-after", 0, "a request a pod closes unanswered after having it this long was cut in flight; sooner, dropped on arrival (default: a fifth of -delay)")
-	fs.BoolVar(&asJSON, "json", false, "write the JSON report (rows, checks and every run) instead of the table")
+	fs.BoolVar(&asJSON, "json", false, "write the JSON report (rows, checks, drains and every run) instead of the table")
+	fs.BoolVar(&drainTable, "drain-table", false, "write the stop duration at zero failures per scenario and delay (Markdown) and the checks, instead of the table")
 	fs.StringVar(&jsonOut, "json-out", "", "also write the JSON report to this file")
+	fs.StringVar(&reportIn, "report", "", "run nothing: print the table (or -drain-table) of this JSON report, written by -json or -json-out")
 	fs.BoolVar(&quiet, "q", false, "no progress lines on stderr")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -68,8 +76,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rollout: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
-	if keys == "all" {
+	if asJSON && drainTable {
+		fmt.Fprintln(stderr, "rollout: -json and -drain-table: choose one")
+		return 2
+	}
+	if reportIn != "" {
+		return printReport(reportIn, drainTable, stdout, stderr)
+	}
+	switch keys {
+	case "all":
 		keys = strings.Join(allKeys(), ",")
+	case "drains":
+		keys = strings.Join(rollout.DrainKeys(), ",")
 	}
 	scenarios, err := rollout.Lookup(strings.Split(keys, ","))
 	if err != nil {
@@ -107,12 +125,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	start := time.Now()
 	results, runErr := r.RunAll(ctx, usable, delays, repeat)
-	rows := rollout.Summarize(results, rollout.ExpectFor(usable))
+	claims := rollout.ClaimsFor(usable)
+	rows := rollout.Summarize(results, claims)
 	checks := rollout.Checks(rows)
-	report := rollout.Report{Rows: rows, Checks: checks, Results: results}
-	if asJSON {
+	report := rollout.Report{Rows: rows, Checks: checks, Drains: rollout.DrainStats(results, claims), Results: results}
+	switch {
+	case asJSON:
 		err = rollout.WriteJSON(stdout, report)
-	} else {
+	case drainTable:
+		err = rollout.WriteDrainTable(stdout, report.Drains)
+		if err == nil {
+			_, err = fmt.Fprintln(stdout) // Markdown: the checks are a paragraph of their own
+		}
+		if err == nil {
+			err = rollout.WriteChecks(stdout, checks)
+		}
+	default:
 		err = rollout.WriteTable(stdout, rows, checks)
 	}
 	if err == nil && jsonOut != "" {
@@ -139,6 +167,42 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		status = 130
 	}
 	return status
+}
+
+// printReport prints the table, or the drain table, of a saved JSON report. The exit status says
+// whether its checks held, as after a run.
+func printReport(path string, drainTable bool, stdout, stderr io.Writer) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		fmt.Fprintf(stderr, "rollout: -report: %v\n", err)
+		return 1
+	}
+	var report rollout.Report
+	if err := json.Unmarshal(b, &report); err != nil {
+		fmt.Fprintf(stderr, "rollout: -report %s: %v\n", path, err)
+		return 1
+	}
+	if drainTable {
+		err = rollout.WriteDrainTable(stdout, report.Drains)
+		if err == nil {
+			_, err = fmt.Fprintln(stdout)
+		}
+		if err == nil {
+			err = rollout.WriteChecks(stdout, report.Checks)
+		}
+	} else {
+		err = rollout.WriteTable(stdout, report.Rows, report.Checks)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "rollout: writing the report: %v\n", err)
+		return 1
+	}
+	for _, c := range report.Checks {
+		if !c.OK {
+			return 1
+		}
+	}
+	return 0
 }
 
 func writeJSONFile(path string, report rollout.Report) error {

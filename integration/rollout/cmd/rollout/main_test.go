@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/drainit/drainit/integration/rollout"
 )
 
 func TestParseDurations(t *testing.T) {
@@ -40,6 +43,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-drainit", "d", "-testapp", "t", "-repeat", "0"}, "at least 1"},
 		{[]string{"-testapp", "t"}, "-drainit and -testapp are required"},
 		{[]string{"-drainit", "d", "-testapp", "t", "extra"}, `unexpected argument "extra"`},
+		{[]string{"-drainit", "d", "-testapp", "t", "-json", "-drain-table"}, "choose one"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := run(context.Background(), tt.args, &stdout, &stderr); code != 2 {
@@ -50,6 +54,35 @@ func TestUsageErrors(t *testing.T) {
 		}
 		if stdout.Len() != 0 {
 			t.Errorf("%q: wrote %q to stdout", tt.args, stdout.String())
+		}
+	}
+}
+
+// -report prints a saved report without running anything (no root, no binaries), and its exit
+// status is the checks' verdict.
+func TestReport(t *testing.T) {
+	report := rollout.Report{
+		Rows:   []rollout.Row{{Scenario: "drainit-adaptive", Name: "adaptive", Propagation: 1, Runs: 1, Requests: 10, StopMin: 2.6, StopMax: 2.6, Expect: "none", MaxStop: 2.5, OverStop: 1}},
+		Checks: []rollout.Check{{What: "adaptive drain stops within propagation + quiet + 0.5s", OK: false}},
+		Drains: []rollout.DrainStat{{Scenario: "drainit-adaptive", Name: "adaptive", Propagation: 1, Runs: 1, ZeroFailures: true, StopMin: 2.6, StopMedian: 2.6, StopMax: 2.6, MaxStop: 2.5}},
+	}
+	path := filepath.Join(t.TempDir(), "report.json")
+	if err := writeJSONFile(path, report); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-report", path}, "none, stop<=2.5s FAIL"},
+		{[]string{"-report", path, "-drain-table"}, "| adaptive | 1s | 1 | 0 | 2.60s | 2.60-2.60s | <= 2.50s FAIL |"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), tt.args, &stdout, &stderr); code != 1 {
+			t.Errorf("%q: exit %d, want 1 (a check failed); stderr %q", tt.args, code, stderr.String())
+		}
+		if !strings.Contains(stdout.String(), tt.want) || !strings.Contains(stdout.String(), "FAIL adaptive drain") {
+			t.Errorf("%q: output lacks %q or the check:\n%s", tt.args, tt.want, stdout.String())
 		}
 	}
 }

@@ -1,0 +1,68 @@
+package rollout
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+)
+
+// DrainLog is what drainit logged about an adaptive drain of the stopped pod: how it ended and
+// how many new connections to the app it saw. Beside the Balancer's count of the connections it
+// sent the pod (Result.RoutedAfter), it shows whether the watch missed any.
+type DrainLog struct {
+	// Reason is drainit's: "quiet" (no new connection for the quiet period), "max", or
+	// "fallback" when it could not watch and waited the fixed delay instead.
+	Reason   string  `json:"reason"`
+	NewConns int     `json:"new_connections"`
+	Method   string  `json:"method,omitempty"` // passive-opens, sock-diag or proc-net-tcp
+	Drained  Seconds `json:"drained_seconds"`  // from the start of the drain wait to its end
+	// Routed is how many connections the Balancer sent the pod during the drain (the harness's
+	// count, to hold NewConns against: fewer seen than routed means the watch missed some; one
+	// either way is the two clocks' few milliseconds at the drain's start).
+	Routed int `json:"routed_during_drain"`
+	// ClientClosedFirst counts those of them the client closed first (Route.ClientClosedFirst):
+	// they left no TIME_WAIT behind, so a snapshot of the table saw them only while they were
+	// open.
+	ClientClosedFirst int `json:"client_closed_first"`
+	// QuietAfterLast is how long after the last connection sent to the pod the drain ended. The
+	// quiet period or more: the watch saw the last connections (or ones close enough behind
+	// them). Less: it missed the last ones, and the drain ended early.
+	QuietAfterLast Seconds `json:"quiet_after_last_seconds"`
+}
+
+// The messages of drainit's log (supervisor/machine.go) that end an adaptive drain.
+const (
+	msgAdaptiveOver = "adaptive drain over"
+	msgFallback     = "cannot watch the app's connections: falling back to the fixed drain delay"
+)
+
+// parseDrainLog finds the end of the adaptive drain in drainit's JSON log lines; nil when there
+// is none (a fixed drain, another init, or a log it cannot read).
+func parseDrainLog(out []byte) *DrainLog {
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if !bytes.HasPrefix(bytes.TrimSpace(line), []byte("{")) {
+			continue // the app's own output
+		}
+		var e struct {
+			Message  string `json:"message"`
+			Reason   string `json:"reason"`
+			NewConns int    `json:"new_connections"`
+			Method   string `json:"method"`
+			Drained  int64  `json:"drained"` // milliseconds (cmd/drainit's zerolog settings)
+		}
+		if json.Unmarshal(line, &e) != nil {
+			continue
+		}
+		switch e.Message {
+		case msgAdaptiveOver:
+			return &DrainLog{Reason: e.Reason, NewConns: e.NewConns, Method: e.Method,
+				Drained: Seconds(float64(e.Drained) / 1000)}
+		case msgFallback:
+			return &DrainLog{Reason: "fallback"}
+		}
+	}
+	return nil
+}
