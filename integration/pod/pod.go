@@ -47,7 +47,8 @@ func Available() error {
 }
 
 // Start runs argv as PID 1 of a new PID namespace (with its own /proc) and returns once argv has
-// been exec'd there, so that PID is the command's. When the thread that started it dies, the
+// been exec'd there, so that PID is the command's (or once PID 1 has exited, for a command that
+// is over before its exec could be seen: Wait has its status). When the thread that started it dies, the
 // namespace is killed with it (PR_SET_PDEATHSIG).
 func Start(argv []string, o Options) (*Pod, error) {
 	if len(argv) == 0 {
@@ -95,7 +96,9 @@ func Start(argv []string, o Options) (*Pod, error) {
 		}
 		select {
 		case <-p.exited:
-			return nil, fmt.Errorf("pod: %s exited before it started: %v", argv[0], p.state)
+			// Gone before the exec was seen: a command that ran and exited at once, or unshare
+			// failing. Either way Wait reports the status (unshare's own errors go to Stderr).
+			return p, nil
 		case <-time.After(200 * time.Microsecond):
 		}
 		if time.Now().After(deadline) {
