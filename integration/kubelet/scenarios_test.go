@@ -439,3 +439,50 @@ func TestWrongTokenLeavesAppServing(t *testing.T) {
 		t.Error("the token appears in the log")
 	}
 }
+
+// TestReadinessFollowsProbeAndOnlineHooks: /readyz is 503 until the ready probe passes and the
+// online hooks have run, 200 then, and 503 again from the first trigger on, while /healthz stays
+// 200 as long as the app runs.
+func TestReadinessFollowsProbeAndOnlineHooks(t *testing.T) {
+	ctl, app := freeAddr(t), freeAddr(t)
+	marker := filepath.Join(t.TempDir(), "registered")
+	c := startDrainit(t, nil, "--http-addr", ctl, "--ready-probe", "tcp://"+app, "--drain-delay", "2s",
+		"--online-exec", fmt.Sprintf(`["/bin/sh","-c","sleep 0.3; echo yes > %s"]`, marker),
+		"--", "/bin/sh", "-c", "sleep 0.5; exec "+bins.TestApp+" serve -addr "+app+" -graceful")
+	get := func(path string) int {
+		resp, err := http.Get("http://" + ctl + path)
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	waitFor := func(path string, code int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for get(path) != code {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s never answered %d (last %d)", path, code, get(path))
+			}
+			time.Sleep(10 * time.Millisecond) // polling an HTTP endpoint, bounded by the deadline
+		}
+	}
+	waitFor("/healthz", 200)
+	if code := get("/readyz"); code != 503 {
+		t.Fatalf("/readyz = %d before the app listens, want 503", code)
+	}
+	waitFor("/readyz", 200)
+	if b, err := os.ReadFile(marker); err != nil || strings.TrimSpace(string(b)) != "yes" {
+		t.Fatalf("/readyz turned 200 before the online hook had run: %v", err)
+	}
+	if err := c.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("/readyz", 503)
+	if code := get("/healthz"); code != 200 {
+		t.Errorf("/healthz = %d during the drain, want 200 (the app still runs)", code)
+	}
+	if s := c.status(t); s != 0 {
+		t.Errorf("exit status %d", s)
+	}
+}
