@@ -70,7 +70,7 @@ func parseHTTP(spec string) (*httpHook, error) {
 	if h.method == "" {
 		h.method = "GET"
 	}
-	if !isToken(h.method) {
+	if !http1.IsToken(h.method) {
 		return nil, fmt.Errorf("%q: bad method %q", spec, js.Method)
 	}
 	u, err := parseHTTPURL(js.URL)
@@ -79,7 +79,7 @@ func parseHTTP(spec string) (*httpHook, error) {
 	}
 	h.url = u
 	for k, v := range js.Headers {
-		if !isToken(k) {
+		if !http1.IsToken(k) {
 			return nil, fmt.Errorf("%q: bad header name %q", spec, k)
 		}
 		if strings.ContainsFunc(v, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
@@ -107,19 +107,6 @@ func redact(s string) string {
 		return u.Redacted()
 	}
 	return s
-}
-
-// isToken reports whether s is a non-empty RFC 9110 token, what methods and header names are.
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range []byte(s) {
-		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // httpHook makes one request.

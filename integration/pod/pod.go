@@ -15,6 +15,10 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/drainit/drainit/signals"
 )
 
 // Pod is one running PID namespace.
@@ -126,10 +130,7 @@ func (p *Pod) Wait(d time.Duration) (status int, ok bool) {
 		return 0, false
 	}
 	ws, _ := p.state.Sys().(syscall.WaitStatus)
-	if ws.Signaled() {
-		return 128 + int(ws.Signal()), true
-	}
-	return ws.ExitStatus(), true
+	return signals.ExitCode(unix.WaitStatus(ws)), true
 }
 
 // Processes lists the pids (host view) of every process in the pod's PID namespace, PID 1

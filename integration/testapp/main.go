@@ -43,6 +43,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/drainit/drainit/signals"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -143,32 +145,17 @@ func die(name string) error {
 	return errors.New("signal did not kill")
 }
 
+// signalByName reads a signal as drainit does ("TERM", "SIGTERM", "15"); 0 if unknown.
 func signalByName(name string) syscall.Signal {
-	for s := syscall.Signal(1); s < 32; s++ {
-		if n := signame(s); n == name || n == "SIG"+name {
-			return s
-		}
+	sig, err := signals.Parse(name)
+	if err != nil {
+		return 0
 	}
-	return 0
+	return sig
 }
 
 // signame is the SIGNAME of s, as drainit's logs write it.
-func signame(s syscall.Signal) string {
-	names := map[syscall.Signal]string{
-		syscall.SIGHUP: "SIGHUP", syscall.SIGINT: "SIGINT", syscall.SIGQUIT: "SIGQUIT",
-		syscall.SIGILL: "SIGILL", syscall.SIGTRAP: "SIGTRAP", syscall.SIGABRT: "SIGABRT",
-		syscall.SIGBUS: "SIGBUS", syscall.SIGFPE: "SIGFPE", syscall.SIGKILL: "SIGKILL",
-		syscall.SIGUSR1: "SIGUSR1", syscall.SIGSEGV: "SIGSEGV", syscall.SIGUSR2: "SIGUSR2",
-		syscall.SIGPIPE: "SIGPIPE", syscall.SIGALRM: "SIGALRM", syscall.SIGTERM: "SIGTERM",
-		syscall.SIGCHLD: "SIGCHLD", syscall.SIGCONT: "SIGCONT", syscall.SIGTSTP: "SIGTSTP",
-		syscall.SIGTTIN: "SIGTTIN", syscall.SIGTTOU: "SIGTTOU", syscall.SIGURG: "SIGURG",
-		syscall.SIGWINCH: "SIGWINCH", syscall.SIGIO: "SIGIO", syscall.SIGSYS: "SIGSYS",
-	}
-	if n, ok := names[s]; ok {
-		return n
-	}
-	return "SIG" + strconv.Itoa(int(s))
-}
+func signame(s syscall.Signal) string { return signals.Name(s) }
 
 // recorded are the signals the signals mode reports. TSTP, TTIN and TTOU are left out: caught,
 // they would no longer stop the process, which the job-control tests rely on.

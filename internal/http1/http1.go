@@ -86,7 +86,7 @@ func head(r *bufio.Reader) (start string, h textproto.MIMEHeader, err error) {
 			return "", nil, fmt.Errorf("%w: folded header line", ErrMalformed)
 		}
 		name, value, ok := strings.Cut(line, ":")
-		if !ok || !isToken(name) {
+		if !ok || !IsToken(name) {
 			return "", nil, fmt.Errorf("%w: bad header line", ErrMalformed)
 		}
 		if strings.ContainsAny(value, "\x00\r\n") {
@@ -97,8 +97,8 @@ func head(r *bufio.Reader) (start string, h textproto.MIMEHeader, err error) {
 	}
 }
 
-// isToken reports whether s is an RFC 9110 token (method names, header names).
-func isToken(s string) bool {
+// IsToken reports whether s is an RFC 9110 token (method names, header names).
+func IsToken(s string) bool {
 	if s == "" {
 		return false
 	}
@@ -138,7 +138,7 @@ func parseRequest(r *bufio.Reader) (*Request, error) {
 	}
 	method, rest, ok1 := strings.Cut(start, " ")
 	target, proto, ok2 := strings.Cut(rest, " ")
-	if !ok1 || !ok2 || !isToken(method) || (proto != "HTTP/1.1" && proto != "HTTP/1.0") {
+	if !ok1 || !ok2 || !IsToken(method) || (proto != "HTTP/1.1" && proto != "HTTP/1.0") {
 		return nil, fmt.Errorf("%w: bad request line", ErrMalformed)
 	}
 	if !strings.HasPrefix(target, "/") {

@@ -198,7 +198,7 @@ func FuzzParseRequest(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if !isToken(r.Method) || !strings.HasPrefix(r.Path, "/") || r.body < 0 || strings.ContainsAny(r.Path, " \x00?") {
+		if !IsToken(r.Method) || !strings.HasPrefix(r.Path, "/") || r.body < 0 || strings.ContainsAny(r.Path, " \x00?") {
 			t.Fatalf("parsed %q into %+v", b, r)
 		}
 	})
