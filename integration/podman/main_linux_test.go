@@ -321,6 +321,12 @@ type event struct {
 	Signal  string   `json:"signal"`
 	Status  *int     `json:"status"`
 	Summary string   `json:"summary"`
+	// drainit's own clock, to the millisecond.
+	Time time.Time `json:"time"`
+	// The adaptive drain's result.
+	Reason         string `json:"reason"`
+	Method         string `json:"method"`
+	NewConnections *int   `json:"new_connections"`
 }
 
 // elapsed is the event's time since t0; the test fails if the event has none.

@@ -21,6 +21,9 @@
 //	                               HTTP server; each request takes D; -graceful finishes
 //	                               in-flight requests and closes idle connections on SIGTERM,
 //	                               -naive exits at once
+//	testapp get -n N -every D URL  make N requests to URL, each on a new connection, D apart;
+//	                               print "got <status> <RFC 3339 time>" after each; fail on the
+//	                               first error or non-200 status
 //	testapp _blocked SIG -- PROG [ARG...]
 //	                               exec PROG (searched in PATH) with SIG blocked in its signal
 //	                               mask, which PROG and its children inherit: a SIG sent to them
@@ -32,6 +35,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -80,6 +84,8 @@ func main() {
 		err = slowStop(args)
 	case "serve":
 		err = serve(args)
+	case "get":
+		err = get(args)
 	// Internal modes, started by the ones above.
 	case "_record":
 		err = record(arg(args, 0))
@@ -350,6 +356,38 @@ func serve(args []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	return srv.Shutdown(ctx)
+}
+
+// get is a client for serve, run inside a container (podman exec) where the host cannot reach
+// the app. Each request opens its own connection: the adaptive drain counts connections, and a
+// kept-alive one would count once.
+func get(args []string) error {
+	fs := flag.NewFlagSet("get", flag.ContinueOnError)
+	n := fs.Int("n", 1, "requests to make")
+	every := fs.Duration("every", 100*time.Millisecond, "time between requests")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return errors.New("usage: get -n N -every D URL")
+	}
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	for i := range *n {
+		if i > 0 {
+			time.Sleep(*every)
+		}
+		resp, err := client.Get(fs.Arg(0))
+		if err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("request %d: %s", i+1, resp.Status)
+		}
+		say("got %d %s", resp.StatusCode, time.Now().UTC().Format(time.RFC3339Nano))
+	}
+	return nil
 }
 
 // blockedExec execs PROG with SIG blocked. The signal mask is per thread and execve keeps the
