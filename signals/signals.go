@@ -117,22 +117,23 @@ func Forwardable(sig unix.Signal) bool {
 }
 
 // Catchable lists every signal drainit registers for (signal.Notify): CHLD first, then the
-// forwardable ones. It is Early followed by Late.
+// forwardable ones, Early followed by Late.
 func Catchable() []os.Signal {
-	return append(Early(), Late()...)
+	return append(append([]os.Signal{unix.SIGCHLD}, Early()...), Late()...)
 }
 
-// early are the signals that must be caught before the app starts: CHLD; those whose default
+// early are the forwardable signals that must be caught before the app starts: those whose default
 // effect in a Go program would end drainit (HUP, INT, QUIT, TERM, STKFLT) or stop it (TSTP,
 // TTIN, TTOU); CONT; and the ones people and orchestrators actually send (USR1, USR2, WINCH,
 // ALRM).
 var early = []unix.Signal{
-	unix.SIGCHLD, unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGSTKFLT,
+	unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGSTKFLT,
 	unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH, unix.SIGCONT, unix.SIGALRM,
 	unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU,
 }
 
-// Early lists the signals to register before the app starts (see Late for why there are two).
+// Early lists the forwardable signals to register before the app starts (see Late for why
+// there are two). SIGCHLD is not among them: it goes to a channel of its own (supervisor.New).
 func Early() []os.Signal {
 	out := make([]os.Signal, len(early))
 	for i, s := range early {

@@ -57,7 +57,7 @@ func TestForwardable(t *testing.T) {
 	if c[0] != unix.SIGCHLD {
 		t.Errorf("Catchable()[0] = %v, want SIGCHLD first", c[0])
 	}
-	// Early and Late split the forwardable signals (plus CHLD) with nothing lost or doubled.
+	// CHLD, Early and Late split the forwardable signals (plus CHLD) with nothing lost or doubled.
 	seen := map[os.Signal]int{}
 	for _, s := range c {
 		seen[s]++
@@ -70,6 +70,9 @@ func TestForwardable(t *testing.T) {
 		if seen[s] != want {
 			t.Errorf("%s registered %d times, want %d", Name(s), seen[s], want)
 		}
+	}
+	if slices.Contains(Early(), os.Signal(unix.SIGCHLD)) {
+		t.Error("SIGCHLD is in Early: it must have a channel of its own")
 	}
 	for _, s := range []unix.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGSTKFLT, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU} {
 		if !slices.Contains(Early(), os.Signal(s)) {

@@ -52,7 +52,8 @@ type Supervisor struct {
 	cfg  *config.Config
 	opts Options
 	log  zerolog.Logger
-	sigs <-chan os.Signal
+	sigs <-chan os.Signal // every caught signal but SIGCHLD
+	chld <-chan os.Signal // SIGCHLD
 	reqs chan request
 	done chan struct{} // closed when the loop has returned
 
@@ -92,10 +93,12 @@ type request struct {
 
 // New prepares a run of cfg.Command. sigs must already be registered (signal.Notify) for
 // signals.Early(), before anything else happens, so that no such signal sent while drainit
-// starts is lost: it is delivered to the app once the app runs (signals.Late may follow).
-func New(cfg *config.Config, opts Options, log zerolog.Logger, sigs <-chan os.Signal) *Supervisor {
+// starts is lost: it is delivered to the app once the app runs (signals.Late may follow). chld
+// gets SIGCHLD and nothing else; one slot is enough, as each notification reaps every child
+// that has exited.
+func New(cfg *config.Config, opts Options, log zerolog.Logger, sigs, chld <-chan os.Signal) *Supervisor {
 	return &Supervisor{
-		cfg: cfg, opts: opts, log: log, sigs: sigs,
+		cfg: cfg, opts: opts, log: log, sigs: sigs, chld: chld,
 		reqs: make(chan request), done: make(chan struct{}), pid1: os.Getpid() == 1,
 	}
 }
@@ -231,13 +234,10 @@ func (s *Supervisor) loop(ctx context.Context, m *machine) int {
 		}
 		var acts []any
 		select {
+		case <-s.chld:
+			acts = s.reaped(m, waitFlags)
 		case sig := <-s.sigs:
-			us := sig.(unix.Signal)
-			if us == unix.SIGCHLD {
-				acts = s.reaped(m, waitFlags)
-			} else {
-				acts = m.signal(time.Now(), us)
-			}
+			acts = m.signal(time.Now(), sig.(unix.Signal))
 		case <-timer.C:
 			armed = time.Time{}
 			acts = m.tick(time.Now())

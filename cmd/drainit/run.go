@@ -23,12 +23,8 @@ import (
 // runCmd is the default subcommand: run the app under the supervisor.
 func runCmd(args []string) int {
 	// First of all, before even the flags are read: from here on every signal that matters
-	// waits in sigs and reaches the app once it runs. The buffer holds one of each signal, more than the
-	// runtime can have pending at once (it coalesces repeats of the same signal).
-	sigs := make(chan os.Signal, 2*signals.MaxSignal)
-	signal.Notify(sigs, signals.Early()...)
-	// The rarely sent rest while the app starts: see signals.Late for the cost this saves.
-	go signal.Notify(sigs, signals.Late()...)
+	// waits and reaches the app once it runs.
+	chld, sigs := notify()
 
 	cfg, err := config.Parse(args, environ(), os.Stdout)
 	if errors.Is(err, config.ErrHelp) {
@@ -47,11 +43,27 @@ func runCmd(args []string) int {
 	for _, w := range cfg.Warnings() {
 		log.Warn().Msg(w)
 	}
-	code, err := supervisor.New(cfg, opts, log, sigs).Run(context.Background())
+	code, err := supervisor.New(cfg, opts, log, sigs, chld).Run(context.Background())
 	if err != nil {
 		log.Error().Err(err).Int("status", code).Msg("app not started")
 	}
 	return code
+}
+
+// notify registers drainit's signals. SIGCHLD has a channel of its own, of one: a reap collects
+// every child that has exited by then, so one pending notification is all the supervisor needs,
+// and a storm of exiting orphans (measured: 3000 released at once filled a shared channel of
+// 128) can never crowd a SIGTERM out of the channel the other signals wait in, where os/signal
+// would drop it. That one holds two of each signal, more than the runtime can have pending at
+// once (it coalesces repeats of the same signal).
+func notify() (chld, sigs chan os.Signal) {
+	chld = make(chan os.Signal, 1)
+	signal.Notify(chld, unix.SIGCHLD)
+	sigs = make(chan os.Signal, 2*signals.MaxSignal)
+	signal.Notify(sigs, signals.Early()...)
+	// The rarely sent rest while the app starts: see signals.Late for the cost this saves.
+	go signal.Notify(sigs, signals.Late()...)
+	return chld, sigs
 }
 
 // buildOptions turns the hook and control-server options into the supervisor's Options. Like
