@@ -73,6 +73,9 @@ func New(b Backend, token string, maxWait time.Duration, log zerolog.Logger) *Se
 		ReadTimeout:    readTimeout,
 		HandlerTimeout: maxWait + readTimeout,
 		WriteTimeout:   readTimeout,
+		AcceptError: func(err error, retry time.Duration) {
+			log.Warn().Err(err).Dur("retry_in", retry).Msg("control server cannot accept a connection")
+		},
 	}
 	return s
 }

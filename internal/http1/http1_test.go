@@ -9,7 +9,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -202,4 +204,51 @@ func FuzzParseRequest(f *testing.F) {
 			t.Fatalf("parsed %q into %+v", b, r)
 		}
 	})
+}
+
+// failingListener fails its first n accepts with err, as accept4 does out of file descriptors.
+type failingListener struct {
+	net.Listener
+	n   int
+	err error
+}
+
+func (l *failingListener) Accept() (net.Conn, error) {
+	if l.n > 0 {
+		l.n--
+		return nil, l.err
+	}
+	return l.Listener.Accept()
+}
+
+// A failed accept (EMFILE under fd pressure) is no reason to stop serving: the port stays open
+// and the kernel keeps queueing connections, which would then hang unanswered.
+func TestServeRetriesFailedAccepts(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	heard := make(chan error, 10)
+	s := &Server{Handler: echo, ReadTimeout: time.Second, HandlerTimeout: time.Second, WriteTimeout: time.Second,
+		AcceptError: func(err error, _ time.Duration) { heard <- err }}
+	done := make(chan error, 1)
+	emfile := &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EMFILE)}
+	go func() { done <- s.Serve(&failingListener{Listener: ln, n: 3, err: emfile}) }()
+	if got := raw(t, ln.Addr().String(), "GET /y HTTP/1.1\r\n\r\n"); got != "HTTP/1.1 200 OK" {
+		t.Fatalf("after failed accepts the server answered %q", got)
+	}
+	if n := len(heard); n != 3 {
+		t.Errorf("AcceptError heard %d errors, want the 3 EMFILE", n)
+	} else if err := <-heard; !errors.Is(err, syscall.EMFILE) {
+		t.Errorf("AcceptError heard %v, want EMFILE", err)
+	}
+	s.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrServerClosed) {
+			t.Errorf("Serve returned %v after Close, want ErrServerClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve did not return after Close")
+	}
 }

@@ -37,6 +37,9 @@ type Server struct {
 	WriteTimeout time.Duration
 	// MaxConns bounds connections served at once; more are closed at once (0: 64).
 	MaxConns int
+	// AcceptError, when set, hears of each failed accept (out of file descriptors, say); Serve
+	// retries after retry.
+	AcceptError func(err error, retry time.Duration)
 
 	mu     sync.Mutex
 	ln     net.Listener
@@ -65,6 +68,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		limit = 64
 	}
 	slots := make(chan struct{}, limit)
+	var backoff time.Duration
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -74,12 +78,27 @@ func (s *Server) Serve(ln net.Listener) error {
 			if closed {
 				return ErrServerClosed
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
+			if errors.Is(err, net.ErrClosed) {
+				return err
 			}
-			return err
+			// EMFILE, ENFILE, ENOBUFS, ECONNABORTED...: the listener is still open and the kernel
+			// goes on queueing connections, so giving up would leave every later client (the
+			// kubelet's preStop among them) connected and unanswered. Retry, backing off as
+			// net/http does.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			if s.AcceptError != nil {
+				s.AcceptError(err, backoff)
+			}
+			t := time.NewTimer(backoff)
+			select {
+			case <-t.C:
+			case <-s.ctx.Done():
+				t.Stop()
+				return ErrServerClosed
+			}
+			continue
 		}
+		backoff = 0
 		select {
 		case slots <- struct{}{}:
 		default:
