@@ -66,7 +66,7 @@ type (
 	actCancelHooks struct{ stage Stage }
 	actExit        struct{ code int }
 	// actWatchDrain: start the adaptive drain's watcher, which reports through drainWatched.
-	actWatchDrain struct{ max time.Duration }
+	actWatchDrain struct{ min, max time.Duration }
 	// actDrained: the drain is over (or can no longer happen); /prestop callers get their answer.
 	actDrained struct{}
 )
@@ -81,6 +81,7 @@ type Timing struct {
 	Grace       time.Duration
 	DrainDelay  time.Duration
 	Adaptive    bool // the drain ends when traffic stops (drainWatched), at DrainMax at most
+	DrainMin    time.Duration
 	DrainMax    time.Duration
 	KillMargin  time.Duration
 	CleanupWait time.Duration
@@ -130,7 +131,7 @@ func newMachine(c *config.Config, hasOffline, hasPostStop bool, start time.Time,
 	m := &machine{
 		timing: Timing{
 			Grace: c.GracePeriod, DrainDelay: c.DrainDelay, KillMargin: c.KillMargin, CleanupWait: c.CleanupWait,
-			Adaptive: c.Adaptive, DrainMax: c.DrainMax,
+			Adaptive: c.Adaptive, DrainMin: c.DrainMin, DrainMax: c.DrainMax,
 		},
 		triggers:   map[unix.Signal]bool{},
 		stopSignal: c.StopSignal,
@@ -286,7 +287,9 @@ func (m *machine) enterDraining(now time.Time) []any {
 	m.wake = m.capped(end.Add(time.Second))
 	m.event(now, zerolog.InfoLevel, "drain (adaptive)").Dur("drain_max", end.Sub(now)).
 		Msg("draining until no new connections arrive: the app keeps serving")
-	return []any{actWatchDrain{end.Sub(now)}}
+	// The kill point comes before --drain-min too when the grace period is that short: the
+	// minimum gives way (a watcher told min > max would refuse to run at all).
+	return []any{actWatchDrain{min(m.timing.DrainMin, end.Sub(now)), end.Sub(now)}}
 }
 
 // fixedDrain waits d from the start of the drain (capped at the kill point).

@@ -368,7 +368,7 @@ func adaptive(c *config.Config) {
 
 func TestAdaptiveDrainEndsWhenQuiet(t *testing.T) {
 	m := newTestMachine(false, false, adaptive)
-	want(t, m.signal(at(0), unix.SIGTERM), actWatchDrain{15 * time.Second})
+	want(t, m.signal(at(0), unix.SIGTERM), actWatchDrain{0, 15 * time.Second})
 	wantPhase(t, m, PhaseDraining)
 	// The watcher saw traffic stop after 2.4 s: the stop signal goes out then, not at 5 s or 15 s.
 	want(t, m.drainWatched(at(2.4), drainwatch.Result{Reason: drainwatch.ReasonQuiet, NewConns: 7}),
@@ -394,12 +394,19 @@ func TestAdaptiveDrainFallsBackToFixed(t *testing.T) {
 func TestAdaptiveDrainBounds(t *testing.T) {
 	// The maximum never runs past the kill point: grace 10 s, margin 2 s, max 15 s -> 8 s.
 	m := newTestMachine(false, false, adaptive, func(c *config.Config) { c.GracePeriod = 10 * time.Second })
-	want(t, m.signal(at(0), unix.SIGTERM), actWatchDrain{8 * time.Second})
+	want(t, m.signal(at(0), unix.SIGTERM), actWatchDrain{0, 8 * time.Second})
 	if !m.wake.Equal(at(8)) {
 		t.Fatalf("backstop at %v, want the kill point", m.wake.Sub(epoch))
 	}
 	// A watcher that never answers: the backstop ends the drain.
 	want(t, m.tick(at(8)), actSignal{toApp, unix.SIGTERM})
+
+	// --drain-min gives way to the kill point too: the watcher runs to it, rather than refusing
+	// a minimum above its maximum (which would mean the fixed delay instead).
+	m = newTestMachine(false, false, adaptive, func(c *config.Config) { c.GracePeriod, c.DrainMin = 10*time.Second, 12*time.Second })
+	want(t, m.signal(at(0), unix.SIGTERM), actWatchDrain{8 * time.Second, 8 * time.Second})
+	m = newTestMachine(false, false, adaptive, func(c *config.Config) { c.DrainMin = 3 * time.Second })
+	want(t, m.signal(at(0), unix.SIGTERM), actWatchDrain{3 * time.Second, 15 * time.Second})
 
 	// The second Ctrl-C still skips the drain; the watcher's late answer changes nothing.
 	m = newTestMachine(false, false, adaptive)
