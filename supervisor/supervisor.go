@@ -288,7 +288,7 @@ func (s *Supervisor) loop(ctx context.Context, m *machine) int {
 				wctx, stop := context.WithCancel(ctx)
 				stopWatch = stop
 				drainRes = drainwatch.Start(wctx, drainwatch.Config{
-					AppPID: s.appPid, Ports: s.cfg.DrainPorts, Quiet: s.cfg.DrainQuiet, Min: a.min,
+					AppPID: s.appPid, Adopter: os.Getpid(), Ports: s.cfg.DrainPorts, Quiet: s.cfg.DrainQuiet, Min: a.min,
 					Max: a.max, SelfAccepted: s.accepted,
 				})
 			case actDrained:

@@ -361,3 +361,25 @@ func loopbackUp() error {
 	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
 	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
 }
+
+// A listener the app's tree no longer holds, because the process that has it left the tree (a
+// daemon reparented to drainit), is still the app's when drainit adopted it: here the test
+// process stands for drainit and the listening helper, its own child, for the adopted daemon.
+func TestLiveAdoptedListener(t *testing.T) {
+	app, _ := child(t, "idle")
+	_, ports := child(t, "listen")
+	var p4, p6 int
+	if _, err := fmt.Sscanf(ports, "ports %d %d", &p4, &p6); err != nil {
+		t.Fatalf("helper said %q: %v", ports, err)
+	}
+	r, _ := waitResult(t, Start(context.Background(), Config{AppPID: app, Quiet: 300 * time.Millisecond}))
+	if r.Reason != ReasonUnavailable {
+		t.Fatalf("without the adopter: %+v, want unavailable (the app's own tree has no listener)", r)
+	}
+	ch := startLive(t, Config{AppPID: app, Adopter: os.Getpid(), Quiet: time.Second}, MethodSockDiag)
+	dial(t, fmt.Sprintf("127.0.0.1:%d", p4), true)
+	r, _ = waitResult(t, ch)
+	if r.Reason != ReasonQuiet || r.NewConns != 1 || !slices.Contains(r.Watched, Endpoint{netip.AddrFrom4([4]byte{127, 0, 0, 1}), uint16(p4)}) {
+		t.Fatalf("with the adopter: %+v, want quiet after the one connection to 127.0.0.1:%d", r, p4)
+	}
+}

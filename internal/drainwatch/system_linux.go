@@ -102,6 +102,13 @@ func openSystem(cfg Config, o systemOptions) (sampler, error) {
 		}
 	} else {
 		pids := processTree(o.proc, cfg.AppPID)
+		if cfg.Adopter > 0 {
+			for _, p := range processTree(o.proc, cfg.Adopter)[1:] {
+				if !slices.Contains(pids, p) {
+					pids = append(pids, p)
+				}
+			}
+		}
 		inodes, err := socketInodes(o.proc, pids)
 		if err != nil {
 			return nil, fmt.Errorf("finding the app's sockets: %w", err)

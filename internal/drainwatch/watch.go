@@ -41,6 +41,10 @@ type Config struct {
 	// AppPID is the root of the app's process tree: the listening sockets it and its descendants
 	// hold are watched (found by socket inode in /proc/PID/fd).
 	AppPID int
+	// Adopter, when not zero, is the subreaper the app runs under (drainit): the processes under
+	// its other children count as the app's too, for a process the app started and left (a
+	// daemon that double-forked) is reparented to it and may be the one serving.
+	Adopter int
 	// Ports, when not empty, are watched instead (--drain-ports): every listening socket of the
 	// network namespace that one of them matches.
 	Ports []Endpoint
