@@ -35,7 +35,9 @@ func Parent(root string, pid int) (int, bool) {
 }
 
 // Descendants lists every process below pid in the process tree, breadth first, from every
-// process's parent. Processes fork and exit meanwhile: the answer is a snapshot.
+// process's parent. Processes fork and exit meanwhile: the answer is a snapshot, and as the
+// parents are read one after the other a reused pid can make it show a cycle, which is walked
+// once.
 func Descendants(root string, pid int) []int {
 	entries, err := os.ReadDir(root)
 	if err != nil {
@@ -52,12 +54,18 @@ func Descendants(root string, pid int) []int {
 		}
 	}
 	var out []int
+	seen := map[int]bool{pid: true}
 	queue := []int{pid}
 	for len(queue) > 0 {
 		p := queue[0]
 		queue = queue[1:]
-		out = append(out, children[p]...)
-		queue = append(queue, children[p]...)
+		for _, c := range children[p] {
+			if !seen[c] {
+				seen[c] = true
+				out = append(out, c)
+				queue = append(queue, c)
+			}
+		}
 	}
 	return out
 }

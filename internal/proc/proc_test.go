@@ -1,10 +1,13 @@
 package proc
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 )
 
@@ -52,5 +55,29 @@ func TestPassiveOpens(t *testing.T) {
 	}
 	if _, err := PassiveOpens("testdata", 1); err == nil {
 		t.Error("no error for a missing file")
+	}
+}
+
+// Parents read one after the other can form a cycle when pids are reused during the scan: the
+// walk must still end, listing each process once.
+func TestDescendantsSurvivesACycle(t *testing.T) {
+	root := t.TempDir()
+	for pid, ppid := range map[int]int{10: 1, 11: 10, 12: 13, 13: 12, 14: 11, 15: 15} {
+		dir := filepath.Join(root, strconv.Itoa(pid))
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		stat := fmt.Sprintf("%d (a) S %d 0 0\n", pid, ppid)
+		if err := os.WriteFile(filepath.Join(dir, "stat"), []byte(stat), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 11 -> 14 and, through the reused pids, 11 <- 10 <- 1 with 12 <-> 13 off to the side.
+	for pid, want := range map[int][]int{1: {10, 11, 14}, 12: {13}, 15: nil} {
+		got := Descendants(root, pid)
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("Descendants(%d) = %v, want %v", pid, got, want)
+		}
 	}
 }
