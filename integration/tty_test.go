@@ -144,3 +144,47 @@ func TestTerminal(t *testing.T) {
 		t.Fatalf("drainit: %v, want exit 0\n%s", got, d.dump())
 	}
 }
+
+// TestTerminalInBackground runs drainit as a background job of a job-control shell on a
+// terminal (`drainit -- app &`): the terminal stays the shell's. Taking the foreground for the
+// app would leave the shell's next read failing, and the shell would exit.
+func TestTerminalInBackground(t *testing.T) {
+	master, slave := openPTY(t)
+	t.Cleanup(func() { master.Close() })
+
+	// sh -m: job control without an interactive shell, so the job gets a process group of its
+	// own and the shell keeps the terminal's foreground.
+	cmd := exec.Command("sh", "-mc", `"$0" --drain-delay 0 --log-format json -- "$1" signals & wait`, drainitBin, testappBin)
+	cmd.Dir = t.TempDir()
+	cmd.Env = cleanEnv()
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	err := cmd.Start()
+	slave.Close()
+	if err != nil {
+		t.Fatalf("starting the shell: %v", err)
+	}
+	tty := newLineLog("terminal", master)
+	sh := watch(t, subreaper, cmd, tty, tty)
+
+	has := func(sub string) func(string) bool { return func(s string) bool { return strings.Contains(s, sub) } }
+	started := tty.awaitLine(t, "drainit's \"app started\"", has(`"message":"app started"`))
+	if !strings.Contains(started, `"tty":false`) {
+		t.Errorf("drainit in the background took the terminal for the app: %s", started)
+	}
+	tty.awaitLine(t, "the app ready", has("ready app "))
+	if fg := foreground(t, master); fg != sh.pid {
+		t.Fatalf("foreground group %d with drainit in the background, want the shell's (%d)", fg, sh.pid)
+	}
+	drainit := childrenOf(sh.pid)
+	if len(drainit) != 1 {
+		t.Fatalf("the shell's children: %v, want drainit alone", drainit)
+	}
+	if err := syscall.Kill(drainit[0], syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	tty.awaitLine(t, "the app's SIGTERM", has("got app SIGTERM"))
+	if got := sh.wait(waitTimeout); got != (exitStatus{code: 0}) {
+		t.Fatalf("the shell: %v, want exit 0\n%s", got, sh.dump())
+	}
+}
