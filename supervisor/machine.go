@@ -63,6 +63,12 @@ type (
 		stage    Stage
 		deadline time.Time // zero: no deadline beyond each hook's own timeout
 	}
+	// actHooksDeadline: a stage's hooks, started without a deadline, now have one (a trigger came
+	// after the app had exited on its own).
+	actHooksDeadline struct {
+		stage    Stage
+		deadline time.Time
+	}
 	actCancelHooks struct{ stage Stage }
 	actExit        struct{ code int }
 	// actWatchDrain: start the adaptive drain's watcher, which reports through drainWatched.
@@ -162,9 +168,13 @@ func (m *machine) event(now time.Time, level zerolog.Level, what string) *zerolo
 
 // signal handles a signal drainit received.
 func (m *machine) signal(now time.Time, sig unix.Signal) []any {
-	if m.phase >= PhaseCleanup {
+	if m.appExited {
 		// The app is gone; forwarding still reaches what it left behind, which is being ended.
-		return m.forwardSig(sig)
+		acts := m.forwardSig(sig)
+		if m.triggers[sig] {
+			acts = append(acts, m.lateTrigger(now, sig)...)
+		}
+		return acts
 	}
 	if !m.triggers[sig] {
 		return m.forwardSig(sig)
@@ -209,7 +219,10 @@ func (m *machine) signal(now time.Time, sig unix.Signal) []any {
 // prestop handles a /prestop request: it starts the sequence (t0 = now) or joins the one under way.
 // The caller's answer is due at the next actDrained, or at once when drained is already true.
 func (m *machine) prestop(now time.Time) []any {
-	if !m.t0.IsZero() || m.phase >= PhaseCleanup {
+	if m.appExited {
+		return m.lateTrigger(now, 0)
+	}
+	if !m.t0.IsZero() {
 		if m.drained {
 			return []any{actDrained{}}
 		}
@@ -218,6 +231,36 @@ func (m *machine) prestop(now time.Time) []any {
 	m.t0, m.deadline = now, now.Add(m.timing.Grace)
 	m.event(now, zerolog.InfoLevel, "trigger /prestop").Time("deadline", m.deadline.UTC()).Msg("stop sequence started by /prestop")
 	return m.enterOffline(now)
+}
+
+// lateTrigger handles a trigger (a stop signal, or /prestop with sig 0) that comes after the app
+// exited on its own, while drainit ends what the app left behind or runs the post-stop hooks.
+// There is nothing to drain, but the runtime's grace period has begun: what still runs must end
+// by the kill point, as it would have had the trigger come first.
+func (m *machine) lateTrigger(now time.Time, sig unix.Signal) []any {
+	acts := m.markDrained()
+	if !m.t0.IsZero() {
+		return acts
+	}
+	m.t0, m.deadline, m.trigger = now, now.Add(m.timing.Grace), sig
+	what := "/prestop"
+	if sig != 0 {
+		what = signals.Name(sig)
+	}
+	m.event(now, zerolog.InfoLevel, "trigger "+what+" (app already exited)").Str("trigger", what).
+		Time("deadline", m.deadline.UTC()).Msg("stop requested after the app exited: finishing by the deadline")
+	switch m.phase {
+	case PhaseCleanup:
+		if kill := m.deadline.Add(-m.timing.KillMargin); m.wake.After(kill) {
+			m.wake = kill
+		}
+	case PhasePostStop:
+		if m.hooksRunning[StagePostStop] {
+			acts = append(acts, actHooksDeadline{StagePostStop, m.deadline})
+		}
+	}
+	// PhaseKilling waits for the reaper until the deadline at most already.
+	return acts
 }
 
 // markDrained ends the drain for the /prestop callers, once.

@@ -415,3 +415,54 @@ func TestAdaptiveDrainBounds(t *testing.T) {
 	want(t, m.drainWatched(at(2), drainwatch.Result{Reason: drainwatch.ReasonQuiet}))
 	wantPhase(t, m, PhaseStopping)
 }
+
+// A stop signal after the app exited on its own, while the post-stop hooks run: there is nothing
+// left to drain, but the runtime's grace period has begun, so the hooks must now end by the
+// deadline (they started with none) and drainit exit before the runtime's SIGKILL.
+func TestTriggerAfterTheAppExitedBoundsPostStopHooks(t *testing.T) {
+	m := newTestMachine(false, true)
+	m.noChildren(at(1))
+	want(t, m.appExit(at(1), exited(3)), actRunHooks{StagePostStop, time.Time{}})
+	want(t, m.signal(at(2), unix.SIGTERM), actSignal{toApp, unix.SIGTERM}, actHooksDeadline{StagePostStop, at(32)})
+	wantPhase(t, m, PhasePostStop)
+	// Repeated, it changes nothing; the hooks' end still ends the run with the app's status.
+	want(t, m.signal(at(3), unix.SIGTERM), actSignal{toApp, unix.SIGTERM})
+	want(t, m.hooksDone(at(31), StagePostStop, "1 cancelled"), actExit{3})
+	if s := m.final; !strings.Contains(s, "(app already exited)") {
+		t.Errorf("summary %q does not say the trigger came after the app's exit", s)
+	}
+}
+
+// The same while drainit ends what the app left behind: the cleanup wait gives way to the kill
+// point, and no drain or offline hook starts for an app that is gone.
+func TestTriggerAfterTheAppExitedBoundsCleanup(t *testing.T) {
+	m := newTestMachine(true, false, func(c *config.Config) { c.CleanupWait, c.GracePeriod = 20*time.Second, 10*time.Second })
+	want(t, m.appExit(at(1), exited(0)), actSignal{toEverything, unix.SIGTERM})
+	if !m.wake.Equal(at(21)) {
+		t.Fatalf("cleanup ends at %v, want the cleanup wait, 21s", m.wake.Sub(epoch))
+	}
+	want(t, m.signal(at(2), unix.SIGTERM), actSignal{toApp, unix.SIGTERM})
+	wantPhase(t, m, PhaseCleanup)
+	if !m.wake.Equal(at(10)) {
+		t.Fatalf("cleanup ends at %v, want the kill point 10s (2s + grace 10s - margin 2s)", m.wake.Sub(epoch))
+	}
+	// SIGKILL to the leftovers at the kill point; a trigger while their end is awaited starts
+	// nothing either (killing sorts before cleanup among the phases).
+	want(t, m.tick(at(10)), actSignal{toEverything, unix.SIGKILL})
+	wantPhase(t, m, PhaseKilling)
+	want(t, m.signal(at(10.5), unix.SIGINT), actSignal{toApp, unix.SIGINT})
+	wantPhase(t, m, PhaseKilling)
+	want(t, m.noChildren(at(10.6)), actExit{0})
+}
+
+// /prestop after the app exited on its own is answered at once: there is nothing to drain.
+func TestPrestopAfterTheAppExited(t *testing.T) {
+	m := newTestMachine(false, true)
+	m.noChildren(at(1))
+	m.appExit(at(1), exited(0))
+	acts := m.prestop(at(2))
+	if !drainedIn(acts) {
+		t.Fatalf("/prestop after the app's exit was not answered at once: %#v", acts)
+	}
+	want(t, acts, actHooksDeadline{StagePostStop, at(32)})
+}

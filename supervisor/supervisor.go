@@ -282,6 +282,10 @@ func (s *Supervisor) loop(ctx context.Context, m *machine) int {
 					o := hooks.RunAll(hctx, s.log.With().Str("phase", st.String()).Logger(), s.opts.HookTimeout, hs)
 					hookDone <- stageDone{st, o}
 				}(a.stage, stageHooks[a.stage])
+			case actHooksDeadline:
+				// As for actRunHooks with a deadline: the context ends hooks.Overrun before it.
+				t := time.AfterFunc(time.Until(a.deadline.Add(-hooks.Overrun)), cancel[a.stage])
+				defer t.Stop()
 			case actCancelHooks:
 				cancel[a.stage]()
 			case actWatchDrain:

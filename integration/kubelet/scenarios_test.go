@@ -486,3 +486,23 @@ func TestReadinessFollowsProbeAndOnlineHooks(t *testing.T) {
 		t.Errorf("exit status %d", s)
 	}
 }
+
+// The app exits on its own and a slow post-stop hook runs; the pod is deleted meanwhile. Nothing
+// is left to drain, but the kubelet's grace period runs from its SIGTERM: drainit cuts the hook
+// short and exits with the app's status before the kubelet has to SIGKILL it.
+func TestPodDeletedDuringPostStopHooks(t *testing.T) {
+	c := startDrainit(t, nil, "--grace-period", "4s", "--drain-delay", "1s", "--kill-margin", "1s", "--hook-timeout", "30s",
+		"--post-stop-exec", bins.TestApp+" sleep 30s", "--", bins.TestApp, "exit", "3")
+	c.out.wait(t, "running post-stop hooks", 10*time.Second)
+	r := Pod{Grace: 4 * time.Second}.Stop(c.kube())
+	if r.Killed {
+		t.Fatal("the kubelet had to SIGKILL: the post-stop hook ran on past the grace period")
+	}
+	if d := r.ExitedAt.Sub(r.SignalAt); d > 4*time.Second {
+		t.Errorf("drainit exited %v after the kubelet's SIGTERM, after the 4s grace period", d)
+	}
+	if s := c.status(t); s != 3 {
+		t.Errorf("exit status %d, want the app's 3", s)
+	}
+	c.out.wait(t, "stop requested after the app exited", time.Second)
+}
