@@ -198,15 +198,22 @@ func TestAppIgnoresTermKilledBeforeKubelet(t *testing.T) {
 func TestAppSlowerThanGrace(t *testing.T) {
 	c := startDrainit(t, nil, "--grace-period", "3s", "--drain-delay", "500ms", "--kill-margin", "1s", "--", bins.TestApp, "slow-stop", "30s")
 	c.out.wait(t, "ready app", 10*time.Second)
-	r := Pod{Grace: 3 * time.Second}.Stop(c.kube())
+	stopInTime(t, c, 3*time.Second, 137)
+}
+
+// stopInTime deletes the pod and checks that drainit exited within the grace period, before the
+// kubelet's SIGKILL, with status want.
+func stopInTime(t *testing.T, c *container, grace time.Duration, want int) {
+	t.Helper()
+	r := Pod{Grace: grace}.Stop(c.kube())
 	if r.Killed {
 		t.Fatal("the kubelet had to SIGKILL")
 	}
-	if d := r.ExitedAt.Sub(r.SignalAt); d > 3*time.Second {
-		t.Errorf("drainit exited %v after SIGTERM, after the 3s deadline", d)
+	if d := r.ExitedAt.Sub(r.SignalAt); d > grace {
+		t.Errorf("drainit exited %v after the kubelet's SIGTERM, after the %v grace period", d, grace)
 	}
-	if s := c.status(t); s != 137 {
-		t.Errorf("exit status %d, want 137", s)
+	if s := c.status(t); s != want {
+		t.Errorf("exit status %d, want %d", s, want)
 	}
 }
 
@@ -494,15 +501,6 @@ func TestPodDeletedDuringPostStopHooks(t *testing.T) {
 	c := startDrainit(t, nil, "--grace-period", "4s", "--drain-delay", "1s", "--kill-margin", "1s", "--hook-timeout", "30s",
 		"--post-stop-exec", bins.TestApp+" sleep 30s", "--", bins.TestApp, "exit", "3")
 	c.out.wait(t, "running post-stop hooks", 10*time.Second)
-	r := Pod{Grace: 4 * time.Second}.Stop(c.kube())
-	if r.Killed {
-		t.Fatal("the kubelet had to SIGKILL: the post-stop hook ran on past the grace period")
-	}
-	if d := r.ExitedAt.Sub(r.SignalAt); d > 4*time.Second {
-		t.Errorf("drainit exited %v after the kubelet's SIGTERM, after the 4s grace period", d)
-	}
-	if s := c.status(t); s != 3 {
-		t.Errorf("exit status %d, want the app's 3", s)
-	}
+	stopInTime(t, c, 4*time.Second, 3) // the app's status
 	c.out.wait(t, "stop requested after the app exited", time.Second)
 }
