@@ -57,7 +57,7 @@ func TestForwardable(t *testing.T) {
 	if c[0] != unix.SIGCHLD {
 		t.Errorf("Catchable()[0] = %v, want SIGCHLD first", c[0])
 	}
-	// CHLD, Early and Late split the forwardable signals (plus CHLD) with nothing lost or doubled.
+	// Catchable (CHLD, then Early and Late) lists CHLD and every forwardable signal, each once.
 	seen := map[os.Signal]int{}
 	for _, s := range c {
 		seen[s]++

@@ -81,6 +81,10 @@ func (s *Server) Serve(ln net.Listener) error {
 			if errors.Is(err, net.ErrClosed) {
 				return err
 			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue // a deadline on the listener: no failure
+			}
 			// EMFILE, ENFILE, ENOBUFS, ECONNABORTED...: the listener is still open and the kernel
 			// goes on queueing connections, so giving up would leave every later client (the
 			// kubelet's preStop among them) connected and unanswered. Retry, backing off as
