@@ -75,36 +75,45 @@ func procState(pid int) byte {
 	return st
 }
 
+// startOnTerminal starts cmd in a session of its own with a new pseudo-terminal as its
+// controlling terminal and its stdin, stdout and stderr. It returns the terminal's master side
+// and what the terminal shows, line by line.
+func startOnTerminal(t *testing.T, cmd *exec.Cmd) (*os.File, *lineLog, *drainitRun) {
+	t.Helper()
+	master, slave := openPTY(t)
+	t.Cleanup(func() { master.Close() })
+	cmd.Dir = t.TempDir()
+	cmd.Env = cleanEnv()
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	err := cmd.Start()
+	slave.Close()
+	if err != nil {
+		t.Fatalf("starting %s: %v", cmd.Path, err)
+	}
+	tty := newLineLog("terminal", master)
+	return master, tty, watch(t, subreaper, cmd, tty, tty)
+}
+
+// containing matches a line containing sub. The terminal echoes control characters ("^C"), which can
+// land at the start of any line, so lines are matched by what they contain.
+func containing(sub string) func(string) bool {
+	return func(s string) bool { return strings.Contains(s, sub) }
+}
+
 // TestTerminal runs drainit (not as PID 1) on a terminal, as `docker run -it` does: the app's
 // group gets the foreground, Ctrl-C reaches the app, Ctrl-Z stops the app and then drainit (so
 // that a shell above sees the job stopped, with the terminal back), and SIGCONT to drainit
 // resumes both with the app in the foreground again.
 func TestTerminal(t *testing.T) {
-	master, slave := openPTY(t)
-	t.Cleanup(func() { master.Close() })
+	// drainit is where a shell's job would be.
+	master, tty, d := startOnTerminal(t, exec.Command(drainitBin, "--drain-delay", "0", "--log-format", "json", "--", testappBin, "signals"))
 
-	cmd := exec.Command(drainitBin, "--drain-delay", "0", "--log-format", "json", "--", testappBin, "signals")
-	cmd.Dir = t.TempDir()
-	cmd.Env = cleanEnv()
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-	// A session of its own with the pty as controlling terminal: drainit is where a shell's job
-	// would be.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-	err := cmd.Start()
-	slave.Close()
-	if err != nil {
-		t.Fatalf("starting drainit: %v", err)
-	}
-	tty := newLineLog("terminal", master)
-	d := watch(t, subreaper, cmd, tty, tty)
-
-	// The terminal echoes control characters ("^C"), which can land at the start of any line.
-	has := func(sub string) func(string) bool { return func(s string) bool { return strings.Contains(s, sub) } }
-	started := tty.awaitLine(t, "drainit's \"app started\"", has(`"message":"app started"`))
+	started := tty.awaitLine(t, "drainit's \"app started\"", containing(`"message":"app started"`))
 	if !strings.Contains(started, `"tty":true`) {
 		t.Fatalf("drainit did not see its terminal: %s", started)
 	}
-	ready := tty.awaitLine(t, "the app ready", has("ready app "))
+	ready := tty.awaitLine(t, "the app ready", containing("ready app "))
 	appPid, err := strconv.Atoi(strings.Fields(ready[strings.Index(ready, "ready app ")+len("ready app "):])[0])
 	if err != nil {
 		t.Fatalf("no pid in %q", ready)
@@ -116,7 +125,7 @@ func TestTerminal(t *testing.T) {
 	if _, err := master.Write([]byte{0x03}); err != nil { // Ctrl-C
 		t.Fatal(err)
 	}
-	tty.awaitLine(t, "the app's SIGINT from Ctrl-C", has("got app SIGINT"))
+	tty.awaitLine(t, "the app's SIGINT from Ctrl-C", containing("got app SIGINT"))
 
 	if _, err := master.Write([]byte{0x1a}); err != nil { // Ctrl-Z
 		t.Fatal(err)
@@ -133,13 +142,13 @@ func TestTerminal(t *testing.T) {
 		a, s := procState(appPid), procState(d.pid)
 		return a != 'T' && a != 0 && s != 'T' && s != 0
 	})
-	tty.awaitLine(t, "the app's SIGCONT", has("got app SIGCONT"))
+	tty.awaitLine(t, "the app's SIGCONT", containing("got app SIGCONT"))
 	if fg := foreground(t, master); fg != appPid {
 		t.Errorf("after resuming, foreground group %d, want the app's (%d)", fg, appPid)
 	}
 
 	d.signal(syscall.SIGTERM)
-	tty.awaitLine(t, "the app's SIGTERM", has("got app SIGTERM"))
+	tty.awaitLine(t, "the app's SIGTERM", containing("got app SIGTERM"))
 	if got := d.wait(waitTimeout); got != (exitStatus{code: 0}) {
 		t.Fatalf("drainit: %v, want exit 0\n%s", got, d.dump())
 	}
@@ -149,30 +158,16 @@ func TestTerminal(t *testing.T) {
 // terminal (`drainit -- app &`): the terminal stays the shell's. Taking the foreground for the
 // app would leave the shell's next read failing, and the shell would exit.
 func TestTerminalInBackground(t *testing.T) {
-	master, slave := openPTY(t)
-	t.Cleanup(func() { master.Close() })
-
 	// sh -m: job control without an interactive shell, so the job gets a process group of its
 	// own and the shell keeps the terminal's foreground.
-	cmd := exec.Command("sh", "-mc", `"$0" --drain-delay 0 --log-format json -- "$1" signals & wait`, drainitBin, testappBin)
-	cmd.Dir = t.TempDir()
-	cmd.Env = cleanEnv()
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-	err := cmd.Start()
-	slave.Close()
-	if err != nil {
-		t.Fatalf("starting the shell: %v", err)
-	}
-	tty := newLineLog("terminal", master)
-	sh := watch(t, subreaper, cmd, tty, tty)
+	master, tty, sh := startOnTerminal(t, exec.Command("sh", "-mc",
+		`"$0" --drain-delay 0 --log-format json -- "$1" signals & wait`, drainitBin, testappBin))
 
-	has := func(sub string) func(string) bool { return func(s string) bool { return strings.Contains(s, sub) } }
-	started := tty.awaitLine(t, "drainit's \"app started\"", has(`"message":"app started"`))
+	started := tty.awaitLine(t, "drainit's \"app started\"", containing(`"message":"app started"`))
 	if !strings.Contains(started, `"tty":false`) {
 		t.Errorf("drainit in the background took the terminal for the app: %s", started)
 	}
-	tty.awaitLine(t, "the app ready", has("ready app "))
+	tty.awaitLine(t, "the app ready", containing("ready app "))
 	if fg := foreground(t, master); fg != sh.pid {
 		t.Fatalf("foreground group %d with drainit in the background, want the shell's (%d)", fg, sh.pid)
 	}
@@ -183,7 +178,7 @@ func TestTerminalInBackground(t *testing.T) {
 	if err := syscall.Kill(drainit[0], syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	tty.awaitLine(t, "the app's SIGTERM", has("got app SIGTERM"))
+	tty.awaitLine(t, "the app's SIGTERM", containing("got app SIGTERM"))
 	if got := sh.wait(waitTimeout); got != (exitStatus{code: 0}) {
 		t.Fatalf("the shell: %v, want exit 0\n%s", got, sh.dump())
 	}
