@@ -101,13 +101,18 @@ func openSystem(cfg Config, o systemOptions) (sampler, error) {
 			return nil, fmt.Errorf("no listening TCP socket matches the drain ports %s", endpointList(cfg.Ports))
 		}
 	} else {
-		pids := processTree(o.proc, cfg.AppPID)
+		var pids []int
 		if cfg.Adopter > 0 {
+			// Everything under the adopter holds the app's tree and what it adopted: one walk, with
+			// the app first, as socketInodes wants its root.
+			pids = []int{cfg.AppPID}
 			for _, p := range processTree(o.proc, cfg.Adopter)[1:] {
-				if !slices.Contains(pids, p) {
+				if p != cfg.AppPID {
 					pids = append(pids, p)
 				}
 			}
+		} else {
+			pids = processTree(o.proc, cfg.AppPID)
 		}
 		inodes, err := socketInodes(o.proc, pids)
 		if err != nil {
