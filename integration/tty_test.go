@@ -95,8 +95,8 @@ func startOnTerminal(t *testing.T, cmd *exec.Cmd) (*os.File, *lineLog, *drainitR
 	return master, tty, watch(t, subreaper, cmd, tty, tty)
 }
 
-// containing matches a line containing sub. The terminal echoes control characters ("^C"), which can
-// land at the start of any line, so lines are matched by what they contain.
+// containing matches a line containing sub. The terminal echoes control characters ("^C"),
+// which can land at the start of any line, so lines are matched by what they contain.
 func containing(sub string) func(string) bool {
 	return func(s string) bool { return strings.Contains(s, sub) }
 }
