@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"io"
 	"reflect"
 	"slices"
 	"strings"
@@ -126,6 +127,38 @@ func TestStopSignalChoice(t *testing.T) {
 			want(t, m.tick(at(5)), c.want...)
 			wantPhase(t, m, PhaseStopping)
 		})
+	}
+}
+
+// With --stop-signal QUIT, a SIGQUIT from the runtime (an image's STOPSIGNAL) starts the stop
+// sequence: the app gets nothing until the drain is over, then SIGQUIT. Without it, SIGQUIT goes
+// to the app at once (a thread dump) and nothing starts. The configuration goes through
+// config.Parse, where the rule lives.
+func TestStopSignalStartsTheSequence(t *testing.T) {
+	newParsed := func(args ...string) *machine {
+		t.Helper()
+		c, err := config.Parse(append(args, "app"), nil, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return newMachine(c, false, false, epoch, zerolog.Nop())
+	}
+	m := newParsed("--stop-signal", "QUIT")
+	want(t, m.signal(at(0), unix.SIGQUIT))
+	wantPhase(t, m, PhaseDraining)
+	want(t, m.tick(at(4.9)))
+	want(t, m.tick(at(5)), actSignal{toApp, unix.SIGQUIT})
+	wantPhase(t, m, PhaseStopping)
+	// The kubelet's SIGTERM stops it the same way.
+	m = newParsed("--stop-signal", "QUIT")
+	want(t, m.signal(at(0), unix.SIGTERM))
+	want(t, m.tick(at(5)), actSignal{toApp, unix.SIGQUIT})
+
+	m = newParsed()
+	want(t, m.signal(at(0), unix.SIGQUIT), actSignal{toApp, unix.SIGQUIT})
+	wantPhase(t, m, PhaseRunning)
+	if !m.t0.IsZero() {
+		t.Error("a forwarded SIGQUIT started the stop sequence")
 	}
 }
 

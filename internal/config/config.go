@@ -13,6 +13,7 @@ import (
 	"io"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -39,8 +40,8 @@ type Raw struct {
 	DrainPorts     string `env:"DRAIN_PORTS" flag:"drain-ports" envDefault:"" help:"adaptive drain: watch these listeners (PORT or ADDR:PORT, comma-separated) instead of the app's own"`
 	KillMargin     string `env:"KILL_MARGIN" flag:"kill-margin" envDefault:"2s" help:"SIGKILL everything this long before the grace deadline"`
 	CleanupWait    string `env:"CLEANUP_WAIT" flag:"cleanup-wait" envDefault:"2s" help:"after the app exits, how long what it left behind gets between SIGTERM and SIGKILL"`
-	Triggers       string `env:"TRIGGERS" flag:"triggers" envDefault:"TERM,INT" help:"signals that start the stop sequence"`
-	StopSignal     string `env:"STOP_SIGNAL" flag:"stop-signal" envDefault:"" help:"signal the app gets at the stop step (default: the trigger signal, rewritten)"`
+	Triggers       string `env:"TRIGGERS" flag:"triggers" envDefault:"TERM,INT" help:"signals that start the stop sequence (--stop-signal is always one too); any other signal is forwarded at once"`
+	StopSignal     string `env:"STOP_SIGNAL" flag:"stop-signal" envDefault:"" help:"signal the app gets at the stop step (default: the trigger signal, rewritten); it also starts the stop sequence, so a runtime that stops the container with it (STOPSIGNAL SIGQUIT) drains first"`
 	Forward        string `env:"FORWARD" flag:"forward" envDefault:"group" help:"where signals go: group (the app's process group) or child (the app alone)"`
 	Rewrite        string `env:"REWRITE" flag:"rewrite" envDefault:"" help:"rewrite forwarded signals, FROM:TO,… (TO 0 or none drops it), e.g. HUP:USR1"`
 	ExitMap        string `env:"EXIT_MAP" flag:"exit-map" envDefault:"" help:"remap the app's exit status, FROM:TO,…, e.g. 143:0"`
@@ -70,16 +71,26 @@ const (
 
 // Config is the checked, typed configuration of the run subcommand.
 type Config struct {
-	Command        []string
-	GracePeriod    time.Duration
-	DrainDelay     time.Duration
-	Adaptive       bool // --drain adaptive
-	DrainQuiet     time.Duration
-	DrainMin       time.Duration
-	DrainMax       time.Duration
-	DrainPorts     []drainwatch.Endpoint
-	KillMargin     time.Duration
-	CleanupWait    time.Duration
+	Command     []string
+	GracePeriod time.Duration
+	DrainDelay  time.Duration
+	Adaptive    bool // --drain adaptive
+	DrainQuiet  time.Duration
+	DrainMin    time.Duration
+	DrainMax    time.Duration
+	DrainPorts  []drainwatch.Endpoint
+	KillMargin  time.Duration
+	CleanupWait time.Duration
+	// Triggers start the stop sequence: --triggers, and the stop signal when one is set.
+	//
+	// The stop signal is always a trigger because whatever a platform sends to stop a container
+	// must start the stop sequence, and that is not always SIGTERM: docker, podman and
+	// containerd's CRI (so the kubelet) send the image's STOPSIGNAL (SIGQUIT in every image FROM
+	// nginx or php-fpm), Kubernetes 1.33+ a pod's lifecycle.stopSignal. Setting --stop-signal QUIT
+	// says QUIT is how this app is stopped, so an incoming QUIT is the platform stopping it: drain
+	// first, then pass it on. Without --stop-signal, QUIT is no trigger and is forwarded at once,
+	// as a JVM's thread dump (kill -QUIT) or a Go app's goroutine dump needs. A stop signal that
+	// drainit never forwards (KILL, STOP, CHLD...: signals.Forwardable) is not added.
 	Triggers       []unix.Signal
 	StopSignal     unix.Signal // 0: the trigger signal, through Rewrite
 	Forward        Forward
@@ -320,6 +331,9 @@ func (r *Raw) check(cmd []string, from map[string]string) (*Config, error) {
 			bad("stop-signal", r.StopSignal, err)
 		}
 		c.StopSignal = s
+		if err == nil && signals.Forwardable(s) && !slices.Contains(c.Triggers, s) {
+			c.Triggers = append(c.Triggers, s) // see Config.Triggers
+		}
 	}
 	switch r.Forward {
 	case "group":

@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -80,6 +81,39 @@ func TestErrorsNameTheOptionAndValue(t *testing.T) {
 		if !errors.As(err, &ce) {
 			t.Errorf("error %v is not a *config.Error", err)
 		}
+	}
+}
+
+// The stop signal is always a trigger, whether it comes from the flag or the environment, so that
+// a runtime that stops the container with it (an image's STOPSIGNAL SIGQUIT) starts the drain;
+// without --stop-signal, QUIT stays a signal that is forwarded at once (thread dumps).
+func TestStopSignalIsATrigger(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want []unix.Signal
+	}{
+		{"default", []string{"app"}, nil, []unix.Signal{unix.SIGTERM, unix.SIGINT}},
+		{"flag", []string{"--stop-signal", "QUIT", "app"}, nil, []unix.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGQUIT}},
+		{"env", []string{"app"}, map[string]string{"DRAINIT_STOP_SIGNAL": "SIGQUIT"}, []unix.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGQUIT}},
+		{"already a trigger", []string{"--stop-signal", "TERM", "app"}, nil, []unix.Signal{unix.SIGTERM, unix.SIGINT}},
+		{"with --triggers", []string{"--triggers", "TERM", "--stop-signal", "WINCH", "app"}, nil, []unix.Signal{unix.SIGTERM, unix.SIGWINCH}},
+		{"no other trigger", []string{"--triggers=", "--stop-signal", "QUIT", "app"}, nil, []unix.Signal{unix.SIGQUIT}},
+		{"none at all", []string{"--triggers=", "app"}, nil, nil},
+		// drainit never receives KILL: it cannot be one.
+		{"uncatchable", []string{"--stop-signal", "KILL", "app"}, nil, []unix.Signal{unix.SIGTERM, unix.SIGINT}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := parse(t, c.args, c.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(cfg.Triggers, c.want) {
+				t.Errorf("triggers = %v, want %v", cfg.Triggers, c.want)
+			}
+		})
 	}
 }
 
