@@ -11,7 +11,8 @@
 //	                               signal; exit 0 on SIGTERM. -grandchild also starts a second
 //	                               process in the same group that does the same as "gc".
 //	testapp wait-signal SIG DURATION
-//	                               exit 0 when SIG arrives, 3 if DURATION passes first
+//	                               print "ready app <pid>" once SIG is caught; exit 0 when SIG
+//	                               arrives, 3 if DURATION passes first
 //	testapp orphans N [-code C]    leave N orphans (grandchildren whose parent exits first), wait
 //	                               for their parents, exit C
 //	testapp daemon [-ignore-term]  start a setsid'd daemon that prints "daemon <pid>", exit 0
@@ -209,6 +210,7 @@ func waitSignal(args []string) error {
 	}
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, sig)
+	say("ready app %d", os.Getpid())
 	select {
 	case <-ch:
 		say("got app %s", signame(sig))

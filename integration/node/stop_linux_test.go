@@ -1,0 +1,240 @@
+package node
+
+import (
+	"bytes"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The timing every pod here uses: grace 10 s in the pod and in drainit, a fixed 2 s drain and
+// drainit's default 2 s kill margin.
+const (
+	grace      = 10
+	drainDelay = 2 * time.Second
+	killMargin = 2 * time.Second
+	// clockSlack covers drainit's log times being to the millisecond while the runtime's are to
+	// the nanosecond: an event drainit logs at 12.0004 s shows as 12.000 s.
+	clockSlack = 2 * time.Millisecond
+)
+
+// drainitEnv is drainit's configuration in every pod, as Dockerfile.example sets it.
+func drainitEnv(extra ...string) map[string]string {
+	env := map[string]string{
+		"DRAINIT_GRACE_PERIOD": "10s",
+		"DRAINIT_DRAIN_DELAY":  drainDelay.String(),
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		env[extra[i]] = extra[i+1]
+	}
+	return env
+}
+
+// drainedThenSignalled asserts the promise: the stop sequence started at t0 on the trigger,
+// the app got sig no sooner than the drain delay after t0, drainit exited with the app's status
+// and its summary, and the runtime never had to SIGKILL.
+func drainedThenSignalled(t *testing.T, s stopped, sig string, t0 time.Time) {
+	t.Helper()
+	got := s.appLine(t, "got app ")
+	if got.text != "got app "+sig {
+		t.Errorf("the app's first signal is %q, want %s", strings.TrimPrefix(got.text, "got app "), sig)
+	}
+	if after := got.at.Sub(t0); after < drainDelay-clockSlack {
+		t.Errorf("the app got %s %s after the trigger, before the %s drain had passed", sig, after, drainDelay)
+	}
+	sent := s.find(t, "stop signal sent")
+	if sent.Signal != sig || sent.Time.Sub(t0) < drainDelay {
+		t.Errorf("drainit sent %s %s after the trigger, want %s no sooner than the %s drain", sent.Signal, sent.Time.Sub(t0), sig, drainDelay)
+	}
+	if got.at.Before(sent.Time.Add(-clockSlack)) {
+		t.Errorf("the app got %s at %s, before drainit sent it (%s)", sig, got.at.Format(time.StampMicro), sent.Time.Format(time.StampMilli))
+	}
+	if s.exit.ExitStatus != 0 {
+		t.Errorf("the container exited %d, want 0 (the app's status)", s.exit.ExitStatus)
+	}
+	if done := s.find(t, "drainit exiting"); done.Summary == "" {
+		t.Error("drainit's last event has no summary")
+	}
+	if s.runtimeKill {
+		t.Error("containerd had to SIGKILL the container")
+	}
+}
+
+// TestHTTPGetPreStop: the kubelet's httpGet preStop calls /prestop, which returns once drainit
+// has drained; the kubelet then sends SIGTERM, which drainit passes to the app at once.
+func TestHTTPGetPreStop(t *testing.T) {
+	n := need(t)
+	t.Parallel()
+	r := n.start(t, pod{name: "prestop-http", image: imageTerm, grace: grace, env: drainitEnv(),
+		app: []string{"signals"}, preStop: "httpGet"})
+	s := r.stop(t)
+
+	if s.preStopAt.IsZero() {
+		t.Fatal("the kubelet logged no \"Running preStop hook\"")
+	}
+	called := s.find(t, "/prestop called")
+	if !strings.HasPrefix(called.UserAgent, "kube-lifecycle/") {
+		t.Errorf("/prestop was called by %q, want the kubelet (kube-lifecycle/…)", called.UserAgent)
+	}
+	start := s.find(t, "stop sequence started by /prestop")
+	t.Logf("the hook reached drainit %s after the kubelet's \"Running preStop hook\"", called.Time.Sub(s.preStopAt).Round(time.Millisecond))
+	drainedThenSignalled(t, s, "SIGTERM", start.Time)
+	if s.stopSignal != "terminated" {
+		t.Errorf("containerd sent %q, want SIGTERM (\"terminated\")", s.stopSignal)
+	}
+	// The kubelet's arithmetic: it gives the runtime grace − floor(the hook's duration).
+	hook := s.signalAt.Sub(s.preStopAt)
+	if hook < drainDelay-clockSlack {
+		t.Errorf("the preStop hook returned after %s, before drainit's %s drain", hook, drainDelay)
+	}
+	checkKubeletGrace(t, s, hook)
+	// drainit's deadline (t0 + its grace) is never later than the runtime's SIGKILL.
+	if drainitDeadline, runtimeKill := start.Time.Add(grace*time.Second), s.signalAt.Add(time.Duration(s.grace)*time.Second); drainitDeadline.After(runtimeKill.Add(clockSlack)) {
+		t.Errorf("drainit's deadline %s is after the runtime's SIGKILL at %s", drainitDeadline.Format(time.StampMilli), runtimeKill.Format(time.StampMilli))
+	}
+}
+
+// checkKubeletGrace asserts G = grace − floor(hook), the kubelet's rounding of the preStop's
+// duration, and that containerd was given G. The kubelet measures the hook itself; a hook that
+// the logs put within a few milliseconds of a whole second may round either way.
+func checkKubeletGrace(t *testing.T, s stopped, hook time.Duration) {
+	t.Helper()
+	want := map[int]bool{}
+	for _, d := range []time.Duration{hook - 5*time.Millisecond, hook, hook + 5*time.Millisecond} {
+		want[max(grace-int(math.Floor(d.Seconds())), 2)] = true
+	}
+	if !want[s.grace] {
+		t.Errorf("the kubelet gave the runtime %d s after a %s preStop, want grace − floor(hook) = %v", s.grace, hook, want)
+	}
+	if s.stopAfter != s.grace {
+		t.Errorf("containerd's StopContainer timeout is %d s, the kubelet's grace %d s", s.stopAfter, s.grace)
+	}
+}
+
+// TestExecPreStop: the exec form, `drainit prestop` run in the container by the kubelet (through
+// the runtime's ExecSync), does what the httpGet form does.
+func TestExecPreStop(t *testing.T) {
+	n := need(t)
+	t.Parallel()
+	r := n.start(t, pod{name: "prestop-exec", image: imageTerm, grace: grace, env: drainitEnv(),
+		app: []string{"signals"}, preStop: "exec"})
+	s := r.stop(t)
+
+	if s.preStopAt.IsZero() {
+		t.Fatal("the kubelet logged no \"Running preStop hook\"")
+	}
+	start := s.find(t, "stop sequence started by /prestop")
+	if start.Time.Before(s.preStopAt.Truncate(time.Millisecond)) {
+		t.Errorf("drainit's stop sequence started at %s, before the kubelet ran the hook at %s", start.Time.Format(time.StampMilli), s.preStopAt.Format(time.StampMicro))
+	}
+	t.Logf("the hook reached drainit %s after the kubelet's \"Running preStop hook\"", start.Time.Sub(s.preStopAt).Round(time.Millisecond))
+	drainedThenSignalled(t, s, "SIGTERM", start.Time)
+	checkKubeletGrace(t, s, s.signalAt.Sub(s.preStopAt))
+}
+
+// TestNoPreStop: without a hook the kubelet's SIGTERM is the trigger; drainit drains first and
+// then passes SIGTERM on.
+func TestNoPreStop(t *testing.T) {
+	n := need(t)
+	t.Parallel()
+	r := n.start(t, pod{name: "sigterm", image: imageTerm, grace: grace, env: drainitEnv(), app: []string{"signals"}})
+	s := r.stop(t)
+
+	if !s.preStopAt.IsZero() {
+		t.Error("the kubelet ran a preStop hook the pod does not have")
+	}
+	if s.grace != grace || s.stopSignal != "terminated" {
+		t.Errorf("the kubelet gave %d s and containerd sent %q, want %d s and SIGTERM", s.grace, s.stopSignal, grace)
+	}
+	start := s.find(t, "stop sequence started")
+	if start.Signal != "SIGTERM" {
+		t.Errorf("the stop sequence was started by %q, want SIGTERM", start.Signal)
+	}
+	drainedThenSignalled(t, s, "SIGTERM", start.Time)
+}
+
+// TestImageStopSignalQuit: an image with STOPSIGNAL SIGQUIT (every image FROM nginx) is stopped
+// with SIGQUIT by containerd. With the README's nginx setting (DRAINIT_STOP_SIGNAL=QUIT) that
+// SIGQUIT starts the drain, and the app gets SIGQUIT after it. Before the stop signal became a
+// trigger, drainit passed SIGQUIT on at once and nothing drained.
+func TestImageStopSignalQuit(t *testing.T) {
+	n := need(t)
+	t.Parallel()
+	r := n.start(t, pod{name: "stopsignal-quit", image: imageQuit, grace: grace,
+		env: drainitEnv("DRAINIT_STOP_SIGNAL", "QUIT"), app: []string{"wait-signal", "QUIT", "60s"}})
+	s := r.stop(t)
+
+	if s.stopSignal != "quit" {
+		t.Fatalf("containerd sent %q, want the image's STOPSIGNAL, SIGQUIT (\"quit\")", s.stopSignal)
+	}
+	start := s.find(t, "stop sequence started")
+	if start.Signal != "SIGQUIT" {
+		t.Errorf("the stop sequence was started by %q, want SIGQUIT", start.Signal)
+	}
+	drainedThenSignalled(t, s, "SIGQUIT", start.Time)
+}
+
+// TestAppIgnoresStopSignal: an app that ignores SIGTERM is SIGKILLed by drainit at t0 + grace −
+// kill margin, before the runtime would; drainit still exits with its summary (status 137).
+func TestAppIgnoresStopSignal(t *testing.T) {
+	n := need(t)
+	t.Parallel()
+	r := n.start(t, pod{name: "ignore-term", image: imageTerm, grace: grace, env: drainitEnv(), app: []string{"ignore-term"}})
+	s := r.stop(t)
+
+	start := s.find(t, "stop sequence started")
+	kill := s.find(t, "app still running: SIGKILL to everything")
+	killAt := grace*time.Second - killMargin
+	if at := kill.Time.Sub(start.Time); at < killAt || at > killAt+time.Second {
+		t.Errorf("drainit SIGKILLed the app %s after the trigger, want %s (grace − kill margin)", at, killAt)
+	}
+	if s.exit.ExitStatus != 128+9 {
+		t.Errorf("the container exited %d, want 137 (the app's death by SIGKILL)", s.exit.ExitStatus)
+	}
+	if done := s.find(t, "drainit exiting"); !strings.Contains(done.Summary, "SIGKILL") {
+		t.Errorf("drainit's summary %q does not say it had to SIGKILL", done.Summary)
+	}
+	if s.runtimeKill {
+		t.Error("containerd had to SIGKILL the container: drainit should have ended it first")
+	}
+}
+
+// TestDrainitGraceLongerThanPod: drainit told 30 s in a 10 s pod believes it has time it does
+// not: the runtime SIGKILLs drainit itself at the pod's deadline, the app dies with it, and
+// drainit's summary is lost. `drainit check` on that manifest reports the mismatch.
+func TestDrainitGraceLongerThanPod(t *testing.T) {
+	n := need(t)
+	t.Parallel()
+	r := n.start(t, pod{name: "grace-mismatch", image: imageTerm, grace: grace,
+		env: drainitEnv("DRAINIT_GRACE_PERIOD", "30s"), app: []string{"ignore-term"}})
+	manifest := filepath.Join(t.TempDir(), "pod.json")
+	if err := os.WriteFile(manifest, r.spec, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := r.stop(t)
+
+	if !s.runtimeKill {
+		t.Error("containerd did not SIGKILL the container")
+	}
+	if s.exit.ExitStatus != 128+9 {
+		t.Errorf("the container exited %d, want 137 (SIGKILL)", s.exit.ExitStatus)
+	}
+	if s.has("drainit exiting") {
+		t.Error("drainit logged its exit, but the runtime should have killed it first")
+	}
+	if d := s.exit.ExitedAt.Sub(s.signalAt); d < time.Duration(s.grace)*time.Second {
+		t.Errorf("the container died %s after the stop signal, before the kubelet's %d s", d, s.grace)
+	}
+
+	cmd := exec.Command(n.drainit, "check", manifest)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	if err == nil || !strings.Contains(out.String(), "drainit-grace-mismatch") {
+		t.Errorf("drainit check on the manifest: %v, want a drainit-grace-mismatch finding:\n%s", err, out.String())
+	}
+}

@@ -1,0 +1,39 @@
+// Package testenv holds what the integration tests share about the machine they run on: whether
+// a test that needs something absent skips or fails, and where Debian puts the programs.
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// CI reports whether the tests run under CI=true, where nothing may be skipped.
+func CI() bool { return os.Getenv("CI") == "true" }
+
+// Skip ends a test that cannot run here, for the reason given: a skip, or under CI=true a
+// failure, so that a CI run never passes with nothing tested.
+func Skip(t testing.TB, reason string) {
+	t.Helper()
+	if CI() {
+		t.Fatalf("%s (CI=true: this test must run)", reason)
+	}
+	t.Skip(reason)
+}
+
+// LookPath finds a program in PATH or in the sbin directories, where Debian puts runc and
+// which a non-login PATH may lack.
+func LookPath(name string) (string, error) {
+	if p, err := exec.LookPath(name); err == nil {
+		return p, nil
+	}
+	for _, dir := range []string{"/usr/sbin", "/sbin", "/usr/bin", "/usr/local/bin"} {
+		p := filepath.Join(dir, name)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s not in PATH nor in /usr/sbin", name)
+}

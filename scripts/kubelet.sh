@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Prints the path of a kubelet built from tools/kubelet (k8s.io/kubernetes, the version its go.mod
+# names), building it only when no cached binary matches. A cold build is about 6 CPU-minutes; the
+# cache key is the tools module's go.mod and go.sum and the Go version, so a warm `make test` pays
+# nothing and a version bump rebuilds.
+#
+# Cache: $DRAINIT_CACHE, else $XDG_CACHE_HOME/drainit, else ~/.cache/drainit.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+mod="$root/tools/kubelet"
+go=${GO:-go}
+cache=${DRAINIT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/drainit}
+
+version=$(sed -n 's/^require k8s.io\/kubernetes \(v[^ ]*\)$/\1/p' "$mod/go.mod")
+if [ -z "$version" ]; then
+  echo "kubelet.sh: no 'require k8s.io/kubernetes vX.Y.Z' line in $mod/go.mod" >&2
+  exit 1
+fi
+key=$( { cat "$mod/go.mod" "$mod/go.sum"; "$go" version; } | sha256sum | cut -c1-16)
+out="$cache/kubelet-$version-$key"
+
+if [ -x "$out" ]; then
+  echo "$out"
+  exit 0
+fi
+
+mkdir -p "$cache"
+echo "kubelet.sh: building kubelet $version (cold: several minutes)..." >&2
+tmp=$(mktemp "$cache/.kubelet-build.XXXXXX")
+trap 'rm -f "$tmp"' EXIT
+# The version stamp is what `kubelet --version` and the kubelet's own logs report; without it a
+# module build says v0.0.0-master.
+pkg=k8s.io/component-base/version
+ldflags="-s -w -X $pkg.gitVersion=$version -X $pkg.gitMajor=$(echo "${version#v}" | cut -d. -f1)"
+ldflags="$ldflags -X $pkg.gitMinor=$(echo "$version" | cut -d. -f2) -X $pkg.gitTreeState=clean"
+(cd "$mod" && CGO_ENABLED=0 "$go" build -trimpath -ldflags "$ldflags" -o "$tmp" k8s.io/kubernetes/cmd/kubelet)
+chmod 0755 "$tmp"
+# Atomic: a concurrent or interrupted build never leaves a half-written binary at $out.
+mv -f "$tmp" "$out"
+trap - EXIT
+# Older builds are 120 MB each and nothing uses them any more.
+find "$cache" -maxdepth 1 -name 'kubelet-*' ! -name "$(basename "$out")" -delete
+echo "$out"
