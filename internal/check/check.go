@@ -1,7 +1,8 @@
 // Package check reads Kubernetes manifests and finds termination-timing mistakes: a preStop
 // sleep that eats the grace period, an app shutdown that cannot fit after it, drainit configured
 // against a different grace period than the pod's, a preStop aimed at a control server that is
-// off, and the like. Each finding spells out the arithmetic.
+// off, a stop signal that is not one of drainit's triggers, and the like. Each finding spells out
+// the arithmetic.
 //
 // The model of a stop is the kubelet's (see kubelet-stop-sequence.md in the design notes): the
 // preStop hook runs first; the app then gets max(grace - preStop, 2s) between the stop signal
@@ -41,6 +42,10 @@ const (
 	RuleNoDrain         = "no-drain"               // nothing delays the stop for endpoint removal
 	RuleSpringDuration  = "spring-duration"        // a Spring Boot shutdown timeout that is likely wrong
 	minGraceAfterSignal = 2 * time.Second          // the kubelet's minimumGracePeriodInSeconds
+
+	RuleStopSignalNotTrigger = "stop-signal-not-trigger" // lifecycle.stopSignal is not one of drainit's triggers
+	RuleStopSignalImageQuit  = "stop-signal-image-quit"  // nginx/php-fpm image (by name) whose SIGQUIT is no trigger
+	RuleStopSignalInvalid    = "stop-signal-invalid"     // a lifecycle.stopSignal the API server rejects
 )
 
 // Finding is one thing the check found, with where it is and the arithmetic in Message.
@@ -124,6 +129,7 @@ func checkContainer(w *Workload, c *Container) []Finding {
 	drainitOK := k.drainitConfig()
 	k.noShell()
 	k.controlServer()
+	k.stopSignal()
 	if w.Grace > 0 {
 		if !k.preStopGrace() {
 			k.shutdownGrace(drainitOK)

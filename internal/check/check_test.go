@@ -92,7 +92,8 @@ func TestEveryRuleHasACase(t *testing.T) {
 		}
 	}
 	for _, r := range []string{RuleGraceZero, RulePreStopGrace, RuleShutdownGrace, RuleDrainitConfig, RuleDrainitGrace,
-		RulePreStopServer, RulePreStopToken, RuleNoShell, RuleNoDrain, RuleSpringDuration} {
+		RulePreStopServer, RulePreStopToken, RuleNoShell, RuleNoDrain, RuleSpringDuration,
+		RuleStopSignalNotTrigger, RuleStopSignalImageQuit, RuleStopSignalInvalid} {
 		if !seen[r] {
 			t.Errorf("rule %s fires in no testdata/rules manifest", r)
 		}
@@ -231,6 +232,16 @@ func TestReaderFields(t *testing.T) {
 	if h == nil || h.HTTP == nil || h.HTTP.Port != 8099 || h.HTTP.Path != "/prestop" ||
 		!reflect.DeepEqual(h.HTTP.Headers, []Header{{"Authorization", "Bearer secret"}}) {
 		t.Errorf("preStop: %+v", h)
+	}
+	if c.ImageLine != 27 || c.StopSignalLine != 0 || c.StopSignal != "" {
+		t.Errorf("image line %d, stop signal %q at %d; want 27 and none", c.ImageLine, c.StopSignal, c.StopSignalLine)
+	}
+	ws, _ = checkFile(t, "testdata/rules/stop-signal-not-trigger.yaml")
+	if c := ws[0].Containers[0]; c.StopSignal != "SIGUSR1" || c.StopSignalLine != 14 || c.PreStop != nil {
+		t.Errorf("stopSignal without preStop: %q at %d, preStop %+v; want SIGUSR1 at 14, none", c.StopSignal, c.StopSignalLine, c.PreStop)
+	}
+	if c := ws[1].Containers[0]; c.StopSignal != "SIGQUIT" || c.StopSignalLine != 28 || c.PreStop == nil || c.PreStop.HTTP == nil {
+		t.Errorf("stopSignal beside a preStop: %q at %d, preStop %+v; want SIGQUIT at 28 and the httpGet", c.StopSignal, c.StopSignalLine, c.PreStop)
 	}
 	ws, _ = checkFile(t, "testdata/rules/anchors.yaml")
 	if len(ws[0].Containers) != 2 || ws[0].Grace != 20*time.Second {
@@ -398,6 +409,13 @@ func TestDefaultsMirrorConfig(t *testing.T) {
 				field, f.Tag.Get("flag"), f.Tag.Get("env"), def, want.flag, want.env, want.def)
 		}
 	}
+	// The trigger options: the check hands their values to config.Parse under these flag names.
+	for field, want := range map[string][3]string{"Triggers": {"triggers", "TRIGGERS", defaultTriggers}, "StopSignal": {"stop-signal", "STOP_SIGNAL", ""}} {
+		f, ok := typ.FieldByName(field)
+		if !ok || f.Tag.Get("flag") != want[0] || f.Tag.Get("env") != want[1] || f.Tag.Get("envDefault") != want[2] {
+			t.Errorf("config.Raw.%s: flag %q env %q default %q; check reads %q", field, f.Tag.Get("flag"), f.Tag.Get("env"), f.Tag.Get("envDefault"), want)
+		}
+	}
 	// The control server's options, once config declares them, must keep the names the check reads.
 	for field, want := range map[string][2]string{"HTTPAddr": {"http-addr", "HTTP_ADDR"}, "HTTPToken": {"http-token", "HTTP_TOKEN"}} {
 		if f, ok := typ.FieldByName(field); ok && (f.Tag.Get("flag") != want[0] || f.Tag.Get("env") != want[1]) {
@@ -441,5 +459,246 @@ func TestMergeKeysLinear(t *testing.T) {
 	// A handful of fields are looked up, each through at most levels+2 mappings.
 	if r.visits > 20*(levels+2) {
 		t.Errorf("%d mappings searched for %d levels of merges: the walk is not linear", r.visits, levels)
+	}
+}
+
+// TestStopSignal: the pod's lifecycle.stopSignal must be one of drainit's triggers, worked out as
+// drainit does (--triggers, default TERM,INT, plus --stop-signal; flag over variable; names,
+// SIG-prefixed names and numbers alike); an nginx or php-fpm image, by its name, needs SIGQUIT
+// among them; a stopSignal the API server rejects is reported, not a crash.
+func TestStopSignal(t *testing.T) {
+	const run = "command: [/drainit, --, /app]\n"
+	ss := func(sig string) string { return "lifecycle: {stopSignal: " + sig + "}\n" }
+	const nt, iq, inv = "error:stop-signal-not-trigger", "warning:stop-signal-image-quit", "error:stop-signal-invalid"
+	cases := []struct {
+		name, container, want string
+	}{
+		// lifecycle.stopSignal against the trigger set.
+		{"SIGTERM is a default trigger", "image: x\n" + run + ss("SIGTERM"), ""},
+		{"SIGINT is a default trigger", "image: x\n" + run + ss("SIGINT"), ""},
+		{"SIGQUIT is not", "image: x\n" + run + ss("SIGQUIT"), nt},
+		{"SIGUSR1 is not", "image: x\n" + run + ss("SIGUSR1"), nt},
+		{"--triggers adds it", "image: x\ncommand: [/drainit, '--triggers=TERM,QUIT', --, /app]\n" + ss("SIGQUIT"), ""},
+		{"--triggers as two words, SIG prefix", "image: x\ncommand: [/drainit, --triggers, 'TERM,SIGQUIT', --, /app]\n" + ss("SIGQUIT"), ""},
+		{"--triggers by number", "image: x\ncommand: [/drainit, '--triggers=15,3', --, /app]\n" + ss("SIGQUIT"), ""},
+		{"--triggers replaces the default", "image: x\ncommand: [/drainit, --triggers=QUIT, --, /app]\n" + ss("SIGTERM"), nt},
+		{"--triggers= empty", "image: x\ncommand: [/drainit, --triggers=, --, /app]\n" + ss("SIGTERM"), nt},
+		{"--stop-signal is a trigger", "image: x\ncommand: [/drainit, --stop-signal, QUIT, --, /app]\n" + ss("SIGQUIT"), ""},
+		{"--stop-signal by number", "image: x\ncommand: [/drainit, --stop-signal=3, --, /app]\n" + ss("SIGQUIT"), ""},
+		{"--stop-signal with empty triggers", "image: x\ncommand: [/drainit, --triggers=, --stop-signal=USR1, --, /app]\n" + ss("SIGUSR1"), ""},
+		{"DRAINIT_STOP_SIGNAL", "image: x\n" + run + "env: [{name: DRAINIT_STOP_SIGNAL, value: QUIT}]\n" + ss("SIGQUIT"), ""},
+		{"DRAINIT_TRIGGERS", "image: x\n" + run + "env: [{name: DRAINIT_TRIGGERS, value: 'TERM,USR2'}]\n" + ss("SIGUSR2"), ""},
+		{"--stop-signal beats DRAINIT_STOP_SIGNAL", "image: x\ncommand: [/drainit, --stop-signal=USR1, --, /app]\nenv: [{name: DRAINIT_STOP_SIGNAL, value: QUIT}]\n" + ss("SIGQUIT"), nt},
+		{"--triggers beats DRAINIT_TRIGGERS", "image: x\ncommand: [/drainit, --triggers=TERM, --, /app]\nenv: [{name: DRAINIT_TRIGGERS, value: QUIT}]\n" + ss("SIGQUIT"), nt},
+		{"flag wins the other way too", "image: x\ncommand: [/drainit, --stop-signal=QUIT, --, /app]\nenv: [{name: DRAINIT_STOP_SIGNAL, value: USR1}]\n" + ss("SIGQUIT"), ""},
+		{"shell script", "image: x\ncommand: [sh, -c, 'exec /drainit --stop-signal QUIT -- nginx']\n" + ss("SIGQUIT"), ""},
+		{"drainit as ENTRYPOINT, args", "image: x\nargs: [--stop-signal, QUIT, --, nginx]\nenv: [{name: DRAINIT_DRAIN_DELAY, value: 5s}]\n" + ss("SIGQUIT"), ""},
+		{"$(VAR) in args", "image: x\ncommand: [/drainit]\nargs: [--stop-signal, $(S), --, /app]\nenv: [{name: S, value: QUIT}]\n" + ss("SIGQUIT"), ""},
+		{"real-time signal", "image: x\ncommand: [/drainit, --stop-signal=RTMIN+2, --, /app]\n" + ss("SIGRTMIN+2"), ""},
+		{"SIGRTMAX-1 is 63", "image: x\ncommand: [/drainit, '--triggers=TERM,63', --, /app]\n" + ss("SIGRTMAX-1"), ""},
+		{"SIGPOLL is SIGIO", "image: x\ncommand: [/drainit, --stop-signal=IO, --, /app]\n" + ss("SIGPOLL"), ""},
+		{"SIGKILL can never be a trigger", "image: x\n" + run + ss("SIGKILL"), nt},
+		{"SIGIOT is SIGABRT, never forwarded", "image: x\n" + run + ss("SIGIOT"), nt},
+		{"SIGCLD is SIGCHLD, accepted by the API", "image: x\n" + run + ss("SIGCLD"), nt},
+		{"--stop-signal KILL adds no trigger", "image: x\ncommand: [/drainit, --stop-signal=KILL, --, /app]\n" + ss("SIGKILL"), nt},
+		{"drainit preStop drained first: warning", "image: x\ncommand: [/drainit, --http-addr=:8099, --, /app]\n" +
+			"lifecycle: {stopSignal: SIGUSR1, preStop: {httpGet: {path: /prestop, port: 8099}}}", "warning:stop-signal-not-trigger"},
+		{"preStop sleep waited first: warning", "image: x\n" + run + "env: [{name: DRAINIT_GRACE_PERIOD, value: 25s}]\nlifecycle: {stopSignal: SIGUSR1, preStop: {sleep: {seconds: 5}}}", "warning:stop-signal-not-trigger"},
+		{"preStop that does nothing: error", "image: x\n" + run + "lifecycle: {stopSignal: SIGUSR1, preStop: {exec: {command: [/bin/true]}}}", nt},
+		{"no drainit: not this rule", "image: x\n" + ss("SIGUSR1"), "info:no-drain"},
+		{"drainit subcommand: not drainit running the app", "image: x\ncommand: [/drainit, sleep, '3600']\n" + ss("SIGUSR1"), "info:no-drain"},
+		{"triggers from a secret: unchecked", "image: x\n" + run + "env: [{name: DRAINIT_TRIGGERS, valueFrom: {secretKeyRef: {name: s, key: k}}}]\n" + ss("SIGQUIT"), ""},
+		{"stop signal from a ConfigMap: unchecked", "image: x\n" + run + "env: [{name: DRAINIT_STOP_SIGNAL, valueFrom: {configMapKeyRef: {name: s, key: k}}}]\n" + ss("SIGQUIT"), ""},
+		{"envFrom may set them: unchecked", "image: x\n" + run + "envFrom: [{configMapRef: {name: drainit}}]\n" + ss("SIGQUIT"), ""},
+		{"bad --triggers: drainit will not start", "image: x\ncommand: [/drainit, '--triggers=TERM,NOPE', --, /app]\n" + ss("SIGQUIT"), "error:drainit-config"},
+		{"bad DRAINIT_STOP_SIGNAL: drainit will not start", "image: x\n" + run + "env: [{name: DRAINIT_STOP_SIGNAL, value: '99'}]\n" + ss("SIGQUIT"), "error:drainit-config"},
+		{"KILL in --triggers: drainit will not start", "image: x\ncommand: [/drainit, --triggers=KILL, --, /app]", "error:drainit-config"},
+
+		// Values the API server rejects.
+		{"no SIG prefix", "image: x\n" + run + ss("QUIT"), inv},
+		{"lower case", "image: x\n" + run + ss("sigquit"), inv},
+		{"a number", "image: x\n" + run + ss("3"), inv},
+		{"a quoted number", "image: x\n" + run + ss("'3'"), inv},
+		{"unknown name", "image: x\n" + run + ss("SIGFOO"), inv},
+		{"empty string", "image: x\n" + run + ss("''"), inv},
+		{"SIGRTMIN+16 is past the API's list", "image: x\n" + run + ss("SIGRTMIN+16"), inv},
+		{"rejected without drainit too", "image: x\nlifecycle: {stopSignal: TERM, preStop: {sleep: {seconds: 5}}}", inv},
+		{"null is unset", "image: x\n" + run + ss("null"), ""},
+
+		// nginx and php-fpm images, by name, with no stopSignal.
+		{"nginx", "image: nginx:1.27\n" + run, iq},
+		{"nginx, full reference", "image: docker.io/library/nginx:1.27-alpine\n" + run, iq},
+		{"bitnami/nginx", "image: bitnami/nginx\n" + run, iq},
+		{"nginx-unprivileged", "image: nginxinc/nginx-unprivileged:stable\n" + run, iq},
+		{"nginx by digest, registry with a port", "image: 'localhost:5000/nginx@sha256:0123'\n" + run, iq},
+		{"php:8.3-fpm", "image: php:8.3-fpm\n" + run, iq},
+		{"bitnami/php-fpm", "image: bitnami/php-fpm:8.3\n" + run, iq},
+		{"upper case", "image: NGINX\n" + run, iq},
+		{"drainit as ENTRYPOINT", "image: nginx\nenv: [{name: DRAINIT_DRAIN_DELAY, value: 5s}]", iq},
+		{"after a drainit preStop still a warning", "image: nginx\ncommand: [/drainit, --http-addr=:8099, --, nginx]\n" +
+			"lifecycle: {preStop: {httpGet: {path: /prestop, port: 8099}}}", iq},
+		{"nginx with DRAINIT_STOP_SIGNAL=QUIT", "image: nginx\n" + run + "env: [{name: DRAINIT_STOP_SIGNAL, value: QUIT}]", ""},
+		{"nginx with --stop-signal SIGQUIT", "image: nginx\ncommand: [/drainit, --stop-signal=SIGQUIT, --, nginx]", ""},
+		{"nginx with QUIT in --triggers", "image: nginx\ncommand: [/drainit, '--triggers=TERM,INT,QUIT', --, nginx]", ""},
+		{"nginx with --stop-signal TERM", "image: nginx\ncommand: [/drainit, --stop-signal=TERM, --, nginx]", iq},
+		{"nginx with the pod's stopSignal set", "image: nginx\n" + run + ss("SIGTERM"), ""},
+		{"nginx without drainit: not this rule", "image: nginx", "info:no-drain"},
+		{"nginx, triggers from a secret", "image: nginx\n" + run + "env: [{name: DRAINIT_TRIGGERS, valueFrom: {secretKeyRef: {name: s, key: k}}}]", ""},
+		{"php CLI image", "image: php:8.3-cli\n" + run, ""},
+		{"php apache image", "image: php:8.3-apache\n" + run, ""},
+		{"nginx elsewhere in the name", "image: registry.example.com/my-nginx-app:1\n" + run, ""},
+		{"nginx as a registry path", "image: nginx.example.com/app:1\n" + run, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := pod("", c.container)
+			ws, err := Read("p.yaml", []byte(m))
+			if err != nil {
+				t.Fatalf("Read: %v\n%s", err, m)
+			}
+			if got := rules(Check(ws)); got != c.want {
+				t.Errorf("got %q, want %q; findings: %+v\n%s", got, c.want, Check(ws), m)
+			}
+		})
+	}
+}
+
+// TestStopSignalMessages: the findings point at the line to change and spell out the signal,
+// the triggers and where they come from, and the fix.
+func TestStopSignalMessages(t *testing.T) {
+	one := func(t *testing.T, m string) Finding {
+		t.Helper()
+		ws, err := Read("p.yaml", []byte(m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs := Check(ws)
+		if len(fs) != 1 {
+			t.Fatalf("want one finding, got %+v", fs)
+		}
+		return fs[0]
+	}
+	// pod() puts the container's first line on line 7.
+	f := one(t, pod("", "image: app:1\ncommand: [/drainit, --triggers=TERM, --, /app]\nenv: [{name: DRAINIT_TRIGGERS, value: 'TERM,USR1'}]\nlifecycle:\n  stopSignal: SIGUSR1"))
+	for _, s := range []string{"SIGUSR1", `SIGTERM (--triggers "TERM")`, "at once", "no drain", "--stop-signal USR1", "DRAINIT_STOP_SIGNAL=USR1", "add USR1 to --triggers"} {
+		if !strings.Contains(f.Message, s) {
+			t.Errorf("not-trigger message lacks %q: %s", s, f.Message)
+		}
+	}
+	if f.Line != 11 || f.Severity != Error {
+		t.Errorf("not-trigger: line %d severity %s, want the stopSignal line 11, error", f.Line, f.Severity)
+	}
+
+	f = one(t, pod("", "image: app:1\ncommand: [/drainit, --stop-signal=USR2, --, /app]\nlifecycle: {stopSignal: SIGQUIT}"))
+	if !strings.Contains(f.Message, `SIGTERM, SIGINT, SIGUSR2 (--triggers default "TERM,INT", --stop-signal "USR2")`) {
+		t.Errorf("the trigger set must include the stop signal and name both sources: %s", f.Message)
+	}
+
+	f = one(t, pod("", "image: app:1\ncommand: [/drainit, --, /app]\nlifecycle: {stopSignal: SIGKILL}"))
+	if !strings.Contains(f.Message, "can never be one of drainit's triggers") || strings.Contains(f.Message, "--stop-signal KILL") {
+		t.Errorf("SIGKILL: must not suggest making it a trigger: %s", f.Message)
+	}
+
+	f = one(t, pod("", "command: [/drainit, --, /docker-entrypoint.sh, nginx]\nimage: nginx:1.27"))
+	if f.Line != 8 || f.Rule != RuleStopSignalImageQuit || f.Severity != Warning {
+		t.Errorf("image-quit: %+v; want a warning on the image line 8", f)
+	}
+	for _, s := range []string{`"nginx:1.27"`, "guess from its name", "STOPSIGNAL SIGQUIT", "no drain", "--stop-signal QUIT"} {
+		if !strings.Contains(f.Message, s) {
+			t.Errorf("image-quit message lacks %q: %s", s, f.Message)
+		}
+	}
+
+	f = one(t, pod("", "image: app:1\nlifecycle: {stopSignal: quit, preStop: {sleep: {seconds: 5}}}"))
+	if f.Rule != RuleStopSignalInvalid || f.Line != 8 || !strings.Contains(f.Message, `write "SIGQUIT"`) {
+		t.Errorf("invalid: %+v; want stop-signal-invalid on line 8 suggesting SIGQUIT", f)
+	}
+}
+
+// TestTriggersMatchDrainit: the trigger set the check reads from a manifest is the one drainit
+// computes from the same flags and variables.
+func TestTriggersMatchDrainit(t *testing.T) {
+	cases := []struct {
+		args []string
+		env  map[string]string
+	}{
+		{nil, nil},
+		{[]string{"--triggers=TERM,QUIT"}, nil},
+		{[]string{"--triggers", "sigterm, 3 ,USR1"}, nil},
+		{[]string{"--triggers="}, nil},
+		{[]string{"--stop-signal=QUIT"}, nil},
+		{[]string{"--stop-signal=TERM"}, nil},
+		{[]string{"--stop-signal=KILL"}, nil},
+		{[]string{"--stop-signal=RTMIN+3", "--triggers=INT"}, nil},
+		{nil, map[string]string{"DRAINIT_TRIGGERS": "HUP", "DRAINIT_STOP_SIGNAL": "WINCH"}},
+		{[]string{"--triggers=USR2"}, map[string]string{"DRAINIT_TRIGGERS": "HUP", "DRAINIT_STOP_SIGNAL": "QUIT"}},
+		{[]string{"-stop-signal", "USR1"}, map[string]string{"DRAINIT_STOP_SIGNAL": "QUIT"}},
+	}
+	for _, c := range cases {
+		cfg, err := config.Parse(append(append([]string{}, c.args...), "--", "/app"), c.env, nil)
+		if err != nil {
+			t.Fatalf("%q %v: drainit refuses it: %v", c.args, c.env, err)
+		}
+		ctr := &Container{Command: append(append([]string{"/drainit"}, c.args...), "--", "/app")}
+		ctr.CommandLines = make([]int, len(ctr.Command))
+		for name, v := range c.env {
+			ctr.Env = append(ctr.Env, EnvVar{Name: name, Value: v, Known: true})
+		}
+		dc := findDrainit(ctr, newEnvMap(ctr))
+		if dc == nil || !dc.trigKnown || !reflect.DeepEqual(dc.trig, cfg.Triggers) {
+			t.Errorf("%q %v: check has %+v, drainit %v", c.args, c.env, dc, cfg.Triggers)
+		}
+	}
+}
+
+func TestQuitImage(t *testing.T) {
+	for image, want := range map[string]bool{
+		"nginx": true, "nginx:1.27": true, "docker.io/library/nginx": true, "bitnami/nginx:1.27": true,
+		"nginxinc/nginx-unprivileged:1.27-alpine": true, "localhost:5000/nginx@sha256:00": true,
+		"php:8.3-fpm": true, "php:fpm-alpine": true, "bitnami/php-fpm": true, "registry.example.com/team/php-fpm-app:2": true,
+		"php:8.3": false, "php:8.3-apache": false, "my-nginx": false, "nginx.example.com/web:1": false,
+		"openresty/openresty": false, "fpm": false, "": false,
+	} {
+		if got := quitImage(image); got != want {
+			t.Errorf("quitImage(%q) = %v, want %v", image, got, want)
+		}
+	}
+}
+
+// TestExamplesPassClean: the example manifests are what the README points people at; `drainit
+// check` must find nothing in them. The nginx one passes because of DRAINIT_STOP_SIGNAL=QUIT:
+// without it, the image-quit warning fires.
+func TestExamplesPassClean(t *testing.T) {
+	files, _ := filepath.Glob("../../examples/kubernetes/*.yaml")
+	seen := false
+	for _, f := range files {
+		ws, fs := checkFile(t, f)
+		if len(fs) != 0 {
+			t.Errorf("%s: %+v", f, fs)
+		}
+		if filepath.Base(f) != "deployment-nginx.yaml" {
+			continue
+		}
+		seen = true
+		if len(ws) != 1 || len(ws[0].Containers) != 1 {
+			t.Fatalf("%s: want one pod template with one container, got %+v", f, ws)
+		}
+		c := &ws[0].Containers[0]
+		var env []EnvVar
+		for _, v := range c.Env {
+			if v.Name != "DRAINIT_STOP_SIGNAL" {
+				env = append(env, v)
+			}
+		}
+		if len(env) != len(c.Env)-1 {
+			t.Fatalf("%s: no DRAINIT_STOP_SIGNAL to take out", f)
+		}
+		c.Env = env
+		if got := rules(Check(ws)); got != "warning:"+RuleStopSignalImageQuit {
+			t.Errorf("%s without DRAINIT_STOP_SIGNAL: got %q, want the image-quit warning", f, got)
+		}
+	}
+	if !seen {
+		t.Error("no examples/kubernetes/deployment-nginx.yaml")
 	}
 }

@@ -1,14 +1,20 @@
 package check
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/drainit/drainit/internal/config"
+	"github.com/drainit/drainit/signals"
 )
 
 // envMap is a container's environment, by name; the last entry of a name wins, as in the
@@ -159,6 +165,7 @@ const (
 	defaultDrainitGrace = 30 * time.Second
 	defaultDrainDelay   = 5 * time.Second
 	defaultKillMargin   = 2 * time.Second
+	defaultTriggers     = "TERM,INT"
 )
 
 // drainitConf is drainit's configuration in one container, as far as the manifest shows it.
@@ -166,7 +173,12 @@ type drainitConf struct {
 	line                 int // where the manifest shows drainit: its command, or its first DRAINIT_* variable
 	grace, drain, margin durSetting
 	httpAddr, token      setting
-	bad                  []badSetting // values drainit would refuse, so it would not start
+	triggers, stopSignal setting
+	// trig is the set of signals that start drainit's stop sequence, as drainit computes it;
+	// trigKnown is false when a value comes from somewhere the manifest does not show, or is bad.
+	trig      []unix.Signal
+	trigKnown bool
+	bad       []badSetting // values drainit would refuse, so it would not start
 }
 
 type badSetting struct {
@@ -204,7 +216,70 @@ func findDrainit(c *Container, env envMap) *drainitConf {
 	dc.margin = dc.duration(flags, env, "kill-margin", "KILL_MARGIN", defaultKillMargin)
 	dc.httpAddr = dc.option(flags, env, "http-addr", "HTTP_ADDR")
 	dc.token = dc.option(flags, env, "http-token", "HTTP_TOKEN")
+	dc.triggers = dc.option(flags, env, "triggers", "TRIGGERS")
+	dc.stopSignal = dc.option(flags, env, "stop-signal", "STOP_SIGNAL")
+	dc.triggerSet()
 	return dc
+}
+
+// triggerSet works out drainit's triggers (--triggers, plus --stop-signal when it is set and
+// forwardable) by handing the two settings to drainit's own configuration parser, so that the
+// check and drainit cannot disagree on which signals start a drain or on which names are
+// signals. A value drainit would refuse goes to dc.bad.
+func (dc *drainitConf) triggerSet() {
+	if !dc.triggers.known || !dc.stopSignal.known {
+		return
+	}
+	byOption := map[string]setting{}
+	var args []string
+	for _, o := range []struct {
+		flag string
+		s    setting
+	}{{"triggers", dc.triggers}, {"stop-signal", dc.stopSignal}} {
+		if o.s.src != "" {
+			// The flag already won over the variable in dc.option; one spelling is enough here.
+			args = append(args, "--"+o.flag+"="+o.s.raw)
+			byOption["--"+o.flag] = o.s
+		}
+	}
+	cfg, err := config.Parse(append(args, "--", "app"), map[string]string{}, io.Discard)
+	if err != nil {
+		// Only these two options differ from drainit's defaults, so the error names one of them.
+		var ce *config.Error
+		if errors.As(err, &ce) {
+			if s, ok := byOption[ce.Option]; ok {
+				dc.bad = append(dc.bad, badSetting{s, ce.Err})
+			}
+		}
+		return
+	}
+	dc.trig, dc.trigKnown = cfg.Triggers, true
+}
+
+// isTrigger says whether sig starts drainit's stop sequence.
+func (dc *drainitConf) isTrigger(sig unix.Signal) bool {
+	return slices.Contains(dc.trig, sig)
+}
+
+// describeTriggers names the trigger set and where it comes from, for messages:
+// `SIGTERM, SIGINT (--triggers default "TERM,INT")`.
+func (dc *drainitConf) describeTriggers() string {
+	names := make([]string, len(dc.trig))
+	for i, s := range dc.trig {
+		names[i] = signals.Name(s)
+	}
+	list := strings.Join(names, ", ")
+	if list == "" {
+		list = "none"
+	}
+	src := fmt.Sprintf("--triggers default %q", defaultTriggers)
+	if dc.triggers.src != "" {
+		src = fmt.Sprintf("%s %q", dc.triggers.src, dc.triggers.raw)
+	}
+	if dc.stopSignal.src != "" {
+		src += fmt.Sprintf(", %s %q", dc.stopSignal.src, dc.stopSignal.raw)
+	}
+	return list + " (" + src + ")"
 }
 
 // drainitFlags finds drainit's binary in the command line and returns the words after it that

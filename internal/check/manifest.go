@@ -30,12 +30,13 @@ type Workload struct {
 	Containers []Container
 }
 
-// Container is what the rules need of one container: how it starts, its environment, and its
-// preStop hook.
+// Container is what the rules need of one container: how it starts, its environment, its
+// preStop hook and its stop signal.
 type Container struct {
-	Name  string
-	Line  int
-	Image string
+	Name      string
+	Line      int
+	Image     string
+	ImageLine int // 0 when unset
 
 	Command      []string // nil when unset: the image's ENTRYPOINT runs
 	CommandLines []int    // the line of each Command element
@@ -47,6 +48,12 @@ type Container struct {
 	Ports   []Port
 
 	PreStop *Handler // nil when there is none
+
+	// StopSignal is lifecycle.stopSignal as written (Kubernetes 1.33+): the signal the runtime
+	// stops the container with instead of the image's STOPSIGNAL. StopSignalLine is 0 when it is
+	// unset; a value set to "" still has its line, since the API server rejects it.
+	StopSignal     string
+	StopSignalLine int
 }
 
 // EnvVar is one entry of a container's env.
@@ -303,6 +310,9 @@ func (r *reader) container(n *yaml.Node, path string) (Container, error) {
 	if c.Image, err = r.optStr(n, "image", path); err != nil {
 		return c, err
 	}
+	if img, _ := r.get(n, "image", path); img != nil {
+		c.ImageLine = img.Line
+	}
 	if c.Command, c.CommandLines, err = r.strList(n, "command", path); err != nil {
 		return c, err
 	}
@@ -366,6 +376,14 @@ func (r *reader) container(n *yaml.Node, path string) (Container, error) {
 		return c, err
 	}
 	p := join(path, "lifecycle")
+	if ss, err := r.get(lc, "stopSignal", p); err != nil {
+		return c, err
+	} else if ss != nil {
+		if c.StopSignal, err = r.str(ss, join(p, "stopSignal")); err != nil {
+			return c, err
+		}
+		c.StopSignalLine = ss.Line
+	}
 	ps, err := r.mapping(lc, "preStop", p)
 	if err != nil || ps == nil {
 		return c, err
