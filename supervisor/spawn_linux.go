@@ -90,13 +90,3 @@ func spawn(argv []string, foreground bool) (int, error) {
 	}
 	return pid, nil
 }
-
-// controllingTerminal reports whether stdin is drainit's controlling terminal and drainit is in
-// its foreground, the condition for handing the app the foreground. A drainit started in the
-// background (`drainit -- app &` in a shell) must leave the terminal to the shell: the fork
-// child's tcsetpgrp is not stopped by SIGTTOU, and would take it from the shell, which then
-// exits on its next read.
-func controllingTerminal() bool {
-	fg, err := unix.IoctlGetInt(0, unix.TIOCGPGRP)
-	return err == nil && fg == unix.Getpgrp()
-}

@@ -1,5 +1,5 @@
 // Package kubelet simulates how the kubelet stops one container, step for step as
-// shared/kubelet-stop-sequence.md describes it (kubelet killContainer / executePreStopHook):
+// docs/kubelet-stop-sequence.md describes it (kubelet killContainer / executePreStopHook):
 //
 //	E = the grace period, never below 1 s
 //	run the preStop hook; wait until it finishes or E has passed (it is not cancelled)

@@ -40,9 +40,9 @@ func killedBy(s unix.Signal) unix.WaitStatus { return unix.WaitStatus(s) }
 
 // want compares the actions, leaving out actDrained (the answer to /prestop callers), which the
 // prestop tests check with drainedIn.
-func want(tb testing.TB, got []any, w ...any) {
+func want(tb testing.TB, got []action, w ...action) {
 	tb.Helper()
-	got = slices.DeleteFunc(slices.Clone(got), func(a any) bool { return a == actDrained{} })
+	got = slices.DeleteFunc(slices.Clone(got), func(a action) bool { return a == actDrained{} })
 	if len(got) == 0 && len(w) == 0 {
 		return
 	}
@@ -61,7 +61,7 @@ func wantPhase(tb testing.TB, m *machine, p Phase) {
 func TestFullSequenceWithHooks(t *testing.T) {
 	m := newTestMachine(true, true)
 	// SIGTERM at 10 s: deadline 40 s, kill at 38 s.
-	want(t, m.signal(at(10), unix.SIGTERM), actRunHooks{StageOffline, at(38)})
+	want(t, m.signal(at(10), unix.SIGTERM), actRunHooks{StageOffline, hooksDeadline(at(38))})
 	wantPhase(t, m, PhaseOffline)
 	if !m.deadline.Equal(at(40)) {
 		t.Fatalf("deadline = %v, want t0+grace", m.deadline.Sub(epoch))
@@ -81,7 +81,7 @@ func TestFullSequenceWithHooks(t *testing.T) {
 	}
 	// The app exits after 2 s with 143; nothing else is left.
 	want(t, m.noChildren(at(18)))
-	want(t, m.appExit(at(18), killedBy(unix.SIGTERM)), actRunHooks{StagePostStop, at(40)})
+	want(t, m.appExit(at(18), killedBy(unix.SIGTERM)), actRunHooks{StagePostStop, hooksDeadline(at(40))})
 	wantPhase(t, m, PhasePostStop)
 	want(t, m.hooksDone(at(18.5), StagePostStop, "1 ok"), actExit{143})
 	s := m.summary(at(18.5))
@@ -113,11 +113,11 @@ func TestStopSignalChoice(t *testing.T) {
 		name    string
 		opt     mopt
 		trigger unix.Signal
-		want    []any
+		want    []action
 	}{
-		{"trigger as received", func(*config.Config) {}, unix.SIGINT, []any{actSignal{toApp, unix.SIGINT}}},
-		{"--stop-signal replaces it", func(c *config.Config) { c.StopSignal = unix.SIGQUIT }, unix.SIGTERM, []any{actSignal{toApp, unix.SIGQUIT}}},
-		{"rewritten", func(c *config.Config) { c.Rewrite = signals.Rewrite{unix.SIGTERM: unix.SIGUSR2} }, unix.SIGTERM, []any{actSignal{toApp, unix.SIGUSR2}}},
+		{"trigger as received", func(*config.Config) {}, unix.SIGINT, []action{actSignal{toApp, unix.SIGINT}}},
+		{"--stop-signal replaces it", func(c *config.Config) { c.StopSignal = unix.SIGQUIT }, unix.SIGTERM, []action{actSignal{toApp, unix.SIGQUIT}}},
+		{"rewritten", func(c *config.Config) { c.Rewrite = signals.Rewrite{unix.SIGTERM: unix.SIGUSR2} }, unix.SIGTERM, []action{actSignal{toApp, unix.SIGUSR2}}},
 		{"rewritten to nothing", func(c *config.Config) { c.Rewrite = signals.Rewrite{unix.SIGTERM: 0} }, unix.SIGTERM, nil},
 	}
 	for _, c := range cases {
@@ -173,7 +173,7 @@ func TestEscalationBeforeDeadline(t *testing.T) {
 		t.Fatalf("gives up on the reaper at %v, want the deadline", m.wake.Sub(epoch))
 	}
 	m.noChildren(at(28.01))
-	want(t, m.appExit(at(28.01), killedBy(unix.SIGKILL)), actRunHooks{StagePostStop, at(30)})
+	want(t, m.appExit(at(28.01), killedBy(unix.SIGKILL)), actRunHooks{StagePostStop, hooksDeadline(at(30))})
 	want(t, m.hooksDone(at(29), StagePostStop, "1 ok"), actExit{137})
 	if s := m.summary(at(29)); !strings.Contains(s, "drainit had to SIGKILL") {
 		t.Errorf("summary %q does not say drainit had to SIGKILL", s)
@@ -196,7 +196,7 @@ func TestHooksLongerThanBudgetSkipDrain(t *testing.T) {
 
 func TestRepeatedTriggersJoin(t *testing.T) {
 	m := newTestMachine(true, false)
-	want(t, m.signal(at(0), unix.SIGTERM), actRunHooks{StageOffline, at(28)})
+	want(t, m.signal(at(0), unix.SIGTERM), actRunHooks{StageOffline, hooksDeadline(at(28))})
 	// A second SIGTERM (kubelet restart, docker stop twice) runs nothing again.
 	want(t, m.signal(at(1), unix.SIGTERM))
 	wantPhase(t, m, PhaseOffline)
@@ -311,13 +311,13 @@ func TestExitMapAndGiveUp(t *testing.T) {
 	want(t, m.tick(at(30)), actExit{137})
 }
 
-func drainedIn(acts []any) bool { return slices.Contains(acts, any(actDrained{})) }
+func drainedIn(acts []action) bool { return slices.Contains(acts, action(actDrained{})) }
 
 func TestPrestopThenKubeletSignal(t *testing.T) {
 	m := newTestMachine(true, false)
 	// The kubelet calls /prestop at 10 s: the sequence starts then, not at the SIGTERM.
 	acts := m.prestop(at(10))
-	want(t, acts, actRunHooks{StageOffline, at(38)})
+	want(t, acts, actRunHooks{StageOffline, hooksDeadline(at(38))})
 	if drainedIn(acts) {
 		t.Fatal("/prestop answered before the drain")
 	}
@@ -456,12 +456,12 @@ func TestTriggerAfterTheAppExitedBoundsPostStopHooks(t *testing.T) {
 	m := newTestMachine(false, true)
 	m.noChildren(at(1))
 	want(t, m.appExit(at(1), exited(3)), actRunHooks{StagePostStop, time.Time{}})
-	want(t, m.signal(at(2), unix.SIGTERM), actSignal{toApp, unix.SIGTERM}, actHooksDeadline{StagePostStop, at(32)})
+	want(t, m.signal(at(2), unix.SIGTERM), actSignal{toApp, unix.SIGTERM}, actHooksDeadline{StagePostStop, hooksDeadline(at(32))})
 	wantPhase(t, m, PhasePostStop)
 	// Repeated, it changes nothing; the hooks' end still ends the run with the app's status.
 	want(t, m.signal(at(3), unix.SIGTERM), actSignal{toApp, unix.SIGTERM})
 	want(t, m.hooksDone(at(31), StagePostStop, "1 cancelled"), actExit{3})
-	if s := m.final; !strings.Contains(s, "(app already exited)") {
+	if s := m.summaryLine; !strings.Contains(s, "(app already exited)") {
 		t.Errorf("summary %q does not say the trigger came after the app's exit", s)
 	}
 }
@@ -497,5 +497,5 @@ func TestPrestopAfterTheAppExited(t *testing.T) {
 	if !drainedIn(acts) {
 		t.Fatalf("/prestop after the app's exit was not answered at once: %#v", acts)
 	}
-	want(t, acts, actHooksDeadline{StagePostStop, at(32)})
+	want(t, acts, actHooksDeadline{StagePostStop, hooksDeadline(at(32))})
 }

@@ -8,31 +8,71 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
+	"github.com/drainit/drainit/hooks"
 	"github.com/drainit/drainit/internal/config"
-	"github.com/drainit/drainit/internal/control"
 	"github.com/drainit/drainit/internal/drainwatch"
 	"github.com/drainit/drainit/signals"
 )
 
+// The stop sequence, phase by phase: what starts each phase, what it does, its timer (the
+// machine's wake, and what the timer does) and where it goes next. killAt is deadline − kill
+// margin; deadline is t0 + grace; t0 is the first trigger. The methods below follow the table.
+//
+//	phase      started by                       does                             timer                    next
+//	running    the app's start                  forward signals                  -                        offline, on a trigger
+//	offline    the first trigger (t0)           offline hooks, until killAt      -                        draining, when they end
+//	draining   offline (no hooks: the trigger)  the drain: fixed or adaptive     the drain's end          stopping (drained after /prestop alone)
+//	drained    the drain, after /prestop alone  wait for the kubelet's signal    killAt                   stopping, on the signal or the timer
+//	stopping   the drain's end, 2nd Ctrl-C      the stop signal to the app       killAt                   killing
+//	cleanup    the app's exit, leftovers run    SIGTERM to what is left          cleanup wait (≤ killAt)  killing
+//	killing    killAt, 3rd Ctrl-C               SIGKILL to everything            deadline (≥ reapWait)    post-stop
+//	post-stop  nothing left running             post-stop hooks, until deadline  -                        done, when they end
+//	done       the post-stop hooks' end         exit with the app's status       -                        -
+//
+// Any phase: the app's exit leads to cleanup (or straight to post-stop when it left nothing);
+// a trigger after the app's exit sets the deadline without draining (lateTrigger).
+
 // Phase is where the supervisor is in the app's life.
 type Phase int
 
-// The phases, in the order the stop sequence goes through them.
+// The phases, in the order the stop sequence goes through them: cleanup, which starts when the
+// app exits on its own, comes before killing, which ends what survives it.
 const (
 	PhaseRunning  Phase = iota // the app runs; no trigger yet
 	PhaseOffline               // trigger seen; offline hooks run
 	PhaseDraining              // the drain wait: the app still serves
 	PhaseDrained               // drained after a /prestop; waiting for the kubelet's signal
 	PhaseStopping              // stop signal sent; waiting for the app to exit
-	PhaseKilling               // SIGKILL sent to everything; waiting for the reaper
 	PhaseCleanup               // the app has exited; what it left behind is being ended
+	PhaseKilling               // SIGKILL sent to everything; waiting for the reaper
 	PhasePostStop              // post-stop hooks run
 	PhaseDone                  // drainit exits
 )
 
-var phaseNames = [...]string{"running", "offline", "draining", "drained", "stopping", "killing", "cleanup", "post-stop", "done"}
+// phaseSpec is a phase's row of the table above, in code: its name and what its timer does
+// (nil: the phase sets none).
+type phaseSpec struct {
+	name   string
+	onWake func(*machine, time.Time) []action
+}
 
-func (p Phase) String() string { return phaseNames[p] }
+// spec returns the phase's row. (A function rather than a package variable: the rows refer to
+// methods that log the phase's name.)
+func (p Phase) spec() phaseSpec {
+	return [...]phaseSpec{
+		PhaseRunning:  {"running", nil},
+		PhaseOffline:  {"offline", nil},
+		PhaseDraining: {"draining", (*machine).endDrain},
+		PhaseDrained:  {"drained", (*machine).enterStopping},
+		PhaseStopping: {"stopping", (*machine).enterKilling},
+		PhaseCleanup:  {"cleanup", (*machine).killLeftovers},
+		PhaseKilling:  {"killing", (*machine).giveUpReaping},
+		PhasePostStop: {"post-stop", nil},
+		PhaseDone:     {"done", nil},
+	}[p]
+}
+
+func (p Phase) String() string { return p.spec().name }
 
 // Stage names a set of hooks.
 type Stage int
@@ -53,18 +93,25 @@ const (
 	toEverything               // the app's group, then every other process drainit may reap
 )
 
-// Actions are what the machine asks the loop to do. The loop performs them in order.
+// action is what the machine asks the loop to do; the loop performs a tick's actions in order.
+// Only the types below are actions.
+type action interface{ isAction() }
+
 type (
+	// actSignal: send sig to the app, or to everything.
 	actSignal struct {
 		to  target
 		sig unix.Signal
 	}
+	// actRunHooks: run a stage's hooks with a context that ends at deadline (zero: no deadline
+	// beyond each hook's own timeout). The machine has already left an exec hook's Overrun
+	// before the time the hooks must be done by.
 	actRunHooks struct {
 		stage    Stage
-		deadline time.Time // zero: no deadline beyond each hook's own timeout
+		deadline time.Time
 	}
 	// actHooksDeadline: a stage's hooks, started without a deadline, now have one (a trigger came
-	// after the app had exited on its own).
+	// after the app had exited on its own); the context ends at deadline.
 	actHooksDeadline struct {
 		stage    Stage
 		deadline time.Time
@@ -76,6 +123,14 @@ type (
 	// actDrained: the drain is over (or can no longer happen); /prestop callers get their answer.
 	actDrained struct{}
 )
+
+func (actSignal) isAction()        {}
+func (actRunHooks) isAction()      {}
+func (actHooksDeadline) isAction() {}
+func (actCancelHooks) isAction()   {}
+func (actExit) isAction()          {}
+func (actWatchDrain) isAction()    {}
+func (actDrained) isAction()       {}
 
 // reapWait is the least time drainit waits, after SIGKILL to everything, for the reaper to see
 // it all gone. SIGKILL takes effect at once except for a process in uninterruptible sleep, which
@@ -113,18 +168,18 @@ type machine struct {
 	trigger      unix.Signal // 0 while only a /prestop has started the sequence
 	drained      bool
 	drainAt      time.Time // the drain wait began
-	ints         int       // SIGINTs since t0: the second skips the drain, the third kills
+	sigints      int       // SIGINTs since t0: the second skips the drain, the third kills
 	wake         time.Time // when the loop should call tick next; zero: no timer
 	hooksRunning [2]bool
 
-	ready      bool   // the app is ready (probe passed, online hooks done)
-	final      string // the summary, once done
-	appExited  bool
-	appStatus  int // shell-style: code, or 128+N
-	childrenUp bool
-	killed     bool // drainit sent SIGKILL
-	stopSentAt time.Time
-	timeline   []mark
+	ready       bool   // the app is ready (probe passed, online hooks done)
+	summaryLine string // the one-line timeline, once done
+	appExited   bool
+	appStatus   int // shell-style: code, or 128+N
+	hasChildren bool
+	killed      bool // drainit sent SIGKILL
+	stopSentAt  time.Time
+	timeline    []mark
 }
 
 // mark is one entry of the timeline: what happened, and when.
@@ -139,15 +194,15 @@ func newMachine(c *config.Config, hasOffline, hasPostStop bool, start time.Time,
 			Grace: c.GracePeriod, DrainDelay: c.DrainDelay, KillMargin: c.KillMargin, CleanupWait: c.CleanupWait,
 			Adaptive: c.Adaptive, DrainMin: c.DrainMin, DrainMax: c.DrainMax,
 		},
-		triggers:   map[unix.Signal]bool{},
-		stopSignal: c.StopSignal,
-		forward:    c.Forward,
-		rewrite:    c.Rewrite,
-		exitMap:    c.ExitMap,
-		hasHooks:   [2]bool{hasOffline, hasPostStop},
-		log:        log,
-		start:      start,
-		childrenUp: true,
+		triggers:    map[unix.Signal]bool{},
+		stopSignal:  c.StopSignal,
+		forward:     c.Forward,
+		rewrite:     c.Rewrite,
+		exitMap:     c.ExitMap,
+		hasHooks:    [2]bool{hasOffline, hasPostStop},
+		log:         log,
+		start:       start,
+		hasChildren: true,
 	}
 	for _, s := range c.Triggers {
 		m.triggers[s] = true
@@ -167,7 +222,7 @@ func (m *machine) event(now time.Time, level zerolog.Level, what string) *zerolo
 }
 
 // signal handles a signal drainit received.
-func (m *machine) signal(now time.Time, sig unix.Signal) []any {
+func (m *machine) signal(now time.Time, sig unix.Signal) []action {
 	if m.appExited {
 		// The app is gone; forwarding still reaches what it left behind, which is being ended.
 		acts := m.forwardSig(sig)
@@ -182,7 +237,7 @@ func (m *machine) signal(now time.Time, sig unix.Signal) []any {
 	if m.t0.IsZero() {
 		m.t0, m.deadline, m.trigger = now, now.Add(m.timing.Grace), sig
 		if sig == unix.SIGINT {
-			m.ints = 1
+			m.sigints = 1
 		}
 		m.event(now, zerolog.InfoLevel, "trigger").Str("signal", signals.Name(sig)).
 			Time("deadline", m.deadline.UTC()).Msg("stop sequence started")
@@ -201,12 +256,12 @@ func (m *machine) signal(now time.Time, sig unix.Signal) []any {
 	}
 	// A repeated trigger joins the sequence under way; only Ctrl-C pressed again means "faster".
 	if sig == unix.SIGINT {
-		m.ints++
+		m.sigints++
 		switch {
-		case m.ints == 2 && m.phase < PhaseStopping:
+		case m.sigints == 2 && m.phase < PhaseStopping:
 			m.event(now, zerolog.WarnLevel, "second SIGINT").Msg("second SIGINT: skipping the rest of the drain")
 			return m.enterStopping(now)
-		case m.ints >= 3 && m.phase < PhaseKilling:
+		case m.sigints >= 3 && m.phase < PhaseKilling:
 			m.event(now, zerolog.WarnLevel, "third SIGINT").Msg("third SIGINT: killing the app")
 			return m.enterKilling(now)
 		}
@@ -218,13 +273,13 @@ func (m *machine) signal(now time.Time, sig unix.Signal) []any {
 
 // prestop handles a /prestop request: it starts the sequence (t0 = now) or joins the one under way.
 // The caller's answer is due at the next actDrained, or at once when drained is already true.
-func (m *machine) prestop(now time.Time) []any {
+func (m *machine) prestop(now time.Time) []action {
 	if m.appExited {
 		return m.lateTrigger(now, 0)
 	}
 	if !m.t0.IsZero() {
 		if m.drained {
-			return []any{actDrained{}}
+			return []action{actDrained{}}
 		}
 		return nil
 	}
@@ -237,7 +292,7 @@ func (m *machine) prestop(now time.Time) []any {
 // exited on its own, while drainit ends what the app left behind or runs the post-stop hooks.
 // There is nothing to drain, but the runtime's grace period has begun: what still runs must end
 // by the kill point, as it would have had the trigger come first.
-func (m *machine) lateTrigger(now time.Time, sig unix.Signal) []any {
+func (m *machine) lateTrigger(now time.Time, sig unix.Signal) []action {
 	acts := m.markDrained()
 	if !m.t0.IsZero() {
 		return acts
@@ -251,12 +306,10 @@ func (m *machine) lateTrigger(now time.Time, sig unix.Signal) []any {
 		Time("deadline", m.deadline.UTC()).Msg("stop requested after the app exited: finishing by the deadline")
 	switch m.phase {
 	case PhaseCleanup:
-		if kill := m.deadline.Add(-m.timing.KillMargin); m.wake.After(kill) {
-			m.wake = kill
-		}
+		m.wake = m.capped(m.wake)
 	case PhasePostStop:
 		if m.hooksRunning[StagePostStop] {
-			acts = append(acts, actHooksDeadline{StagePostStop, m.deadline})
+			acts = append(acts, actHooksDeadline{StagePostStop, hooksDeadline(m.deadline)})
 		}
 	}
 	// PhaseKilling waits for the reaper until the deadline at most already.
@@ -264,37 +317,37 @@ func (m *machine) lateTrigger(now time.Time, sig unix.Signal) []any {
 }
 
 // markDrained ends the drain for the /prestop callers, once.
-func (m *machine) markDrained() []any {
+func (m *machine) markDrained() []action {
 	if m.drained {
 		return nil
 	}
 	m.drained = true
-	return []any{actDrained{}}
+	return []action{actDrained{}}
 }
 
 // endDrain is the end of the drain wait: the stop step, or, when only a /prestop started the
 // sequence, waiting for the kubelet's signal (bounded by the kill point).
-func (m *machine) endDrain(now time.Time) []any {
+func (m *machine) endDrain(now time.Time) []action {
 	acts := m.markDrained()
 	if m.trigger != 0 {
 		return append(acts, m.enterStopping(now)...)
 	}
 	m.phase = PhaseDrained
-	m.wake = m.deadline.Add(-m.timing.KillMargin)
+	m.wake = m.killAt()
 	m.event(now, zerolog.InfoLevel, "drained").Msg("drained; waiting for the stop signal")
 	return acts
 }
 
-func (m *machine) forwardSig(sig unix.Signal) []any {
+func (m *machine) forwardSig(sig unix.Signal) []action {
 	out, ok := m.rewrite.Apply(sig)
 	if !ok {
 		m.log.Debug().Str("signal", signals.Name(sig)).Msg("signal dropped by --rewrite")
 		return nil
 	}
-	return []any{actSignal{toApp, out}}
+	return []action{actSignal{toApp, out}}
 }
 
-func (m *machine) enterOffline(now time.Time) []any {
+func (m *machine) enterOffline(now time.Time) []action {
 	m.phase = PhaseOffline
 	if !m.hasHooks[StageOffline] {
 		return m.enterDraining(now)
@@ -304,19 +357,19 @@ func (m *machine) enterOffline(now time.Time) []any {
 	// The hooks may use all the time up to the kill point; the drain is then skipped, which the
 	// start-up budget check warns about.
 	m.wake = time.Time{}
-	return []any{actRunHooks{StageOffline, m.deadline.Add(-m.timing.KillMargin)}}
+	return []action{actRunHooks{StageOffline, hooksDeadline(m.killAt())}}
 }
 
 // cancelOffline stops offline hooks still running, when the sequence moves past them.
-func (m *machine) cancelOffline() []any {
+func (m *machine) cancelOffline() []action {
 	if !m.hooksRunning[StageOffline] {
 		return nil
 	}
 	m.hooksRunning[StageOffline] = false
-	return []any{actCancelHooks{StageOffline}}
+	return []action{actCancelHooks{StageOffline}}
 }
 
-func (m *machine) enterDraining(now time.Time) []any {
+func (m *machine) enterDraining(now time.Time) []action {
 	m.phase = PhaseDraining
 	m.drainAt = now
 	if !m.timing.Adaptive {
@@ -332,11 +385,11 @@ func (m *machine) enterDraining(now time.Time) []any {
 		Msg("draining until no new connections arrive: the app keeps serving")
 	// The kill point comes before --drain-min too when the grace period is that short: the
 	// minimum gives way (a watcher told min > max would refuse to run at all).
-	return []any{actWatchDrain{min(m.timing.DrainMin, end.Sub(now)), end.Sub(now)}}
+	return []action{actWatchDrain{min(m.timing.DrainMin, end.Sub(now)), end.Sub(now)}}
 }
 
 // fixedDrain waits d from the start of the drain (capped at the kill point).
-func (m *machine) fixedDrain(now time.Time, d time.Duration, why string) []any {
+func (m *machine) fixedDrain(now time.Time, d time.Duration, why string) []action {
 	end := m.capped(m.drainAt.Add(d))
 	if !end.After(now) {
 		return m.endDrain(now)
@@ -346,16 +399,24 @@ func (m *machine) fixedDrain(now time.Time, d time.Duration, why string) []any {
 	return nil
 }
 
+// killAt is the kill point: drainit SIGKILLs whatever still runs then, the kill margin before
+// the deadline, so that the runtime's SIGKILL never has to.
+func (m *machine) killAt() time.Time { return m.deadline.Add(-m.timing.KillMargin) }
+
 // capped returns t, or the kill point if that comes first.
 func (m *machine) capped(t time.Time) time.Time {
-	if kill := m.deadline.Add(-m.timing.KillMargin); t.After(kill) {
+	if kill := m.killAt(); t.After(kill) {
 		return kill
 	}
 	return t
 }
 
+// hooksDeadline is when a stage's hook context must end for the hooks to be done by t: an exec
+// hook outlives its context by hooks.Overrun at most, while its processes are stopped.
+func hooksDeadline(t time.Time) time.Time { return t.Add(-hooks.Overrun) }
+
 // drainWatched handles the adaptive drain's watcher reporting that the drain should end.
-func (m *machine) drainWatched(now time.Time, r drainwatch.Result) []any {
+func (m *machine) drainWatched(now time.Time, r drainwatch.Result) []action {
 	if m.phase != PhaseDraining || !m.timing.Adaptive {
 		return nil // the drain already ended another way
 	}
@@ -371,10 +432,10 @@ func (m *machine) drainWatched(now time.Time, r drainwatch.Result) []any {
 	return m.endDrain(now)
 }
 
-func (m *machine) enterStopping(now time.Time) []any {
+func (m *machine) enterStopping(now time.Time) []action {
 	acts := m.cancelOffline()
 	acts = append(acts, m.markDrained()...)
-	m.wake = m.deadline.Add(-m.timing.KillMargin)
+	m.wake = m.killAt()
 	if m.phase == PhaseDrained && m.trigger == 0 {
 		// No signal came after /prestop: stop the app ourselves, leaving it the kill margin.
 		m.wake = m.deadline
@@ -397,23 +458,46 @@ func (m *machine) enterStopping(now time.Time) []any {
 	return append(acts, actSignal{toApp, sig})
 }
 
-func (m *machine) enterKilling(now time.Time) []any {
+// enterKilling is the kill point (or a third Ctrl-C) with the app still running.
+func (m *machine) enterKilling(now time.Time) []action {
 	acts := m.cancelOffline()
 	acts = append(acts, m.markDrained()...)
+	acts = append(acts, m.killEverything(now)...)
+	m.event(now, zerolog.WarnLevel, "SIGKILL").Msg("app still running: SIGKILL to everything")
+	return acts
+}
+
+// killLeftovers is the end of the cleanup wait: what the app left behind survived SIGTERM.
+func (m *machine) killLeftovers(now time.Time) []action {
+	m.event(now, zerolog.WarnLevel, "SIGKILL leftovers").Msg("processes left behind by the app still run: SIGKILL")
+	return m.killEverything(now)
+}
+
+// killEverything sends SIGKILL to everything and waits for the reaper: until the deadline (past
+// it the runtime kills drainit anyway), but reapWait at least, for when the kill comes late.
+func (m *machine) killEverything(now time.Time) []action {
 	m.phase = PhaseKilling
 	m.killed = true
-	// Past the deadline the kubelet kills us anyway, so stop waiting for the reaper then; but
-	// give it reapWait at least, for when the kill itself comes late.
 	m.wake = now.Add(reapWait)
 	if m.deadline.After(m.wake) {
 		m.wake = m.deadline
 	}
-	m.event(now, zerolog.WarnLevel, "SIGKILL").Msg("app still running: SIGKILL to everything")
-	return append(acts, actSignal{toEverything, unix.SIGKILL})
+	return []action{actSignal{toEverything, unix.SIGKILL}}
+}
+
+// giveUpReaping is the end of the wait for the reaper after SIGKILL: what is left is stuck in
+// uninterruptible sleep, and drainit goes on without it.
+func (m *machine) giveUpReaping(now time.Time) []action {
+	m.event(now, zerolog.ErrorLevel, "gave up waiting").Msg("processes survive SIGKILL (uninterruptible sleep?); going on without them")
+	if !m.appExited {
+		// The app itself would not die: report it as killed.
+		m.appExited, m.appStatus = true, 128+int(unix.SIGKILL)
+	}
+	return m.enterPostStop(now)
 }
 
 // appExit handles the reaper's report that the app itself has exited.
-func (m *machine) appExit(now time.Time, ws unix.WaitStatus) []any {
+func (m *machine) appExit(now time.Time, ws unix.WaitStatus) []action {
 	m.appExited = true
 	m.appStatus = signals.ExitCode(ws)
 	acts := m.cancelOffline()
@@ -426,7 +510,7 @@ func (m *machine) appExit(now time.Time, ws unix.WaitStatus) []any {
 		e = e.Str("signal", signals.Name(ws.Signal()))
 	}
 	e.Msg("app exited")
-	if !m.childrenUp {
+	if !m.hasChildren {
 		return append(acts, m.enterPostStop(now)...)
 	}
 	if m.phase == PhaseKilling {
@@ -436,9 +520,7 @@ func (m *machine) appExit(now time.Time, ws unix.WaitStatus) []any {
 	m.phase = PhaseCleanup
 	m.wake = now.Add(m.timing.CleanupWait)
 	if !m.deadline.IsZero() {
-		if kill := m.deadline.Add(-m.timing.KillMargin); m.wake.After(kill) {
-			m.wake = kill
-		}
+		m.wake = m.capped(m.wake)
 	}
 	m.event(now, zerolog.InfoLevel, "cleanup").Msg("the app left processes behind: SIGTERM to them")
 	return append(acts, actSignal{toEverything, unix.SIGTERM})
@@ -447,15 +529,15 @@ func (m *machine) appExit(now time.Time, ws unix.WaitStatus) []any {
 // noChildren handles the reaper's report that drainit has no child left at all. When one reap
 // both collects the app and finds no other child, the loop calls noChildren first, so that appExit
 // goes straight to the post-stop hooks instead of hunting for leftovers that do not exist.
-func (m *machine) noChildren(now time.Time) []any {
-	m.childrenUp = false
+func (m *machine) noChildren(now time.Time) []action {
+	m.hasChildren = false
 	if !m.appExited || m.phase >= PhasePostStop {
 		return nil
 	}
 	return m.enterPostStop(now)
 }
 
-func (m *machine) enterPostStop(now time.Time) []any {
+func (m *machine) enterPostStop(now time.Time) []action {
 	m.phase = PhasePostStop
 	m.wake = time.Time{}
 	if !m.hasHooks[StagePostStop] {
@@ -463,12 +545,16 @@ func (m *machine) enterPostStop(now time.Time) []any {
 	}
 	m.hooksRunning[StagePostStop] = true
 	m.event(now, zerolog.InfoLevel, "post-stop hooks").Msg("running post-stop hooks")
-	return []any{actRunHooks{StagePostStop, m.deadline}}
+	var deadline time.Time // none before a trigger: each hook's own timeout bounds it
+	if !m.deadline.IsZero() {
+		deadline = hooksDeadline(m.deadline)
+	}
+	return []action{actRunHooks{StagePostStop, deadline}}
 }
 
 // hooksDone handles the end of a stage's hooks (each hook logs its own outcome; outcome sums
 // them up for the summary).
-func (m *machine) hooksDone(now time.Time, stage Stage, outcome string) []any {
+func (m *machine) hooksDone(now time.Time, stage Stage, outcome string) []action {
 	if !m.hooksRunning[stage] {
 		return nil // cancelled and already moved on
 	}
@@ -485,51 +571,29 @@ func (m *machine) hooksDone(now time.Time, stage Stage, outcome string) []any {
 	return nil
 }
 
-// tick handles the timer the machine asked for with wake.
-func (m *machine) tick(now time.Time) []any {
+// tick handles the timer the machine asked for with wake: the phase's onWake in the table.
+func (m *machine) tick(now time.Time) []action {
 	if m.wake.IsZero() || now.Before(m.wake) {
 		return nil
 	}
 	m.wake = time.Time{}
-	switch m.phase {
-	case PhaseDraining:
-		return m.endDrain(now)
-	case PhaseDrained:
-		return m.enterStopping(now)
-	case PhaseStopping:
-		return m.enterKilling(now)
-	case PhaseCleanup:
-		m.killed = true
-		m.event(now, zerolog.WarnLevel, "SIGKILL leftovers").Msg("processes left behind by the app still run: SIGKILL")
-		m.wake = now.Add(reapWait)
-		if m.deadline.After(m.wake) {
-			m.wake = m.deadline
-		}
-		m.phase = PhaseKilling
-		return []any{actSignal{toEverything, unix.SIGKILL}}
-	case PhaseKilling:
-		m.event(now, zerolog.ErrorLevel, "gave up waiting").Msg("processes survive SIGKILL (uninterruptible sleep?); going on without them")
-		if m.appExited {
-			return m.enterPostStop(now)
-		}
-		// The app itself would not die: report it as killed.
-		m.appExited, m.appStatus = true, 128+int(unix.SIGKILL)
-		return m.enterPostStop(now)
+	if onWake := m.phase.spec().onWake; onWake != nil {
+		return onWake(m, now)
 	}
 	return nil
 }
 
-func (m *machine) finish(now time.Time) []any {
+func (m *machine) finish(now time.Time) []action {
 	m.phase = PhaseDone
 	m.wake = time.Time{}
 	code := m.exitMap.Apply(m.appStatus)
-	m.final = m.summary(now)
-	e := m.log.Info().Str("phase", "done").Int("status", code).Str("summary", m.final)
+	m.summaryLine = m.summary(now)
+	e := m.log.Info().Str("phase", "done").Int("status", code).Str("summary", m.summaryLine)
 	if !m.t0.IsZero() {
 		e = e.Dur("elapsed", now.Sub(m.t0))
 	}
 	e.Msg("drainit exiting")
-	return []any{actExit{code}}
+	return []action{actExit{code}}
 }
 
 // summary is the one-line timeline: each mark with its offset from t0 (or from the app's start
@@ -570,19 +634,38 @@ func (m *machine) setReady(now time.Time) {
 	m.event(now, zerolog.InfoLevel, "ready").Msg("app ready")
 }
 
-// status is the snapshot the control server reports.
-func (m *machine) status(now time.Time, pid int) control.Status {
+// Snapshot is the supervisor's state as the control server reports it.
+type Snapshot struct {
+	Phase    Phase
+	AppPID   int
+	Uptime   time.Duration
+	Running  bool // the app has not exited
+	Ready    bool
+	Draining bool // a trigger has been seen
+	Drained  bool // the drain is over
+	// Timeline is what happened so far, each since t0 (since the app's start before a trigger).
+	Timeline []Mark
+}
+
+// Mark is one entry of a snapshot's timeline.
+type Mark struct {
+	What    string
+	Elapsed time.Duration
+}
+
+// snapshot is the machine's state now.
+func (m *machine) snapshot(now time.Time, pid int) Snapshot {
 	base := m.t0
 	if base.IsZero() {
 		base = m.start
 	}
-	st := control.Status{
-		Phase: m.phase.String(), AppPID: pid, Uptime: now.Sub(m.start).Seconds(),
+	st := Snapshot{
+		Phase: m.phase, AppPID: pid, Uptime: now.Sub(m.start),
 		Running: !m.appExited, Ready: m.ready, Draining: !m.t0.IsZero(), Drained: m.drained,
-		Timeline: make([]control.Mark, 0, len(m.timeline)),
+		Timeline: make([]Mark, 0, len(m.timeline)),
 	}
 	for _, mk := range m.timeline {
-		st.Timeline = append(st.Timeline, control.Mark{What: mk.what, Elapsed: mk.at.Sub(base).Seconds()})
+		st.Timeline = append(st.Timeline, Mark{What: mk.what, Elapsed: mk.at.Sub(base)})
 	}
 	return st
 }

@@ -1,23 +1,11 @@
-// Package supervisor runs one app under drainit: it starts the app, reaps every process that
-// ends up as drainit's child, forwards signals, runs the stop sequence and reports the app's exit
-// status.
-//
-// Who owns wait: the supervisor's reaper (reap, a wait4(-1) loop) is the only caller of wait in
-// the whole drainit process. Nothing else may call Wait on any child, or the app's status could
-// be stolen from it.
-//
-// One goroutine owns all state: Run's loop. Signals, reaped exits, timers and hook results reach
-// it through channels; the stop sequence itself is a pure state machine (machine) the loop
-// drives, which is unit-tested with made-up times.
 package supervisor
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
-	"runtime"
-	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -27,7 +15,6 @@ import (
 	"github.com/drainit/drainit/internal/config"
 	"github.com/drainit/drainit/internal/control"
 	"github.com/drainit/drainit/internal/drainwatch"
-	"github.com/drainit/drainit/internal/proc"
 	"github.com/drainit/drainit/signals"
 )
 
@@ -56,26 +43,12 @@ type Supervisor struct {
 	chld <-chan os.Signal // SIGCHLD
 	reqs chan request
 	done chan struct{} // closed when the loop has returned
+	proc processes
 
 	pid1       bool
 	foreground bool          // the app's group has the terminal: job control is on
 	accepted   func() uint64 // connections the control server accepted (nil: no server)
 	appPid     int
-}
-
-// countingListener counts accepted connections, so that the adaptive drain can tell the
-// control server's connections (the kubelet's /prestop) from the app's.
-type countingListener struct {
-	net.Listener
-	n atomic.Uint64
-}
-
-func (l *countingListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err == nil {
-		l.n.Add(1)
-	}
-	return c, err
 }
 
 // stageDone is a stage's hooks having all run.
@@ -84,54 +57,21 @@ type stageDone struct {
 	outcome hooks.Outcome
 }
 
-// request is a control-server call, answered by the loop on reply (buffered, so the loop never
-// blocks on a caller that has gone away).
-type request struct {
-	prestop bool
-	reply   chan control.Status
-}
-
 // New prepares a run of cfg.Command. sigs must already be registered (signal.Notify) for
 // signals.Early(), before anything else happens, so that no such signal sent while drainit
 // starts is lost: it is delivered to the app once the app runs (signals.Late may follow). chld
 // gets SIGCHLD and nothing else; one slot is enough, as each notification reaps every child
 // that has exited.
 func New(cfg *config.Config, opts Options, log zerolog.Logger, sigs, chld <-chan os.Signal) *Supervisor {
+	pid1 := os.Getpid() == 1
+	return newWith(cfg, opts, log, sigs, chld, linuxProcesses{pid1: pid1}, pid1)
+}
+
+// newWith is New with the process control given: the loop's tests pass a fake.
+func newWith(cfg *config.Config, opts Options, log zerolog.Logger, sigs, chld <-chan os.Signal, p processes, pid1 bool) *Supervisor {
 	return &Supervisor{
 		cfg: cfg, opts: opts, log: log, sigs: sigs, chld: chld,
-		reqs: make(chan request), done: make(chan struct{}), pid1: os.Getpid() == 1,
-	}
-}
-
-var errExiting = errors.New("drainit is exiting")
-
-// Prestop implements control.Backend: it asks the loop to start (or join) the stop sequence and
-// waits for the end of the drain.
-func (s *Supervisor) Prestop(ctx context.Context) (control.Status, error) {
-	return s.ask(ctx, true)
-}
-
-// Status implements control.Backend.
-func (s *Supervisor) Status(ctx context.Context) (control.Status, error) {
-	return s.ask(ctx, false)
-}
-
-func (s *Supervisor) ask(ctx context.Context, prestop bool) (control.Status, error) {
-	r := request{prestop, make(chan control.Status, 1)}
-	select {
-	case s.reqs <- r:
-	case <-ctx.Done():
-		return control.Status{}, ctx.Err()
-	case <-s.done:
-		return control.Status{}, errExiting
-	}
-	select {
-	case st := <-r.reply:
-		return st, nil
-	case <-ctx.Done():
-		return control.Status{}, ctx.Err()
-	case <-s.done:
-		return control.Status{}, errExiting
+		reqs: make(chan request), done: make(chan struct{}), pid1: pid1, proc: p,
 	}
 }
 
@@ -139,18 +79,16 @@ func (s *Supervisor) ask(ctx context.Context, prestop bool) (control.Status, err
 // returns the status drainit should exit with. An error means the app could not be started; a
 // *StartError carries the status for that case.
 func (s *Supervisor) Run(ctx context.Context) (int, error) {
-	if !s.pid1 {
-		// Orphans of the app must become our children, or nobody reaps them and the "kill
-		// everything left" step cannot see them.
-		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-			s.log.Warn().Err(err).Msg("cannot become a child subreaper; orphans will not be reaped")
-		}
+	// Orphans of the app must become our children, or nobody reaps them and the "kill
+	// everything left" step cannot see them.
+	if err := s.proc.adopt(); err != nil {
+		s.log.Warn().Err(err).Msg("cannot become a child subreaper; orphans will not be reaped")
 	}
 	s.foreground = controllingTerminal()
 	start := time.Now()
-	pid, err := spawn(s.cfg.Command, s.foreground)
+	pid, err := s.proc.start(s.cfg.Command, s.foreground)
 	if err != nil {
-		if se, ok := err.(*StartError); ok {
+		if se := (*StartError)(nil); errors.As(err, &se) {
 			return se.Code, err
 		}
 		return 126, err
@@ -175,26 +113,8 @@ func (s *Supervisor) Run(ctx context.Context) (int, error) {
 	}
 	code := s.loop(ctx, m)
 	close(s.done)
-	s.writeTerminationLog(m.final)
+	writeTerminationLog(s.cfg.TerminationLog, m.summaryLine)
 	return code, nil
-}
-
-// writeTerminationLog leaves the summary where Kubernetes shows it (kubectl describe pod reads the
-// last 4096 bytes of terminationMessagePath). The file must exist already, as the kubelet's
-// bind mount does: drainit does not create it, and a missing or read-only path is no error.
-func (s *Supervisor) writeTerminationLog(summary string) {
-	if s.cfg.TerminationLog == "" || summary == "" {
-		return
-	}
-	f, err := os.OpenFile(s.cfg.TerminationLog, os.O_WRONLY|os.O_TRUNC, 0)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	if len(summary) > 4096 {
-		summary = summary[:4096]
-	}
-	_, _ = f.WriteString(summary)
 }
 
 // loop is the one goroutine that owns the machine. It returns drainit's exit status.
@@ -205,7 +125,7 @@ func (s *Supervisor) loop(ctx context.Context, m *machine) int {
 	hookDone := make(chan stageDone, 2)
 	var cancel [2]context.CancelFunc
 	stageHooks := [2][]hooks.Hook{s.opts.Offline, s.opts.PostStop}
-	var waiters []chan control.Status // /prestop callers waiting for the end of the drain
+	var waiters []chan Snapshot // /prestop callers waiting for the end of the drain
 
 	// Readiness: the probe, then the online hooks, in the background; given up once a trigger
 	// comes or the app exits.
@@ -232,7 +152,7 @@ func (s *Supervisor) loop(ctx context.Context, m *machine) int {
 				timer.Reset(time.Until(armed))
 			}
 		}
-		var acts []any
+		var acts []action
 		select {
 		case <-s.chld:
 			acts = s.reaped(m, waitFlags)
@@ -253,7 +173,7 @@ func (s *Supervisor) loop(ctx context.Context, m *machine) int {
 			}
 		case r := <-s.reqs:
 			if !r.prestop {
-				r.reply <- m.status(time.Now(), s.appPid)
+				r.reply <- m.snapshot(time.Now(), s.appPid)
 				continue
 			}
 			waiters = append(waiters, r.reply)
@@ -273,9 +193,7 @@ func (s *Supervisor) loop(ctx context.Context, m *machine) int {
 			case actRunHooks:
 				hctx, c := context.WithCancel(ctx)
 				if !a.deadline.IsZero() {
-					// An exec hook may outlive its context by hooks.Overrun while its processes
-					// are stopped: end the context that much earlier.
-					hctx, c = context.WithDeadline(ctx, a.deadline.Add(-hooks.Overrun))
+					hctx, c = context.WithDeadline(ctx, a.deadline)
 				}
 				cancel[a.stage] = c
 				go func(st Stage, hs []hooks.Hook) {
@@ -283,8 +201,7 @@ func (s *Supervisor) loop(ctx context.Context, m *machine) int {
 					hookDone <- stageDone{st, o}
 				}(a.stage, stageHooks[a.stage])
 			case actHooksDeadline:
-				// As for actRunHooks with a deadline: the context ends hooks.Overrun before it.
-				t := time.AfterFunc(time.Until(a.deadline.Add(-hooks.Overrun)), cancel[a.stage])
+				t := time.AfterFunc(time.Until(a.deadline), cancel[a.stage])
 				defer t.Stop()
 			case actCancelHooks:
 				cancel[a.stage]()
@@ -296,13 +213,16 @@ func (s *Supervisor) loop(ctx context.Context, m *machine) int {
 					Max: a.max, SelfAccepted: s.accepted,
 				})
 			case actDrained:
-				st := m.status(time.Now(), s.appPid)
+				st := m.snapshot(time.Now(), s.appPid)
 				for _, w := range waiters {
 					w <- st
 				}
 				waiters = nil
 			case actExit:
 				return a.code
+			default:
+				// Only this package's types are actions; a new one must be handled above.
+				s.log.Error().Str("action", fmt.Sprintf("%T", a)).Msg("internal error: unhandled action")
 			}
 		}
 	}
@@ -325,8 +245,8 @@ func (s *Supervisor) becomeReady(ctx context.Context, ready chan<- struct{}) {
 
 // reaped collects what SIGCHLD announced and tells the machine about the app and about there
 // being no child left.
-func (s *Supervisor) reaped(m *machine, waitFlags int) []any {
-	exits, none := reap(waitFlags)
+func (s *Supervisor) reaped(m *machine, waitFlags int) []action {
+	exits, none := s.proc.reap(waitFlags)
 	now := time.Now()
 	var app *unix.WaitStatus
 	for _, e := range exits {
@@ -343,7 +263,7 @@ func (s *Supervisor) reaped(m *machine, waitFlags int) []any {
 			app = &e.ws
 		}
 	}
-	var acts []any
+	var acts []action
 	if none {
 		acts = m.noChildren(now) // before appExit: see machine.noChildren
 	}
@@ -353,63 +273,19 @@ func (s *Supervisor) reaped(m *machine, waitFlags int) []any {
 	return acts
 }
 
-// send delivers a signal. toApp follows --forward; toEverything reaches the app's group and then
-// every other process drainit can end: as PID 1 all of the PID namespace, as a subreaper every
-// descendant found in /proc.
+// send delivers a signal: toApp follows --forward (the app's group, or the app alone);
+// toEverything reaches the app's group and every other process drainit can end.
 func (s *Supervisor) send(to target, sig unix.Signal) {
 	ev := s.log.Debug().Str("signal", signals.Name(sig))
-	if to == toApp && s.cfg.Forward == config.ForwardChild {
+	switch {
+	case to == toEverything:
+		ev.Int("pgid", s.appPid).Msg("signal to everything")
+		s.proc.signalAll(s.appPid, sig)
+	case s.cfg.Forward == config.ForwardChild:
 		ev.Int("pid", s.appPid).Msg("forwarding signal to the app")
-		_ = unix.Kill(s.appPid, sig)
-		return
+		s.proc.signal(s.appPid, sig, false)
+	default:
+		ev.Int("pgid", s.appPid).Msg("forwarding signal to the app's process group")
+		s.proc.signal(s.appPid, sig, true)
 	}
-	ev.Int("pgid", s.appPid).Msg("forwarding signal to the app's process group")
-	// The app leads its own group (setsid or setpgid at spawn), so its pgid is its pid. ESRCH
-	// only means the group is already gone.
-	_ = unix.Kill(-s.appPid, sig)
-	if to != toEverything {
-		return
-	}
-	if s.pid1 {
-		_ = unix.Kill(-1, sig)
-		return
-	}
-	// A process can fork between the scan and the kill; a few rounds catch those children too.
-	for range 3 {
-		ds := proc.Descendants("/proc", os.Getpid())
-		if len(ds) == 0 {
-			return
-		}
-		for _, p := range ds {
-			_ = unix.Kill(p, sig)
-		}
-	}
-}
-
-// appStopped handles Ctrl-Z (or SIGTSTP/SIGTTIN/SIGTTOU) stopping the app when it has the
-// terminal: like a shell's job, drainit takes the terminal back and stops itself, so that the
-// shell above it sees the job stopped; on `fg` it hands the terminal back and continues the app.
-// As PID 1 there is no shell above, so the app simply stays stopped until it gets SIGCONT.
-func (s *Supervisor) appStopped() {
-	if s.pid1 {
-		s.log.Info().Msg("app stopped by job control; send SIGCONT to resume it")
-		return
-	}
-	setForeground(unix.Getpgrp())
-	_ = unix.Kill(os.Getpid(), unix.SIGSTOP) // returns once we are continued
-	setForeground(s.appPid)
-	_ = unix.Kill(-s.appPid, unix.SIGCONT)
-}
-
-// setForeground makes pgid the terminal's foreground group. A background process calling
-// tcsetpgrp gets SIGTTOU unless it blocks or ignores it, and while the signal is caught the kernel
-// restarts the call forever; so SIGTTOU is blocked on this thread for the call.
-func setForeground(pgid int) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	var set, old unix.Sigset_t
-	set.Val[(unix.SIGTTOU-1)/64] |= 1 << ((uint(unix.SIGTTOU) - 1) % 64)
-	_ = unix.PthreadSigmask(unix.SIG_BLOCK, &set, &old)
-	_ = unix.IoctlSetPointerInt(0, unix.TIOCSPGRP, pgid)
-	_ = unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil)
 }

@@ -1,0 +1,77 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync/atomic"
+
+	"github.com/drainit/drainit/internal/control"
+)
+
+// request is a control-server call, answered by the loop on reply (buffered, so the loop never
+// blocks on a caller that has gone away).
+type request struct {
+	prestop bool
+	reply   chan Snapshot
+}
+
+var errExiting = errors.New("drainit is exiting")
+
+// Prestop implements control.Backend: it asks the loop to start (or join) the stop sequence and
+// waits for the end of the drain.
+func (s *Supervisor) Prestop(ctx context.Context) (control.Status, error) {
+	return s.ask(ctx, true)
+}
+
+// Status implements control.Backend.
+func (s *Supervisor) Status(ctx context.Context) (control.Status, error) {
+	return s.ask(ctx, false)
+}
+
+func (s *Supervisor) ask(ctx context.Context, prestop bool) (control.Status, error) {
+	r := request{prestop, make(chan Snapshot, 1)}
+	select {
+	case s.reqs <- r:
+	case <-ctx.Done():
+		return control.Status{}, ctx.Err()
+	case <-s.done:
+		return control.Status{}, errExiting
+	}
+	select {
+	case st := <-r.reply:
+		return toStatus(st), nil
+	case <-ctx.Done():
+		return control.Status{}, ctx.Err()
+	case <-s.done:
+		return control.Status{}, errExiting
+	}
+}
+
+// toStatus is a snapshot as the control server reports it.
+func toStatus(sn Snapshot) control.Status {
+	st := control.Status{
+		Phase: sn.Phase.String(), AppPID: sn.AppPID, Uptime: sn.Uptime.Seconds(),
+		Running: sn.Running, Ready: sn.Ready, Draining: sn.Draining, Drained: sn.Drained,
+		Timeline: make([]control.Mark, 0, len(sn.Timeline)),
+	}
+	for _, mk := range sn.Timeline {
+		st.Timeline = append(st.Timeline, control.Mark{What: mk.What, Elapsed: mk.Elapsed.Seconds()})
+	}
+	return st
+}
+
+// countingListener counts accepted connections, so that the adaptive drain can tell the
+// control server's connections (the kubelet's /prestop) from the app's.
+type countingListener struct {
+	net.Listener
+	n atomic.Uint64
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.n.Add(1)
+	}
+	return c, err
+}

@@ -1,0 +1,233 @@
+package supervisor
+
+import (
+	"context"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
+
+	"github.com/drainit/drainit/hooks"
+	"github.com/drainit/drainit/internal/config"
+	"github.com/drainit/drainit/signals"
+)
+
+// The loop's tests: the real loop and machine, real channels and timers, with process control
+// faked, so that the races the integration tests hit only by luck happen on purpose, without
+// root.
+
+const fakeApp = 4242 // the app's pid, as the fake reports it
+
+// sent is one signal the loop asked for.
+type sent struct {
+	sig unix.Signal
+	all bool // to everything, not just the app
+}
+
+// fakeProcesses records what the loop asks and reaps what the test scripted.
+type fakeProcesses struct {
+	mu     sync.Mutex
+	sent   []sent
+	exits  []exit
+	none   bool
+	notify chan sent // every signal, also sent here (buffered) for tests that wait for one
+}
+
+func newFake() *fakeProcesses { return &fakeProcesses{notify: make(chan sent, 64)} }
+
+func (f *fakeProcesses) adopt() error                        { return nil }
+func (f *fakeProcesses) start([]string, bool) (int, error)   { return fakeApp, nil }
+func (f *fakeProcesses) signal(_ int, s unix.Signal, _ bool) { f.record(sent{s, false}) }
+func (f *fakeProcesses) signalAll(_ int, s unix.Signal)      { f.record(sent{s, true}) }
+func (f *fakeProcesses) record(s sent) {
+	f.mu.Lock()
+	f.sent = append(f.sent, s)
+	f.mu.Unlock()
+	f.notify <- s
+}
+func (f *fakeProcesses) reap(int) (exits []exit, none bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	exits, f.exits = f.exits, nil
+	return exits, f.none
+}
+func (f *fakeProcesses) signals() []sent {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]sent(nil), f.sent...)
+}
+func (f *fakeProcesses) exit(ws unix.WaitStatus, nothingLeft bool) {
+	f.mu.Lock()
+	f.exits = append(f.exits, exit{fakeApp, ws})
+	f.none = nothingLeft
+	f.mu.Unlock()
+}
+
+// run is one supervised run with faked processes.
+type run struct {
+	s          *Supervisor
+	fake       *fakeProcesses
+	sigs, chld chan os.Signal
+	result     chan int
+}
+
+func newRun(t *testing.T, opts Options, edit func(*config.Config)) *run {
+	t.Helper()
+	c := &config.Config{
+		Command: []string{"app"}, GracePeriod: 2 * time.Second, DrainDelay: 500 * time.Millisecond,
+		KillMargin: 200 * time.Millisecond, CleanupWait: 200 * time.Millisecond,
+		Triggers: []unix.Signal{unix.SIGTERM, unix.SIGINT}, Rewrite: signals.Rewrite{}, ExitMap: signals.ExitMap{},
+	}
+	if edit != nil {
+		edit(c)
+	}
+	r := &run{fake: newFake(), sigs: make(chan os.Signal, 8), chld: make(chan os.Signal, 1), result: make(chan int, 1)}
+	// pid1: no subreaper to set up, and job control stays out of the way.
+	r.s = newWith(c, opts, zerolog.Nop(), r.sigs, r.chld, r.fake, true)
+	return r
+}
+
+// start runs the supervisor; whatever was put on the channels before is there at its first select.
+func (r *run) start(t *testing.T) {
+	t.Helper()
+	go func() {
+		code, err := r.s.Run(context.Background())
+		if err != nil {
+			t.Errorf("Run: %v", err)
+		}
+		r.result <- code
+	}()
+}
+
+// appExits scripts the app's exit and announces it with SIGCHLD.
+func (r *run) appExits(ws unix.WaitStatus) {
+	r.fake.exit(ws, true)
+	r.chld <- unix.SIGCHLD
+}
+
+func (r *run) wait(t *testing.T, within time.Duration) int {
+	t.Helper()
+	select {
+	case code := <-r.result:
+		return code
+	case <-time.After(within):
+		t.Fatalf("the loop did not return within %s; signals sent: %v", within, r.fake.signals())
+		return 0
+	}
+}
+
+func (r *run) awaitSignal(t *testing.T, want sent, within time.Duration) {
+	t.Helper()
+	deadline := time.After(within)
+	for {
+		select {
+		case s := <-r.fake.notify:
+			if s == want {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no %v within %s; signals sent: %v", want, within, r.fake.signals())
+		}
+	}
+}
+
+// TestLoopTriggerAndExitInSameTick: SIGTERM and the app's SIGCHLD are both waiting when the loop
+// looks (select picks either first). Either way drainit exits at once with the app's status, and
+// never signals the pid of an app it has reaped (the pid may be someone else's by then).
+func TestLoopTriggerAndExitInSameTick(t *testing.T) {
+	for range 50 {
+		r := newRun(t, Options{}, nil)
+		r.sigs <- unix.SIGTERM
+		r.fake.exit(exited(7), true)
+		r.chld <- unix.SIGCHLD
+		start := time.Now()
+		r.start(t)
+		if code := r.wait(t, 5*time.Second); code != 7 {
+			t.Fatalf("exit %d, want the app's 7", code)
+		}
+		if took := time.Since(start); took >= r.s.cfg.DrainDelay {
+			t.Fatalf("took %s: drainit waited out the drain for an app already gone", took)
+		}
+		if s := r.fake.signals(); len(s) != 0 {
+			t.Fatalf("signals sent after the app was reaped: %v", s)
+		}
+	}
+}
+
+// blockingHook runs until its context ends, and says when it started and how it ended.
+type blockingHook struct {
+	started chan struct{}
+	ended   chan error
+}
+
+func (h *blockingHook) Name() string { return "offline-test" }
+
+func (h *blockingHook) Run(ctx context.Context) error {
+	close(h.started)
+	<-ctx.Done()
+	h.ended <- ctx.Err()
+	return ctx.Err()
+}
+
+// TestLoopAppExitsWhileOfflineHooksRun: the app dies while the offline hooks run. The hooks are
+// cancelled, nothing drains or stops a dead app, and drainit exits with its status.
+func TestLoopAppExitsWhileOfflineHooksRun(t *testing.T) {
+	h := &blockingHook{started: make(chan struct{}), ended: make(chan error, 1)}
+	// A grace period that leaves the hooks their time: their context ends hooks.Overrun before
+	// the kill point.
+	r := newRun(t, Options{Offline: []hooks.Hook{h}, HookTimeout: time.Minute},
+		func(c *config.Config) { c.GracePeriod = time.Minute })
+	r.start(t)
+	r.sigs <- unix.SIGTERM
+	select {
+	case <-h.started:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the offline hook did not start after SIGTERM")
+	}
+	r.appExits(exited(3))
+	if code := r.wait(t, 5*time.Second); code != 3 {
+		t.Fatalf("exit %d, want the app's 3", code)
+	}
+	select {
+	case err := <-h.ended:
+		if err != context.Canceled {
+			t.Errorf("the hook's context ended with %v, want it cancelled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the offline hook was not cancelled")
+	}
+	if s := r.fake.signals(); len(s) != 0 {
+		t.Errorf("signals sent to an app that had exited: %v", s)
+	}
+}
+
+// TestLoopPrestopDuringKill: a /prestop that arrives after drainit has SIGKILLed everything
+// (the kubelet retrying its hook) is answered at once, drained, not left hanging; drainit still
+// exits with the app's status.
+func TestLoopPrestopDuringKill(t *testing.T) {
+	r := newRun(t, Options{}, func(c *config.Config) {
+		c.GracePeriod, c.KillMargin, c.DrainDelay = 400*time.Millisecond, 100*time.Millisecond, 50*time.Millisecond
+	})
+	r.start(t)
+	r.sigs <- unix.SIGTERM
+	r.awaitSignal(t, sent{unix.SIGTERM, false}, 5*time.Second)
+	// The app ignores SIGTERM: at the kill point drainit SIGKILLs everything.
+	r.awaitSignal(t, sent{unix.SIGKILL, true}, 5*time.Second)
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	st, err := r.s.Prestop(ctx)
+	if err != nil {
+		t.Fatalf("/prestop during the kill: %v", err)
+	}
+	if !st.Drained || st.Phase != PhaseKilling.String() {
+		t.Errorf("/prestop answered phase %q drained=%v, want killing, drained", st.Phase, st.Drained)
+	}
+	r.appExits(killedBy(unix.SIGKILL))
+	if code := r.wait(t, 5*time.Second); code != 137 {
+		t.Fatalf("exit %d, want 137 (the app's death by SIGKILL)", code)
+	}
+}
