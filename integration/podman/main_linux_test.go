@@ -18,8 +18,25 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// image is the tag TestMain builds; the storage is the run's own, so the tag never collides.
-const image = "localhost/drainit-podman-test:latest"
+// The tags TestMain builds; the storage is the run's own, so a tag never collides.
+const (
+	// image has drainit as its ENTRYPOINT (the Containerfile): the container's command is
+	// drainit's arguments.
+	image = "localhost/drainit-podman-test:latest"
+	// imageQuit is image with STOPSIGNAL SIGQUIT, which every image FROM nginx or php-fpm
+	// inherits from its base: podman stop sends it SIGQUIT.
+	imageQuit = "localhost/drainit-podman-test-quit:latest"
+	// imageApp holds testapp alone, as its ENTRYPOINT: an image that knows nothing of drainit,
+	// which only `podman run --init --init-path` puts in front of it.
+	imageApp = "localhost/drainit-podman-test-app:latest"
+)
+
+// derived are the images TestMain builds after image, each from a Containerfile written here; the
+// build context is the same (the two static binaries).
+var derived = []struct{ name, tag, containerfile string }{
+	{"quit", imageQuit, "FROM " + image + "\nSTOPSIGNAL SIGQUIT\n"},
+	{"app", imageApp, "FROM scratch\nCOPY testapp /\nENTRYPOINT [\"/testapp\"]\n"},
+}
 
 // suite is set up once by TestMain and only read by the tests.
 var suite harness
@@ -32,6 +49,8 @@ type harness struct {
 	root string   // the run's temporary directory: configs, build context, podman's storage
 	bin  string   // the podman binary
 	env  []string // the environment of every podman command
+	// drainit is the static drainit on the host (in the build context), for --init-path.
+	drainit string
 }
 
 func TestMain(m *testing.M) {
@@ -132,10 +151,21 @@ func (h *harness) build() error {
 	if err != nil {
 		return fmt.Errorf("locating the Containerfile: %w", err)
 	}
+	h.drainit = filepath.Join(buildCtx, "drainit")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if _, stderr, err := h.podman(ctx, "build", "--pull=never", "--quiet", "-f", containerfile, "-t", image, buildCtx); err != nil {
 		return fmt.Errorf("podman build: %w\n%s", err, stderr)
+	}
+	for _, d := range derived {
+		// Outside the build context, which holds only what the images copy.
+		f := filepath.Join(h.root, "Containerfile."+d.name)
+		if err := os.WriteFile(f, []byte(d.containerfile), 0o644); err != nil {
+			return fmt.Errorf("writing the Containerfile of %s: %w", d.tag, err)
+		}
+		if _, stderr, err := h.podman(ctx, "build", "--pull=never", "--quiet", "-f", f, "-t", d.tag, buildCtx); err != nil {
+			return fmt.Errorf("podman build %s: %w\n%s", d.tag, err, stderr)
+		}
 	}
 	return nil
 }
@@ -220,13 +250,20 @@ func (h *harness) must(t *testing.T, args ...string) string {
 	return strings.TrimSpace(out)
 }
 
-// start runs the image detached, with opts added to `podman run` (--env=DRAINIT_…=…,
+// start runs image detached, with opts added to `podman run` (--env=DRAINIT_…=…,
 // --volume=…) and args as drainit's command line. The container is removed when the test ends;
 // if the test failed, its log is shown first.
 func (h *harness) start(t *testing.T, opts []string, args ...string) string {
 	t.Helper()
+	return h.startImage(t, image, opts, args...)
+}
+
+// startImage is start with another of the images TestMain built; args is the container's
+// command, which the image's ENTRYPOINT gets as its arguments.
+func (h *harness) startImage(t *testing.T, img string, opts []string, args ...string) string {
+	t.Helper()
 	run := append([]string{"run", "--detach", "--pull=never"}, opts...)
-	id := h.must(t, append(append(run, image), args...)...)
+	id := h.must(t, append(append(run, img), args...)...)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -321,6 +358,11 @@ type event struct {
 	Signal  string   `json:"signal"`
 	Status  *int     `json:"status"`
 	Summary string   `json:"summary"`
+	// The fixed drain's length, in milliseconds.
+	DrainDelay *int64 `json:"drain_delay"`
+	// "app started": the app's pid, and whether drainit is PID 1.
+	Pid  *int `json:"pid"`
+	PID1 bool `json:"pid1"`
 	// drainit's own clock, to the millisecond.
 	Time time.Time `json:"time"`
 	// The adaptive drain's result.

@@ -1,0 +1,137 @@
+package podman
+
+import (
+	"encoding/json"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// initPath is where podman 4.3 bind-mounts the --init-path binary in the container and runs it
+// as `initPath -- ENTRYPOINT CMD`.
+const initPath = "/run/podman-init"
+
+// drainit as the runtime's init: `podman run --init --init-path DRAINIT` in front of an image
+// that knows nothing of it (testapp alone, as its ENTRYPOINT), configured only by DRAINIT_*
+// environment variables. podman runs the host's drainit as PID 1 with the image's command after
+// "--"; `podman stop` then gets the whole stop sequence: the drain, SIGTERM to the app after it,
+// the app's exit status as the container's.
+func TestPodmanInitIsDrainit(t *testing.T) {
+	h := need(t)
+	t.Parallel()
+	const drain, stopTimeout = 2 * time.Second, 10
+	id := h.startImage(t, imageApp, []string{"--init", "--init-path=" + h.drainit,
+		"--env=DRAINIT_DRAIN_DELAY=2s", "--env=DRAINIT_GRACE_PERIOD=10s", "--env=DRAINIT_KILL_MARGIN=1s"},
+		"slow-stop", "500ms")
+	h.waitLog(t, id, "ready app", 10*time.Second)
+
+	// How podman runs it: the init is the process podman starts, the image's command its
+	// arguments after "--".
+	var inspected []struct {
+		Path  string
+		Args  []string
+		State struct{ Pid int }
+	}
+	out := h.must(t, "inspect", "--type", "container", "--format", "json", id)
+	if err := json.Unmarshal([]byte(out), &inspected); err != nil || len(inspected) != 1 {
+		t.Fatalf("podman inspect %.12s: cannot read %q: %v", id, out, err)
+	}
+	c := inspected[0]
+	if want := []string{"--", "/testapp", "slow-stop", "500ms"}; c.Path != initPath || !slices.Equal(c.Args, want) {
+		t.Errorf("podman runs %q %q, want %q %q", c.Path, c.Args, initPath, want)
+	}
+	// The container's PID 1, seen from the host: its executable is the very file given as
+	// --init-path (bind-mounted, so the same inode), and it is PID 1 of the container's PID
+	// namespace.
+	hostPid := strconv.Itoa(c.State.Pid)
+	var exe, bin syscall.Stat_t
+	if err := syscall.Stat("/proc/"+hostPid+"/exe", &exe); err != nil {
+		t.Fatalf("the container's PID 1 (host pid %s): %v", hostPid, err)
+	}
+	if err := syscall.Stat(h.drainit, &bin); err != nil {
+		t.Fatal(err)
+	}
+	if exe.Dev != bin.Dev || exe.Ino != bin.Ino {
+		t.Errorf("the container's PID 1 runs device %d inode %d, not the --init-path binary %s (device %d inode %d)",
+			exe.Dev, exe.Ino, h.drainit, bin.Dev, bin.Ino)
+	}
+	if ns := nsPid(t, hostPid); ns != "1" {
+		t.Errorf("the process podman started is pid %s in the container, want 1", ns)
+	}
+
+	beforeStop := time.Now()
+	took, stderr := h.stop(t, id, stopTimeout)
+	t.Logf("podman stop --time %d took %s", stopTimeout, took)
+	code, _ := h.exited(t, id)
+	o := h.logs(t, id)
+
+	if strings.Contains(stderr, podmanKilled) {
+		t.Errorf("podman had to SIGKILL the container: %s", stderr)
+	}
+	if took >= stopTimeout*time.Second {
+		t.Errorf("podman stop took %s, not less than its timeout %ds", took, stopTimeout)
+	}
+	if code != 0 {
+		t.Errorf("container exit code %d, want 0, the app's status (slow-stop exits 0 on SIGTERM)", code)
+	}
+	got := o.appLine(t, "got app SIGTERM")
+	if d := got.at.Sub(beforeStop); d < drain {
+		t.Errorf("the app got SIGTERM %s after podman stop was called, before the drain delay %s", d, drain)
+	}
+	o.appLine(t, "stopped app") // the app finished its own shutdown: nobody killed it
+
+	started := o.event(t, "app started")
+	if !started.PID1 {
+		t.Errorf("drainit's \"app started\" says pid1=false: it is not the container's PID 1")
+	}
+	ready := o.appLine(t, "ready app ")
+	if started.Pid == nil || "ready app "+strconv.Itoa(*started.Pid) != ready.text {
+		t.Errorf("drainit started the app as pid %v, the app says %q: drainit is not its parent", started.Pid, ready.text)
+	}
+	trigger := o.event(t, "stop sequence started")
+	if trigger.Signal != "SIGTERM" {
+		t.Errorf("stop sequence started on %q, want SIGTERM (podman stop's signal)", trigger.Signal)
+	}
+	draining := o.event(t, "draining: the app keeps serving")
+	if draining.DrainDelay == nil || time.Duration(*draining.DrainDelay)*time.Millisecond != drain {
+		t.Errorf("drainit drained for %v ms, want DRAINIT_DRAIN_DELAY, %s", draining.DrainDelay, drain)
+	}
+	sent := o.event(t, "stop signal sent")
+	if sent.Signal != "SIGTERM" {
+		t.Errorf("stop signal %q, want SIGTERM (the trigger, forwarded)", sent.Signal)
+	}
+	if el := sent.elapsed(t); el < drain || el > drain+slack {
+		t.Errorf("drainit sent the stop signal %s after the trigger, want the drain delay %s (+%s)", el, drain, slack)
+	}
+	if d := got.at.Sub(trigger.at); d > drain+slack {
+		t.Errorf("the app got SIGTERM %s after the trigger, want the drain delay %s (+%s)", d, drain, slack)
+	}
+	done := o.event(t, "drainit exiting")
+	if done.Status == nil || *done.Status != code {
+		t.Errorf("drainit logged exit status %v, the container's is %d", done.Status, code)
+	}
+}
+
+// nsPid is the pid a host process has in its own (innermost) PID namespace, from the NSpid line
+// of /proc/PID/status.
+func nsPid(t *testing.T, hostPid string) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + hostPid + "/status")
+	if err != nil {
+		t.Fatalf("reading the status of host pid %s: %v", hostPid, err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(l, "NSpid:"); ok {
+			f := strings.Fields(rest)
+			if len(f) > 0 {
+				return f[len(f)-1]
+			}
+		}
+	}
+	t.Fatalf("no NSpid line in /proc/%s/status", hostPid)
+	return ""
+}
