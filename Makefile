@@ -8,7 +8,8 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 .PHONY: build test unit kubelet lint bench demo fuzz clean
 
 ## demo: build drainit and the test app, then stop pods under load side by side: bare, tini,
-## preStop sleep, drainit fixed and adaptive (root: each pod is PID 1 of its own PID namespace; ~25 s)
+## preStop sleep, drainit fixed and adaptive, and a real nginx bare and behind drainit (root: each
+## pod is PID 1 of its own PID namespace; ~30 s)
 demo:
 	./scripts/demo.sh
 

@@ -2,7 +2,9 @@
 # make demo: build drainit and the test app (static) into bin/, then stop one of two pods under
 # steady load in each scenario at endpoint propagation delays of 0.2 s, 1 s and 3 s, side by side,
 # and print the table (integration/rollout; RESULTS.md there explains it). Needs root for the PID
-# namespaces; loopback only. Extra arguments go to the harness, e.g. -repeat 20 or -json.
+# namespaces; loopback only. The nginx rows run the system's nginx (Debian: nginx-light) and are
+# skipped, with a line saying so, where it is not installed. Extra arguments go to the harness,
+# e.g. -repeat 20 or -json.
 set -eu
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -21,6 +23,6 @@ if [ "$(id -u)" != 0 ]; then
 		exit 1
 	fi
 fi
-echo "demo: stopping one of two pods under load, 9 ways x 3 propagation delays (about 25 s)..." >&2
+echo "demo: stopping one of two pods under load, 12 ways x 3 propagation delays (about 30 s)..." >&2
 # shellcheck disable=SC2086 # $run is a command line
 exec $run "$@"

@@ -1,17 +1,19 @@
 // Package rollout is the zero-downtime harness: it stops one pod of a small service the way a
 // rolling update does, under steady load, and counts what the clients lost.
 //
-// A run, modelled on a pod deletion (shared/kubelet-stop-sequence.md):
+// A run, modelled on a pod deletion (docs/kubelet-stop-sequence.md):
 //
-//   - Pods: two or more instances of integration/testapp's HTTP server, each PID 1 of its own PID
-//     namespace (integration/pod), bare or under an init (drainit, tini, dumb-init), each on its
-//     own loopback address (127.0.0.2, 127.0.0.3, …; the namespaces share the host's network).
+//   - Pods: two or more instances of integration/testapp's HTTP server or of a real nginx
+//     (Scenario.App), each PID 1 of its own PID namespace (integration/pod), bare or under an
+//     init (drainit, tini, dumb-init), each on its own loopback address (127.0.0.2, 127.0.0.3, …;
+//     the namespaces share the host's network).
 //   - Endpoints: a Balancer, the kube-proxy stand-in: L4, round-robin, no retries, no health
 //     checks, like iptables DNAT. At the deletion it keeps sending new connections to the stopping
 //     pod for the propagation delay, then drops it from its list; established connections keep
 //     flowing until one side closes them.
 //   - Kubelet: integration/kubelet stops the pod (preStop none, exec sleep, or httpGet to
-//     drainit's control server; then SIGTERM; SIGKILL after the grace period).
+//     drainit's control server; then the stop signal, SIGTERM or the image's STOPSIGNAL
+//     (Scenario.StopSignal); SIGKILL after the grace period).
 //   - Load: a steady rate of requests in two modes at once, a new connection per request and
 //     keep-alive clients. Every failure is recorded with its kind and time since the deletion.
 //
@@ -52,6 +54,27 @@
 // counts the host namespace's TCP sockets, most of what each sock_diag poll walks (it walks the
 // whole kernel table): drainwatch polls less often as that grows, to keep within its CPU
 // budget, and a drain then ends up to one poll interval late.
+//
+// # A real nginx
+//
+// The scenarios nginx-bare, nginx-drainit and nginx-adaptive (NginxKeys) run Debian's nginx
+// (NginxPath; nginx-light is enough) instead of the test app, master and one worker, configured
+// in a temporary directory to answer 200 at once, and stop the pod the way the runtime stops an
+// image FROM nginx, whose STOPSIGNAL is SIGQUIT: SIGQUIT to PID 1, no preStop. What the runs
+// show about nginx (1.22):
+//
+//   - SIGQUIT is nginx's graceful stop, and its first step is to close the listening socket:
+//     bare, the pod is gone within about 10 ms, and every new connection the balancer still
+//     sends it during the propagation delay is refused, as for the graceful test app.
+//   - nginx closes its idle keep-alive connections at once; the keep-alive clients reconnect
+//     elsewhere, without a failure.
+//   - Behind drainit --stop-signal QUIT the runtime's SIGQUIT starts the drain (it is a trigger,
+//     not forwarded at once) and nginx gets its SIGQUIT when the drain is over: nothing lost.
+//     A drainit without that rule (before commit 641be8b) forwards the SIGQUIT at once, and the
+//     pod loses what the bare one does.
+//
+// A scenario whose init or app is not installed is skipped with the reason, except under
+// CI=true, where it is a failure.
 //
 // Runs need root (PID namespaces) and only use loopback.
 package rollout

@@ -221,3 +221,65 @@ func TestAdaptiveDrain(t *testing.T) {
 		}
 	}
 }
+
+// needNginx skips the test when nginx is not installed (fails it under CI=true, where .ci/run
+// installs nginx-light).
+func needNginx(t *testing.T, r *Runner) {
+	t.Helper()
+	s, err := Lookup([]string{"nginx-bare"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Available(s[0]); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true: %v", err)
+		}
+		t.Skipf("skipping: %v", err)
+	}
+}
+
+// A real nginx, stopped the way the runtime stops an image FROM nginx (SIGQUIT, no preStop).
+// Behind drainit with --stop-signal QUIT, that SIGQUIT starts the drain: nothing is lost or cut,
+// nginx gets its SIGQUIT after the drain and stops in time, no SIGKILL. Bare, nginx stops on
+// SIGQUIT by itself, at once, and the harness sees what that costs at 1 s propagation (what it
+// loses is not counted here: that is the demo's table).
+func TestNginx(t *testing.T) {
+	r := runner(t, 5)
+	needNginx(t, r)
+	var all []Job
+	all = append(all, jobs(t, 3*time.Second, 1, "nginx-drainit")...)
+	all = append(all, jobs(t, time.Second, 2, "nginx-drainit", "nginx-bare")...)
+	all = append(all, jobs(t, time.Second, 1, "nginx-adaptive")...)
+	for _, res := range runJobs(t, r, all) {
+		where := fmt.Sprintf("%s, propagation %vs, run %d", res.Scenario, res.Propagation, res.Rep)
+		t.Logf("%s: %d requests, %d failed %v, %d cut, %d dropped, stop %.2fs",
+			where, res.Requests, res.Failed, res.ByKind, res.Cut, res.Dropped, float64(res.Stop))
+		if res.Signal == nil {
+			t.Errorf("%s: the kubelet never sent SIGQUIT: the pod was gone before", where)
+		}
+		if res.Killed || res.ExitStatus != 0 {
+			t.Errorf("%s: SIGKILLed %v, exit status %d: want nginx's own graceful stop", where, res.Killed, res.ExitStatus)
+		}
+		if res.RoutedAfter == 0 {
+			t.Errorf("%s: no new connection reached the stopped pod after the deletion", where)
+		}
+		switch res.Scenario {
+		case "nginx-bare":
+			// The comparison's other side: nginx alone stops well before the propagation is
+			// over, so the balancer's new connections meet a closed listener.
+			if res.Failed == 0 {
+				t.Errorf("%s: nothing lost: the harness does not see nginx stop during propagation", where)
+			}
+		default:
+			if res.Failed != 0 || res.Cut != 0 {
+				t.Errorf("%s: %d failed %v, %d cut; failures %+v", where, res.Failed, res.ByKind, res.Cut, res.Failures)
+			}
+			// The SIGQUIT started the drain rather than reaching nginx at once: the pod served
+			// for at least the propagation delay.
+			if p := res.Propagation.Duration(); res.Stop.Duration() < p {
+				t.Errorf("%s: the pod stopped %.2fs after the deletion, before the propagation delay %s was over",
+					where, float64(res.Stop), p)
+			}
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,6 +25,7 @@ import (
 type Config struct {
 	Drainit, Testapp string // the binaries under test
 	Tini, DumbInit   string // "": looked up in PATH when a scenario needs them
+	Nginx            string // "": NginxPath, when a scenario needs it
 
 	Pods             int           // pods behind the balancer; the first one is stopped
 	Grace            time.Duration // the pods' terminationGracePeriodSeconds
@@ -122,10 +124,35 @@ func NewRunner(cfg Config) (*Runner, error) {
 	return &Runner{cfg: cfg}, nil
 }
 
-// Available says why s cannot run here (its init is not installed), or nil.
+// NginxPath is where Debian's nginx packages (nginx-light and the others) install nginx.
+const NginxPath = "/usr/sbin/nginx"
+
+// Available says why s cannot run here (its init or its app is not installed), or nil.
 func (r *Runner) Available(s Scenario) error {
-	_, err := r.initPath(s.Init)
+	if _, err := r.initPath(s.Init); err != nil {
+		return err
+	}
+	_, err := r.appPath(s.App)
 	return err
+}
+
+// appPath is the binary of app a.
+func (r *Runner) appPath(a App) (string, error) {
+	switch a {
+	case TestApp:
+		return r.cfg.Testapp, nil
+	case Nginx:
+		path := r.cfg.Nginx
+		if path == "" {
+			path = NginxPath
+		}
+		p, err := exec.LookPath(path)
+		if err != nil {
+			return "", fmt.Errorf("nginx is not installed (Debian: apt-get install nginx-light): %w", err)
+		}
+		return p, nil
+	}
+	return "", fmt.Errorf("unknown app %v", a)
 }
 
 func (r *Runner) initPath(i Init) (string, error) {
@@ -173,6 +200,70 @@ type runningPod struct {
 	*pod.Pod
 	addr, ctl string
 	out       *syncBuffer
+	dir       string // the app's files (nginx's config, pid and temp paths), removed after the run
+}
+
+// nginxConf is the configuration of a pod's nginx: in the foreground under its own PID 1 or
+// drainit, one worker like a small container, every file it writes in dir (%[1]s), nothing under
+// /var, and a fixed answer on addr (%[2]s).
+//
+// The test app's requests take Config.AppDelay, so that a naive app's exit cuts some in flight.
+// nginx answers at once (core nginx has no way to wait a set time before answering), and that
+// shows what matters here just as well: SIGQUIT is nginx's graceful stop (finish in-flight
+// requests, close idle keep-alive connections), whose first step is to close the listening
+// socket. Stopped at once, nginx loses what every graceful app loses, the new connections the
+// balancer still sends it during the propagation delay (refused), not requests in flight.
+const nginxConf = `daemon off;
+master_process on;
+worker_processes 1;
+pid %[1]s/nginx.pid;
+error_log stderr;
+events {}
+http {
+	access_log off;
+	client_body_temp_path %[1]s/client_body;
+	proxy_temp_path %[1]s/proxy;
+	fastcgi_temp_path %[1]s/fastcgi;
+	uwsgi_temp_path %[1]s/uwsgi;
+	scgi_temp_path %[1]s/scgi;
+	server {
+		listen %[2]s;
+		location / {
+			return 200 "ok\n";
+		}
+	}
+}
+`
+
+// appArgv is the command line of the pod's app, listening on rp.addr; it may create rp.dir.
+func (r *Runner) appArgv(s Scenario, rp *runningPod) ([]string, error) {
+	bin, err := r.appPath(s.App)
+	if err != nil {
+		return nil, err
+	}
+	if s.App != Nginx {
+		mode := "-graceful"
+		if s.Naive {
+			mode = "-naive"
+		}
+		return []string{bin, "serve", "-addr", rp.addr, mode, "-delay", r.cfg.AppDelay.String()}, nil
+	}
+	if rp.dir, err = os.MkdirTemp("", "rollout-nginx-"); err != nil {
+		return nil, fmt.Errorf("nginx's directory: %w", err)
+	}
+	conf := filepath.Join(rp.dir, "nginx.conf")
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf(nginxConf, rp.dir, rp.addr)), 0o644); err != nil {
+		return nil, fmt.Errorf("nginx's configuration: %w", err)
+	}
+	// -e: the log nginx opens before it has read its configuration (1.19.5+), else /var/log.
+	return []string{bin, "-c", conf, "-p", rp.dir + "/", "-e", "stderr"}, nil
+}
+
+// cleanup removes the pod's files; the pod must be gone.
+func (rp *runningPod) cleanup() {
+	if rp.dir != "" {
+		os.RemoveAll(rp.dir)
+	}
 }
 
 func (r *Runner) startPod(s Scenario, p time.Duration) (*runningPod, error) {
@@ -181,12 +272,12 @@ func (r *Runner) startPod(s Scenario, p time.Duration) (*runningPod, error) {
 	if err != nil {
 		return nil, err
 	}
-	mode := "-graceful"
-	if s.Naive {
-		mode = "-naive"
-	}
-	app := []string{r.cfg.Testapp, "serve", "-addr", addr, mode, "-delay", r.cfg.AppDelay.String()}
 	rp := &runningPod{addr: addr, out: &syncBuffer{}}
+	app, err := r.appArgv(s, rp)
+	if err != nil {
+		rp.cleanup()
+		return nil, fmt.Errorf("scenario %s: %w", s.Key, err)
+	}
 	var argv []string
 	switch s.Init {
 	case Bare:
@@ -194,6 +285,7 @@ func (r *Runner) startPod(s Scenario, p time.Duration) (*runningPod, error) {
 	case Tini, DumbInit:
 		init, err := r.initPath(s.Init)
 		if err != nil {
+			rp.cleanup()
 			return nil, err
 		}
 		argv = []string{init}
@@ -202,8 +294,13 @@ func (r *Runner) startPod(s Scenario, p time.Duration) (*runningPod, error) {
 		}
 		argv = append(argv, app...)
 	case Drainit:
-		if rp.ctl, err = freePort(ip); err != nil {
-			return nil, err
+		// Both ports come free from the kernel one after the other on the same address, and it
+		// may hand out the one it just gave back.
+		for rp.ctl == "" || rp.ctl == addr {
+			if rp.ctl, err = freePort(ip); err != nil {
+				rp.cleanup()
+				return nil, err
+			}
 		}
 		argv = []string{r.cfg.Drainit, "--grace-period", r.grace(s).String(), "--http-addr", rp.ctl,
 			"--termination-log", "", "--log-format", "json"}
@@ -212,10 +309,12 @@ func (r *Runner) startPod(s Scenario, p time.Duration) (*runningPod, error) {
 		}
 		argv = append(append(argv, "--"), app...)
 	default:
+		rp.cleanup()
 		return nil, fmt.Errorf("scenario %s: unknown init %v", s.Key, s.Init)
 	}
 	rp.Pod, err = pod.Start(argv, pod.Options{Stdout: rp.out, Stderr: rp.out})
 	if err != nil {
+		rp.cleanup()
 		return nil, err
 	}
 	return rp, nil
@@ -286,6 +385,7 @@ func (r *Runner) Run(ctx context.Context, s Scenario, p time.Duration, rep int) 
 			default:
 				rp.Kill()
 			}
+			rp.cleanup()
 		}
 	}()
 	for range cfg.Pods {
@@ -343,7 +443,7 @@ func (r *Runner) Run(ctx context.Context, s Scenario, p time.Duration, rep int) 
 	t0 := time.Now()
 	removal := time.AfterFunc(p, func() { lb.Remove(victim.addr) })
 	defer removal.Stop()
-	k := kubelet.Pod{Grace: r.grace(s), PreStop: r.preStop(s, p, victim)}
+	k := kubelet.Pod{Grace: r.grace(s), PreStop: r.preStop(s, p, victim), StopSignal: s.StopSignal}
 	rec := k.Stop(kubelet.Container{PID: victim.PID, Exited: victim.Exited})
 	end := rec.ExitedAt
 	if e := t0.Add(p); e.After(end) {

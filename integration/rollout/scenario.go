@@ -3,6 +3,7 @@ package rollout
 import (
 	"fmt"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -31,6 +32,25 @@ func (i Init) String() string {
 	return fmt.Sprintf("Init(%d)", int(i))
 }
 
+// App is the server each pod runs.
+type App int
+
+// The apps a scenario can run.
+const (
+	TestApp App = iota // integration/testapp serve: every request takes Config.AppDelay
+	Nginx              // a real nginx (Config.Nginx), answering 200 at once
+)
+
+func (a App) String() string {
+	switch a {
+	case TestApp:
+		return "testapp"
+	case Nginx:
+		return "nginx"
+	}
+	return fmt.Sprintf("App(%d)", int(a))
+}
+
 // PreStopKind is the form of the pod's preStop hook.
 type PreStopKind int
 
@@ -46,7 +66,11 @@ type Scenario struct {
 	Key   string // short name for the command line
 	Name  string // label in the table
 	Init  Init
+	App   App
 	Naive bool // the app exits at once on SIGTERM; otherwise it drains in-flight requests first
+	// StopSignal is the signal the kubelet sends PID 1: the image's STOPSIGNAL (SIGQUIT for every
+	// image FROM nginx). Zero: SIGTERM.
+	StopSignal syscall.Signal
 	// PreStop is the hook; ExecSleep sleeps for Drain(p).
 	PreStop PreStopKind
 	// Drain is how long the app keeps serving after the deletion before it is told to stop, for a
@@ -87,6 +111,10 @@ const AdaptiveSlack = 500 * time.Millisecond
 // same for all of them, and room for the longest drain (drainit's default --drain-max of 15 s
 // plus its 2 s kill margin).
 const DrainGrace = 20 * time.Second
+
+// NginxStopSignal is what an image FROM nginx declares as its STOPSIGNAL, and so what the
+// runtime sends its PID 1: nginx's graceful stop.
+const NginxStopSignal = syscall.SIGQUIT
 
 // drainitPreStop is a drainit scenario with the httpGet preStop and a grace period of DrainGrace.
 func drainitPreStop(key, name string, drain func(time.Duration) time.Duration, args ...string) Scenario {
@@ -129,7 +157,30 @@ func Scenarios() []Scenario {
 			"--drain", "fixed", "--drain-delay", "5s"),
 		drainitPreStop("drainit-fixed10", "drainit, preStop httpGet, fixed 10s drain", constant(10*time.Second),
 			"--drain", "fixed", "--drain-delay", "10s"),
+		// A real nginx, stopped the way the runtime stops an image FROM nginx: SIGQUIT, no
+		// preStop. Bare, nginx closes its listener at once (it is graceful otherwise); behind
+		// drainit with --stop-signal QUIT, that SIGQUIT starts the drain and nginx gets its
+		// SIGQUIT after it.
+		{Key: "nginx-bare", Name: "nginx bare (SIGQUIT)", Init: Bare, App: Nginx, StopSignal: NginxStopSignal},
+		{Key: "nginx-drainit", Name: "nginx + drainit (SIGQUIT), drain p+0.5s", Init: Drainit, App: Nginx,
+			StopSignal: NginxStopSignal,
+			Drain:      func(p time.Duration) time.Duration { return p + DrainMargin },
+			DrainitArgs: func(p time.Duration) []string {
+				return []string{"--stop-signal", "QUIT", "--drain-delay", (p + DrainMargin).String()}
+			}},
+		{Key: "nginx-adaptive", Name: "nginx + drainit (SIGQUIT), adaptive drain", Init: Drainit, App: Nginx,
+			StopSignal: NginxStopSignal, Grace: DrainGrace,
+			Drain: func(p time.Duration) time.Duration { return p + AdaptiveQuiet },
+			DrainitArgs: func(time.Duration) []string {
+				return []string{"--stop-signal", "QUIT", "--drain", "adaptive", "--drain-quiet", AdaptiveQuiet.String()}
+			},
+			MaxStop: func(p time.Duration) time.Duration { return p + AdaptiveQuiet + AdaptiveSlack }},
 	}
+}
+
+// NginxKeys returns the keys of the scenarios that run a real nginx instead of the test app.
+func NginxKeys() []string {
+	return []string{"nginx-bare", "nginx-drainit", "nginx-adaptive"}
 }
 
 // DrainKeys returns the keys of the scenarios that compare the adaptive drain with fixed delays
@@ -139,10 +190,12 @@ func DrainKeys() []string {
 }
 
 // DefaultKeys returns the keys of the scenarios compared unless told otherwise: issue 5's six,
-// then issue 6's adaptive drain beside fixed 5 s and 10 s drains (DrainKeys).
+// then issue 6's adaptive drain beside fixed 5 s and 10 s drains (DrainKeys), then a real nginx
+// bare and behind drainit (NginxKeys).
 func DefaultKeys() []string {
-	return append([]string{"bare-naive", "bare-graceful", "tini", "prestop-sleep", "drainit-prestop", "drainit-default"},
+	keys := append([]string{"bare-naive", "bare-graceful", "tini", "prestop-sleep", "drainit-prestop", "drainit-default"},
 		DrainKeys()...)
+	return append(keys, NginxKeys()...)
 }
 
 // Lookup returns the scenarios named by keys, in the order given.

@@ -2,7 +2,9 @@ package rollout
 
 import (
 	"reflect"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -120,10 +122,42 @@ func TestLookup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 9 {
-		t.Fatalf("%d default scenarios, want issue 5's 6 and issue 6's 3", len(got))
+	if len(got) != 12 {
+		t.Fatalf("%d default scenarios, want issue 5's 6, issue 6's 3 and nginx's 3", len(got))
 	}
 	if _, err := Lookup([]string{"bare-naive", "nope"}); err == nil {
 		t.Fatal("Lookup accepted an unknown scenario")
+	}
+}
+
+// The nginx scenarios are stopped the way the runtime stops an image FROM nginx: SIGQUIT and no
+// preStop, so that behind drainit the SIGQUIT itself must start the drain (--stop-signal QUIT).
+func TestNginxScenarios(t *testing.T) {
+	ss, err := Lookup(NginxKeys())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range ss {
+		if s.App != Nginx || s.StopSignal != syscall.SIGQUIT || s.PreStop != NoPreStop || s.Naive {
+			t.Errorf("%s: %+v", s.Key, s)
+		}
+		switch s.Init {
+		case Bare:
+			if s.Expect(time.Second) != ExpectLoss {
+				t.Errorf("%s: stopped at once at 1s propagation, but no loss expected", s.Key)
+			}
+		case Drainit:
+			args := s.DrainitArgs(time.Second)
+			if i := slices.Index(args, "--stop-signal"); i < 0 || i+1 >= len(args) || args[i+1] != "QUIT" {
+				t.Errorf("%s: drainit %q: want --stop-signal QUIT", s.Key, args)
+			}
+			for _, p := range []time.Duration{200 * time.Millisecond, time.Second, 3 * time.Second} {
+				if s.Expect(p) != ExpectNoLoss {
+					t.Errorf("%s at %s: %v, want no loss", s.Key, p, s.Expect(p))
+				}
+			}
+		default:
+			t.Errorf("%s: init %v", s.Key, s.Init)
+		}
 	}
 }

@@ -1,9 +1,11 @@
 // Command rollout runs the zero-downtime harness (package rollout): it stops one pod of a small
 // service under load, in each scenario and at each propagation delay, and prints what the clients
-// lost. It builds nothing: give it the drainit and testapp binaries. It needs root.
+// lost. It builds nothing: give it the drainit and testapp binaries. It needs root. The nginx-*
+// scenarios run the system's nginx (-nginx); without it they are skipped, except under CI=true,
+// where a scenario that cannot run is a failure.
 //
-//	rollout -drainit bin/drainit -testapp bin/testapp [-scenarios LIST] [-propagation LIST]
-//	        [-repeat N] [-parallel N] [-json | -drain-table]
+//	rollout -drainit bin/drainit -testapp bin/testapp [-nginx PATH] [-scenarios LIST]
+//	        [-propagation LIST] [-repeat N] [-parallel N] [-json | -drain-table]
 //
 // -scenarios takes keys, "all", or "drains" (adaptive drain beside fixed 5 s and 10 s drains);
 // -drain-table prints, as Markdown, the pod stop duration at zero failures per scenario and delay
@@ -50,6 +52,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Testapp, "testapp", "", "path to the testapp binary (required)")
 	fs.StringVar(&cfg.Tini, "tini", "", "path to tini (default: from PATH)")
 	fs.StringVar(&cfg.DumbInit, "dumb-init", "", "path to dumb-init (default: from PATH)")
+	fs.StringVar(&cfg.Nginx, "nginx", "", "path to nginx, for the nginx-* scenarios (default: "+rollout.NginxPath+")")
 	fs.StringVar(&keys, "scenarios", strings.Join(rollout.DefaultKeys(), ","), "comma-separated scenarios, \"all\", or \"drains\" ("+strings.Join(rollout.DrainKeys(), ",")+"): "+strings.Join(allKeys(), ", "))
 	fs.StringVar(&props, "propagation", "0.2s,1s,3s", "comma-separated endpoint propagation delays")
 	fs.IntVar(&repeat, "repeat", 1, "stops per scenario and propagation delay")
@@ -115,9 +118,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
+	// A scenario whose init or app is not installed is skipped, except under CI=true, where
+	// everything is installed (.ci/run) and a skip would hide a broken setup.
 	var usable []rollout.Scenario
 	for _, s := range scenarios {
 		if err := r.Available(s); err != nil {
+			if os.Getenv("CI") == "true" {
+				fmt.Fprintf(stderr, "rollout: CI=true: cannot run %s: %v\n", s.Key, err)
+				return 1
+			}
 			fmt.Fprintf(stderr, "rollout: skipping %s: %v\n", s.Key, err)
 			continue
 		}
