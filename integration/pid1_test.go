@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -513,5 +514,44 @@ func TestHarnessKilledPID1(t *testing.T) {
 	d.signal(syscall.SIGKILL)
 	if got := d.wait(waitTimeout); got != (exitStatus{sig: syscall.SIGKILL}) {
 		t.Fatalf("status %v, want killed by SIGKILL\n%s", got, d.dump())
+	}
+}
+
+// TestRecycledPidIsNotTheApp: once the app has been reaped its pid is free, and a process left
+// behind can get it again (certain here: the helper sets the namespace's ns_last_pid). That
+// process's exit is an orphan's, not the app's: drainit exits with the app's status, once.
+func TestRecycledPidIsNotTheApp(t *testing.T) {
+	requireRoot(t)
+	// The helper's fork can lose the pid to a thread the Go runtime starts at that moment: try
+	// again then.
+	for attempt := 1; ; attempt++ {
+		d := start(t, spec{mode: pid1, args: []string{"--log-level", "debug", "--cleanup-wait", "3s"},
+			app: app("reuse-pid", "42", "7")})
+		got := d.wait(waitTimeout)
+		if slices.ContainsFunc(d.stdout.all(), func(l string) bool { return strings.HasPrefix(l, "missed ") }) {
+			if attempt < 5 {
+				continue
+			}
+			t.Fatalf("the leftover never got the app's pid in %d attempts\n%s", attempt, d.dump())
+		}
+		if !slices.ContainsFunc(d.stdout.all(), func(l string) bool { return strings.HasPrefix(l, "reused ") }) {
+			t.Fatalf("the app's pid was not reused\n%s", d.dump())
+		}
+		if got != (exitStatus{code: 42}) {
+			t.Fatalf("drainit: %v, want exit 42 (the app's status), not the recycled pid's 7\n%s", got, d.dump())
+		}
+		exits, apps := 0, 0
+		for _, e := range d.logs() {
+			switch e.msg() {
+			case "drainit exiting":
+				exits++
+			case "app exited":
+				apps++
+			}
+		}
+		if exits != 1 || apps != 1 {
+			t.Errorf("%d \"app exited\" and %d \"drainit exiting\" events, want one each\n%s", apps, exits, d.dump())
+		}
+		return
 	}
 }

@@ -49,6 +49,7 @@ type Supervisor struct {
 	foreground bool          // the app's group has the terminal: job control is on
 	accepted   func() uint64 // connections the control server accepted (nil: no server)
 	appPid     int
+	appReaped  bool // the app's exit has been collected: appPid is no longer the app's
 }
 
 // stageDone is a stage's hooks having all run.
@@ -253,14 +254,16 @@ func (s *Supervisor) reaped(m *machine, waitFlags int) []action {
 		switch {
 		case s.opts.Children != nil && s.opts.Children.Exited(e.pid, e.ws):
 			// An exec hook's process: its hook has the status now.
-		case e.pid != s.appPid:
+		case e.pid != s.appPid || s.appReaped:
+			// After the app has been reaped its pid is free, and a process it left behind may
+			// get it again: that one's exit is an orphan's, never the app's.
 			if e.ws.Exited() || e.ws.Signaled() {
 				s.log.Debug().Int("pid", e.pid).Int("status", signals.ExitCode(e.ws)).Msg("reaped orphan")
 			}
 		case e.ws.Stopped():
 			s.appStopped()
 		case e.ws.Exited() || e.ws.Signaled():
-			app = &e.ws
+			app, s.appReaped = &e.ws, true
 		}
 	}
 	var acts []action

@@ -1,8 +1,10 @@
 package supervisor
 
 import (
+	"bytes"
 	"context"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -72,6 +74,26 @@ type run struct {
 	fake       *fakeProcesses
 	sigs, chld chan os.Signal
 	result     chan int
+	log        lockedBuffer // drainit's log
+}
+
+// lockedBuffer is a log the loop writes while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// count is how many of the log's events have the message.
+func (l *lockedBuffer) count(message string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Count(l.b.String(), `"message":"`+message+`"`)
 }
 
 func newRun(t *testing.T, opts Options, edit func(*config.Config)) *run {
@@ -86,7 +108,7 @@ func newRun(t *testing.T, opts Options, edit func(*config.Config)) *run {
 	}
 	r := &run{fake: newFake(), sigs: make(chan os.Signal, 8), chld: make(chan os.Signal, 1), result: make(chan int, 1)}
 	// pid1: no subreaper to set up, and job control stays out of the way.
-	r.s = newWith(c, opts, zerolog.Nop(), r.sigs, r.chld, r.fake, true)
+	r.s = newWith(c, opts, zerolog.New(&r.log), r.sigs, r.chld, r.fake, true)
 	return r
 }
 
@@ -229,5 +251,28 @@ func TestLoopPrestopDuringKill(t *testing.T) {
 	r.appExits(killedBy(unix.SIGKILL))
 	if code := r.wait(t, 5*time.Second); code != 137 {
 		t.Fatalf("exit %d, want 137 (the app's death by SIGKILL)", code)
+	}
+}
+
+// TestLoopRecycledPid: after the app has been reaped its pid may be given to another process
+// (a leftover's child). That process's exit is not the app's: the app's status is final, and
+// drainit exits with it, once.
+func TestLoopRecycledPid(t *testing.T) {
+	r := newRun(t, Options{}, nil)
+	r.start(t)
+	r.fake.exit(exited(42), false) // leftovers still run
+	r.chld <- unix.SIGCHLD
+	r.awaitSignal(t, sent{unix.SIGTERM, true}, 5*time.Second) // the cleanup of the leftovers
+	r.fake.exit(exited(7), false)                             // the app's pid again, reused
+	r.chld <- unix.SIGCHLD
+	r.fake.mu.Lock()
+	r.fake.exits, r.fake.none = append(r.fake.exits, exit{fakeApp + 1, exited(0)}), true // the last leftover
+	r.fake.mu.Unlock()
+	r.chld <- unix.SIGCHLD
+	if code := r.wait(t, 5*time.Second); code != 42 {
+		t.Fatalf("exit %d, want the app's 42, not the recycled pid's status", code)
+	}
+	if apps, exits := r.log.count("app exited"), r.log.count("drainit exiting"); apps != 1 || exits != 1 {
+		t.Errorf("%d \"app exited\" and %d \"drainit exiting\" events, want one each:\n%s", apps, exits, r.log.b.String())
 	}
 }

@@ -498,6 +498,11 @@ func (m *machine) giveUpReaping(now time.Time) []action {
 
 // appExit handles the reaper's report that the app itself has exited.
 func (m *machine) appExit(now time.Time, ws unix.WaitStatus) []action {
+	if m.appExited {
+		// The app's status is final once known (or once drainit gave up on it): nothing may
+		// change it, restart the cleanup or signal everything again.
+		return nil
+	}
 	m.appExited = true
 	m.appStatus = signals.ExitCode(ws)
 	acts := m.cancelOffline()

@@ -499,3 +499,16 @@ func TestPrestopAfterTheAppExited(t *testing.T) {
 	}
 	want(t, acts, actHooksDeadline{StagePostStop, hooksDeadline(at(32))})
 }
+
+// TestAppStatusIsFinal: a second exit reported for the app (its pid reused after the reap) changes
+// nothing: not the status, not the cleanup timer, and nothing is signalled again.
+func TestAppStatusIsFinal(t *testing.T) {
+	m := newTestMachine(false, false)
+	want(t, m.appExit(at(5), exited(42)), actSignal{toEverything, unix.SIGTERM})
+	wake := m.wake
+	want(t, m.appExit(at(6), exited(7)))
+	if m.appStatus != 42 || !m.wake.Equal(wake) {
+		t.Fatalf("status %d, cleanup timer %v after a second exit; want 42 and %v", m.appStatus, m.wake.Sub(epoch), wake.Sub(epoch))
+	}
+	want(t, m.noChildren(at(6.5)), actExit{42})
+}

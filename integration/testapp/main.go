@@ -16,6 +16,10 @@
 //	testapp orphans N [-code C]    leave N orphans (grandchildren whose parent exits first), wait
 //	                               for their parents, exit C
 //	testapp daemon [-ignore-term]  start a setsid'd daemon that prints "daemon <pid>", exit 0
+//	testapp reuse-pid CODE REUSE   leave a helper behind and exit CODE; once this process is gone
+//	                               (reaped), the helper makes a process that gets this pid again
+//	                               (as PID 1's namespace allows: /proc/sys/kernel/ns_last_pid,
+//	                               root) and exits REUSE; it prints "reused <pid>" or "missed"
 //	testapp ignore-term            print "ready app <pid>", ignore SIGTERM, run until killed
 //	testapp slow-stop DURATION     print "ready app <pid>"; on SIGTERM wait DURATION, exit 0
 //	testapp serve -addr A [-graceful|-naive] [-delay D]
@@ -87,6 +91,8 @@ func main() {
 		err = serve(args)
 	case "get":
 		err = get(args)
+	case "reuse-pid":
+		err = reusePid(args)
 	// Internal modes, started by the ones above.
 	case "_record":
 		err = record(arg(args, 0))
@@ -98,6 +104,16 @@ func main() {
 		_, _ = os.NewFile(3, "block").Read(buf)
 	case "_daemon":
 		err = daemonChild(args)
+	case "_reuse-pid":
+		err = reusePidChild(args)
+	case "_reused":
+		// Outlive the helper: its exit makes this process drainit's child.
+		parent, deadline := os.Getppid(), time.Now().Add(5*time.Second)
+		for os.Getppid() == parent && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		n, _ := strconv.Atoi(arg(args, 0))
+		os.Exit(n)
 	// A launcher for tests, not started by the modes above.
 	case "_blocked":
 		err = blockedExec(args)
@@ -298,6 +314,50 @@ func daemonChild(args []string) error {
 	say("daemon %d", os.Getpid())
 	_ = os.NewFile(3, "ready").Close()
 	forever()
+	return nil
+}
+
+// reusePid leaves a setsid'd helper that ignores SIGTERM and exits args[0].
+func reusePid(args []string) error {
+	code, _ := strconv.Atoi(arg(args, 0))
+	pid := strconv.Itoa(os.Getpid())
+	if _, err := syscall.ForkExec(self(), []string{self(), "_reuse-pid", pid, arg(args, 1)}, &syscall.ProcAttr{
+		Env: os.Environ(), Files: []uintptr{0, 1, 2}, Sys: &syscall.SysProcAttr{Setsid: true},
+	}); err != nil {
+		return err
+	}
+	say("ready app %s", pid)
+	os.Exit(code)
+	return nil
+}
+
+// reusePidChild waits for the app (args[0]) to be reaped, then forks a child that gets its pid
+// and exits with args[1] after this helper has exited, so that the child is reparented to
+// drainit and drainit reaps it.
+func reusePidChild(args []string) error {
+	signal.Ignore(syscall.SIGTERM) // drainit's cleanup SIGTERM must not end the helper first
+	app, _ := strconv.Atoi(arg(args, 0))
+	deadline := time.Now().Add(5 * time.Second)
+	for syscall.Kill(app, 0) == nil { // until the reaper has collected it
+		if time.Now().After(deadline) {
+			return errors.New("the app was never reaped")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(app-1)), 0); err != nil {
+		return err
+	}
+	pid, err := syscall.ForkExec(self(), []string{self(), "_reused", arg(args, 1)}, &syscall.ProcAttr{
+		Env: os.Environ(), Files: []uintptr{0, 1, 2},
+	})
+	if err != nil {
+		return err
+	}
+	if pid == app {
+		say("reused %d", pid)
+	} else {
+		say("missed %d", pid)
+	}
 	return nil
 }
 
