@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/drainit/drainit/internal/testenv"
 )
 
 // helperHook is an exec hook running the test binary's helper in mode args.
@@ -245,7 +247,7 @@ func TestHTTPNeverProxied(t *testing.T) {
 	// A second target on another loopback address, so "loopback goes direct" is not the reason.
 	ln, err := net.Listen("tcp", "127.0.0.2:0")
 	if err != nil {
-		t.Skipf("no 127.0.0.2: %v", err)
+		testenv.Skip(t, fmt.Sprintf("no 127.0.0.2: %v", err))
 	}
 	other := &httptest.Server{Listener: ln, Config: &http.Server{Handler: record("other")}}
 	other.Start()

@@ -196,7 +196,7 @@ func TestSignalsReachGroup(t *testing.T) {
 		for _, sig := range forwarded {
 			t.Run(signame(sig), func(t *testing.T) {
 				t.Parallel()
-				d := startSignals(t, m)
+				d := startSignals(t, m, "--log-level", "debug")
 				d.signal(sig)
 				d.stdout.awaitExact(t, "got app "+signame(sig))
 				d.stdout.awaitExact(t, "got gc "+signame(sig))
@@ -206,7 +206,27 @@ func TestSignalsReachGroup(t *testing.T) {
 						t.Fatalf("drainit: %v, want exit 0\n%s", got, d.dump())
 					}
 				case syscall.SIGINT:
-					// The stop sequence is under way and the app ignores SIGINT: the cleanup kills it.
+					// SIGINT is a trigger: with no drain it reached the app as the stop signal, and
+					// the app, which only records SIGINT, runs on. Ctrl-C pressed twice more kills
+					// it, as the README promises, without waiting for the kill point.
+					d.stderr.awaitLine(t, "the stop sequence started by SIGINT", func(s string) bool {
+						return strings.Contains(s, `"stop sequence started"`) && strings.Contains(s, `"signal":"SIGINT"`)
+					})
+					// One at a time: two SIGINTs pending at once are delivered as one.
+					d.signal(syscall.SIGINT)
+					d.stderr.awaitLine(t, "the second SIGINT joining the stop sequence", func(s string) bool {
+						return strings.Contains(s, "trigger repeated")
+					})
+					d.signal(syscall.SIGINT)
+					d.stderr.awaitLine(t, "the third SIGINT killing the app", func(s string) bool {
+						return strings.Contains(s, "third SIGINT: killing the app")
+					})
+					if got := d.wait(waitTimeout); got != (exitStatus{code: 128 + 9}) {
+						t.Fatalf("drainit: %v after three SIGINTs, want 137 (the app killed)\n%s", got, d.dump())
+					}
+					if n := strings.Count(strings.Join(d.stdout.all(), "\n"), "got app SIGINT"); n != 1 {
+						t.Errorf("the app got SIGINT %d times, want once (repeated triggers are not forwarded)", n)
+					}
 				default:
 					stopSignals(t, d)
 				}
@@ -303,7 +323,14 @@ func TestEarlySignalNotLost(t *testing.T) {
 			}
 		})
 	}
-	t.Cleanup(func() { t.Logf("%d of %d signals were sent before the app was forked", early.Load(), reps) })
+	// Runs after the parallel subtests: the property is only tested by signals that really came
+	// before the app existed, so some must have.
+	t.Cleanup(func() {
+		t.Logf("%d of %d signals were sent before the app was forked", early.Load(), reps)
+		if early.Load() == 0 {
+			t.Errorf("none of %d signals was sent before the app was forked: no early signal was tested", reps)
+		}
+	})
 }
 
 // TestDaemonEnded: a setsid'd daemon the app leaves running is ended, and reaped, before drainit

@@ -23,7 +23,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/drainit/drainit/integration/testenv"
+	"github.com/drainit/drainit/internal/testenv"
 )
 
 // The images TestMain builds and imports into containerd's k8s.io namespace.

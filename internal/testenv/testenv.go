@@ -1,4 +1,4 @@
-// Package testenv holds what the integration tests share about the machine they run on: whether
+// Package testenv holds what the tests share about the machine they run on: whether
 // a test that needs something absent skips or fails, and where Debian puts the programs.
 package testenv
 
