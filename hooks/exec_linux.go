@@ -15,9 +15,9 @@ import (
 	"github.com/drainit/drainit/signals"
 )
 
-// proc is one running exec hook: its process, which leads its own process group, and the
+// hookProcess is one running exec hook: its process, which leads its own process group, and the
 // goroutines reading its output.
-type proc struct {
+type hookProcess struct {
 	pid     int
 	exit    <-chan unix.WaitStatus // nil once the status has been received
 	ws      unix.WaitStatus
@@ -61,7 +61,7 @@ func (h *execHook) Run(ctx context.Context) error {
 }
 
 // start resolves the command and starts it with an empty stdin and piped stdout and stderr.
-func (h *execHook) start(log *zerolog.Logger) (*proc, error) {
+func (h *execHook) start(log *zerolog.Logger) (*hookProcess, error) {
 	// exec.LookPath only searches PATH, the way a shell does; nothing of os/exec runs the process.
 	path, err := exec.LookPath(h.argv[0])
 	if err != nil {
@@ -94,7 +94,7 @@ func (h *execHook) start(log *zerolog.Logger) (*proc, error) {
 		closeAll(r[:]...)
 		return nil, err
 	}
-	p := &proc{pid: pid, exit: exit, readers: make(chan struct{}), out: r}
+	p := &hookProcess{pid: pid, exit: exit, readers: make(chan struct{}), out: r}
 	p.outDone = p.readers
 	var wg sync.WaitGroup
 	for i, stream := range [2]string{"stdout", "stderr"} {
@@ -110,7 +110,7 @@ func (h *execHook) start(log *zerolog.Logger) (*proc, error) {
 
 // stop ends the hook's process group after its context ended: SIGTERM, SIGKILL after
 // termGrace unless everything is gone, and a bounded wait for the exit status.
-func (h *execHook) stop(p *proc, why error) error {
+func (h *execHook) stop(p *hookProcess, why error) error {
 	// The group cannot have been reused yet: the leader's pid stays taken until the reaper has
 	// collected it and, after that, for as long as any member lives.
 	_ = unix.Kill(-p.pid, unix.SIGTERM)
@@ -142,7 +142,7 @@ func (h *execHook) status(ws unix.WaitStatus) error {
 // await waits until the process has exited (and, with output, until its output is closed as
 // well), until timeout fires or until stop is closed; nil channels never fire. It reports whether
 // what it waited for happened.
-func (p *proc) await(output bool, timeout <-chan time.Time, stop <-chan struct{}) bool {
+func (p *hookProcess) await(output bool, timeout <-chan time.Time, stop <-chan struct{}) bool {
 	for p.exit != nil || (output && p.outDone != nil) {
 		select {
 		case ws := <-p.exit:
@@ -159,7 +159,7 @@ func (p *proc) await(output bool, timeout <-chan time.Time, stop <-chan struct{}
 }
 
 // poll takes in, without blocking, whatever await could have seen.
-func (p *proc) poll() {
+func (p *hookProcess) poll() {
 	select {
 	case ws := <-p.exit:
 		p.ws, p.exit = ws, nil
@@ -174,7 +174,7 @@ func (p *proc) poll() {
 
 // closeOutput stops reading the output, if anything still holds it open, and returns once the
 // readers have logged their last line.
-func (p *proc) closeOutput() {
+func (p *hookProcess) closeOutput() {
 	closeAll(p.out[:]...)
 	<-p.readers
 }
