@@ -89,37 +89,54 @@ func (c *diagConn) dump(family uint8, states uint32, filter []byte, fn func(*Soc
 		if n >= len(c.buf) {
 			return fmt.Errorf("sock_diag dump: a message fills the %d-byte buffer, it may be cut", len(c.buf))
 		}
-		b := c.buf[:n]
-		for len(b) >= unix.NLMSG_HDRLEN {
-			l := int(ne.Uint32(b[0:]))
-			typ, seq := ne.Uint16(b[4:]), ne.Uint32(b[8:])
-			if l < unix.NLMSG_HDRLEN || l > len(b) {
-				return errors.New("sock_diag dump: malformed message")
-			}
-			body := b[unix.NLMSG_HDRLEN:l]
-			b = b[min(len(b), (l+unix.NLMSG_ALIGNTO-1)&^(unix.NLMSG_ALIGNTO-1)):]
-			if seq != c.seq {
-				continue // the rest of an earlier, abandoned dump
-			}
-			switch typ {
-			case unix.NLMSG_DONE:
-				return nil
-			case unix.NLMSG_ERROR:
-				if len(body) >= 4 {
-					if errno := -int32(ne.Uint32(body)); errno != 0 {
-						return fmt.Errorf("sock_diag dump: %w", unix.Errno(errno))
-					}
-				}
-				return nil
-			case sockDiagByFamily:
-				if len(body) < inetDiagMsgLen {
-					return errors.New("sock_diag dump: short message")
-				}
-				diagSocket(body, &s)
-				fn(&s)
-			}
+		if done, err := parseDiag(c.buf[:n], c.seq, &s, fn); err != nil || done {
+			return err
 		}
 	}
+}
+
+// parseDiag reads one datagram of a sock_diag dump answering request seq: a chain of netlink
+// messages (struct nlmsghdr, each padded to 4 bytes), calling fn with s filled from each socket.
+// It reports done at the dump's end (NLMSG_DONE, or the NLMSG_ERROR that replaces it). Every
+// length is checked against what was read, and each message moves on by at least a header, so
+// a lying length ends the dump with an error, never a read out of bounds or a loop.
+func parseDiag(b []byte, seq uint32, s *Socket, fn func(*Socket)) (done bool, err error) {
+	ne := binary.NativeEndian
+	for len(b) >= unix.NLMSG_HDRLEN {
+		l := int(ne.Uint32(b[0:]))
+		typ, mseq := ne.Uint16(b[4:]), ne.Uint32(b[8:])
+		if l < unix.NLMSG_HDRLEN || l > len(b) {
+			return false, errors.New("sock_diag dump: malformed message")
+		}
+		body := b[unix.NLMSG_HDRLEN:l]
+		b = b[min(len(b), (l+unix.NLMSG_ALIGNTO-1)&^(unix.NLMSG_ALIGNTO-1)):]
+		if mseq != seq {
+			continue // the rest of an earlier, abandoned dump
+		}
+		switch typ {
+		case unix.NLMSG_DONE, unix.NLMSG_ERROR:
+			// Both carry an int: 0, or minus the errno that ended the dump early (the DONE of
+			// a dump that failed part way, with the table only partly sent). Linux has always
+			// sent it; a DONE without it is taken as a plain end, an NLMSG_ERROR without it as malformed.
+			if len(body) < 4 {
+				if typ == unix.NLMSG_ERROR {
+					return false, errors.New("sock_diag dump: short error message")
+				}
+				return true, nil
+			}
+			if errno := -int32(ne.Uint32(body)); errno != 0 {
+				return false, fmt.Errorf("sock_diag dump: %w", unix.Errno(uint32(errno)))
+			}
+			return true, nil
+		case sockDiagByFamily:
+			if len(body) < inetDiagMsgLen {
+				return false, errors.New("sock_diag dump: short message")
+			}
+			diagSocket(body, s)
+			fn(s)
+		}
+	}
+	return false, nil
 }
 
 // diagSocket reads a struct inet_diag_msg.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -104,25 +105,138 @@ func Do(ctx context.Context, c Call) (Result, error) {
 	if _, err := conn.Write(b.Bytes()); err != nil {
 		return Result{}, ctxErr(ctx, err)
 	}
-	br := bufio.NewReaderSize(conn, 4096)
-	status, h, err := head(br)
+	res, err := readResponse(bufio.NewReaderSize(conn, 4096), method)
 	if err != nil {
 		return Result{}, ctxErr(ctx, fmt.Errorf("reading the answer: %w", err))
 	}
-	proto, rest, _ := strings.Cut(status, " ")
+	return res, nil
+}
+
+// maxInterim bounds the interim (1xx) responses skipped before the final one: a server that
+// sends nothing else must not keep drainit reading until its deadline.
+const maxInterim = 5
+
+// readResponse reads the answer to a request made with method from r: the head of the final
+// response (interim 1xx ones skipped) and at most MaxBodyBytes of its body. Whatever the server
+// sends, it reads at most (maxInterim+1)·MaxHeaderBytes of heads and, of a body, MaxBodyBytes and
+// the bounded framing around them (see readChunked), and holds no more than that.
+func readResponse(r *bufio.Reader, method string) (Result, error) {
+	for range maxInterim + 1 {
+		status, h, err := head(r)
+		if err != nil {
+			return Result{}, err
+		}
+		code, ok := parseStatusLine(status)
+		if !ok {
+			return Result{}, fmt.Errorf("%w: bad status line %q", ErrMalformed, status)
+		}
+		// RFC 9110 15.2: a client parses any 1xx before the final answer, even unasked for (103
+		// Early Hints). 101 is final: drainit never asks to switch, and what follows is no HTTP.
+		if code < 200 && code != 101 {
+			continue
+		}
+		res := Result{Status: code}
+		if method == "HEAD" || code == 101 || code == 204 || code == 304 {
+			return res, nil // no body, whatever the fields say (RFC 9112 6.3)
+		}
+		// The status is what matters: a body cut short after it is no failure of the call.
+		if te := h["Transfer-Encoding"]; len(te) > 0 {
+			// Transfer-Encoding overrides Content-Length; chunked, if used, is the last coding.
+			// Other codings are kept as they came: drainit only shows the body.
+			codings := strings.Split(te[len(te)-1], ",")
+			if strings.EqualFold(strings.TrimSpace(codings[len(codings)-1]), "chunked") {
+				res.Body = readChunked(r)
+				return res, nil
+			}
+			res.Body, _ = io.ReadAll(io.LimitReader(r, MaxBodyBytes))
+			return res, nil
+		}
+		var body io.Reader = r
+		if n, err := contentLength(h); err == nil && n >= 0 {
+			body = io.LimitReader(r, n)
+		}
+		res.Body, _ = io.ReadAll(io.LimitReader(body, MaxBodyBytes))
+		return res, nil
+	}
+	return Result{}, fmt.Errorf("%w: more than %d interim (1xx) responses", ErrMalformed, maxInterim)
+}
+
+// parseStatusLine reads "HTTP/1.x SP 3DIGIT [SP reason]" (RFC 9112 4); a missing reason and its
+// space are tolerated, as servers omit them.
+func parseStatusLine(line string) (int, bool) {
+	proto, rest, _ := strings.Cut(line, " ")
 	codeText, _, _ := strings.Cut(rest, " ")
+	if len(proto) != len("HTTP/1.1") || !strings.HasPrefix(proto, "HTTP/1.") || !isDigits(proto[7:]) ||
+		len(codeText) != 3 || !isDigits(codeText) || codeText[0] == '0' {
+		return 0, false
+	}
 	code, err := strconv.Atoi(codeText)
-	if !strings.HasPrefix(proto, "HTTP/1.") || err != nil || code < 100 || code > 999 {
-		return Result{}, fmt.Errorf("%w: bad status line %q", ErrMalformed, status)
+	return code, err == nil
+}
+
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
 	}
-	var body io.Reader = br
-	if n, err := contentLength(h); err == nil && n >= 0 {
-		body = io.LimitReader(br, n)
+	return s != ""
+}
+
+// maxChunkOverhead bounds the framing of a chunked body beyond 16 bytes a chunk plus twice its
+// data (what net/http allows): chunk extensions are not a way to make drainit read forever.
+const maxChunkOverhead = 16 << 10
+
+// readChunked decodes a chunked body (RFC 9112 7.1), keeping at most MaxBodyBytes. It stops at
+// the last chunk (trailer fields are not read: the connection is closed after the call), at the
+// limit, or at the first malformed part, keeping what came before.
+func readChunked(r *bufio.Reader) []byte {
+	body := []byte{}
+	excess := 0
+	for len(body) < MaxBodyBytes {
+		line, err := r.ReadSlice('\n') // longer than the reader's buffer: ErrBufferFull, stop
+		if err != nil {
+			return body
+		}
+		size, ok := chunkSize(line)
+		if !ok || size == 0 {
+			return body
+		}
+		excess += len(line) + 2 - 16 - 2*int(min(size, MaxBodyBytes))
+		if excess = max(excess, 0); excess > maxChunkOverhead {
+			return body
+		}
+		n := int(min(size, int64(MaxBodyBytes-len(body))))
+		start := len(body)
+		body = slices.Grow(body, n)[:start+n]
+		got, err := io.ReadFull(r, body[start:])
+		body = body[:start+got]
+		if err != nil || int64(n) < size {
+			return body
+		}
+		if crlf, err := r.ReadSlice('\n'); err != nil || (string(crlf) != "\r\n" && string(crlf) != "\n") {
+			return body
+		}
 	}
-	// The status is what matters: a body cut short after it is no failure of the call. A
-	// chunked body is kept as it came; drainit only shows it.
-	data, _ := io.ReadAll(io.LimitReader(body, MaxBodyBytes))
-	return Result{Status: code, Body: data}, nil
+	return body
+}
+
+// chunkSize reads a chunk-size line: hex digits, then optional whitespace and extensions, then
+// the line end.
+func chunkSize(line []byte) (int64, bool) {
+	s := strings.TrimSuffix(strings.TrimSuffix(string(line), "\n"), "\r")
+	s, _, _ = strings.Cut(s, ";")
+	s = strings.TrimRight(s, " \t")
+	if s == "" || len(s) > 16 {
+		return 0, false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i] | 0x20; !('0' <= s[i] && s[i] <= '9') && !('a' <= c && c <= 'f') {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseInt(s, 16, 64)
+	return n, err == nil
 }
 
 // ctxErr prefers ctx's reason over the i/o error it caused: the connection's deadline is ctx's,

@@ -9,29 +9,48 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 )
 
-// Parent reads the parent pid from ROOT/PID/stat (root is "/proc" but for tests). The command name
-// (field 2) may hold spaces and parentheses, so fields are counted from the last ')'.
+// Parent reads the parent pid from ROOT/PID/stat (root is "/proc" but for tests).
 func Parent(root string, pid int) (int, bool) {
 	b, err := os.ReadFile(filepath.Join(root, strconv.Itoa(pid), "stat"))
 	if err != nil {
 		return 0, false
 	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
+	return statParent(b)
+}
+
+// statParent reads the parent pid (field 4) from a /proc/PID/stat line: "PID (COMM) STATE PPID
+// ...". The command name may hold spaces and parentheses (a process can name itself anything,
+// up to 15 bytes), so fields are counted from the last ')'. A line of another shape (a
+// truncated read, a pid that is no number) is no answer.
+func statParent(b []byte) (int, bool) {
+	open := bytes.IndexByte(b, '(')
+	end := bytes.LastIndexByte(b, ')')
+	if open < 2 || end < open || b[open-1] != ' ' || !digits(b[:open-1]) {
 		return 0, false
 	}
-	f := bytes.Fields(b[i+1:])
-	if len(f) < 2 {
+	f := bytes.Fields(b[end+1:])
+	if len(f) < 2 || len(f[0]) != 1 || !digits(f[1]) {
 		return 0, false
 	}
-	ppid, err := strconv.Atoi(string(f[1]))
-	return ppid, err == nil
+	// Pids are positive ints of at most 22 bits (PID_MAX_LIMIT); a parent of 0 is the kernel.
+	ppid, err := strconv.ParseInt(string(f[1]), 10, 32)
+	return int(ppid), err == nil
+}
+
+func digits(b []byte) bool {
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return len(b) > 0
 }
 
 // Descendants lists every process below pid in the process tree, breadth first, from every
@@ -84,13 +103,26 @@ func SocketInodes(root string, pid int) (map[uint64]bool, error) {
 		if err != nil {
 			continue // closed meanwhile
 		}
-		if rest, ok := strings.CutPrefix(t, "socket:["); ok {
-			if n, err := strconv.ParseUint(strings.TrimSuffix(rest, "]"), 10, 64); err == nil {
-				out[n] = true
-			}
+		if n, ok := socketInode(t); ok {
+			out[n] = true
 		}
 	}
 	return out, nil
+}
+
+// socketInode reads the inode of a socket from the target of its /proc/PID/fd link,
+// "socket:[N]"; other files (pipes "pipe:[N]", paths, anon_inode:[eventfd]) are no socket.
+func socketInode(link string) (uint64, bool) {
+	rest, ok := strings.CutPrefix(link, "socket:[")
+	if !ok {
+		return 0, false
+	}
+	num, ok := strings.CutSuffix(rest, "]")
+	if !ok || !digits([]byte(num)) {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(num, 10, 64)
+	return n, err == nil
 }
 
 // PassiveOpens reads the TCP PassiveOpens counter (connections accepted, handshake completed or
@@ -102,7 +134,14 @@ func PassiveOpens(root string, pid int) (uint64, error) {
 		return 0, err
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
+	return passiveOpens(f)
+}
+
+// passiveOpens reads the TCP PassiveOpens counter from the text of a net/snmp file. Each line
+// is at most 64 KiB (bufio.Scanner's limit; the real ones are under 300 bytes), so whatever the
+// file holds, little of it is kept.
+func passiveOpens(r io.Reader) (uint64, error) {
+	sc := bufio.NewScanner(r)
 	var names []string
 	for sc.Scan() {
 		line := sc.Text()
@@ -126,7 +165,7 @@ func PassiveOpens(root string, pid int) (uint64, error) {
 		break
 	}
 	if err := sc.Err(); err != nil {
-		return 0, err
+		return 0, fmt.Errorf("net/snmp: %w", err)
 	}
 	return 0, errors.New("net/snmp: no Tcp PassiveOpens")
 }
