@@ -4,7 +4,8 @@
 //
 // The package has no code of its own besides this comment: everything is in _test.go files.
 // TestMain builds cmd/drainit and integration/testapp once (static, through testbin); the
-// helpers in harness_test.go start drainit in either mode, read its output lines with deadlines
-// and look at processes through /proc. Tests that need root skip with the reason when it is
-// missing, except under CI=true, where they fail instead.
+// helpers in harness_test.go start drainit in either mode (PID 1 through integration/pod, the
+// repository's one launcher), read its output lines with deadlines (integration/lines) and look
+// at processes through internal/proc. Tests that need root skip with the reason when it is
+// missing, except under CI=true, where they fail instead (internal/testenv.SkipUnlessCI).
 package integration

@@ -3,10 +3,13 @@ package integration
 import (
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/drainit/drainit/internal/testenv"
 )
 
 // The stop-signal rule, on the apps that use SIGQUIT for something else than stopping: without
@@ -67,7 +70,7 @@ func TestJVMThreadDumpOnQuit(t *testing.T) {
 	requireRoot(t)
 	java, err := exec.LookPath("java")
 	if err != nil {
-		skipOrFail(t, "needs a JDK 11+ (java in PATH) to run testdata/App.java from source: "+err.Error())
+		testenv.SkipUnlessCI(t, "needs a JDK 11+ (java in PATH) to run testdata/App.java from source: "+err.Error())
 	}
 	src, err := filepath.Abs(filepath.Join("testdata", "App.java"))
 	if err != nil {
@@ -81,14 +84,14 @@ func TestJVMThreadDumpOnQuit(t *testing.T) {
 		args: []string{"--drain-delay", "1s", "--grace-period", "20s", "--log-level", "debug"},
 		app:  []string{java, "-XX:-UsePerfData", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", src}})
 	// The JVM takes seconds to start: waited for, with the harness's deadline.
-	d.stdout.awaitExact(t, "ready")
+	d.stdout.AwaitExact(t, waitTimeout, "ready")
 
 	d.signal(syscall.SIGQUIT)
-	d.stdout.awaitLine(t, "the JVM's thread dump", func(s string) bool { return strings.HasPrefix(s, "Full thread dump ") })
+	d.stdout.AwaitLine(t, waitTimeout, "the JVM's thread dump", func(s string) bool { return strings.HasPrefix(s, "Full thread dump ") })
 	// The dump is the app's own: its main thread, asleep in App.main. The dump ends with the
 	// heap's summary, after the threads.
-	d.stdout.awaitLine(t, "App.main in the dump", func(s string) bool { return strings.Contains(s, "at App.main(App.java:") })
-	d.stdout.awaitExact(t, "Heap")
+	d.stdout.AwaitLine(t, waitTimeout, "App.main in the dump", func(s string) bool { return strings.Contains(s, "at App.main(App.java:") })
+	d.stdout.AwaitExact(t, waitTimeout, "Heap")
 	if !d.running() {
 		t.Fatalf("drainit exited after SIGQUIT\n%s", d.dump())
 	}
@@ -100,7 +103,7 @@ func TestJVMThreadDumpOnQuit(t *testing.T) {
 
 	sent := time.Now()
 	d.signal(syscall.SIGTERM)
-	d.stdout.awaitExact(t, "shutdown")
+	d.stdout.AwaitExact(t, waitTimeout, "shutdown")
 	if got := time.Since(sent); got < drain {
 		t.Errorf("the JVM shut down %s after SIGTERM, before the drain delay %s", got, drain)
 	} else if got > drain+dumpSlack {
@@ -146,7 +149,7 @@ func TestGoDumpOnQuit(t *testing.T) {
 		d := start(t, spec{mode: pid1, env: env,
 			args: []string{"--drain-delay", "3s", "--log-level", "debug"},
 			app:  app("wait-signal", "USR1", "60s")})
-		d.stdout.awaitPid(t, "ready app")
+		d.stdout.AwaitPID(t, waitTimeout, "ready app")
 
 		sent := time.Now()
 		d.signal(syscall.SIGQUIT)
@@ -158,8 +161,8 @@ func TestGoDumpOnQuit(t *testing.T) {
 		if took >= drain {
 			t.Errorf("drainit exited %s after SIGQUIT, not before the drain delay %s: it drained first", took, drain)
 		}
-		stderr := d.stderr.all()
-		if !contains(stderr, "SIGQUIT: quit") {
+		stderr := d.stderr.Texts()
+		if !slices.Contains(stderr, "SIGQUIT: quit") {
 			t.Errorf("no \"SIGQUIT: quit\" from the Go runtime on stderr\n%s", d.dump())
 		}
 		goroutines := 0
@@ -194,11 +197,11 @@ func TestGoDumpOnQuit(t *testing.T) {
 		d := start(t, spec{mode: pid1, env: env,
 			args: []string{"--stop-signal", "QUIT", "--drain-delay", "1s", "--grace-period", "10s"},
 			app:  app("wait-signal", "QUIT", "60s")})
-		d.stdout.awaitPid(t, "ready app")
+		d.stdout.AwaitPID(t, waitTimeout, "ready app")
 
 		sent := time.Now()
 		d.signal(syscall.SIGQUIT)
-		d.stdout.awaitExact(t, "got app SIGQUIT")
+		d.stdout.AwaitExact(t, waitTimeout, "got app SIGQUIT")
 		if got := time.Since(sent); got < drain {
 			t.Errorf("the app got SIGQUIT %s after it was sent to drainit, before the drain delay %s", got, drain)
 		} else if got > drain+dumpSlack {
@@ -218,7 +221,7 @@ func TestGoDumpOnQuit(t *testing.T) {
 		if el := elapsedOf(t, stop); el < drain || el > drain+dumpSlack {
 			t.Errorf("stop signal sent %s after the trigger, want the drain delay %s (+%s)", el, drain, dumpSlack)
 		}
-		if contains(d.stderr.all(), "SIGQUIT: quit") {
+		if slices.Contains(d.stderr.Texts(), "SIGQUIT: quit") {
 			t.Errorf("the Go runtime dumped goroutines: the app's SIGQUIT handler was not in place\n%s", d.dump())
 		}
 	})

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/drainit/drainit/internal/proc"
 )
 
 const orphanCount = 2000
@@ -28,7 +30,7 @@ func TestOrphansReapedStatusExact(t *testing.T) {
 		if got := d.wait(orphansTimeout); got != (exitStatus{code: 42}) {
 			t.Fatalf("drainit: %v, want exit 42 (the app's status)\n%s", got, d.dump())
 		}
-		if !contains(d.stdout.all(), fmt.Sprintf("orphans %d", orphanCount)) {
+		if !slices.Contains(d.stdout.Texts(), fmt.Sprintf("orphans %d", orphanCount)) {
 			t.Fatalf("the app did not report its orphans\n%s", d.dump())
 		}
 		reaped, exiting, appStatus := 0, -1, -1
@@ -65,15 +67,15 @@ func TestOrphansNoZombieWhileRunning(t *testing.T) {
 		// The shell's child makes the orphans; the shell then becomes a long-running app.
 		script := fmt.Sprintf("%s orphans %d && exec %s signals", testappBin, orphanCount, testappBin)
 		d := startIn(t, m, []string{"--log-level", "debug", "--drain-delay", "0"}, "/bin/sh", "-c", script)
-		d.stdout.awaitExact(t, fmt.Sprintf("orphans %d", orphanCount))
-		d.stdout.awaitPid(t, "ready app")
+		d.stdout.AwaitExact(t, waitTimeout, fmt.Sprintf("orphans %d", orphanCount))
+		d.stdout.AwaitPID(t, waitTimeout, "ready app")
 
 		left := func() []int { // every process drainit is responsible for
 			if m == subreaper {
-				return descendantsOf(d.pid)
+				return proc.Descendants("/proc", d.pid)
 			}
 			var out []int
-			for _, p := range namespaceMembers(d.pid) {
+			for _, p := range proc.InPIDNamespace("/proc", d.pid) {
 				if p != d.pid {
 					out = append(out, p)
 				}
@@ -85,11 +87,11 @@ func TestOrphansNoZombieWhileRunning(t *testing.T) {
 			rest = left()
 			return len(rest) == 1
 		})
-		if st, ppid, ok := procStat(rest[0]); !ok || st == 'Z' || ppid != d.pid {
+		if st, err := proc.ReadStat("/proc", rest[0]); err != nil || st.State == 'Z' || st.PPID != d.pid {
 			t.Fatalf("the process left (pid %d) should be the live app, drainit's child: state %c, parent %d",
-				rest[0], st, ppid)
+				rest[0], st.State, st.PPID)
 		}
-		d.stderr.await(t, waitTimeout, fmt.Sprintf("%d reaped orphans", orphanCount), func(lines []string) bool {
+		d.stderr.Await(t, waitTimeout, fmt.Sprintf("%d reaped orphans", orphanCount), func(lines []string) bool {
 			n := 0
 			for _, l := range lines {
 				if strings.Contains(l, `"message":"reaped orphan"`) {
@@ -173,8 +175,8 @@ func signame(s syscall.Signal) string {
 func startSignals(t *testing.T, m mode, args ...string) *drainitRun {
 	t.Helper()
 	d := startIn(t, m, append([]string{"--drain-delay", "0"}, args...), app("signals", "-grandchild")...)
-	d.stdout.awaitPid(t, "ready app")
-	d.stdout.awaitPid(t, "ready gc")
+	d.stdout.AwaitPID(t, waitTimeout, "ready app")
+	d.stdout.AwaitPID(t, waitTimeout, "ready gc")
 	return d
 }
 
@@ -182,7 +184,7 @@ func startSignals(t *testing.T, m mode, args ...string) *drainitRun {
 func stopSignals(t *testing.T, d *drainitRun) {
 	t.Helper()
 	d.signal(syscall.SIGTERM)
-	d.stdout.awaitExact(t, "got app SIGTERM")
+	d.stdout.AwaitExact(t, waitTimeout, "got app SIGTERM")
 	if got := d.wait(waitTimeout); got != (exitStatus{code: 0}) {
 		t.Fatalf("drainit: %v after SIGTERM, want exit 0\n%s", got, d.dump())
 	}
@@ -198,8 +200,8 @@ func TestSignalsReachGroup(t *testing.T) {
 				t.Parallel()
 				d := startSignals(t, m, "--log-level", "debug")
 				d.signal(sig)
-				d.stdout.awaitExact(t, "got app "+signame(sig))
-				d.stdout.awaitExact(t, "got gc "+signame(sig))
+				d.stdout.AwaitExact(t, waitTimeout, "got app "+signame(sig))
+				d.stdout.AwaitExact(t, waitTimeout, "got gc "+signame(sig))
 				switch sig {
 				case syscall.SIGTERM:
 					if got := d.wait(waitTimeout); got != (exitStatus{code: 0}) {
@@ -209,22 +211,22 @@ func TestSignalsReachGroup(t *testing.T) {
 					// SIGINT is a trigger: with no drain it reached the app as the stop signal, and
 					// the app, which only records SIGINT, runs on. Ctrl-C pressed twice more kills
 					// it, as the README promises, without waiting for the kill point.
-					d.stderr.awaitLine(t, "the stop sequence started by SIGINT", func(s string) bool {
+					d.stderr.AwaitLine(t, waitTimeout, "the stop sequence started by SIGINT", func(s string) bool {
 						return strings.Contains(s, `"stop sequence started"`) && strings.Contains(s, `"signal":"SIGINT"`)
 					})
 					// One at a time: two SIGINTs pending at once are delivered as one.
 					d.signal(syscall.SIGINT)
-					d.stderr.awaitLine(t, "the second SIGINT joining the stop sequence", func(s string) bool {
+					d.stderr.AwaitLine(t, waitTimeout, "the second SIGINT joining the stop sequence", func(s string) bool {
 						return strings.Contains(s, "trigger repeated")
 					})
 					d.signal(syscall.SIGINT)
-					d.stderr.awaitLine(t, "the third SIGINT killing the app", func(s string) bool {
+					d.stderr.AwaitLine(t, waitTimeout, "the third SIGINT killing the app", func(s string) bool {
 						return strings.Contains(s, "third SIGINT: killing the app")
 					})
 					if got := d.wait(waitTimeout); got != (exitStatus{code: 128 + 9}) {
 						t.Fatalf("drainit: %v after three SIGINTs, want 137 (the app killed)\n%s", got, d.dump())
 					}
-					if n := strings.Count(strings.Join(d.stdout.all(), "\n"), "got app SIGINT"); n != 1 {
+					if n := strings.Count(strings.Join(d.stdout.Texts(), "\n"), "got app SIGINT"); n != 1 {
 						t.Errorf("the app got SIGINT %d times, want once (repeated triggers are not forwarded)", n)
 					}
 				default:
@@ -244,15 +246,15 @@ func TestForwardChild(t *testing.T) {
 		sent := []syscall.Signal{syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH, syscall.SIGCONT}
 		for _, sig := range sent {
 			d.signal(sig)
-			d.stdout.awaitExact(t, "got app "+signame(sig))
+			d.stdout.AwaitExact(t, waitTimeout, "got app "+signame(sig))
 		}
 		stopSignals(t, d)
-		out := d.stdout.all()
-		if !contains(out, "got gc SIGTERM") {
+		out := d.stdout.Texts()
+		if !slices.Contains(out, "got gc SIGTERM") {
 			t.Fatalf("the grandchild never got the cleanup's SIGTERM\n%s", d.dump())
 		}
 		for _, sig := range sent {
-			if contains(out, "got gc "+signame(sig)) {
+			if slices.Contains(out, "got gc "+signame(sig)) {
 				t.Errorf("with --forward=child the grandchild got %s", signame(sig))
 			}
 		}
@@ -265,18 +267,18 @@ func TestRewrite(t *testing.T) {
 	eachMode(t, func(t *testing.T, m mode) {
 		d := startSignals(t, m, "--rewrite", "USR1:USR2,WINCH:0", "--log-level", "debug")
 		d.signal(syscall.SIGUSR1)
-		d.stdout.awaitExact(t, "got app SIGUSR2")
-		d.stdout.awaitExact(t, "got gc SIGUSR2")
+		d.stdout.AwaitExact(t, waitTimeout, "got app SIGUSR2")
+		d.stdout.AwaitExact(t, waitTimeout, "got gc SIGUSR2")
 		d.signal(syscall.SIGWINCH)
-		d.stderr.awaitLine(t, "drainit logging the drop of SIGWINCH", func(s string) bool {
+		d.stderr.AwaitLine(t, waitTimeout, "drainit logging the drop of SIGWINCH", func(s string) bool {
 			return strings.Contains(s, "dropped by --rewrite") && strings.Contains(s, "SIGWINCH")
 		})
 		d.signal(syscall.SIGHUP)
-		d.stdout.awaitExact(t, "got app SIGHUP")
-		d.stdout.awaitExact(t, "got gc SIGHUP")
-		out := d.stdout.all()
+		d.stdout.AwaitExact(t, waitTimeout, "got app SIGHUP")
+		d.stdout.AwaitExact(t, waitTimeout, "got gc SIGHUP")
+		out := d.stdout.Texts()
 		for _, l := range []string{"got app SIGUSR1", "got gc SIGUSR1", "got app SIGWINCH", "got gc SIGWINCH"} {
-			if contains(out, l) {
+			if slices.Contains(out, l) {
 				t.Errorf("rewrite not honoured: %q", l)
 			}
 		}
@@ -308,12 +310,12 @@ func TestEarlySignalNotLost(t *testing.T) {
 				app:      app("wait-signal", "USR1", "2s"),
 			})
 			d.signal(syscall.SIGUSR1)
-			if len(childrenOf(d.pid)) == 0 {
+			if len(proc.Children("/proc", d.pid)) == 0 {
 				early.Add(1)
 			}
 			switch got := d.wait(waitTimeout); got {
 			case exitStatus{code: 0}:
-				if !contains(d.stdout.all(), "got app SIGUSR1") {
+				if !slices.Contains(d.stdout.Texts(), "got app SIGUSR1") {
 					t.Fatalf("exit 0 without \"got app SIGUSR1\"\n%s", d.dump())
 				}
 			case exitStatus{code: 3}:
@@ -350,11 +352,11 @@ func TestDaemonEnded(t *testing.T) {
 			eachMode(t, func(t *testing.T, m mode) {
 				t.Parallel()
 				d := startIn(t, m, []string{"--log-level", "debug", "--cleanup-wait", cleanupWait.String()}, c.app...)
-				daemon := d.stdout.awaitPid(t, "daemon")
+				daemon := d.stdout.AwaitPID(t, waitTimeout, "daemon")
 				if got := d.wait(waitTimeout); got != (exitStatus{code: 0}) {
 					t.Fatalf("drainit: %v, want exit 0 (the app's status)\n%s", got, d.dump())
 				}
-				if m == subreaper && exists(daemon) {
+				if m == subreaper && proc.Exists("/proc", daemon) {
 					t.Errorf("the daemon (pid %d) is still there after drainit exited", daemon)
 				}
 				var cleanup, kill, reaped, exiting logEntry
@@ -437,7 +439,7 @@ func TestCannotStart(t *testing.T) {
 			if got := d.wait(waitTimeout); got != (exitStatus{code: c.want}) {
 				t.Fatalf("drainit: %v, want exit %d\n%s", got, c.want, d.dump())
 			}
-			lines := nonEmpty(d.stderr.all())
+			lines := nonEmpty(d.stderr.Texts())
 			if len(lines) != 1 || !strings.Contains(lines[0], c.command) {
 				t.Errorf("want one line naming %q on stderr, got:\n%s", c.command, d.dump())
 			}
@@ -497,7 +499,7 @@ func TestBadConfig(t *testing.T) {
 			if _, err := os.Stat(marker); err == nil {
 				t.Errorf("the app was started despite the bad configuration")
 			}
-			lines := nonEmpty(d.stderr.all())
+			lines := nonEmpty(d.stderr.Texts())
 			if len(lines) != 1 {
 				t.Fatalf("want one line on stderr, got %d:\n%s", len(lines), d.dump())
 			}
@@ -555,13 +557,13 @@ func TestRecycledPidIsNotTheApp(t *testing.T) {
 		d := start(t, spec{mode: pid1, args: []string{"--log-level", "debug", "--cleanup-wait", "3s"},
 			app: app("reuse-pid", "42", "7")})
 		got := d.wait(waitTimeout)
-		if slices.ContainsFunc(d.stdout.all(), func(l string) bool { return strings.HasPrefix(l, "missed ") }) {
+		if slices.ContainsFunc(d.stdout.Texts(), func(l string) bool { return strings.HasPrefix(l, "missed ") }) {
 			if attempt < 5 {
 				continue
 			}
 			t.Fatalf("the leftover never got the app's pid in %d attempts\n%s", attempt, d.dump())
 		}
-		if !slices.ContainsFunc(d.stdout.all(), func(l string) bool { return strings.HasPrefix(l, "reused ") }) {
+		if !slices.ContainsFunc(d.stdout.Texts(), func(l string) bool { return strings.HasPrefix(l, "reused ") }) {
 			t.Fatalf("the app's pid was not reused\n%s", d.dump())
 		}
 		if got != (exitStatus{code: 42}) {

@@ -10,6 +10,10 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/drainit/drainit/integration/lines"
+	"github.com/drainit/drainit/internal/proc"
+	"github.com/drainit/drainit/internal/testenv"
 )
 
 // openPTY opens a new pseudo-terminal pair. The master stays in non-blocking mode (ioctls go
@@ -18,7 +22,7 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 	t.Helper()
 	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
-		skipOrFail(t, fmt.Sprintf("no pseudo-terminal: %v", err))
+		testenv.SkipUnlessCI(t, fmt.Sprintf("no pseudo-terminal: %v", err))
 	}
 	var n int
 	err = control(m, func(fd int) error {
@@ -71,14 +75,15 @@ func foreground(t *testing.T, master *os.File) int {
 
 // procState is the state letter of pid ('R', 'S', 'T', 'Z', …), 0 once it is gone.
 func procState(pid int) byte {
-	st, _, _ := procStat(pid)
-	return st
+	st, _ := proc.ReadStat("/proc", pid)
+	return st.State
 }
 
 // startOnTerminal starts cmd in a session of its own with a new pseudo-terminal as its
 // controlling terminal and its stdin, stdout and stderr. It returns the terminal's master side
-// and what the terminal shows, line by line.
-func startOnTerminal(t *testing.T, cmd *exec.Cmd) (*os.File, *lineLog, *drainitRun) {
+// and what the terminal shows, line by line. The terminal echoes control characters ("^C"),
+// which can land at the start of any line, so the tests match lines by what they contain.
+func startOnTerminal(t *testing.T, cmd *exec.Cmd) (*os.File, *lines.Log, *drainitRun) {
 	t.Helper()
 	master, slave := openPTY(t)
 	t.Cleanup(func() { master.Close() })
@@ -91,14 +96,8 @@ func startOnTerminal(t *testing.T, cmd *exec.Cmd) (*os.File, *lineLog, *drainitR
 	if err != nil {
 		t.Fatalf("starting %s: %v", cmd.Path, err)
 	}
-	tty := newLineLog("terminal", master)
+	tty := lines.Read("terminal", master)
 	return master, tty, watch(t, subreaper, cmd, tty, tty)
-}
-
-// containing matches a line containing sub. The terminal echoes control characters ("^C"),
-// which can land at the start of any line, so lines are matched by what they contain.
-func containing(sub string) func(string) bool {
-	return func(s string) bool { return strings.Contains(s, sub) }
 }
 
 // TestTerminal runs drainit (not as PID 1) on a terminal, as `docker run -it` does: the app's
@@ -109,11 +108,11 @@ func TestTerminal(t *testing.T) {
 	// drainit is where a shell's job would be.
 	master, tty, d := startOnTerminal(t, exec.Command(drainitBin, "--drain-delay", "0", "--log-format", "json", "--", testappBin, "signals"))
 
-	started := tty.awaitLine(t, "drainit's \"app started\"", containing(`"message":"app started"`))
+	started := tty.AwaitLine(t, waitTimeout, "drainit's \"app started\"", lines.Containing(`"message":"app started"`)).Text
 	if !strings.Contains(started, `"tty":true`) {
 		t.Fatalf("drainit did not see its terminal: %s", started)
 	}
-	ready := tty.awaitLine(t, "the app ready", containing("ready app "))
+	ready := tty.AwaitLine(t, waitTimeout, "the app ready", lines.Containing("ready app ")).Text
 	appPid, err := strconv.Atoi(strings.Fields(ready[strings.Index(ready, "ready app ")+len("ready app "):])[0])
 	if err != nil {
 		t.Fatalf("no pid in %q", ready)
@@ -125,7 +124,7 @@ func TestTerminal(t *testing.T) {
 	if _, err := master.Write([]byte{0x03}); err != nil { // Ctrl-C
 		t.Fatal(err)
 	}
-	tty.awaitLine(t, "the app's SIGINT from Ctrl-C", containing("got app SIGINT"))
+	tty.AwaitLine(t, waitTimeout, "the app's SIGINT from Ctrl-C", lines.Containing("got app SIGINT"))
 
 	if _, err := master.Write([]byte{0x1a}); err != nil { // Ctrl-Z
 		t.Fatal(err)
@@ -142,13 +141,13 @@ func TestTerminal(t *testing.T) {
 		a, s := procState(appPid), procState(d.pid)
 		return a != 'T' && a != 0 && s != 'T' && s != 0
 	})
-	tty.awaitLine(t, "the app's SIGCONT", containing("got app SIGCONT"))
+	tty.AwaitLine(t, waitTimeout, "the app's SIGCONT", lines.Containing("got app SIGCONT"))
 	if fg := foreground(t, master); fg != appPid {
 		t.Errorf("after resuming, foreground group %d, want the app's (%d)", fg, appPid)
 	}
 
 	d.signal(syscall.SIGTERM)
-	tty.awaitLine(t, "the app's SIGTERM", containing("got app SIGTERM"))
+	tty.AwaitLine(t, waitTimeout, "the app's SIGTERM", lines.Containing("got app SIGTERM"))
 	if got := d.wait(waitTimeout); got != (exitStatus{code: 0}) {
 		t.Fatalf("drainit: %v, want exit 0\n%s", got, d.dump())
 	}
@@ -163,22 +162,22 @@ func TestTerminalInBackground(t *testing.T) {
 	master, tty, sh := startOnTerminal(t, exec.Command("sh", "-mc",
 		`"$0" --drain-delay 0 --log-format json -- "$1" signals & wait`, drainitBin, testappBin))
 
-	started := tty.awaitLine(t, "drainit's \"app started\"", containing(`"message":"app started"`))
+	started := tty.AwaitLine(t, waitTimeout, "drainit's \"app started\"", lines.Containing(`"message":"app started"`)).Text
 	if !strings.Contains(started, `"tty":false`) {
 		t.Errorf("drainit in the background took the terminal for the app: %s", started)
 	}
-	tty.awaitLine(t, "the app ready", containing("ready app "))
+	tty.AwaitLine(t, waitTimeout, "the app ready", lines.Containing("ready app "))
 	if fg := foreground(t, master); fg != sh.pid {
 		t.Fatalf("foreground group %d with drainit in the background, want the shell's (%d)", fg, sh.pid)
 	}
-	drainit := childrenOf(sh.pid)
+	drainit := proc.Children("/proc", sh.pid)
 	if len(drainit) != 1 {
 		t.Fatalf("the shell's children: %v, want drainit alone", drainit)
 	}
 	if err := syscall.Kill(drainit[0], syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	tty.awaitLine(t, "the app's SIGTERM", containing("got app SIGTERM"))
+	tty.AwaitLine(t, waitTimeout, "the app's SIGTERM", lines.Containing("got app SIGTERM"))
 	if got := sh.wait(waitTimeout); got != (exitStatus{code: 0}) {
 		t.Fatalf("the shell: %v, want exit 0\n%s", got, sh.dump())
 	}

@@ -1,7 +1,6 @@
 package kubelet
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -9,13 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/drainit/drainit/integration/lines"
 	"github.com/drainit/drainit/integration/pod"
 	"github.com/drainit/drainit/integration/testbin"
+	"github.com/drainit/drainit/internal/testenv"
 )
 
 // The scenarios run the real drainit as PID 1 of its own PID namespace and stop it with the
@@ -25,87 +25,10 @@ import (
 // slack absorbs scheduling on a loaded 2-core machine; every bound below is configured ± slack.
 const slack = 500 * time.Millisecond
 
-// lines collects a process's output, each line with the time it arrived.
-type lines struct {
-	mu      sync.Mutex
-	partial []byte
-	got     []line
-	more    chan struct{}
-}
-
-type line struct {
-	at   time.Time
-	text string
-}
-
-func newLines() *lines { return &lines{more: make(chan struct{})} }
-
-func (l *lines) Write(b []byte) (int, error) {
-	now := time.Now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.partial = append(l.partial, b...)
-	for {
-		i := bytes.IndexByte(l.partial, '\n')
-		if i < 0 {
-			break
-		}
-		l.got = append(l.got, line{now, string(l.partial[:i])})
-		l.partial = l.partial[i+1:]
-	}
-	close(l.more)
-	l.more = make(chan struct{})
-	return len(b), nil
-}
-
-// wait returns the first line containing s, waiting up to d for it.
-func (l *lines) wait(t *testing.T, s string, d time.Duration) line {
-	t.Helper()
-	deadline := time.After(d)
-	for {
-		l.mu.Lock()
-		for _, ln := range l.got {
-			if strings.Contains(ln.text, s) {
-				l.mu.Unlock()
-				return ln
-			}
-		}
-		more := l.more
-		l.mu.Unlock()
-		select {
-		case <-more:
-		case <-deadline:
-			t.Fatalf("no line with %q within %v; got:\n%s", s, d, l.String())
-		}
-	}
-}
-
-func (l *lines) count(s string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, ln := range l.got {
-		if strings.Contains(ln.text, s) {
-			n++
-		}
-	}
-	return n
-}
-
-func (l *lines) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var b strings.Builder
-	for _, ln := range l.got {
-		b.WriteString(ln.text + "\n")
-	}
-	return b.String()
-}
-
 // container is drainit running as PID 1 with its output.
 type container struct {
 	*pod.Pod
-	out *lines // drainit's log and the app's output, in one stream as a runtime shows them
+	out *lines.Log // drainit's log and the app's output, in one stream as a runtime shows them
 }
 
 // bins are built once by TestMain, before any test builds its command line.
@@ -117,15 +40,12 @@ var (
 func startDrainit(t *testing.T, env []string, args ...string) *container {
 	t.Helper()
 	if err := pod.Available(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true and PID namespaces are unavailable: %v", err)
-		}
-		t.Skipf("skipping: %v", err)
+		testenv.SkipUnlessCI(t, err.Error())
 	}
 	if binsErr != nil {
 		t.Fatal(binsErr)
 	}
-	out := newLines()
+	out := lines.New("output")
 	argv := append([]string{bins.Drainit, "--termination-log", ""}, args...)
 	p, err := pod.Start(argv, pod.Options{Stdout: out, Stderr: out, Env: append(os.Environ(), env...)})
 	if err != nil {
@@ -165,10 +85,10 @@ func freeAddr(t *testing.T) string {
 
 func TestAppExitsPromptlyOnTerm(t *testing.T) {
 	c := startDrainit(t, nil, "--grace-period", "10s", "--drain-delay", "1s", "--", bins.TestApp, "slow-stop", "100ms")
-	c.out.wait(t, "ready app", 10*time.Second)
+	c.out.AwaitContains(t, 10*time.Second, "ready app")
 	r := Pod{Grace: 10 * time.Second}.Stop(c.kube())
-	got := c.out.wait(t, "got app SIGTERM", time.Second)
-	if d := got.at.Sub(r.SignalAt); d < time.Second-slack/10 || d > time.Second+slack {
+	got := c.out.AwaitContains(t, time.Second, "got app SIGTERM")
+	if d := got.At.Sub(r.SignalAt); d < time.Second-slack/10 || d > time.Second+slack {
 		t.Errorf("the app got SIGTERM %v after the kubelet's, want the 1s drain delay", d)
 	}
 	if r.Killed {
@@ -181,7 +101,7 @@ func TestAppExitsPromptlyOnTerm(t *testing.T) {
 
 func TestAppIgnoresTermKilledBeforeKubelet(t *testing.T) {
 	c := startDrainit(t, nil, "--grace-period", "4s", "--drain-delay", "500ms", "--kill-margin", "1s", "--", bins.TestApp, "ignore-term")
-	c.out.wait(t, "ready app", 10*time.Second)
+	c.out.AwaitContains(t, 10*time.Second, "ready app")
 	r := Pod{Grace: 4 * time.Second}.Stop(c.kube())
 	if r.Killed {
 		t.Fatal("the kubelet had to SIGKILL: drainit did not kill the app before the deadline")
@@ -192,12 +112,12 @@ func TestAppIgnoresTermKilledBeforeKubelet(t *testing.T) {
 	if s := c.status(t); s != 137 {
 		t.Errorf("exit status %d, want 137 (the app was SIGKILLed)", s)
 	}
-	c.out.wait(t, "drainit had to SIGKILL", time.Second)
+	c.out.AwaitContains(t, time.Second, "drainit had to SIGKILL")
 }
 
 func TestAppSlowerThanGrace(t *testing.T) {
 	c := startDrainit(t, nil, "--grace-period", "3s", "--drain-delay", "500ms", "--kill-margin", "1s", "--", bins.TestApp, "slow-stop", "30s")
-	c.out.wait(t, "ready app", 10*time.Second)
+	c.out.AwaitContains(t, 10*time.Second, "ready app")
 	stopInTime(t, c, 3*time.Second, 137)
 }
 
@@ -220,14 +140,14 @@ func stopInTime(t *testing.T, c *container, grace time.Duration, want int) {
 func TestOfflineHookHangsBounded(t *testing.T) {
 	c := startDrainit(t, nil, "--grace-period", "10s", "--drain-delay", "1s", "--hook-timeout", "1s",
 		"--offline-exec", `["/bin/sleep","60"]`, "--", bins.TestApp, "slow-stop", "0s")
-	c.out.wait(t, "ready app", 10*time.Second)
+	c.out.AwaitContains(t, 10*time.Second, "ready app")
 	r := Pod{Grace: 10 * time.Second}.Stop(c.kube())
-	got := c.out.wait(t, "got app SIGTERM", time.Second)
+	got := c.out.AwaitContains(t, time.Second, "got app SIGTERM")
 	// hook timeout 1s + drain 1s
-	if d := got.at.Sub(r.SignalAt); d < 2*time.Second-slack/10 || d > 2*time.Second+slack {
+	if d := got.At.Sub(r.SignalAt); d < 2*time.Second-slack/10 || d > 2*time.Second+slack {
 		t.Errorf("stop signal %v after SIGTERM, want hook timeout + drain = 2s", d)
 	}
-	c.out.wait(t, `"hook failed; going on"`, time.Second)
+	c.out.AwaitContains(t, time.Second, `"hook failed; going on"`)
 	if r.Killed {
 		t.Error("the kubelet had to SIGKILL")
 	}
@@ -238,12 +158,12 @@ func TestFailingHooksDoNotStopTheSequence(t *testing.T) {
 	c := startDrainit(t, nil, "--grace-period", "10s", "--drain-delay", "500ms",
 		"--offline-exec", "/no/such/deregister", "--offline-http", "http://"+down+"/deregister",
 		"--", bins.TestApp, "slow-stop", "0s")
-	c.out.wait(t, "ready app", 10*time.Second)
+	c.out.AwaitContains(t, 10*time.Second, "ready app")
 	r := Pod{Grace: 10 * time.Second}.Stop(c.kube())
-	if n := c.out.count(`"hook failed; going on"`); n != 2 {
+	if n := c.out.Count(lines.Containing(`"hook failed; going on"`)); n != 2 {
 		t.Errorf("%d hook failures logged, want 2 (missing binary, server down)", n)
 	}
-	c.out.wait(t, "got app SIGTERM", time.Second)
+	c.out.AwaitContains(t, time.Second, "got app SIGTERM")
 	if r.Killed || c.status(t) != 0 {
 		t.Error("the stop did not complete normally after failed hooks")
 	}
@@ -254,7 +174,7 @@ func TestAppCrashesMidDrain(t *testing.T) {
 	c := startDrainit(t, nil, "--grace-period", "20s", "--drain-delay", "10s",
 		"--post-stop-exec", fmt.Sprintf(`["/bin/sh","-c","echo done > %s"]`, marker),
 		"--", "/bin/sh", "-c", "echo ready app; trap '' TERM; sleep 1; exit 3")
-	c.out.wait(t, "ready app", 10*time.Second)
+	c.out.AwaitContains(t, 10*time.Second, "ready app")
 	r := Pod{Grace: 20 * time.Second}.Stop(c.kube())
 	if d := r.ExitedAt.Sub(r.SignalAt); d > 2*time.Second {
 		t.Errorf("drainit exited %v after SIGTERM: it waited out the drain for an app that was gone", d)
@@ -272,31 +192,31 @@ func TestDoubleSigtermJoins(t *testing.T) {
 	c := startDrainit(t, nil, "--grace-period", "10s", "--drain-delay", "1500ms",
 		"--offline-exec", fmt.Sprintf(`["/bin/sh","-c","echo run >> %s"]`, count),
 		"--", bins.TestApp, "slow-stop", "0s")
-	c.out.wait(t, "ready app", 10*time.Second)
+	c.out.AwaitContains(t, 10*time.Second, "ready app")
 	done := make(chan Record)
 	go func() { done <- Pod{Grace: 10 * time.Second}.Stop(c.kube()) }()
-	c.out.wait(t, `"draining: the app keeps serving"`, 5*time.Second)
+	c.out.AwaitContains(t, 5*time.Second, `"draining: the app keeps serving"`)
 	_ = c.Signal(syscall.SIGTERM) // a second stopper
 	r := <-done
-	got := c.out.wait(t, "got app SIGTERM", time.Second)
-	if d := got.at.Sub(r.SignalAt); d > 1500*time.Millisecond+slack {
+	got := c.out.AwaitContains(t, time.Second, "got app SIGTERM")
+	if d := got.At.Sub(r.SignalAt); d > 1500*time.Millisecond+slack {
 		t.Errorf("stop signal %v after the first SIGTERM: the second restarted the drain", d)
 	}
 	if b, _ := os.ReadFile(count); strings.Count(string(b), "run") != 1 {
 		t.Errorf("offline hook ran %d times, want once", strings.Count(string(b), "run"))
 	}
-	if c.out.count("got app SIGTERM") != 1 {
-		t.Errorf("the app got the stop signal %d times, want once", c.out.count("got app SIGTERM"))
+	if c.out.Count(lines.Containing("got app SIGTERM")) != 1 {
+		t.Errorf("the app got the stop signal %d times, want once", c.out.Count(lines.Containing("got app SIGTERM")))
 	}
 }
 
 func TestDockerStopShape(t *testing.T) {
 	// docker stop -t 10: SIGTERM, SIGKILL after 10 s, no preStop. drainit's defaults fit in it.
 	c := startDrainit(t, nil, "--grace-period", "10s", "--", bins.TestApp, "slow-stop", "200ms")
-	c.out.wait(t, "ready app", 10*time.Second)
+	c.out.AwaitContains(t, 10*time.Second, "ready app")
 	r := Pod{Grace: 10 * time.Second}.Stop(c.kube())
-	got := c.out.wait(t, "got app SIGTERM", time.Second)
-	if d := got.at.Sub(r.SignalAt); d < 5*time.Second-slack/10 {
+	got := c.out.AwaitContains(t, time.Second, "got app SIGTERM")
+	if d := got.At.Sub(r.SignalAt); d < 5*time.Second-slack/10 {
 		t.Errorf("the app got SIGTERM after %v, before the default 5s drain", d)
 	}
 	if r.Killed || c.status(t) != 0 {
@@ -331,7 +251,7 @@ func TestPreStopForms(t *testing.T) {
 			c := startDrainit(t, nil, "--grace-period", "10s", "--drain-delay", drain, "--http-addr", addr,
 				"--offline-exec", fmt.Sprintf(`["/bin/sh","-c","echo run >> %s"]`, count),
 				"--", bins.TestApp, "slow-stop", "100ms")
-			c.out.wait(t, "ready app", 10*time.Second)
+			c.out.AwaitContains(t, 10*time.Second, "ready app")
 			r := Pod{Grace: 10 * time.Second, PreStop: form(addr)}.Stop(c.kube())
 			if r.PreStopErr != nil || r.PreStopTimedOut {
 				t.Fatalf("preStop: %v (timed out: %v)", r.PreStopErr, r.PreStopTimedOut)
@@ -339,11 +259,11 @@ func TestPreStopForms(t *testing.T) {
 			if w := r.PreStopEnd.Sub(r.Deleted); w < 1500*time.Millisecond-slack/10 {
 				t.Errorf("preStop returned after %v, before the 1.5s drain", w)
 			}
-			got := c.out.wait(t, "got app SIGTERM", 2*time.Second)
-			if got.at.Before(r.SignalAt) {
+			got := c.out.AwaitContains(t, 2*time.Second, "got app SIGTERM")
+			if got.At.Before(r.SignalAt) {
 				t.Error("the app got SIGTERM before the kubelet sent it")
 			}
-			if d := got.at.Sub(r.SignalAt); d > slack {
+			if d := got.At.Sub(r.SignalAt); d > slack {
 				t.Errorf("the app got SIGTERM %v after the kubelet's: the drain ran twice", d)
 			}
 			if b, _ := os.ReadFile(count); strings.Count(string(b), "run") != 1 {
@@ -362,7 +282,7 @@ func TestConcurrentPrestopsOneSequence(t *testing.T) {
 	c := startDrainit(t, nil, "--grace-period", "10s", "--drain-delay", "1s", "--http-addr", addr,
 		"--offline-exec", fmt.Sprintf(`["/bin/sh","-c","echo run >> %s"]`, count),
 		"--", bins.TestApp, "slow-stop", "0s")
-	c.out.wait(t, "ready app", 10*time.Second)
+	c.out.AwaitContains(t, 10*time.Second, "ready app")
 	type answer struct {
 		code int
 		at   time.Time
@@ -396,7 +316,7 @@ func TestConcurrentPrestopsOneSequence(t *testing.T) {
 	if b, _ := os.ReadFile(count); strings.Count(string(b), "run") != 1 {
 		t.Errorf("offline hook ran %d times, want once", strings.Count(string(b), "run"))
 	}
-	if c.out.count("got app SIGTERM") != 0 {
+	if c.out.Count(lines.Containing("got app SIGTERM")) != 0 {
 		t.Error("the app was stopped before any stop signal came")
 	}
 }
@@ -404,7 +324,7 @@ func TestConcurrentPrestopsOneSequence(t *testing.T) {
 func TestWrongTokenLeavesAppServing(t *testing.T) {
 	addr := freeAddr(t)
 	c := startDrainit(t, []string{"DRAINIT_HTTP_TOKEN=tok-7f3a9c"}, "--http-addr", addr, "--", bins.TestApp, "slow-stop", "0s")
-	c.out.wait(t, "ready app", 10*time.Second)
+	c.out.AwaitContains(t, 10*time.Second, "ready app")
 	for _, auth := range []string{"", "Bearer wrong"} {
 		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/prestop", nil)
 		if auth != "" {
@@ -500,7 +420,7 @@ func TestReadinessFollowsProbeAndOnlineHooks(t *testing.T) {
 func TestPodDeletedDuringPostStopHooks(t *testing.T) {
 	c := startDrainit(t, nil, "--grace-period", "4s", "--drain-delay", "1s", "--kill-margin", "1s", "--hook-timeout", "30s",
 		"--post-stop-exec", bins.TestApp+" sleep 30s", "--", bins.TestApp, "exit", "3")
-	c.out.wait(t, "running post-stop hooks", 10*time.Second)
+	c.out.AwaitContains(t, 10*time.Second, "running post-stop hooks")
 	stopInTime(t, c, 4*time.Second, 3) // the app's status
-	c.out.wait(t, "stop requested after the app exited", time.Second)
+	c.out.AwaitContains(t, time.Second, "stop requested after the app exited")
 }

@@ -72,7 +72,7 @@ func TestMain(m *testing.M) {
 func need(t *testing.T) *node {
 	t.Helper()
 	if suite.skip != "" {
-		testenv.Skip(t, suite.skip)
+		testenv.SkipUnlessCI(t, suite.skip)
 	}
 	if suite.err != nil {
 		t.Fatal(suite.err)

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/drainit/drainit/internal/proc"
 )
 
 // initPath is where podman 4.3 bind-mounts the --init-path binary in the container and runs it
@@ -47,15 +49,16 @@ func TestPodmanInitIsDrainit(t *testing.T) {
 	// The container's PID 1, seen from the host: its executable is the very file given as
 	// --init-path (bind-mounted, so the same inode), and it is PID 1 of the container's PID
 	// namespace.
-	hostPid := strconv.Itoa(c.State.Pid)
-	var exe, bin syscall.Stat_t
-	if err := syscall.Stat("/proc/"+hostPid+"/exe", &exe); err != nil {
-		t.Fatalf("the container's PID 1 (host pid %s): %v", hostPid, err)
+	hostPid := c.State.Pid
+	exeInfo, err := proc.Exe("/proc", hostPid)
+	if err != nil {
+		t.Fatalf("the container's PID 1 (host pid %d): %v", hostPid, err)
 	}
-	if err := syscall.Stat(h.drainit, &bin); err != nil {
+	binInfo, err := os.Stat(h.drainit)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if exe.Dev != bin.Dev || exe.Ino != bin.Ino {
+	if exe, bin := exeInfo.Sys().(*syscall.Stat_t), binInfo.Sys().(*syscall.Stat_t); exe.Dev != bin.Dev || exe.Ino != bin.Ino {
 		t.Errorf("the container's PID 1 runs device %d inode %d, not the --init-path binary %s (device %d inode %d)",
 			exe.Dev, exe.Ino, h.drainit, bin.Dev, bin.Ino)
 	}
@@ -79,7 +82,7 @@ func TestPodmanInitIsDrainit(t *testing.T) {
 		t.Errorf("container exit code %d, want 0, the app's status (slow-stop exits 0 on SIGTERM)", code)
 	}
 	got := o.appLine(t, "got app SIGTERM")
-	if d := got.at.Sub(beforeStop); d < drain {
+	if d := got.At.Sub(beforeStop); d < drain {
 		t.Errorf("the app got SIGTERM %s after podman stop was called, before the drain delay %s", d, drain)
 	}
 	o.appLine(t, "stopped app") // the app finished its own shutdown: nobody killed it
@@ -89,8 +92,8 @@ func TestPodmanInitIsDrainit(t *testing.T) {
 		t.Errorf("drainit's \"app started\" says pid1=false: it is not the container's PID 1")
 	}
 	ready := o.appLine(t, "ready app ")
-	if started.Pid == nil || "ready app "+strconv.Itoa(*started.Pid) != ready.text {
-		t.Errorf("drainit started the app as pid %v, the app says %q: drainit is not its parent", started.Pid, ready.text)
+	if started.Pid == nil || "ready app "+strconv.Itoa(*started.Pid) != ready.Text {
+		t.Errorf("drainit started the app as pid %v, the app says %q: drainit is not its parent", started.Pid, ready.Text)
 	}
 	trigger := o.event(t, "stop sequence started")
 	if trigger.Signal != "SIGTERM" {
@@ -107,7 +110,7 @@ func TestPodmanInitIsDrainit(t *testing.T) {
 	if el := sent.elapsed(t); el < drain || el > drain+slack {
 		t.Errorf("drainit sent the stop signal %s after the trigger, want the drain delay %s (+%s)", el, drain, slack)
 	}
-	if d := got.at.Sub(trigger.at); d > drain+slack {
+	if d := got.At.Sub(trigger.at); d > drain+slack {
 		t.Errorf("the app got SIGTERM %s after the trigger, want the drain delay %s (+%s)", d, drain, slack)
 	}
 	done := o.event(t, "drainit exiting")
@@ -118,20 +121,15 @@ func TestPodmanInitIsDrainit(t *testing.T) {
 
 // nsPid is the pid a host process has in its own (innermost) PID namespace, from the NSpid line
 // of /proc/PID/status.
-func nsPid(t *testing.T, hostPid string) string {
+func nsPid(t *testing.T, hostPid int) string {
 	t.Helper()
-	b, err := os.ReadFile("/proc/" + hostPid + "/status")
+	v, err := proc.StatusField("/proc", hostPid, "NSpid")
 	if err != nil {
-		t.Fatalf("reading the status of host pid %s: %v", hostPid, err)
+		t.Fatalf("the pid of host pid %d in its namespace: %v", hostPid, err)
 	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(l, "NSpid:"); ok {
-			f := strings.Fields(rest)
-			if len(f) > 0 {
-				return f[len(f)-1]
-			}
-		}
+	f := strings.Fields(v)
+	if len(f) == 0 {
+		t.Fatalf("an empty NSpid line in /proc/%d/status", hostPid)
 	}
-	t.Fatalf("no NSpid line in /proc/%s/status", hostPid)
-	return ""
+	return f[len(f)-1]
 }

@@ -1,7 +1,6 @@
 package podman
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -16,6 +15,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/drainit/drainit/integration/lines"
+	"github.com/drainit/drainit/internal/testenv"
 )
 
 // The tags TestMain builds; the storage is the run's own, so a tag never collides.
@@ -70,7 +72,7 @@ func setUp() harness {
 	}
 	var podman string
 	for _, name := range []string{"podman", "runc"} {
-		p, err := lookPath(name)
+		p, err := testenv.LookPath(name)
 		if err != nil {
 			return harness{skip: fmt.Sprintf("%v (Debian: apt-get install --no-install-recommends podman runc)", err)}
 		}
@@ -87,21 +89,6 @@ func setUp() harness {
 		h.err = err
 	}
 	return h
-}
-
-// lookPath finds a program in PATH or in the sbin directories, where Debian puts runc and which
-// a non-login PATH may lack.
-func lookPath(name string) (string, error) {
-	if p, err := exec.LookPath(name); err == nil {
-		return p, nil
-	}
-	for _, dir := range []string{"/usr/sbin", "/sbin", "/usr/bin", "/usr/local/bin"} {
-		p := filepath.Join(dir, name)
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("%s not in PATH nor in /usr/sbin", name)
 }
 
 // podmanEnviron is the test process's environment with podman pointed at the run's
@@ -214,10 +201,7 @@ func (h *harness) tearDown() error {
 func need(t *testing.T) *harness {
 	t.Helper()
 	if suite.skip != "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s (CI=true: this test must run)", suite.skip)
-		}
-		t.Skip(suite.skip)
+		testenv.SkipUnlessCI(t, suite.skip)
 	}
 	if suite.err != nil {
 		t.Fatal(suite.err)
@@ -282,7 +266,9 @@ func (h *harness) startImage(t *testing.T, img string, opts []string, args ...st
 	return id
 }
 
-// waitLog polls the container's log until a line contains want, for up to timeout.
+// waitLog polls the container's log until a line contains want, for up to timeout. It polls
+// rather than collecting lines as they come (integration/lines): the output is conmon's, and
+// only `podman logs` reaches it.
 func (h *harness) waitLog(t *testing.T, id, want string, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
@@ -343,12 +329,6 @@ func (h *harness) exited(t *testing.T, id string) (code int, at time.Time) {
 	return st[0].State.ExitCode, st[0].State.FinishedAt
 }
 
-// line is one line of the container's output, with the time conmon read it (host clock).
-type line struct {
-	at   time.Time
-	text string
-}
-
 // event is one of drainit's JSON log lines, the fields the tests look at.
 type event struct {
 	at      time.Time
@@ -383,7 +363,7 @@ func (e event) elapsed(t *testing.T) time.Duration {
 // output is a container's log split into the app's lines (stdout) and drainit's events (its
 // JSON lines on stderr; the app writes nothing there in the modes used here).
 type output struct {
-	app     []line
+	app     []lines.Line // with the time conmon read each line (host clock)
 	drainit []event
 }
 
@@ -397,36 +377,16 @@ func (h *harness) logs(t *testing.T, id string) output {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
 	var o output
-	o.app = parseLines(stdout)
-	for _, l := range parseLines(stderr) {
+	o.app = lines.ParseTimestamped(stdout)
+	for _, l := range lines.ParseTimestamped(stderr) {
 		var e event
-		if json.Unmarshal([]byte(l.text), &e) != nil {
+		if json.Unmarshal([]byte(l.Text), &e) != nil {
 			continue // podman's own messages, if any
 		}
-		e.at = l.at
+		e.at = l.At
 		o.drainit = append(o.drainit, e)
 	}
 	return o
-}
-
-// parseLines reads `podman logs --timestamps` output: each line is an RFC 3339 time, a space
-// and the text. Lines without the time are not the container's and are left out.
-func parseLines(s string) []line {
-	var out []line
-	sc := bufio.NewScanner(strings.NewReader(s))
-	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
-	for sc.Scan() {
-		ts, text, ok := strings.Cut(sc.Text(), " ")
-		if !ok {
-			continue
-		}
-		at, err := time.Parse(time.RFC3339Nano, ts)
-		if err != nil {
-			continue
-		}
-		out = append(out, line{at, text})
-	}
-	return out
 }
 
 // event returns drainit's first event with the message; the test fails if there is none.
@@ -452,13 +412,13 @@ func (o output) has(message string) bool {
 }
 
 // appLine returns the app's first line that starts with prefix; the test fails if there is none.
-func (o output) appLine(t *testing.T, prefix string) line {
+func (o output) appLine(t *testing.T, prefix string) lines.Line {
 	t.Helper()
 	for _, l := range o.app {
-		if strings.HasPrefix(l.text, prefix) {
+		if strings.HasPrefix(l.Text, prefix) {
 			return l
 		}
 	}
 	t.Fatalf("the app printed no line starting with %q", prefix)
-	return line{}
+	return lines.Line{}
 }

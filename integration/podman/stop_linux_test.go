@@ -63,10 +63,10 @@ func TestStopDrainsThenStopsTheApp(t *testing.T) {
 	// stop was called before the trigger, so the app's SIGTERM can be no earlier than the drain
 	// delay after that call; and it comes promptly once the drain is over.
 	got := o.appLine(t, "got app SIGTERM")
-	if d := got.at.Sub(beforeStop); d < drain {
+	if d := got.At.Sub(beforeStop); d < drain {
 		t.Errorf("the app got SIGTERM %s after podman stop was called, before the drain delay %s", d, drain)
 	}
-	if d := got.at.Sub(trigger.at); d > drain+slack {
+	if d := got.At.Sub(trigger.at); d > drain+slack {
 		t.Errorf("the app got SIGTERM %s after the trigger, want the drain delay %s (+%s)", d, drain, slack)
 	}
 	o.appLine(t, "stopped app") // the app finished its own shutdown: nobody killed it

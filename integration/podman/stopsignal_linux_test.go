@@ -51,7 +51,7 @@ func TestImageStopSignalQuitDrainsFirst(t *testing.T) {
 	// conmon's timestamps, on the host's clock: podman stop was called before the trigger, so the
 	// app's SIGQUIT can be no earlier than the drain delay after that call.
 	got := o.appLine(t, "got app SIGQUIT")
-	if d := got.at.Sub(beforeStop); d < drain {
+	if d := got.At.Sub(beforeStop); d < drain {
 		t.Errorf("the app got SIGQUIT %s after podman stop was called, before the drain delay %s", d, drain)
 	}
 
@@ -70,7 +70,7 @@ func TestImageStopSignalQuitDrainsFirst(t *testing.T) {
 	if el := sent.elapsed(t); el < drain || el > drain+slack {
 		t.Errorf("drainit sent the stop signal %s after the trigger, want the drain delay %s (+%s)", el, drain, slack)
 	}
-	if d := got.at.Sub(trigger.at); d > drain+slack {
+	if d := got.At.Sub(trigger.at); d > drain+slack {
 		t.Errorf("the app got SIGQUIT %s after the trigger, want the drain delay %s (+%s)", d, drain, slack)
 	}
 	if exited := o.event(t, "app exited"); exited.Status == nil || *exited.Status != 0 {
@@ -115,7 +115,7 @@ func TestImageStopSignalQuitWithoutStopSignalIsForwarded(t *testing.T) {
 	}
 	// Host clock: the whole way from calling podman stop to the app's line is shorter than the
 	// drain delay alone.
-	if d := o.appLine(t, "got app SIGQUIT").at.Sub(beforeStop); d >= drain {
+	if d := o.appLine(t, "got app SIGQUIT").At.Sub(beforeStop); d >= drain {
 		t.Errorf("the app got SIGQUIT %s after podman stop was called, not before the drain delay %s: it was held back", d, drain)
 	}
 	for _, m := range []string{"stop sequence started", "draining: the app keeps serving", "stop signal sent"} {

@@ -77,4 +77,18 @@
 // CI=true, where it is a failure.
 //
 // Runs need root (PID namespaces) and only use loopback.
+//
+// # Why it is not in bench/
+//
+// The harness is the drain benchmark (`make bench` runs cmd/rollout -scenarios drains
+// -drain-table and keeps its table in bench/DRAIN.md), but it is three things, and the other two
+// are tests. It is the integration test of what drainit exists for
+// (rollout_linux_test.go: nothing lost behind drainit, requests lost without it, a real nginx
+// stopped with SIGQUIT), and it is what `make demo` runs. Its claims are checked on every run
+// (Checks; cmd/rollout exits 1 when one fails), so the benchmark's figures come from the same
+// code the tests hold to those claims. It is built on the other integration packages, the
+// launcher (integration/pod), the kubelet simulator (integration/kubelet) and the output
+// collector (integration/lines), as the tests are. bench/ is the PID 1 micro-benchmark: one
+// init at a time, no network, a program of its own (package main) that compares drainit with
+// tini, dumb-init and catatonit; it uses the same launcher.
 package rollout

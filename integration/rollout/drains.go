@@ -38,35 +38,26 @@ type DrainStat struct {
 // delays first appear. claim gives the stop bounds (nil: none).
 func DrainStats(results []Result, claim func(string, time.Duration) Claim) []DrainStat {
 	var out []DrainStat
-	stops := map[int][]Seconds{}
-	index := map[string]int{}
-	for _, res := range results {
-		key := fmt.Sprintf("%s@%v", res.Scenario, res.Propagation)
-		i, ok := index[key]
-		if !ok {
-			i = len(out)
-			index[key] = i
-			out = append(out, DrainStat{Scenario: res.Scenario, Name: res.Name, Propagation: res.Propagation})
-		}
-		d := &out[i]
-		d.Runs++
-		d.Failed += res.Failed
-		d.Cut += res.Cut
-		if res.Killed {
-			d.Killed++
-		}
-		if res.Drain != nil {
-			d.NewConnsSeen += res.Drain.NewConns
-			d.Routed += res.Drain.Routed
-			if q := res.Drain.QuietAfterLast; res.Drain.Reason != "fallback" && (d.QuietAfterLast == nil || q < *d.QuietAfterLast) {
-				d.QuietAfterLast = &q
+	for _, group := range byRow(results) {
+		first := group[0]
+		d := DrainStat{Scenario: first.Scenario, Name: first.Name, Propagation: first.Propagation}
+		var s []Seconds
+		for _, res := range group {
+			d.Runs++
+			d.Failed += res.Failed
+			d.Cut += res.Cut
+			if res.Killed {
+				d.Killed++
 			}
+			if res.Drain != nil {
+				d.NewConnsSeen += res.Drain.NewConns
+				d.Routed += res.Drain.Routed
+				if q := res.Drain.QuietAfterLast; res.Drain.Reason != "fallback" && (d.QuietAfterLast == nil || q < *d.QuietAfterLast) {
+					d.QuietAfterLast = &q
+				}
+			}
+			s = append(s, res.Stop)
 		}
-		stops[i] = append(stops[i], res.Stop)
-	}
-	for i := range out {
-		d := &out[i]
-		s := stops[i]
 		slices.Sort(s)
 		d.StopMin, d.StopMax = s[0], s[len(s)-1]
 		d.StopMedian = s[len(s)/2]
@@ -77,6 +68,7 @@ func DrainStats(results []Result, claim func(string, time.Duration) Claim) []Dra
 		if claim != nil {
 			d.MaxStop = seconds(claim(d.Scenario, d.Propagation.Duration()).MaxStop)
 		}
+		out = append(out, d)
 	}
 	return out
 }

@@ -128,67 +128,82 @@ func (s Scenario) Claim(p time.Duration) Claim {
 	return c
 }
 
+// byRow groups results by scenario and propagation delay, in the order each pair first appears:
+// a row of the table (Summarize) and a line of the drain comparison (DrainStats) each fold one
+// group.
+func byRow(results []Result) [][]Result {
+	type key struct {
+		scenario    string
+		propagation Seconds
+	}
+	var groups [][]Result
+	index := map[key]int{}
+	for _, res := range results {
+		k := key{res.Scenario, res.Propagation}
+		i, ok := index[k]
+		if !ok {
+			i = len(groups)
+			index[k] = i
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], res)
+	}
+	return groups
+}
+
 // Summarize folds results into rows, in the order scenarios and propagation delays first appear.
 // claim gives each row's claim (nil: none).
 func Summarize(results []Result, claim func(scenario string, p time.Duration) Claim) []Row {
 	var rows []Row
-	index := map[string]int{}
-	for _, res := range results {
-		key := fmt.Sprintf("%s@%v", res.Scenario, res.Propagation)
-		i, ok := index[key]
-		if !ok {
-			i = len(rows)
-			index[key] = i
-			rows = append(rows, Row{Scenario: res.Scenario, Name: res.Name, Propagation: res.Propagation,
-				ByKind: map[Kind]int{}, StopMin: res.Stop, StopMax: res.Stop})
-		}
-		r := &rows[i]
-		r.Runs++
-		r.Requests += res.Requests
-		r.Failed += res.Failed
-		for k, n := range res.ByKind {
-			r.ByKind[k] += n
-		}
-		r.Retried += res.Retried
-		r.Cut += res.Cut
-		r.Dropped += res.Dropped
-		r.StopMin = min(r.StopMin, res.Stop)
-		r.StopMax = max(r.StopMax, res.Stop)
-		if res.Killed {
-			r.Killed++
-		}
-		for _, f := range res.Failures {
-			at := f.At
-			if r.FirstFailure == nil || at < *r.FirstFailure {
-				r.FirstFailure = &at
+	for _, group := range byRow(results) {
+		first := group[0]
+		r := Row{Scenario: first.Scenario, Name: first.Name, Propagation: first.Propagation,
+			ByKind: map[Kind]int{}, StopMin: first.Stop, StopMax: first.Stop}
+		for _, res := range group {
+			r.Runs++
+			r.Requests += res.Requests
+			r.Failed += res.Failed
+			for k, n := range res.ByKind {
+				r.ByKind[k] += n
 			}
-			if r.LastFailure == nil || at > *r.LastFailure {
-				r.LastFailure = &at
+			r.Retried += res.Retried
+			r.Cut += res.Cut
+			r.Dropped += res.Dropped
+			r.StopMin = min(r.StopMin, res.Stop)
+			r.StopMax = max(r.StopMax, res.Stop)
+			if res.Killed {
+				r.Killed++
 			}
-		}
-	}
-	for i := range rows {
-		r := &rows[i]
-		r.OK = true
-		if claim == nil {
-			continue
-		}
-		c := claim(r.Scenario, r.Propagation.Duration())
-		switch c.Expect {
-		case ExpectLoss:
-			r.Expect, r.OK = "loss", r.Failed > 0
-		case ExpectNoLoss:
-			r.Expect, r.OK = "none", r.Failed == 0 && r.Cut == 0 && r.Killed == 0
-		}
-		if c.MaxStop > 0 {
-			r.MaxStop = seconds(c.MaxStop)
-			for _, res := range results {
-				if res.Scenario == r.Scenario && res.Propagation == r.Propagation && res.Stop > r.MaxStop {
-					r.OverStop++
+			for _, f := range res.Failures {
+				at := f.At
+				if r.FirstFailure == nil || at < *r.FirstFailure {
+					r.FirstFailure = &at
+				}
+				if r.LastFailure == nil || at > *r.LastFailure {
+					r.LastFailure = &at
 				}
 			}
-			r.OK = r.OK && r.OverStop == 0
 		}
+		r.OK = true
+		if claim != nil {
+			c := claim(r.Scenario, r.Propagation.Duration())
+			switch c.Expect {
+			case ExpectLoss:
+				r.Expect, r.OK = "loss", r.Failed > 0
+			case ExpectNoLoss:
+				r.Expect, r.OK = "none", r.Failed == 0 && r.Cut == 0 && r.Killed == 0
+			}
+			if c.MaxStop > 0 {
+				r.MaxStop = seconds(c.MaxStop)
+				for _, res := range group {
+					if res.Stop > r.MaxStop {
+						r.OverStop++
+					}
+				}
+				r.OK = r.OK && r.OverStop == 0
+			}
+		}
+		rows = append(rows, r)
 	}
 	return rows
 }

@@ -4,52 +4,27 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/drainit/drainit/integration/pod"
+	"github.com/drainit/drainit/integration/testbin"
 	"github.com/drainit/drainit/internal/drainwatch"
+	"github.com/drainit/drainit/internal/testenv"
 )
 
-var (
-	buildOnce        sync.Once
-	buildDir         string
-	buildErr         error
-	drainitBin, appB string
-)
-
-// runner returns a Runner on freshly built, static drainit and testapp binaries, or skips the
+// runner returns a Runner on the static drainit and testapp binaries testbin builds, or skips the
 // test (fails it under CI=true) when pods cannot be started here.
 func runner(t *testing.T, parallel int) *Runner {
 	t.Helper()
 	if err := pod.Available(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true: %v", err)
-		}
-		t.Skipf("skipping: %v", err)
+		testenv.SkipUnlessCI(t, err.Error())
 	}
-	buildOnce.Do(func() {
-		buildDir, buildErr = os.MkdirTemp("", "rollout-test-")
-		if buildErr != nil {
-			return
-		}
-		drainitBin, appB = filepath.Join(buildDir, "drainit"), filepath.Join(buildDir, "testapp")
-		for out, pkg := range map[string]string{
-			drainitBin: "github.com/drainit/drainit/cmd/drainit",
-			appB:       "github.com/drainit/drainit/integration/testapp",
-		} {
-			if buildErr = build(out, pkg); buildErr != nil {
-				return
-			}
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	bins, err := testbin.Build()
+	if err != nil {
+		t.Fatal(err)
 	}
-	r, err := NewRunner(Config{Drainit: drainitBin, Testapp: appB, Parallel: parallel})
+	r, err := NewRunner(Config{Drainit: bins.Drainit, Testapp: bins.TestApp, Parallel: parallel})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,23 +33,8 @@ func runner(t *testing.T, parallel int) *Runner {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if buildDir != "" {
-		os.RemoveAll(buildDir)
-	}
+	testbin.Cleanup()
 	os.Exit(code)
-}
-
-func build(out, pkg string) error {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		return fmt.Errorf("building %s: %w", pkg, err)
-	}
-	cmd := exec.Command(goBin, "build", "-trimpath", "-o", out, pkg)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("building %s: %w\n%s", pkg, err, b)
-	}
-	return nil
 }
 
 func scenarios(t *testing.T, keys ...string) []Scenario {
@@ -231,10 +191,7 @@ func needNginx(t *testing.T, r *Runner) {
 		t.Fatal(err)
 	}
 	if err := r.Available(s[0]); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true: %v", err)
-		}
-		t.Skipf("skipping: %v", err)
+		testenv.SkipUnlessCI(t, err.Error())
 	}
 }
 

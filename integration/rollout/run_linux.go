@@ -1,7 +1,6 @@
 package rollout
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,7 +16,9 @@ import (
 	"time"
 
 	"github.com/drainit/drainit/integration/kubelet"
+	"github.com/drainit/drainit/integration/lines"
 	"github.com/drainit/drainit/integration/pod"
+	"github.com/drainit/drainit/internal/proc"
 )
 
 // Config is how runs are set up. Zero fields take the defaults in DefaultConfig, except the paths
@@ -199,8 +200,8 @@ func freePort(ip string) (string, error) {
 type runningPod struct {
 	*pod.Pod
 	addr, ctl string
-	out       *syncBuffer
-	dir       string // the app's files (nginx's config, pid and temp paths), removed after the run
+	out       *lines.Log // PID 1's stdout and stderr, as a runtime would log them
+	dir       string     // the app's files (nginx's config, pid and temp paths), removed after the run
 }
 
 // nginxConf is the configuration of a pod's nginx: in the foreground under its own PID 1 or
@@ -272,7 +273,7 @@ func (r *Runner) startPod(s Scenario, p time.Duration) (*runningPod, error) {
 	if err != nil {
 		return nil, err
 	}
-	rp := &runningPod{addr: addr, out: &syncBuffer{}}
+	rp := &runningPod{addr: addr, out: lines.New("output")}
 	app, err := r.appArgv(s, rp)
 	if err != nil {
 		rp.cleanup()
@@ -335,13 +336,13 @@ func (rp *runningPod) waitReady(ctx context.Context) error {
 			}
 			select {
 			case <-rp.Exited:
-				return fmt.Errorf("pod %s exited before it served: %s", rp.addr, rp.out.tail())
+				return fmt.Errorf("pod %s exited before it served: %s", rp.addr, rp.tail())
 			case <-ctx.Done():
 				return ctx.Err()
 			case <-time.After(5 * time.Millisecond):
 			}
 			if time.Now().After(deadline) {
-				return fmt.Errorf("pod %s: nothing listens on %s after 10s: %s", rp.addr, addr, rp.out.tail())
+				return fmt.Errorf("pod %s: nothing listens on %s after 10s: %s", rp.addr, addr, rp.tail())
 			}
 		}
 	}
@@ -509,7 +510,7 @@ func (r *Runner) Run(ctx context.Context, s Scenario, p time.Duration, rep int) 
 	res.ExitStatus, _ = victim.Wait(time.Second)
 	if s.Init == Drainit {
 		// Once PID 1 is reaped, its output has been copied in full (os/exec waits for the pipe).
-		res.Drain = parseDrainLog(victim.out.bytes())
+		res.Drain = parseDrainLog([]byte(victim.out.String()))
 	}
 	if res.Drain != nil && res.Drain.Reason != "fallback" && !rec.PreStopEnd.IsZero() {
 		// drainit answers /prestop as its drain ends, so the drain began Drained before the
@@ -640,30 +641,13 @@ func (r *Runner) logf(format string, a ...any) {
 }
 
 // tcpSockets is how many TCP sockets the network namespace holds, TIME_WAIT included
-// (/proc/net/sockstat: "TCP: inuse N orphan N tw N alloc N mem N"); -1 if unknown.
+// (/proc/net/sockstat's tw and alloc); -1 if unknown.
 func tcpSockets() int {
-	b, err := os.ReadFile("/proc/net/sockstat")
+	tcp, err := proc.SockstatTCP("/proc")
 	if err != nil {
 		return -1
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) == 0 || f[0] != "TCP:" {
-			continue
-		}
-		n := 0
-		for i := 1; i+1 < len(f); i += 2 {
-			if f[i] == "tw" || f[i] == "alloc" {
-				v, err := strconv.Atoi(f[i+1])
-				if err != nil {
-					return -1
-				}
-				n += v
-			}
-		}
-		return n
-	}
-	return -1
+	return tcp["tw"] + tcp["alloc"]
 }
 
 // pause waits d, or until ctx ends.
@@ -681,32 +665,5 @@ func pause(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// syncBuffer is a pod's output, written by os/exec's copying goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-// bytes returns a copy of the output so far.
-func (s *syncBuffer) bytes() []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return bytes.Clone(s.b.Bytes())
-}
-
-// tail is the end of the output, for error messages.
-func (s *syncBuffer) tail() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	b := s.b.Bytes()
-	if len(b) > 2000 {
-		b = b[len(b)-2000:]
-	}
-	return string(bytes.TrimSpace(b))
-}
+// tail is the end of the pod's output, for error messages.
+func (rp *runningPod) tail() string { return strings.TrimSpace(rp.out.Tail(20)) }

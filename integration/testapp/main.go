@@ -321,11 +321,20 @@ func daemonChild(args []string) error {
 func reusePid(args []string) error {
 	code, _ := strconv.Atoi(arg(args, 0))
 	pid := strconv.Itoa(os.Getpid())
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
 	if _, err := syscall.ForkExec(self(), []string{self(), "_reuse-pid", pid, arg(args, 1)}, &syscall.ProcAttr{
-		Env: os.Environ(), Files: []uintptr{0, 1, 2}, Sys: &syscall.SysProcAttr{Setsid: true},
+		Env: os.Environ(), Files: []uintptr{0, 1, 2, w.Fd()}, Sys: &syscall.SysProcAttr{Setsid: true},
 	}); err != nil {
 		return err
 	}
+	w.Close()
+	// Exit only once the helper ignores SIGTERM (it closes its end): drainit's cleanup sends
+	// SIGTERM to everything the moment the app is gone.
+	buf := make([]byte, 1)
+	_, _ = r.Read(buf)
 	say("ready app %s", pid)
 	os.Exit(code)
 	return nil
@@ -336,6 +345,7 @@ func reusePid(args []string) error {
 // drainit and drainit reaps it.
 func reusePidChild(args []string) error {
 	signal.Ignore(syscall.SIGTERM) // drainit's cleanup SIGTERM must not end the helper first
+	_ = os.NewFile(3, "ready").Close()
 	app, _ := strconv.Atoi(arg(args, 0))
 	deadline := time.Now().Add(5 * time.Second)
 	for syscall.Kill(app, 0) == nil { // until the reaper has collected it

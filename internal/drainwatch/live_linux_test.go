@@ -186,7 +186,7 @@ func TestLiveTableMethods(t *testing.T) {
 		t.Run(string(method), func(t *testing.T) {
 			if method == MethodSockDiag {
 				if d, err := openDiag(); err != nil {
-					testenv.Skip(t, fmt.Sprintf("no netlink sock_diag here: %v", err))
+					testenv.SkipUnlessCI(t, fmt.Sprintf("no netlink sock_diag here: %v", err))
 				} else {
 					d.close()
 				}
@@ -234,7 +234,7 @@ func TestLivePorts(t *testing.T) {
 	pid, line := child(t, "listen")
 	var p4, p6 int
 	if _, err := fmt.Sscanf(line, "ports %d %d", &p4, &p6); err != nil || p4 == 0 || p6 == 0 {
-		testenv.Skip(t, fmt.Sprintf("needs IPv4 and IPv6 loopback; helper said %q", line))
+		testenv.SkipUnlessCI(t, fmt.Sprintf("needs IPv4 and IPv6 loopback; helper said %q", line))
 	}
 	cfg := Config{AppPID: pid, Ports: []Endpoint{{Port: uint16(p6)}}, Quiet: 300 * time.Millisecond, Interval: 20 * time.Millisecond}
 	ch := startLive(t, cfg, "")
@@ -274,7 +274,7 @@ func TestLivePassiveOpens(t *testing.T) {
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if errors.Is(err, syscall.EPERM) || (err != nil && os.Geteuid() != 0) {
-		testenv.Skip(t, fmt.Sprintf("needs a network namespace (root): %v", err))
+		testenv.SkipUnlessCI(t, fmt.Sprintf("needs a network namespace (root): %v", err))
 	}
 	if err != nil {
 		t.Fatalf("helper in its own network namespace: %v\n%s", err, out)

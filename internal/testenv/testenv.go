@@ -13,9 +13,9 @@ import (
 // CI reports whether the tests run under CI=true, where nothing may be skipped.
 func CI() bool { return os.Getenv("CI") == "true" }
 
-// Skip ends a test that cannot run here, for the reason given: a skip, or under CI=true a
-// failure, so that a CI run never passes with nothing tested.
-func Skip(t testing.TB, reason string) {
+// SkipUnlessCI ends a test that cannot run here, for the reason given: a skip, or under CI=true
+// a failure, so that a CI run never passes with nothing tested.
+func SkipUnlessCI(t testing.TB, reason string) {
 	t.Helper()
 	if CI() {
 		t.Fatalf("%s (CI=true: this test must run)", reason)

@@ -1,0 +1,166 @@
+package proc
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestParseStat(t *testing.T) {
+	// A command name with spaces and parentheses, as a process can set it (prctl PR_SET_NAME).
+	got, err := ParseStat([]byte("4242 (a) b (c)) Z 17 4242 4240 34817 4242 4194564 191 0 0 0\n"))
+	want := Stat{State: 'Z', PPID: 17, PGID: 4242, Session: 4240, Flags: 4194564}
+	if err != nil || got != want {
+		t.Fatalf("ParseStat = %+v, %v; want %+v", got, err, want)
+	}
+	if !got.Gone() {
+		t.Error("a zombie is not Gone")
+	}
+	exiting, err := ParseStat([]byte("7 (x) S 1 7 7 0 -1 4194308 0"))
+	if err != nil || !exiting.Gone() {
+		t.Errorf("a process with PF_EXITING: %+v, %v; want Gone", exiting, err)
+	}
+	for _, bad := range []string{
+		"", "4242 no parenthesis S 1 1 1 0 -1 0",
+		"1 (a) S 1 1 1 0 -1", // too few fields
+		"1 (a) SS 1 1 1 0 -1 0", "1 (a) S x 1 1 0 -1 0", "1 (a) S 1 1 1 0 -1 -4",
+	} {
+		if s, err := ParseStat([]byte(bad)); err == nil {
+			t.Errorf("ParseStat(%q) = %+v, want an error", bad, s)
+		}
+	}
+}
+
+func FuzzParseStat(f *testing.F) {
+	f.Add([]byte("4242 (a) b (c)) Z 17 4242 4240 34817 4242 4194564 191 0 0 0\n"))
+	f.Add([]byte("1 (x) S 0 1 1 0 -1 4194560"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		// No panic; and what it parsed is in the line.
+		s, err := ParseStat(b)
+		if err == nil && (!bytes.Contains(b, []byte{s.State}) || !bytes.Contains(b, []byte(strconv.Itoa(s.PPID)))) {
+			t.Fatalf("ParseStat(%q) = %+v: not what the line says", b, s)
+		}
+	})
+}
+
+// The test process itself, and a child it starts, as the kernel shows them.
+func TestLiveProcess(t *testing.T) {
+	self := os.Getpid()
+	s, err := ReadStat("/proc", self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.State != 'R' || s.PPID != os.Getppid() || s.PGID != syscall.Getpgrp() || s.Gone() {
+		t.Errorf("ReadStat(self) = %+v; want running, parent %d, group %d", s, os.Getppid(), syscall.Getpgrp())
+	}
+
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	child := cmd.Process.Pid
+	if !slices.Contains(Children("/proc", self), child) {
+		t.Errorf("Children(self) = %v, without the child %d", Children("/proc", self), child)
+	}
+	if ns := InPIDNamespace("/proc", self); !slices.Contains(ns, self) || !slices.Contains(ns, child) {
+		t.Errorf("InPIDNamespace(self) = %v, without itself or its child %d", ns, child)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	// Killed but not reaped: a zombie, still a child and still in the table.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if s, err := ReadStat("/proc", child); err == nil && s.State == 'Z' {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the killed child %d never showed as a zombie", child)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if !Exists("/proc", child) || !slices.Contains(Children("/proc", self), child) {
+		t.Errorf("a zombie child: Exists %v, Children %v; want it in both", Exists("/proc", child), Children("/proc", self))
+	}
+	_ = cmd.Wait()
+	if Exists("/proc", child) {
+		t.Errorf("the reaped child %d still Exists", child)
+	}
+	if _, err := ReadStat("/proc", child); !os.IsNotExist(err) {
+		t.Errorf("ReadStat of a reaped process: %v, want not-exist", err)
+	}
+	if PIDNamespace("/proc", child) != "" || InPIDNamespace("/proc", child) != nil {
+		t.Error("a reaped process still has a PID namespace")
+	}
+
+	exe, err := Exe("/proc", self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(path); err != nil || !os.SameFile(exe, st) {
+		t.Errorf("Exe(self) is not %s (%v)", path, err)
+	}
+	if v, err := StatusField("/proc", self, "Pid"); err != nil || v != strconv.Itoa(self) {
+		t.Errorf("StatusField(Pid) = %q, %v; want %d", v, err, self)
+	}
+	if _, err := StatusField("/proc", self, "NoSuchKey"); err == nil {
+		t.Error("StatusField: no error for a missing key")
+	}
+	if CPUTime("/proc", self) <= 0 {
+		t.Error("CPUTime(self) is 0")
+	}
+}
+
+func TestSystemFiles(t *testing.T) {
+	root := t.TempDir()
+	write := func(name, content string) {
+		t.Helper()
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("loadavg", "0.42 0.30 0.20 1/123 4567\n")
+	write("cpuinfo", "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Some CPU @ 2.00GHz\n\nprocessor\t: 1\nmodel name\t: Some CPU @ 2.00GHz\n")
+	write("net/sockstat", "sockets: used 120\nTCP: inuse 5 orphan 0 tw 7 alloc 9 mem 1\nUDP: inuse 1 mem 0\n")
+	if l, err := LoadAverage(root); err != nil || l != "0.42" {
+		t.Errorf("LoadAverage = %q, %v", l, err)
+	}
+	if m, err := CPUModel(root); err != nil || m != "Some CPU @ 2.00GHz" {
+		t.Errorf("CPUModel = %q, %v", m, err)
+	}
+	tcp, err := SockstatTCP(root)
+	if err != nil || tcp["tw"] != 7 || tcp["alloc"] != 9 || tcp["inuse"] != 5 {
+		t.Errorf("SockstatTCP = %v, %v", tcp, err)
+	}
+	write("net/sockstat", "TCP: inuse x\n")
+	if _, err := SockstatTCP(root); err == nil || !strings.Contains(err.Error(), "inuse") {
+		t.Errorf("SockstatTCP on a bad counter: %v", err)
+	}
+	for name, f := range map[string]func(string) error{
+		"LoadAverage": func(r string) error { _, err := LoadAverage(r); return err },
+		"CPUModel":    func(r string) error { _, err := CPUModel(r); return err },
+		"SockstatTCP": func(r string) error { _, err := SockstatTCP(r); return err },
+	} {
+		if err := f(t.TempDir()); err == nil {
+			t.Errorf("%s: no error without the file", name)
+		}
+		if err := f("/proc"); err != nil && name != "CPUModel" {
+			t.Errorf("%s on the live /proc: %v", name, err)
+		}
+	}
+}

@@ -1,0 +1,63 @@
+package proc
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// LoadAverage is the 1-minute load average as ROOT/loadavg writes it ("0.42").
+func LoadAverage(root string) (string, error) {
+	data, err := os.ReadFile(filepath.Join(root, "loadavg"))
+	if err != nil {
+		return "", err
+	}
+	f := strings.Fields(string(data))
+	if len(f) == 0 {
+		return "", errors.New("loadavg: empty")
+	}
+	return f[0], nil
+}
+
+// CPUModel is the first "model name" of ROOT/cpuinfo (x86; other architectures name it
+// differently and get an error).
+func CPUModel(root string) (string, error) {
+	data, err := os.ReadFile(filepath.Join(root, "cpuinfo"))
+	if err != nil {
+		return "", err
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v), nil
+		}
+	}
+	return "", errors.New("cpuinfo: no model name")
+}
+
+// SockstatTCP reads the "TCP:" line of ROOT/net/sockstat, the counters of the reader's network
+// namespace: "TCP: inuse N orphan N tw N alloc N mem N" gives {"inuse": N, "orphan": N, …}.
+func SockstatTCP(root string) (map[string]int, error) {
+	data, err := os.ReadFile(filepath.Join(root, "net", "sockstat"))
+	if err != nil {
+		return nil, err
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] != "TCP:" {
+			continue
+		}
+		out := map[string]int{}
+		for i := 1; i+1 < len(f); i += 2 {
+			v, err := strconv.Atoi(f[i+1])
+			if err != nil {
+				return nil, fmt.Errorf("sockstat: TCP %s %q: %w", f[i], f[i+1], err)
+			}
+			out[f[i]] = v
+		}
+		return out, nil
+	}
+	return nil, errors.New("sockstat: no TCP line")
+}
