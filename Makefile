@@ -33,8 +33,9 @@ kubelet:
 	@./scripts/kubelet.sh >/dev/null
 
 ## bench: drainit side by side with tini, dumb-init and catatonit, each as PID 1 (root;
-## BENCHFLAGS=-quick for a short run), then the stop duration of fixed vs adaptive drains in the
-## rollout harness; writes bench/RESULTS.md and bench/DRAIN.md
+## BENCHFLAGS=-quick for a short run), the control server's answer latency while a client holds
+## 300 slow connections, then the stop duration of fixed vs adaptive drains in the rollout
+## harness; writes bench/RESULTS.md and bench/DRAIN.md
 DRAINREPEAT ?= 5
 bench: build
 	$(GO) run ./bench -drainit $(BIN) $(BENCHFLAGS)

@@ -1,13 +1,16 @@
 // Command bench measures drainit side by side with tini, dumb-init and catatonit, each running
 // as PID 1 of a fresh PID namespace: start-up overhead over a bare exec of /bin/true, idle RSS,
-// SIGUSR1 forwarding latency, time to reap 2000 orphans, and binary size. It prints a Markdown
-// table with the targets and writes it, with the machine it ran on, to bench/RESULTS.md.
+// SIGUSR1 forwarding latency, time to reap 2000 orphans, and binary size; then how fast
+// drainit's control server answers the kubelet while another client holds 300 slow
+// connections. It prints Markdown tables with the targets and writes them, with the
+// machine it ran on, to bench/RESULTS.md.
 //
 //	go run ./bench [-quick] [-ns unshare|clone] [-drainit BIN] [-out FILE]
 //
-// It needs root (PID namespaces). An init that is not installed is skipped with a note. Every
-// measurement interleaves the inits in a new random order each round, so that drift in the
-// machine's load hits them alike.
+// It needs root (PID namespaces, made by integration/pod, the launcher the integration tests
+// use too). An init that is not installed is skipped with a note. Every measurement interleaves
+// the inits in a new random order each round, so that drift in the machine's load hits them
+// alike.
 package main
 
 import (
@@ -20,7 +23,7 @@ import (
 // options are the command-line settings of one run.
 type options struct {
 	quick   bool
-	ns      string // "unshare" (unshare --pid --fork --mount-proc) or "clone" (clone(CLONE_NEWPID) from Go)
+	ns      string // "unshare" (integration/pod's Fork: unshare --pid --fork --mount-proc --kill-child) or "clone" (its Direct: clone(CLONE_NEWPID) from Go)
 	drainit string // a prebuilt drainit; empty: build a stripped static one
 	out     string // where the Markdown goes; "-" or "": stdout only
 	orphans int
@@ -38,7 +41,7 @@ func main() {
 	flag.IntVar(&o.orphans, "orphans", 2000, "orphans to reap per round")
 	flag.BoolVar(&o.ref, "ref", true, "also measure mininit, a minimal Go init, as a reference for start-up and RSS")
 	extra := flag.String("extra", "", "more inits to measure as reference points, NAME=PATH [ARG...],... (run as PATH ARG... -- APP; e.g. a drainit variant)")
-	only := flag.String("only", "", "run only these phases, comma-separated: startup, exec, signals, reap (for investigating; the table then has gaps)")
+	only := flag.String("only", "", "run only these phases, comma-separated: startup, exec, signals, reap, control (for investigating; the table then has gaps)")
 	flag.Parse()
 	for e := range strings.SplitSeq(*extra, ",") {
 		if e = strings.TrimSpace(e); e == "" {
@@ -54,7 +57,7 @@ func main() {
 	for p := range strings.SplitSeq(*only, ",") {
 		switch p = strings.TrimSpace(p); p {
 		case "":
-		case "startup", "exec", "signals", "reap":
+		case "startup", "exec", "signals", "reap", "control":
 			o.only[p] = true
 		default:
 			fmt.Fprintf(os.Stderr, "bench: -only %q: unknown phase %q\n", *only, p)

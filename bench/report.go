@@ -100,6 +100,7 @@ type results struct {
 	cols                     []*column
 	skipped                  []string
 	notes                    []string
+	control                  *controlResults // the control server's answers under a slow client
 }
 
 func (r *results) col(name string) *column {
@@ -162,7 +163,7 @@ func (r *results) markdown() string {
 	if r.quick {
 		mode = "**quick run: indicative only**"
 	}
-	launcher := "`unshare --pid --fork --mount-proc INIT -- APP`"
+	launcher := "`unshare --pid --fork --mount-proc --kill-child INIT -- APP`"
 	if r.ns == "clone" {
 		launcher = "`clone(CLONE_NEWPID)` straight from the benchmark (`-ns clone`)"
 	}
@@ -295,5 +296,6 @@ func (r *results) markdown() string {
 		}
 		w(" %s | %s |\n", c.fmt("sig50", metricTime), reap)
 	}
+	b.WriteString(r.control.markdown())
 	return b.String()
 }

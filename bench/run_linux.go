@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"debug/elf"
 	"encoding/binary"
@@ -20,6 +19,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/drainit/drainit/integration/pod"
+	"github.com/drainit/drainit/internal/proc"
 )
 
 // initSpec is one init under test. An empty path is the bare case: the app alone as PID 1.
@@ -41,7 +43,7 @@ func (s *initSpec) argv(app ...string) []string {
 // bench holds what every phase needs.
 type bench struct {
 	o        options
-	unshare  string // path of unshare(1) in -ns unshare mode
+	method   pod.Method // how each PID namespace is made: pod.Fork (-ns unshare) or pod.Direct (-ns clone)
 	devnull  int
 	benchapp string
 	env      []string
@@ -84,10 +86,12 @@ func run(o options) error {
 
 	b := &bench{o: o, env: []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}}
 	b.res = &results{date: time.Now(), ns: o.ns, quick: o.quick, orphans: o.orphans, goVersion: runtime.Version(), load0: loadavg()}
-	if o.ns == "unshare" {
-		if b.unshare, err = exec.LookPath("unshare"); err != nil {
-			return fmt.Errorf("unshare(1) not found (util-linux); or use -ns clone: %w", err)
-		}
+	b.method = pod.Fork
+	if o.ns == "clone" {
+		b.method = pod.Direct
+	}
+	if _, err := pod.Prepare(b.method, []string{"/bin/true"}); err != nil {
+		return fmt.Errorf("%w; or use -ns clone", err)
 	}
 	b.devnull, err = unix.Open("/dev/null", unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -145,7 +149,7 @@ func run(o options) error {
 	for _, ph := range []struct {
 		name string
 		run  func(counts) error
-	}{{"startup", b.startup}, {"exec", b.execs}, {"signals", b.signals}, {"reap", b.reaping}} {
+	}{{"startup", b.startup}, {"exec", b.execs}, {"signals", b.signals}, {"reap", b.reaping}, {"control", b.control}} {
 		if ph.name == "reap" {
 			b.res.load1 = loadavg() // before the phase that raises it itself
 		}
@@ -185,14 +189,11 @@ func (b *bench) note(s string) {
 
 // loadavg is the 1-minute load average.
 func loadavg() string {
-	data, err := os.ReadFile("/proc/loadavg")
+	l, err := proc.LoadAverage("/proc")
 	if err != nil {
 		return "unknown"
 	}
-	if f := strings.Fields(string(data)); len(f) > 0 {
-		return f[0]
-	}
-	return "unknown"
+	return l
 }
 
 func progress(s string) { fmt.Fprintf(os.Stderr, "bench: %s\n", s) }
@@ -228,13 +229,8 @@ func (b *bench) describe() {
 	}
 	b.res.cpus = runtime.NumCPU()
 	b.res.cpu = "unknown CPU"
-	if info, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for line := range strings.SplitSeq(string(info), "\n") {
-			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-				b.res.cpu = strings.TrimSpace(v)
-				break
-			}
-		}
+	if m, err := proc.CPUModel("/proc"); err == nil {
+		b.res.cpu = m
 	}
 	for _, s := range b.inits {
 		if s.col.ref {
@@ -277,33 +273,19 @@ func version(path, arg string) string {
 }
 
 // launch starts argv as PID 1 of a new PID namespace with files as its fds 0, 1, 2, ... It
-// returns the pid to wait for (unshare's, or the init's itself with -ns clone).
+// returns the pid to wait for (unshare's, or the init's itself with -ns clone). It forks and
+// execs with syscall.ForkExec, not os/exec, so that the timed path holds nothing else.
 func (b *bench) launch(argv []string, files []uintptr) (int, error) {
-	attr := &syscall.ProcAttr{Env: b.env, Files: files}
-	if b.o.ns == "clone" {
-		attr.Sys = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
-		return syscall.ForkExec(argv[0], argv, attr)
+	l, err := pod.Prepare(b.method, argv)
+	if err != nil {
+		return 0, err
 	}
-	full := append([]string{b.unshare, "--pid", "--fork", "--mount-proc"}, argv...)
-	return syscall.ForkExec(b.unshare, full, attr)
+	return syscall.ForkExec(l.Argv[0], l.Argv, &syscall.ProcAttr{Env: b.env, Files: files, Sys: l.Sys})
 }
 
 // initPid is the host pid of PID 1 in the namespace launch made.
 func (b *bench) initPid(launched int) (int, error) {
-	if b.o.ns == "clone" {
-		return launched, nil
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		kids := children(launched)
-		if len(kids) > 0 {
-			return kids[0], nil
-		}
-		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("unshare (pid %d) started no child", launched)
-		}
-		time.Sleep(100 * time.Microsecond)
-	}
+	return pod.PID1(b.method, launched, nil, 5*time.Second)
 }
 
 // wait reaps pid and returns its status; EINTR is retried.
@@ -326,67 +308,22 @@ func stop(launched, init int) {
 	_, _ = wait(launched)
 }
 
-// children lists the children of every thread of pid (a child is attached to the thread that
-// started it, or to any thread of the reaper when it was reparented), zombies included.
-func children(pid int) []int {
-	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
-	if err != nil {
-		return nil
-	}
-	var out []int
-	for _, t := range tasks {
-		data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + t.Name() + "/children")
-		if err != nil {
-			continue
-		}
-		for _, f := range bytes.Fields(data) {
-			if n, err := strconv.Atoi(string(f)); err == nil {
-				out = append(out, n)
-			}
-		}
-	}
-	return out
-}
-
-// cpuTime is the time all of pid's threads have spent on a CPU, from schedstat.
-func cpuTime(pid int) time.Duration {
-	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
-	if err != nil {
-		return 0
-	}
-	var sum time.Duration
-	for _, t := range tasks {
-		data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + t.Name() + "/schedstat")
-		if err != nil {
-			continue
-		}
-		f := bytes.Fields(data)
-		if len(f) > 0 {
-			if n, err := strconv.ParseInt(string(f[0]), 10, 64); err == nil {
-				sum += time.Duration(n)
-			}
-		}
-	}
-	return sum
-}
+// children lists pid's children, zombies included, from each thread's list: cheap enough to
+// poll while thousands of orphans exit.
+func children(pid int) []int { return proc.Children("/proc", pid) }
 
 // statusKB reads a "Key:   N kB" field of /proc/PID/status, in bytes.
 func statusKB(pid int, key string) (float64, bool) {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	v, err := proc.StatusField("/proc", pid, key)
 	if err != nil {
 		return 0, false
 	}
-	for line := range strings.SplitSeq(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, key+":"); ok {
-			f := strings.Fields(rest)
-			if len(f) > 0 {
-				if n, err := strconv.ParseFloat(f[0], 64); err == nil {
-					return n * 1024, true
-				}
-			}
-		}
+	f := strings.Fields(v)
+	if len(f) == 0 {
+		return 0, false
 	}
-	return 0, false
+	n, err := strconv.ParseFloat(f[0], 64)
+	return n * 1024, err == nil
 }
 
 // pipe returns a pipe whose ends are both close-on-exec: an end reaches a child only when it is
@@ -737,7 +674,7 @@ func (b *bench) reapOnce(s *initSpec) (elapsed, cpu time.Duration, err error) {
 		return 0, 0, fmt.Errorf("the init has %d children, want the app and %d orphans", k, n)
 	}
 	time.Sleep(50 * time.Millisecond) // let the machine calm down after 2000 clones
-	cpu0 := cpuTime(init)
+	cpu0 := proc.CPUTime("/proc", init)
 	t0 := time.Now()
 	closeRel()
 	deadline := t0.Add(30 * time.Second)
@@ -753,5 +690,5 @@ func (b *bench) reapOnce(s *initSpec) (elapsed, cpu time.Duration, err error) {
 		time.Sleep(500 * time.Microsecond)
 	}
 	elapsed = time.Since(t0)
-	return elapsed, cpuTime(init) - cpu0, nil
+	return elapsed, proc.CPUTime("/proc", init) - cpu0, nil
 }

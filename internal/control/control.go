@@ -8,6 +8,57 @@
 //
 // The server holds no state of its own: every answer comes from the supervisor's loop through
 // Backend, so what it reports is what the loop decided.
+//
+// # Nobody can lock the kubelet out
+//
+// An unanswered probe restarts the container (liveness) or takes it out of its Service
+// (readiness), and a failed httpGet preStop skips the drain, so no client may starve the others,
+// whatever it does with its connections. The server used to take 64 connections first come,
+// first served, each keeping its slot for a 5 s read timeout: one client holding 64 idle
+// connections, re-opened as they expired, locked everyone out. Now (the mechanism is
+// http1.Server's):
+//
+//   - The request head must arrive within headerTimeout (2 s) of the connection's accept. The
+//     kubelet, curl, Go's client and `drainit prestop` send a request in one write, and a probe
+//     gives up after its own timeoutSeconds (1 s by default) anyway; 2 s leaves room for a
+//     retransmitted segment or a CPU-starved node. A body, which nobody sends, has readTimeout.
+//   - Up to maxConns (512) connections are admitted, whoever opens them, and none is cut but by
+//     that deadline. At 10–15 KiB each (a goroutine, a read buffer, a file descriptor) that is
+//     room for a slow client's hundreds next to the kubelet's few.
+//   - With maxConns open, the server makes room for each newcomer by resetting a connection
+//     that is older than shedAfter (250 ms) and has not delivered its request: of the address
+//     holding the most, its oldest. While an address holds more than its share, maxConnsPerIP
+//     (64), only such addresses' connections are shed. When none may be, newcomers wait in the
+//     kernel's listen backlog, in order, until one may be or a connection ends.
+//   - A request in its handler (a /prestop waiting for the drain) is never cut, and nobody is
+//     refused.
+//
+// Where the kubelet's requests come from decides the rest. Its probes and its httpGet preStop
+// come from the node's address; so does everything on the node with a hostNetwork pod, and
+// anything in the pod reaches the server on 127.0.0.1 as `drainit prestop` does. An attacker may
+// therefore share the kubelet's address, and no rule keyed on the address tells the two apart:
+//
+//   - A per-address cap that refuses newcomers refuses the kubelet with the attacker. A refused
+//     client that reconnects at once makes a storm, in which any newcomer is refused.
+//   - Shedding an address's oldest unfinished connection for each newcomer beyond its share, as
+//     a cap that does not refuse, is a storm too: each connection shed is re-opened and sheds
+//     the next. Tried: 300 slow connections sharing the kubelet's address then churned through
+//     ~1000 connections a second (13% of a CPU for drainit), where they cycle at headerTimeout
+//     otherwise (150 a second, 3%); and a kubelet connection whose request comes later than the
+//     grace is reset in that churn.
+//   - Shedding connections younger than a client needs to send its request (a flood of fresh
+//     connections) is the same storm, with the kubelet's fresh connection in it.
+//
+// What tells them apart is only that the kubelet's request comes with its connection. So the
+// server sheds nothing while it has room; when it must, it sheds an unfinished connection past
+// its grace, of the biggest holder, and waits rather than refuse. A client holding 300 slow
+// connections and re-opening each as soon as it is closed fits in maxConns: nothing is shed,
+// its connections cycle at headerTimeout, and the kubelet's request is answered in milliseconds,
+// from another address or from the attacker's. A client holding more than maxConns from one
+// address keeps the server full; a newcomer then waits for one of that client's connections to
+// pass its grace, about shedAfter per maxConns connections of its ahead of it in the backlog
+// (600 connections: well under a second; several thousand: seconds). At the kubelet's own
+// address such a client's connections and the kubelet's are shed alike, oldest first.
 package control
 
 import (
@@ -16,6 +67,7 @@ import (
 	"encoding/json"
 	"net"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -51,10 +103,25 @@ type Backend interface {
 	Status(ctx context.Context) (Status, error)
 }
 
-// readTimeout bounds how long a client may take to send its request: a client that sends its
-// headers a byte at a time is cut off then, and holds up no one else meanwhile (each connection
-// has its own goroutine).
-const readTimeout = 5 * time.Second
+// The server's limits (see the package doc for why these values).
+const (
+	// headerTimeout bounds how long a client may take to send its request head, from its
+	// connection's accept.
+	headerTimeout = 2 * time.Second
+	// readTimeout bounds the whole request, a body included; it is also the write timeout.
+	readTimeout = 5 * time.Second
+	// maxConns bounds the connections open at once.
+	maxConns = 512
+	// maxConnsPerIP is one remote address's share of them: while an address holds more, a full
+	// server sheds only such addresses' connections.
+	maxConnsPerIP = 64
+	// shedAfter is how long a new connection has to deliver its request before a full server
+	// may shed it.
+	shedAfter = 250 * time.Millisecond
+	// shedLogEvery spaces the warnings about connections shed: a client re-opening hundreds
+	// of connections a second must not flood drainit's log.
+	shedLogEvery = 10 * time.Second
+)
 
 // Server is the control server.
 type Server struct {
@@ -62,6 +129,10 @@ type Server struct {
 	token string
 	log   zerolog.Logger
 	srv   *http1.Server
+
+	shedMu   sync.Mutex
+	shedLast time.Time // when the last warning about shed connections was logged
+	shedN    int       // connections shed since
 }
 
 // New builds a server. token, when not empty, is required as "Authorization: Bearer TOKEN" on
@@ -70,14 +141,36 @@ func New(b Backend, token string, maxWait time.Duration, log zerolog.Logger) *Se
 	s := &Server{b: b, token: token, log: log}
 	s.srv = &http1.Server{
 		Handler:        s.Handle,
+		HeaderTimeout:  headerTimeout,
 		ReadTimeout:    readTimeout,
 		HandlerTimeout: maxWait + readTimeout,
 		WriteTimeout:   readTimeout,
+		MaxConns:       maxConns,
+		MaxConnsPerIP:  maxConnsPerIP,
+		ShedAfter:      shedAfter,
 		AcceptError: func(err error, retry time.Duration) {
 			log.Warn().Err(err).Dur("retry_in", retry).Msg("control server cannot accept a connection")
 		},
+		Shed: s.shed,
 	}
 	return s
+}
+
+// shed logs, at most once per shedLogEvery, that connections are being closed unanswered to
+// make room: the sign of a client holding many open without sending its request.
+func (s *Server) shed(ip string) {
+	s.shedMu.Lock()
+	s.shedN++
+	now := time.Now()
+	if now.Sub(s.shedLast) < shedLogEvery {
+		s.shedMu.Unlock()
+		return
+	}
+	n := s.shedN
+	s.shedN, s.shedLast = 0, now
+	s.shedMu.Unlock()
+	s.log.Warn().Str("remote_ip", ip).Int("shed", n).
+		Msg("control server: closing connections that send no request, to make room (a client holds many open)")
 }
 
 // Serve answers on ln until Close. It returns nil once closed.

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -196,7 +197,7 @@ func TestClient(t *testing.T) {
 // FuzzParseRequest: any bytes give a request or an error, never a panic; what parses is sane.
 func FuzzParseRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
-		r, err := parseRequest(bufio.NewReaderSize(strings.NewReader(string(b)), 4096))
+		r, err := parseRequest(bufio.NewReaderSize(strings.NewReader(string(b)), requestBufferSize))
 		if err != nil {
 			return
 		}
@@ -250,5 +251,207 @@ func TestServeRetriesFailedAccepts(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Serve did not return after Close")
+	}
+}
+
+// serveWith runs s on a loopback port for the test's duration.
+func serveWith(t *testing.T, s *Server) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ln) }()
+	t.Cleanup(func() {
+		s.Close()
+		if err := <-done; !errors.Is(err, ErrServerClosed) {
+			t.Errorf("Serve returned %v, want ErrServerClosed", err)
+		}
+	})
+	return ln.Addr().String()
+}
+
+// dialFrom connects to addr from a loopback address of its own (Linux routes all of 127/8 to lo).
+func dialFrom(t *testing.T, addr, from string) net.Conn {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("needs Linux: several loopback source addresses (127.0.0.2, …)")
+	}
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// request sends a well-formed request on c and returns the answer's status line.
+func request(t *testing.T, c net.Conn) string {
+	t.Helper()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c, "GET /x HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		return "write: " + err.Error()
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return "read: " + err.Error()
+	}
+	return strings.TrimSpace(line)
+}
+
+// wasReset reports whether the server reset c. The server sheds in its accept loop before it
+// starts serving the connection it made room for, so once that one is answered, a reset of c
+// is already here: a short read deadline tells "reset" from "still open".
+func wasReset(t *testing.T, c net.Conn) bool {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	_, err := c.Read(make([]byte, 1))
+	var ne net.Error
+	switch {
+	case errors.Is(err, syscall.ECONNRESET):
+		return true
+	case errors.As(err, &ne) && ne.Timeout():
+		return false
+	}
+	t.Fatalf("read on a connection: %v, want a reset or nothing", err)
+	return false
+}
+
+// Below MaxConns nothing is shed, not even the connections of an address beyond its share:
+// the kubelet may share its address with a slow client, and its request may be late on a busy
+// node.
+func TestNothingShedBelowMaxConns(t *testing.T) {
+	addr := serveWith(t, &Server{Handler: echo, ReadTimeout: 10 * time.Second, HandlerTimeout: time.Second,
+		WriteTimeout: time.Second, MaxConns: 10, MaxConnsPerIP: 1, ShedAfter: time.Nanosecond})
+	a := dialFrom(t, addr, "127.0.0.2")
+	b := dialFrom(t, addr, "127.0.0.2")
+	// Connections are accepted in the order they were made: a and b are in when this one comes.
+	if got := request(t, dialFrom(t, addr, "127.0.0.2")); got != "HTTP/1.1 200 OK" {
+		t.Fatalf("a request from an address beyond its share: %q, want 200", got)
+	}
+	if wasReset(t, a) || wasReset(t, b) {
+		t.Error("a connection was shed while the server was not full")
+	}
+}
+
+// While an address holds more than its share, a full server sheds none of the others'
+// connections, old and unfinished as they may be: it waits for room instead.
+func TestFullServerSparesAddressesWithinShare(t *testing.T) {
+	release := make(chan struct{})
+	inHandler := make(chan struct{}, 2)
+	h := func(ctx context.Context, r *Request) Response {
+		inHandler <- struct{}{}
+		<-release
+		return Response{Status: 200}
+	}
+	addr := serveWith(t, &Server{Handler: h, ReadTimeout: 10 * time.Second, HandlerTimeout: 10 * time.Second,
+		WriteTimeout: time.Second, MaxConns: 3, MaxConnsPerIP: 1, ShedAfter: time.Nanosecond})
+	lone := dialFrom(t, addr, "127.0.0.3") // unfinished and old, of an address within its share
+	for range 2 {                          // an address beyond its share, both in their handler
+		c := dialFrom(t, addr, "127.0.0.2")
+		if _, err := io.WriteString(c, "GET /hold HTTP/1.1\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		<-inHandler
+	}
+	newcomer := dialFrom(t, addr, "127.0.0.1")
+	waiting := make(chan string, 1)
+	go func() { waiting <- request(t, newcomer) }()
+	select {
+	case got := <-waiting:
+		t.Fatalf("a newcomer got %q, want it to wait rather than shed a connection within its share", got)
+	case <-time.After(200 * time.Millisecond): // it waits: nothing comes within this
+	}
+	if wasReset(t, lone) {
+		t.Fatal("a connection of an address within its share was shed")
+	}
+	close(release) // the held requests are answered: room for the newcomer
+	if got := <-waiting; got != "HTTP/1.1 200 OK" {
+		t.Fatalf("the waiting newcomer got %q, want 200", got)
+	}
+}
+
+// A full server sheds the oldest unfinished connection of the address holding the most, not the
+// oldest connection overall, to serve a newcomer from elsewhere.
+func TestFullServerShedsFromLargestHolder(t *testing.T) {
+	addr := serveWith(t, &Server{Handler: echo, ReadTimeout: 10 * time.Second, HandlerTimeout: time.Second,
+		WriteTimeout: time.Second, MaxConns: 3, MaxConnsPerIP: 3, ShedAfter: time.Nanosecond})
+	lone := dialFrom(t, addr, "127.0.0.3") // the oldest, of an address holding one
+	a1 := dialFrom(t, addr, "127.0.0.2")
+	a2 := dialFrom(t, addr, "127.0.0.2")
+	if got := request(t, dialFrom(t, addr, "127.0.0.1")); got != "HTTP/1.1 200 OK" {
+		t.Fatalf("a request to a full server: %q, want 200", got)
+	}
+	if !wasReset(t, a1) {
+		t.Error("the oldest unfinished connection of the largest holder was not shed")
+	}
+	if wasReset(t, a2) || wasReset(t, lone) {
+		t.Error("a connection other than the largest holder's oldest was shed")
+	}
+}
+
+// A full server with nothing it may shed (a request in its handler, connections younger than
+// ShedAfter, even of an address beyond its share) leaves newcomers waiting rather than refusing
+// them, and serves them as soon as a connection ends.
+func TestFullServerWaitsRatherThanRefuses(t *testing.T) {
+	for _, perIP := range []int{2, 1} { // the young connection's address within its share, beyond it
+		t.Run(fmt.Sprintf("share %d", perIP), func(t *testing.T) {
+			release := make(chan struct{})
+			inHandler := make(chan struct{}, 1)
+			h := func(ctx context.Context, r *Request) Response {
+				if r.Path == "/hold" {
+					inHandler <- struct{}{}
+					<-release
+				}
+				return Response{Status: 200}
+			}
+			addr := serveWith(t, &Server{Handler: h, ReadTimeout: 10 * time.Second, HandlerTimeout: 10 * time.Second,
+				WriteTimeout: time.Second, MaxConns: 2, MaxConnsPerIP: perIP, ShedAfter: time.Hour})
+			held := dialFrom(t, addr, "127.0.0.2")
+			if _, err := io.WriteString(held, "GET /hold HTTP/1.1\r\n\r\n"); err != nil {
+				t.Fatal(err)
+			}
+			<-inHandler
+			young := dialFrom(t, addr, "127.0.0.2") // fills the server; too young to shed
+			newcomer := dialFrom(t, addr, "127.0.0.1")
+			waiting := make(chan string, 1)
+			go func() { waiting <- request(t, newcomer) }()
+			select {
+			case got := <-waiting:
+				t.Fatalf("a newcomer to a full server with nothing to shed got %q, want it to wait", got)
+			case <-time.After(200 * time.Millisecond): // it waits: nothing comes within this
+			}
+			young.Close() // a connection ends: room for the newcomer
+			if got := <-waiting; got != "HTTP/1.1 200 OK" {
+				t.Fatalf("the waiting newcomer got %q, want 200", got)
+			}
+			close(release)
+			if got, err := bufio.NewReader(held).ReadString('\n'); err != nil || strings.TrimSpace(got) != "HTTP/1.1 200 OK" {
+				t.Fatalf("the request in its handler: %q %v, want it answered 200, never shed", got, err)
+			}
+		})
+	}
+}
+
+// HeaderTimeout cuts a client that does not finish its request head, from the accept, even
+// though ReadTimeout is longer.
+func TestHeaderTimeout(t *testing.T) {
+	const headerTimeout = 200 * time.Millisecond
+	addr := serveWith(t, &Server{Handler: echo, HeaderTimeout: headerTimeout, ReadTimeout: 10 * time.Second,
+		HandlerTimeout: time.Second, WriteTimeout: time.Second})
+	c := dialFrom(t, addr, "127.0.0.1")
+	t0 := time.Now()
+	_, _ = io.WriteString(c, "GET /x HTTP/1.1\r\nX-Slow: ")
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	line, _ := bufio.NewReader(c).ReadString('\n')
+	d := time.Since(t0)
+	if strings.TrimSpace(line) != "HTTP/1.1 408 Request Timeout" {
+		t.Fatalf("unfinished head: %q, want 408", line)
+	}
+	// Cut at the header timeout, give or take scheduling: well before the read timeout.
+	if d < headerTimeout-10*time.Millisecond || d > headerTimeout+2*time.Second {
+		t.Fatalf("cut after %v, want about HeaderTimeout (%v)", d, headerTimeout)
 	}
 }

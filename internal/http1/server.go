@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -26,28 +28,69 @@ type Handler func(ctx context.Context, r *Request) Response
 
 // Server serves one request per connection, each connection in its own goroutine, so that a
 // slow client holds up nobody else.
+//
+// Admission is fair rather than first come, first served: a client that opens many connections
+// and never finishes a request (slowloris) must not keep out one that sends its request at once,
+// even from the same address. Below MaxConns every connection is admitted, and none is cut but
+// by HeaderTimeout. At MaxConns the server makes room for a newcomer by resetting one connection
+// that has not delivered its request and is older than ShedAfter: the oldest such connection of
+// the address holding the most. While some address holds more than its share (MaxConnsPerIP),
+// only such addresses' connections are shed. When none may be, newcomers wait in the kernel's
+// listen backlog, in order, until one may be or a connection ends. Nobody is refused: a refused
+// client that reconnects at once makes a storm of connections in which every newcomer is
+// refused, and so does shedding connections younger than a client needs to send its request.
+// A request in its handler (a /prestop waiting for the drain) is never cut.
 type Server struct {
 	Handler Handler
-	// ReadTimeout bounds reading the request head and body; a client that sends its headers a
-	// byte at a time is cut off at it.
+	// HeaderTimeout bounds reading the request head, from the connection's accept: a client
+	// that sends its headers a byte at a time is cut off at it (0: ReadTimeout).
+	HeaderTimeout time.Duration
+	// ReadTimeout bounds reading the whole request, head and body, from the connection's
+	// accept.
 	ReadTimeout time.Duration
 	// HandlerTimeout bounds the handler (a /prestop answer waits up to the grace period).
 	HandlerTimeout time.Duration
 	// WriteTimeout bounds writing the response.
 	WriteTimeout time.Duration
-	// MaxConns bounds connections served at once; more are closed at once (0: 64).
+	// MaxConns bounds connections open at once (0: 512): each costs a goroutine, a buffer and a
+	// file descriptor, 10–15 KiB in all.
 	MaxConns int
+	// MaxConnsPerIP is one remote IP's share of MaxConns: while some IP holds more, a full
+	// server sheds only such IPs' connections (0: an eighth of MaxConns).
+	MaxConnsPerIP int
+	// ShedAfter is how long a new connection has to deliver its request before a full server
+	// may shed it (0: 250 ms).
+	ShedAfter time.Duration
 	// AcceptError, when set, hears of each failed accept (out of file descriptors, say); Serve
 	// retries after retry.
 	AcceptError func(err error, retry time.Duration)
+	// Shed, when set, hears of each connection shed, with its remote IP. It is called from the
+	// accept loop: it must be quick.
+	Shed func(ip string)
 
 	mu     sync.Mutex
 	ln     net.Listener
-	conns  map[net.Conn]struct{}
+	conns  []*conn        // oldest first
+	perIP  map[string]int // connections in conns, by remote IP
+	room   chan struct{}  // a connection ended: the accept loop may have room again
 	closed bool
 	ctx    context.Context
 	cancel context.CancelFunc
 }
+
+// conn is one served connection.
+type conn struct {
+	net.Conn
+	ip       string
+	accepted time.Time
+	busy     bool        // its request is complete: in the handler or answered (under mu)
+	shed     atomic.Bool // closed to make room: its goroutine ends without a word
+}
+
+// requestBufferSize is the read buffer of each connection: a kubelet's request is ~150 bytes,
+// and a longer head is read in several pieces (up to MaxHeaderBytes). Small, as a slow client
+// may hold hundreds of connections, each with its buffer.
+const requestBufferSize = 1024
 
 // ErrServerClosed is returned by Serve after Close.
 var ErrServerClosed = errors.New("http1: server closed")
@@ -60,17 +103,27 @@ func (s *Server) Serve(ln net.Listener) error {
 		return ErrServerClosed
 	}
 	s.ln = ln
-	s.conns = map[net.Conn]struct{}{}
+	s.conns = nil
+	s.perIP = map[string]int{}
+	s.room = make(chan struct{}, 1)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.mu.Unlock()
 	limit := s.MaxConns
 	if limit <= 0 {
-		limit = 64
+		limit = 512
 	}
-	slots := make(chan struct{}, limit)
+	perIP := s.MaxConnsPerIP
+	if perIP <= 0 {
+		perIP = max(limit/8, 1)
+	}
+	perIP = min(perIP, limit)
+	shedAfter := s.ShedAfter
+	if shedAfter <= 0 {
+		shedAfter = 250 * time.Millisecond
+	}
 	var backoff time.Duration
 	for {
-		c, err := ln.Accept()
+		nc, err := ln.Accept()
 		if err != nil {
 			s.mu.Lock()
 			closed := s.closed
@@ -103,40 +156,148 @@ func (s *Server) Serve(ln net.Listener) error {
 			continue
 		}
 		backoff = 0
-		select {
-		case slots <- struct{}{}:
-		default:
-			c.Close() // full: shed load rather than queue it
-			continue
-		}
-		if !s.track(c) {
-			c.Close()
-			<-slots
-			continue
+		c := &conn{Conn: nc, ip: remoteIP(nc.RemoteAddr())}
+		if err := s.admit(c, limit, perIP, shedAfter); err != nil {
+			_ = nc.Close()
+			return err
 		}
 		go func() {
-			defer func() { <-slots }()
 			defer s.untrack(c)
 			s.serveConn(c)
 		}()
 	}
 }
 
-func (s *Server) track(c net.Conn) bool {
+// admit tracks c. When the server is full it first sheds the oldest connection older than
+// shedAfter that has not delivered its request, of the address holding the most (of one beyond
+// its perIP share, while there is such an address); or else waits, c unread and later newcomers
+// in the listen backlog, until one may be shed or a connection ends. admit returns
+// ErrServerClosed if the server closes meanwhile.
+func (s *Server) admit(c *conn, limit, perIP int, shedAfter time.Duration) error {
+	for {
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return ErrServerClosed
+		}
+		now := time.Now()
+		var shed *conn
+		var wake time.Time
+		if len(s.conns) >= limit {
+			beyond := false // some address holds more than its share
+			for _, n := range s.perIP {
+				beyond = beyond || n > perIP
+			}
+			// conns is oldest first, so the first one seen of each count wins.
+			for _, o := range s.conns {
+				switch {
+				case o.busy, beyond && s.perIP[o.ip] <= perIP:
+				case now.Sub(o.accepted) < shedAfter:
+					if wake.IsZero() {
+						wake = o.accepted.Add(shedAfter)
+					}
+				case shed == nil || s.perIP[o.ip] > s.perIP[shed.ip]:
+					shed = o
+				}
+			}
+			if shed != nil {
+				shed.shed.Store(true)
+				s.remove(shed)
+			}
+		}
+		if len(s.conns) < limit {
+			c.accepted = now // its time to send the request starts now, not in the backlog
+			s.conns = append(s.conns, c)
+			s.perIP[c.ip]++
+			s.mu.Unlock()
+			if shed != nil {
+				s.reset(shed)
+			}
+			return nil
+		}
+		s.mu.Unlock()
+		// Full, and nothing may be shed yet.
+		var timeout <-chan time.Time
+		var t *time.Timer
+		if !wake.IsZero() {
+			t = time.NewTimer(time.Until(wake))
+			timeout = t.C
+		}
+		select {
+		case <-s.room:
+		case <-timeout:
+		case <-s.ctx.Done():
+		}
+		if t != nil {
+			t.Stop()
+		}
+	}
+}
+
+// remove takes c off the books (under mu).
+func (s *Server) remove(c *conn) {
+	for i, o := range s.conns {
+		if o == c {
+			s.conns = slices.Delete(s.conns, i, i+1)
+			if s.perIP[c.ip]--; s.perIP[c.ip] <= 0 {
+				delete(s.perIP, c.ip)
+			}
+			return
+		}
+	}
+}
+
+// reset closes a shed connection at once with a reset: nothing is owed to it, and a reset
+// leaves no TIME_WAIT behind, which a client re-opening connections in a loop would otherwise
+// pile up.
+func (s *Server) reset(c *conn) {
+	if l, ok := c.Conn.(interface{ SetLinger(int) error }); ok {
+		_ = l.SetLinger(0)
+	}
+	_ = c.Close()
+	if s.Shed != nil {
+		s.Shed(c.ip)
+	}
+}
+
+// remoteIP is the address connections are counted by: the IP of a TCP peer.
+func remoteIP(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	if t, ok := a.(*net.TCPAddr); ok {
+		return t.IP.String()
+	}
+	if host, _, err := net.SplitHostPort(a.String()); err == nil {
+		return host
+	}
+	return a.String()
+}
+
+// markBusy records that c's request is complete and goes to the handler; false when c was
+// shed meanwhile.
+func (s *Server) markBusy(c *conn) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
+	if c.shed.Load() {
 		return false
 	}
-	s.conns[c] = struct{}{}
+	c.busy = true
 	return true
 }
 
-func (s *Server) untrack(c net.Conn) {
+func (s *Server) untrack(c *conn) {
 	c.Close()
+	if c.shed.Load() {
+		return // already off the books
+	}
 	s.mu.Lock()
-	delete(s.conns, c)
+	s.remove(c)
 	s.mu.Unlock()
+	select {
+	case s.room <- struct{}{}:
+	default:
+	}
 }
 
 // Close stops the listener and cuts every connection; handlers see their ctx end.
@@ -152,20 +313,26 @@ func (s *Server) Close() error {
 		err = s.ln.Close()
 		s.cancel()
 	}
-	for c := range s.conns {
+	for _, c := range s.conns {
 		c.Close()
 	}
 	return err
 }
 
-func (s *Server) serveConn(c net.Conn) {
-	_ = c.SetReadDeadline(time.Now().Add(s.ReadTimeout))
+func (s *Server) serveConn(c *conn) {
+	headTimeout, readTimeout := s.HeaderTimeout, s.ReadTimeout
+	if headTimeout <= 0 || headTimeout > readTimeout {
+		headTimeout = readTimeout
+	}
+	_ = c.SetReadDeadline(c.accepted.Add(headTimeout))
 	cr := &countingReader{r: c}
-	br := bufio.NewReaderSize(cr, 4096)
+	br := bufio.NewReaderSize(cr, requestBufferSize)
 	req, err := parseRequest(br)
 	if err != nil {
 		var ne net.Error
 		switch {
+		case c.shed.Load():
+			return // closed to make room: nobody to answer
 		case errors.Is(err, io.EOF), errors.As(err, &ne) && ne.Timeout() && cr.n == 0:
 			return // nothing was sent: nothing to answer
 		case errors.As(err, &ne) && ne.Timeout():
@@ -185,7 +352,13 @@ func (s *Server) serveConn(c net.Conn) {
 	}
 	// Read the body out (it is not used) so that closing the connection does not reset it
 	// under the client before it has read the answer.
-	if _, err := io.CopyN(io.Discard, br, req.body); err != nil {
+	if req.body > 0 {
+		_ = c.SetReadDeadline(c.accepted.Add(readTimeout))
+		if _, err := io.CopyN(io.Discard, br, req.body); err != nil {
+			return
+		}
+	}
+	if !s.markBusy(c) {
 		return
 	}
 	req.RemoteAddr = c.RemoteAddr().String()
