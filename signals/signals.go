@@ -102,7 +102,7 @@ func Name(sig unix.Signal) string {
 //     them, which is drainit's, not the app's.
 //   - PIPE: drainit cannot tell one sent by kill(2) from one raised by its own write to a closed
 //     stderr, and the app, sharing that stderr, gets its own.
-//   - 32, 33: reserved by C libraries for thread cancellation and set*id broadcast.
+//   - 32, 33, 34: the Go runtime never hands them to os/signal (see Uncatchable).
 func Forwardable(sig unix.Signal) bool {
 	if sig < 1 || sig > MaxSignal {
 		return false
@@ -110,11 +110,22 @@ func Forwardable(sig unix.Signal) bool {
 	switch sig {
 	case unix.SIGKILL, unix.SIGSTOP, unix.SIGCHLD, unix.SIGURG, unix.SIGPROF,
 		unix.SIGSEGV, unix.SIGBUS, unix.SIGFPE, unix.SIGILL, unix.SIGTRAP, unix.SIGSYS, unix.SIGABRT,
-		unix.SIGPIPE, 32, 33:
+		unix.SIGPIPE, 32, 33, 34:
 		return false
 	}
 	return true
 }
+
+// Uncatchable are the signals no Go program on Linux (amd64, arm64 and the rest: the runtime's
+// sigtab_linux_generic.go) receives through os/signal, besides KILL and STOP:
+//   - 32 and 33, which C libraries keep for thread cancellation and set*id broadcast; the
+//     runtime takes 33 for its own all-threads syscalls;
+//   - 34, which musl uses for its own synchronous calls and glibc programs know as SIGRTMIN.
+//
+// The runtime installs no handler for 32 and 34, so their default action (terminate) applies: a
+// `kill -34` would end drainit and leave the app running with no reaper. IgnoreUncatchable sets
+// them to ignored. drainit cannot forward any of them, and refuses them as triggers.
+var Uncatchable = []unix.Signal{32, 33, 34}
 
 // Catchable lists every signal drainit registers for (signal.Notify): CHLD first, then the
 // forwardable ones, Early followed by Late.

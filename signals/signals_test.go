@@ -42,13 +42,13 @@ func TestNameRoundTrip(t *testing.T) {
 
 func TestForwardable(t *testing.T) {
 	for _, s := range []unix.Signal{unix.SIGHUP, unix.SIGINT, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2,
-		unix.SIGWINCH, unix.SIGCONT, unix.SIGTERM, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU, 34, 64} {
+		unix.SIGWINCH, unix.SIGCONT, unix.SIGTERM, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU, 35, 64} {
 		if !Forwardable(s) {
 			t.Errorf("%s should be forwarded", Name(s))
 		}
 	}
 	for _, s := range []unix.Signal{0, unix.SIGKILL, unix.SIGSTOP, unix.SIGCHLD, unix.SIGURG, unix.SIGSEGV,
-		unix.SIGBUS, unix.SIGFPE, unix.SIGILL, unix.SIGTRAP, unix.SIGSYS, unix.SIGABRT, unix.SIGPIPE, unix.SIGPROF, 32, 33, 65} {
+		unix.SIGBUS, unix.SIGFPE, unix.SIGILL, unix.SIGTRAP, unix.SIGSYS, unix.SIGABRT, unix.SIGPIPE, unix.SIGPROF, 32, 33, 34, 65} {
 		if Forwardable(s) {
 			t.Errorf("%s should not be forwarded", Name(s))
 		}
