@@ -54,7 +54,7 @@ type Supervisor struct {
 
 // stageDone is a stage's hooks having all run.
 type stageDone struct {
-	stage   Stage
+	stage   config.HookStage
 	outcome hooks.Outcome
 }
 
@@ -124,8 +124,8 @@ func (s *Supervisor) loop(ctx context.Context, m *machine) int {
 	timer.Stop()
 	var armed time.Time
 	hookDone := make(chan stageDone, 2)
-	var cancel [2]context.CancelFunc
-	stageHooks := [2][]hooks.Hook{s.opts.Offline, s.opts.PostStop}
+	var cancel [stageCount]context.CancelFunc
+	stageHooks := [stageCount][]hooks.Hook{config.StageOffline: s.opts.Offline, config.StagePostStop: s.opts.PostStop}
 	var waiters []chan Snapshot // /prestop callers waiting for the end of the drain
 
 	// Readiness: the probe, then the online hooks, in the background; given up once a trigger
@@ -197,7 +197,7 @@ func (s *Supervisor) loop(ctx context.Context, m *machine) int {
 					hctx, c = context.WithDeadline(ctx, a.deadline)
 				}
 				cancel[a.stage] = c
-				go func(st Stage, hs []hooks.Hook) {
+				go func(st config.HookStage, hs []hooks.Hook) {
 					o := hooks.RunAll(hctx, s.log.With().Str("phase", st.String()).Logger(), s.opts.HookTimeout, hs)
 					hookDone <- stageDone{st, o}
 				}(a.stage, stageHooks[a.stage])

@@ -74,16 +74,9 @@ func (p Phase) spec() phaseSpec {
 
 func (p Phase) String() string { return p.spec().name }
 
-// Stage names a set of hooks.
-type Stage int
-
-// The hook stages.
-const (
-	StageOffline Stage = iota
-	StagePostStop
-)
-
-func (s Stage) String() string { return [...]string{"offline", "post-stop"}[s] }
+// stageCount sizes the per-stage arrays: config.HookStage values index them. The machine runs
+// the offline and post-stop stages; the online hooks run in the loop, before any stop.
+const stageCount = int(config.StagePostStop) + 1
 
 // target is who an action's signal goes to.
 type target int
@@ -107,16 +100,16 @@ type (
 	// beyond each hook's own timeout). The machine has already left an exec hook's Overrun
 	// before the time the hooks must be done by.
 	actRunHooks struct {
-		stage    Stage
+		stage    config.HookStage
 		deadline time.Time
 	}
 	// actHooksDeadline: a stage's hooks, started without a deadline, now have one (a trigger came
 	// after the app had exited on its own); the context ends at deadline.
 	actHooksDeadline struct {
-		stage    Stage
+		stage    config.HookStage
 		deadline time.Time
 	}
-	actCancelHooks struct{ stage Stage }
+	actCancelHooks struct{ stage config.HookStage }
 	actExit        struct{ code int }
 	// actWatchDrain: start the adaptive drain's watcher, which reports through drainWatched.
 	actWatchDrain struct{ min, max time.Duration }
@@ -158,7 +151,7 @@ type machine struct {
 	forward    config.Forward
 	rewrite    signals.Rewrite
 	exitMap    signals.ExitMap
-	hasHooks   [2]bool
+	hasHooks   [stageCount]bool
 	log        zerolog.Logger
 
 	phase        Phase
@@ -170,7 +163,7 @@ type machine struct {
 	drainAt      time.Time // the drain wait began
 	sigints      int       // SIGINTs since t0: the second skips the drain, the third kills
 	wake         time.Time // when the loop should call tick next; zero: no timer
-	hooksRunning [2]bool
+	hooksRunning [stageCount]bool
 
 	ready       bool   // the app is ready (probe passed, online hooks done)
 	summaryLine string // the one-line timeline, once done
@@ -199,7 +192,7 @@ func newMachine(c *config.Config, hasOffline, hasPostStop bool, start time.Time,
 		forward:     c.Forward,
 		rewrite:     c.Rewrite,
 		exitMap:     c.ExitMap,
-		hasHooks:    [2]bool{hasOffline, hasPostStop},
+		hasHooks:    [stageCount]bool{config.StageOffline: hasOffline, config.StagePostStop: hasPostStop},
 		log:         log,
 		start:       start,
 		hasChildren: true,
@@ -308,8 +301,8 @@ func (m *machine) lateTrigger(now time.Time, sig unix.Signal) []action {
 	case PhaseCleanup:
 		m.wake = m.capped(m.wake)
 	case PhasePostStop:
-		if m.hooksRunning[StagePostStop] {
-			acts = append(acts, actHooksDeadline{StagePostStop, hooksDeadline(m.deadline)})
+		if m.hooksRunning[config.StagePostStop] {
+			acts = append(acts, actHooksDeadline{config.StagePostStop, hooksDeadline(m.deadline)})
 		}
 	}
 	// PhaseKilling waits for the reaper until the deadline at most already.
@@ -349,24 +342,24 @@ func (m *machine) forwardSig(sig unix.Signal) []action {
 
 func (m *machine) enterOffline(now time.Time) []action {
 	m.phase = PhaseOffline
-	if !m.hasHooks[StageOffline] {
+	if !m.hasHooks[config.StageOffline] {
 		return m.enterDraining(now)
 	}
-	m.hooksRunning[StageOffline] = true
+	m.hooksRunning[config.StageOffline] = true
 	m.event(now, zerolog.InfoLevel, "offline hooks").Msg("running offline hooks")
 	// The hooks may use all the time up to the kill point; the drain is then skipped, which the
 	// start-up budget check warns about.
 	m.wake = time.Time{}
-	return []action{actRunHooks{StageOffline, hooksDeadline(m.killAt())}}
+	return []action{actRunHooks{config.StageOffline, hooksDeadline(m.killAt())}}
 }
 
 // cancelOffline stops offline hooks still running, when the sequence moves past them.
 func (m *machine) cancelOffline() []action {
-	if !m.hooksRunning[StageOffline] {
+	if !m.hooksRunning[config.StageOffline] {
 		return nil
 	}
-	m.hooksRunning[StageOffline] = false
-	return []action{actCancelHooks{StageOffline}}
+	m.hooksRunning[config.StageOffline] = false
+	return []action{actCancelHooks{config.StageOffline}}
 }
 
 func (m *machine) enterDraining(now time.Time) []action {
@@ -545,32 +538,32 @@ func (m *machine) noChildren(now time.Time) []action {
 func (m *machine) enterPostStop(now time.Time) []action {
 	m.phase = PhasePostStop
 	m.wake = time.Time{}
-	if !m.hasHooks[StagePostStop] {
+	if !m.hasHooks[config.StagePostStop] {
 		return m.finish(now)
 	}
-	m.hooksRunning[StagePostStop] = true
+	m.hooksRunning[config.StagePostStop] = true
 	m.event(now, zerolog.InfoLevel, "post-stop hooks").Msg("running post-stop hooks")
 	var deadline time.Time // none before a trigger: each hook's own timeout bounds it
 	if !m.deadline.IsZero() {
 		deadline = hooksDeadline(m.deadline)
 	}
-	return []action{actRunHooks{StagePostStop, deadline}}
+	return []action{actRunHooks{config.StagePostStop, deadline}}
 }
 
 // hooksDone handles the end of a stage's hooks (each hook logs its own outcome; outcome sums
 // them up for the summary).
-func (m *machine) hooksDone(now time.Time, stage Stage, outcome string) []action {
+func (m *machine) hooksDone(now time.Time, stage config.HookStage, outcome string) []action {
 	if !m.hooksRunning[stage] {
 		return nil // cancelled and already moved on
 	}
 	m.hooksRunning[stage] = false
 	m.timeline = append(m.timeline, mark{now, stage.String() + " hooks: " + outcome})
 	switch stage {
-	case StageOffline:
+	case config.StageOffline:
 		if m.phase == PhaseOffline {
 			return m.enterDraining(now)
 		}
-	case StagePostStop:
+	case config.StagePostStop:
 		return m.finish(now)
 	}
 	return nil

@@ -61,13 +61,13 @@ func wantPhase(tb testing.TB, m *machine, p Phase) {
 func TestFullSequenceWithHooks(t *testing.T) {
 	m := newTestMachine(true, true)
 	// SIGTERM at 10 s: deadline 40 s, kill at 38 s.
-	want(t, m.signal(at(10), unix.SIGTERM), actRunHooks{StageOffline, hooksDeadline(at(38))})
+	want(t, m.signal(at(10), unix.SIGTERM), actRunHooks{config.StageOffline, hooksDeadline(at(38))})
 	wantPhase(t, m, PhaseOffline)
 	if !m.deadline.Equal(at(40)) {
 		t.Fatalf("deadline = %v, want t0+grace", m.deadline.Sub(epoch))
 	}
 	// Hooks take 1 s; the drain runs 5 s from their end.
-	want(t, m.hooksDone(at(11), StageOffline, "1 ok"))
+	want(t, m.hooksDone(at(11), config.StageOffline, "1 ok"))
 	wantPhase(t, m, PhaseDraining)
 	if !m.wake.Equal(at(16)) {
 		t.Fatalf("drain ends at %v, want 16s", m.wake.Sub(epoch))
@@ -81,9 +81,9 @@ func TestFullSequenceWithHooks(t *testing.T) {
 	}
 	// The app exits after 2 s with 143; nothing else is left.
 	want(t, m.noChildren(at(18)))
-	want(t, m.appExit(at(18), killedBy(unix.SIGTERM)), actRunHooks{StagePostStop, hooksDeadline(at(40))})
+	want(t, m.appExit(at(18), killedBy(unix.SIGTERM)), actRunHooks{config.StagePostStop, hooksDeadline(at(40))})
 	wantPhase(t, m, PhasePostStop)
-	want(t, m.hooksDone(at(18.5), StagePostStop, "1 ok"), actExit{143})
+	want(t, m.hooksDone(at(18.5), config.StagePostStop, "1 ok"), actExit{143})
 	s := m.summary(at(18.5))
 	for _, part := range []string{"trigger +0s", "offline hooks +0s", "offline hooks: 1 ok +1s", "drain +1s", "stop SIGTERM +6s", "app exited 143 +8s", "post-stop hooks +8s", "exit 143 +8.5s"} {
 		if !strings.Contains(s, part) {
@@ -173,8 +173,8 @@ func TestEscalationBeforeDeadline(t *testing.T) {
 		t.Fatalf("gives up on the reaper at %v, want the deadline", m.wake.Sub(epoch))
 	}
 	m.noChildren(at(28.01))
-	want(t, m.appExit(at(28.01), killedBy(unix.SIGKILL)), actRunHooks{StagePostStop, hooksDeadline(at(30))})
-	want(t, m.hooksDone(at(29), StagePostStop, "1 ok"), actExit{137})
+	want(t, m.appExit(at(28.01), killedBy(unix.SIGKILL)), actRunHooks{config.StagePostStop, hooksDeadline(at(30))})
+	want(t, m.hooksDone(at(29), config.StagePostStop, "1 ok"), actExit{137})
 	if s := m.summary(at(29)); !strings.Contains(s, "drainit had to SIGKILL") {
 		t.Errorf("summary %q does not say drainit had to SIGKILL", s)
 	}
@@ -184,23 +184,23 @@ func TestHooksLongerThanBudgetSkipDrain(t *testing.T) {
 	m := newTestMachine(true, false)
 	m.signal(at(0), unix.SIGTERM)
 	// Offline hooks ran until 27 s: only 1 s is left before the kill point, so the drain is cut.
-	want(t, m.hooksDone(at(27), StageOffline, "1 ok"))
+	want(t, m.hooksDone(at(27), config.StageOffline, "1 ok"))
 	if !m.wake.Equal(at(28)) {
 		t.Fatalf("drain ends at %v, want the kill point 28s", m.wake.Sub(epoch))
 	}
 	// Hooks that end at the kill point itself: the stop signal goes out at once.
 	m = newTestMachine(true, false)
 	m.signal(at(0), unix.SIGTERM)
-	want(t, m.hooksDone(at(28), StageOffline, "1 ok"), actSignal{toApp, unix.SIGTERM})
+	want(t, m.hooksDone(at(28), config.StageOffline, "1 ok"), actSignal{toApp, unix.SIGTERM})
 }
 
 func TestRepeatedTriggersJoin(t *testing.T) {
 	m := newTestMachine(true, false)
-	want(t, m.signal(at(0), unix.SIGTERM), actRunHooks{StageOffline, hooksDeadline(at(28))})
+	want(t, m.signal(at(0), unix.SIGTERM), actRunHooks{config.StageOffline, hooksDeadline(at(28))})
 	// A second SIGTERM (kubelet restart, docker stop twice) runs nothing again.
 	want(t, m.signal(at(1), unix.SIGTERM))
 	wantPhase(t, m, PhaseOffline)
-	want(t, m.hooksDone(at(2), StageOffline, "1 ok"))
+	want(t, m.hooksDone(at(2), config.StageOffline, "1 ok"))
 	want(t, m.signal(at(3), unix.SIGTERM))
 	wantPhase(t, m, PhaseDraining)
 	if !m.deadline.Equal(at(30)) {
@@ -212,10 +212,10 @@ func TestCtrlCTwiceAndThrice(t *testing.T) {
 	m := newTestMachine(true, false)
 	m.signal(at(0), unix.SIGINT)
 	// The second Ctrl-C skips the rest of the offline hooks and the drain.
-	want(t, m.signal(at(1), unix.SIGINT), actCancelHooks{StageOffline}, actSignal{toApp, unix.SIGINT})
+	want(t, m.signal(at(1), unix.SIGINT), actCancelHooks{config.StageOffline}, actSignal{toApp, unix.SIGINT})
 	wantPhase(t, m, PhaseStopping)
 	// Late hook results are ignored.
-	want(t, m.hooksDone(at(1.5), StageOffline, "1 ok"))
+	want(t, m.hooksDone(at(1.5), config.StageOffline, "1 ok"))
 	// The third kills.
 	want(t, m.signal(at(2), unix.SIGINT), actSignal{toEverything, unix.SIGKILL})
 	wantPhase(t, m, PhaseKilling)
@@ -232,10 +232,10 @@ func TestAppExitsInEachPhase(t *testing.T) {
 	steps := map[Phase]func(m *machine){
 		PhaseRunning:  func(m *machine) {},
 		PhaseOffline:  func(m *machine) { m.signal(at(0), unix.SIGTERM) },
-		PhaseDraining: func(m *machine) { m.signal(at(0), unix.SIGTERM); m.hooksDone(at(1), StageOffline, "1 ok") },
+		PhaseDraining: func(m *machine) { m.signal(at(0), unix.SIGTERM); m.hooksDone(at(1), config.StageOffline, "1 ok") },
 		PhaseStopping: func(m *machine) {
 			m.signal(at(0), unix.SIGTERM)
-			m.hooksDone(at(1), StageOffline, "1 ok")
+			m.hooksDone(at(1), config.StageOffline, "1 ok")
 			m.tick(at(6))
 		},
 	}
@@ -253,7 +253,7 @@ func TestAppExitsInEachPhase(t *testing.T) {
 					postStop = h
 				}
 			}
-			if postStop.stage != StagePostStop {
+			if postStop.stage != config.StagePostStop {
 				t.Fatalf("after the app exited in %s, actions %#v do not run post-stop hooks", phase, acts)
 			}
 			if phase == PhaseOffline {
@@ -262,7 +262,7 @@ func TestAppExitsInEachPhase(t *testing.T) {
 				}
 			}
 			want(t, m.tick(at(100))) // no timer left that could act
-			want(t, m.hooksDone(at(8), StagePostStop, "1 ok"), actExit{139})
+			want(t, m.hooksDone(at(8), config.StagePostStop, "1 ok"), actExit{139})
 		})
 	}
 }
@@ -317,13 +317,13 @@ func TestPrestopThenKubeletSignal(t *testing.T) {
 	m := newTestMachine(true, false)
 	// The kubelet calls /prestop at 10 s: the sequence starts then, not at the SIGTERM.
 	acts := m.prestop(at(10))
-	want(t, acts, actRunHooks{StageOffline, hooksDeadline(at(38))})
+	want(t, acts, actRunHooks{config.StageOffline, hooksDeadline(at(38))})
 	if drainedIn(acts) {
 		t.Fatal("/prestop answered before the drain")
 	}
 	// A second, concurrent call joins: nothing runs again, no answer yet.
 	want(t, m.prestop(at(10.5)))
-	if acts := m.hooksDone(at(11), StageOffline, "1 ok"); drainedIn(acts) || len(acts) != 0 {
+	if acts := m.hooksDone(at(11), config.StageOffline, "1 ok"); drainedIn(acts) || len(acts) != 0 {
 		t.Fatalf("after the hooks: %#v", acts)
 	}
 	// End of the drain: the callers get their answer; the app keeps running until the SIGTERM.
@@ -384,7 +384,7 @@ func TestKillLateStillWaitsForReaper(t *testing.T) {
 	// still gives the reaper reapWait before giving up.
 	m := newTestMachine(true, false)
 	m.signal(at(0), unix.SIGTERM)
-	m.hooksDone(at(28), StageOffline, "1 ok")
+	m.hooksDone(at(28), config.StageOffline, "1 ok")
 	m.tick(at(30))
 	wantPhase(t, m, PhaseKilling)
 	if got := m.wake.Sub(at(30)); got != reapWait {
@@ -455,12 +455,12 @@ func TestAdaptiveDrainBounds(t *testing.T) {
 func TestTriggerAfterTheAppExitedBoundsPostStopHooks(t *testing.T) {
 	m := newTestMachine(false, true)
 	m.noChildren(at(1))
-	want(t, m.appExit(at(1), exited(3)), actRunHooks{StagePostStop, time.Time{}})
-	want(t, m.signal(at(2), unix.SIGTERM), actSignal{toApp, unix.SIGTERM}, actHooksDeadline{StagePostStop, hooksDeadline(at(32))})
+	want(t, m.appExit(at(1), exited(3)), actRunHooks{config.StagePostStop, time.Time{}})
+	want(t, m.signal(at(2), unix.SIGTERM), actSignal{toApp, unix.SIGTERM}, actHooksDeadline{config.StagePostStop, hooksDeadline(at(32))})
 	wantPhase(t, m, PhasePostStop)
 	// Repeated, it changes nothing; the hooks' end still ends the run with the app's status.
 	want(t, m.signal(at(3), unix.SIGTERM), actSignal{toApp, unix.SIGTERM})
-	want(t, m.hooksDone(at(31), StagePostStop, "1 cancelled"), actExit{3})
+	want(t, m.hooksDone(at(31), config.StagePostStop, "1 cancelled"), actExit{3})
 	if s := m.summaryLine; !strings.Contains(s, "(app already exited)") {
 		t.Errorf("summary %q does not say the trigger came after the app's exit", s)
 	}
@@ -497,7 +497,7 @@ func TestPrestopAfterTheAppExited(t *testing.T) {
 	if !drainedIn(acts) {
 		t.Fatalf("/prestop after the app's exit was not answered at once: %#v", acts)
 	}
-	want(t, acts, actHooksDeadline{StagePostStop, hooksDeadline(at(32))})
+	want(t, acts, actHooksDeadline{config.StagePostStop, hooksDeadline(at(32))})
 }
 
 // TestAppStatusIsFinal: a second exit reported for the app (its pid reused after the reap) changes

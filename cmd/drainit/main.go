@@ -17,16 +17,22 @@ func main() {
 // `drainit /app/server` and `drainit -- sleep 5` both run an app.
 func dispatch(args []string) int {
 	if len(args) > 0 {
-		switch args[0] {
-		case "version", "--version":
-			return versionCmd(os.Stdout)
-		case "sleep":
-			return sleepCmd(args[1:], os.Stderr)
-		case "prestop":
-			return prestopCmd(args[1:], os.Stdout, os.Stderr)
-		case "check":
-			return checkCmd(args[1:], os.Stdin, os.Stdout, os.Stderr)
+		if sub, ok := subcommands()[args[0]]; ok {
+			return sub(args[1:])
 		}
 	}
-	return runCmd(args)
+	return runCmd(args, os.Stdout, os.Stderr)
+}
+
+// subcommands are the subcommands by their first argument. config.Subcommands names the same
+// ones (a test keeps the two in step), so that drainit check knows which command lines run no app.
+func subcommands() map[string]func(args []string) int {
+	version := func([]string) int { return versionCmd(os.Stdout) }
+	return map[string]func([]string) int{
+		"version":   version,
+		"--version": version,
+		"sleep":     func(args []string) int { return sleepCmd(args, os.Stderr) },
+		"prestop":   func(args []string) int { return prestopCmd(args, os.Stdout, os.Stderr) },
+		"check":     func(args []string) int { return checkCmd(args, os.Stdin, os.Stdout, os.Stderr) },
+	}
 }

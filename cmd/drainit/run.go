@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -14,30 +13,30 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
-	"github.com/drainit/drainit/hooks"
 	"github.com/drainit/drainit/internal/config"
 	"github.com/drainit/drainit/signals"
 	"github.com/drainit/drainit/supervisor"
 )
 
-// runCmd is the default subcommand: run the app under the supervisor.
-func runCmd(args []string) int {
+// runCmd is the default subcommand: run the app under the supervisor. --help goes to stdout;
+// mistakes and the log go to stderr.
+func runCmd(args []string, stdout io.Writer, stderr *os.File) int {
 	// First of all, before even the flags are read: from here on every signal that matters
 	// waits and reaches the app once it runs.
 	chld, sigs := notify()
 
-	cfg, err := config.Parse(args, environ(), os.Stdout)
+	cfg, err := config.Parse(args, environ(), stdout)
 	if errors.Is(err, config.ErrHelp) {
 		return 0
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "drainit: %v\n", err)
+		fmt.Fprintf(stderr, "drainit: %v\n", err)
 		return 2
 	}
-	log := newLogger(os.Stderr, cfg.LogFormat, cfg.LogLevel)
-	opts, err := buildOptions(cfg, log)
+	log := newLogger(stderr, cfg.LogFormat, cfg.LogLevel)
+	opts, err := buildOptions(cfg)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "drainit: %v\n", err)
+		fmt.Fprintf(stderr, "drainit: %v\n", err)
 		return 2
 	}
 	for _, w := range cfg.Warnings() {
@@ -64,55 +63,6 @@ func notify() (chld, sigs chan os.Signal) {
 	// The rarely sent rest while the app starts: see signals.Late for the cost this saves.
 	go signal.Notify(sigs, signals.Late()...)
 	return chld, sigs
-}
-
-// buildOptions turns the hook and control-server options into the supervisor's Options. Like
-// config.Parse it fails before the app starts, naming the option and the value.
-func buildOptions(cfg *config.Config, log zerolog.Logger) (supervisor.Options, error) {
-	opts := supervisor.Options{HookTimeout: cfg.HookTimeout, ControlToken: cfg.HTTPToken, Children: &hooks.Children{}}
-	// exec before http within a stage, in a fixed order, so that runs are repeatable.
-	for _, stage := range []string{"offline", "online", "post-stop"} {
-		for _, kind := range []string{"exec", "http"} {
-			spec := config.HookSpec{Stage: stage, Kind: kind}
-			v, ok := cfg.Hooks[spec]
-			if !ok {
-				continue
-			}
-			var h hooks.Hook
-			var err error
-			if kind == "exec" {
-				h, err = hooks.ParseExec(spec.Flag(), v, opts.Children)
-			} else {
-				h, err = hooks.ParseHTTP(spec.Flag(), v)
-			}
-			if err != nil {
-				return opts, &config.Error{Option: cfg.OptionName(spec.Flag()), Value: v, Err: err}
-			}
-			switch stage {
-			case "offline":
-				opts.Offline = append(opts.Offline, h)
-			case "online":
-				opts.Online = append(opts.Online, h)
-			case "post-stop":
-				opts.PostStop = append(opts.PostStop, h)
-			}
-		}
-	}
-	if cfg.ReadyProbe != "" {
-		p, err := hooks.ParseProbe(cfg.ReadyProbe)
-		if err != nil {
-			return opts, &config.Error{Option: cfg.OptionName("ready-probe"), Value: cfg.ReadyProbe, Err: err}
-		}
-		opts.Probe = p
-	}
-	if cfg.HTTPAddr != "" {
-		ln, err := net.Listen("tcp", cfg.HTTPAddr)
-		if err != nil {
-			return opts, &config.Error{Option: cfg.OptionName("http-addr"), Value: cfg.HTTPAddr, Err: err}
-		}
-		opts.Control = ln
-	}
-	return opts, nil
 }
 
 // environ returns the environment as a map, for config.Parse.

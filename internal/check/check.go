@@ -4,9 +4,14 @@
 // off, a stop signal that is not one of drainit's triggers, and the like. Each finding spells out
 // the arithmetic.
 //
-// The model of a stop is the kubelet's (see kubelet-stop-sequence.md in the design notes): the
+// The model of a stop is the kubelet's (see docs/kubelet-stop-sequence.md): the
 // preStop hook runs first; the app then gets max(grace - preStop, 2s) between the stop signal
 // and SIGKILL.
+//
+// drainit's own settings (its flags in command and args, its DRAINIT_* variables) are read by
+// drainit's parser and validation (internal/config), not by the check: every configuration
+// drainit refuses at start is a drainit-config error with drainit's message, and an option added
+// to drainit is known to the check at once. See drainitconf.go for what a manifest cannot show.
 //
 // The manifests are read as YAML nodes, not as k8s.io/api types, so that the drainit binary
 // stays small and every finding can name its line.
@@ -15,6 +20,7 @@ package check
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -149,27 +155,18 @@ func checkContainer(w *Workload, c *Container) []Finding {
 	return k.out
 }
 
-// drainitConfig reports values drainit would refuse: it exits 2 before starting the app, so the
-// container crash-loops. It says whether drainit's timing can be checked further.
+// drainitConfig reports what drainit refuses to start with (it exits 2 before starting the app,
+// so the container crash-loops), in drainit's own words. It says whether drainit's timing can be
+// checked further.
 func (k *containerCheck) drainitConfig() bool {
 	dc := k.dc
 	if dc == nil {
 		return false
 	}
-	for _, b := range dc.bad {
-		k.add(b.line, Error, RuleDrainitConfig, "drainit will not start: %s %q: %v", b.src, b.raw, b.err)
+	for _, e := range dc.errs {
+		k.add(e.line, Error, RuleDrainitConfig, "drainit will not start: %v", e.err)
 	}
-	if len(dc.bad) > 0 || !dc.grace.known || !dc.drain.known || !dc.margin.known {
-		return false
-	}
-	if dc.grace.d <= dc.drain.d+dc.margin.d {
-		k.add(dc.settingLine(dc.grace.setting), Error, RuleDrainitConfig,
-			"drainit will not start: its grace period %s must exceed drain delay %s + kill margin %s = %s, or the app gets no time to stop",
-			describeDur(dc.grace), describeDur(dc.drain), describeDur(dc.margin),
-			fmtDur(dc.drain.d+dc.margin.d))
-		return false
-	}
-	return true
+	return len(dc.errs) == 0 && dc.grace.known && dc.drain.known && dc.margin.known
 }
 
 // noShell reports an exec preStop that needs a shell or sleep(1) in an image that has neither.
@@ -427,23 +424,6 @@ func (k *containerCheck) drainitGrace() {
 	}
 }
 
-// describeDur names a drainit duration option's value and where it comes from, for messages:
-// "60s (DRAINIT_GRACE_PERIOD)", "5s (default)".
-func describeDur(s durSetting) string {
-	if s.src == "" {
-		return fmtDur(s.d) + " (default)"
-	}
-	return fmt.Sprintf("%s (%s)", fmtDur(s.d), s.src)
-}
-
-// settingLine is where a setting is written, or where drainit shows in the manifest.
-func (dc *drainitConf) settingLine(s setting) int {
-	if s.line != 0 {
-		return s.line
-	}
-	return dc.line
-}
-
 // describe names the preStop and its duration for messages: "preStop 10s (sleep action)",
 // "preStop at least 5s ("sh -c sleep 5 && nginx -s quit")".
 func (ps preStop) describe() string {
@@ -454,4 +434,50 @@ func (ps preStop) describe() string {
 		return "preStop " + fmtDur(ps.min) + " (" + ps.desc + ")"
 	}
 	return "preStop at least " + fmtDur(ps.min) + " (" + ps.desc + ")"
+}
+
+// isShellless says whether an image is known to have no shell and no coreutils: distroless
+// (except its :debug tags, which carry busybox), Chainguard's static, or a scratch image.
+func isShellless(image string) bool {
+	ref := strings.ToLower(image)
+	name, tag := ref, ""
+	if at := strings.IndexByte(name, '@'); at >= 0 {
+		name = name[:at]
+	}
+	if colon := strings.LastIndexByte(name, ':'); colon > strings.LastIndexByte(name, '/') {
+		name, tag = name[:colon], name[colon+1:]
+	}
+	if strings.Contains(tag, "debug") {
+		return false
+	}
+	switch {
+	case strings.HasPrefix(name, "gcr.io/distroless/"), strings.Contains(name, "/distroless/"):
+		return true
+	case name == "cgr.dev/chainguard/static":
+		return true
+	case strings.Contains(name, "scratch"):
+		return true
+	}
+	return false
+}
+
+// fmtDur writes a duration the way pod specs think: whole seconds as "30s", anything else in Go
+// syntax, and forever as "forever".
+func fmtDur(d time.Duration) string {
+	switch {
+	case d == forever:
+		return "forever"
+	case d%time.Second == 0:
+		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
+	}
+	return d.String()
+}
+
+// ceilSeconds is d rounded up to whole seconds, what terminationGracePeriodSeconds can say.
+func ceilSeconds(d time.Duration) int64 {
+	s := int64(d / time.Second)
+	if d%time.Second != 0 {
+		s++
+	}
+	return s
 }

@@ -386,41 +386,37 @@ func TestIsShellless(t *testing.T) {
 	}
 }
 
-// TestDefaultsMirrorConfig keeps the check's idea of drainit's defaults and option names in
-// step with internal/config, where drainit declares them.
-func TestDefaultsMirrorConfig(t *testing.T) {
-	typ := reflect.TypeFor[config.Raw]()
-	for field, want := range map[string]struct {
-		flag, env string
-		def       time.Duration
+// TestDefaultsAreDrainits: with nothing set, the check reads drainit's own defaults (it has
+// none of its own to drift from internal/config's).
+func TestDefaultsAreDrainits(t *testing.T) {
+	cfg, err := config.Parse([]string{"/app"}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctr := &Container{Command: []string{"/drainit", "--", "/app"}, CommandLines: []int{1, 1, 1}}
+	dc := findDrainit(ctr, newEnvMap(ctr))
+	if dc == nil || len(dc.errs) != 0 {
+		t.Fatalf("an unconfigured drainit: %+v", dc)
+	}
+	for _, d := range []struct {
+		name      string
+		got, want time.Duration
+		s         durSetting
 	}{
-		"GracePeriod": {"grace-period", "GRACE_PERIOD", defaultDrainitGrace},
-		"DrainDelay":  {"drain-delay", "DRAIN_DELAY", defaultDrainDelay},
-		"KillMargin":  {"kill-margin", "KILL_MARGIN", defaultKillMargin},
+		{"grace period", dc.grace.d, cfg.GracePeriod, dc.grace}, {"drain", dc.drain.d, cfg.Drain(), dc.drain},
+		{"kill margin", dc.margin.d, cfg.KillMargin, dc.margin},
 	} {
-		f, ok := typ.FieldByName(field)
-		if !ok {
-			t.Errorf("config.Raw has no field %s", field)
-			continue
-		}
-		def, err := config.ParseDuration(f.Tag.Get("envDefault"))
-		if err != nil || def != want.def || f.Tag.Get("flag") != want.flag || f.Tag.Get("env") != want.env {
-			t.Errorf("config.Raw.%s: flag %q env %q default %v; check assumes %q %q %v",
-				field, f.Tag.Get("flag"), f.Tag.Get("env"), def, want.flag, want.env, want.def)
+		if d.got != d.want || !d.s.known || d.s.src != "" {
+			t.Errorf("%s: check reads %v (%+v), drainit's default is %v", d.name, d.got, d.s, d.want)
 		}
 	}
-	// The trigger options: the check hands their values to config.Parse under these flag names.
-	for field, want := range map[string][3]string{"Triggers": {"triggers", "TRIGGERS", defaultTriggers}, "StopSignal": {"stop-signal", "STOP_SIGNAL", ""}} {
-		f, ok := typ.FieldByName(field)
-		if !ok || f.Tag.Get("flag") != want[0] || f.Tag.Get("env") != want[1] || f.Tag.Get("envDefault") != want[2] {
-			t.Errorf("config.Raw.%s: flag %q env %q default %q; check reads %q", field, f.Tag.Get("flag"), f.Tag.Get("env"), f.Tag.Get("envDefault"), want)
-		}
+	if !dc.trigKnown || !reflect.DeepEqual(dc.trig, cfg.Triggers) || dc.triggers.raw != "TERM,INT" {
+		t.Errorf("triggers: check reads %v from %q, drainit's default is %v", dc.trig, dc.triggers.raw, cfg.Triggers)
 	}
-	// The control server's options, once config declares them, must keep the names the check reads.
-	for field, want := range map[string][2]string{"HTTPAddr": {"http-addr", "HTTP_ADDR"}, "HTTPToken": {"http-token", "HTTP_TOKEN"}} {
-		if f, ok := typ.FieldByName(field); ok && (f.Tag.Get("flag") != want[0] || f.Tag.Get("env") != want[1]) {
-			t.Errorf("config.Raw.%s: flag %q env %q; check reads %q %q", field, f.Tag.Get("flag"), f.Tag.Get("env"), want[0], want[1])
-		}
+	// Secrets and envFrom hide the defaults too: nothing is known, nothing is an error.
+	ctr.EnvFrom = true
+	if dc := findDrainit(ctr, newEnvMap(ctr)); dc.grace.known || dc.trigKnown || len(dc.errs) != 0 || dc.grace.d != cfg.GracePeriod {
+		t.Errorf("with envFrom: %+v", dc)
 	}
 }
 

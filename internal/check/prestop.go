@@ -313,3 +313,28 @@ func quoteCmd(argv []string) string {
 	}
 	return strconv.Quote(s)
 }
+
+// flagValue finds --name / -name, with =value or the next word as its value, among Go-style
+// flags that end at "--" or the first non-flag word: how `drainit prestop` reads its flags,
+// every one of which takes a value.
+func flagValue(args []string, name string) (string, bool) {
+	val, found := "", false
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" || a == "-" || !strings.HasPrefix(a, "-") {
+			break
+		}
+		n, v, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !hasVal {
+			if i+1 >= len(args) {
+				break
+			}
+			i++
+			v = args[i]
+		}
+		if n == name {
+			val, found = v, true // the last one wins, as with the flag package
+		}
+	}
+	return val, found
+}

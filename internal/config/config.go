@@ -2,8 +2,15 @@
 // flags (the flag wins), checks them, and turns them into typed values.
 //
 // Every option is declared once, as a field of Raw with its flag name, environment name, default
-// and help text; flags, the environment and --help are all derived from that one declaration so
-// the spellings cannot drift apart.
+// and help text; flags, the environment, --help and drainit check (through Options) are all
+// derived from that one declaration so the spellings cannot drift apart.
+//
+// Every rule drainit refuses to start on lives here, in one place: each value by itself, the
+// rules between values, and the hook, ready-probe and control-address values the run later hands
+// to the hooks package and to net.Listen (parsed here too, so they are refused with the others).
+// Parse is drainit's start; Validate is the same reading for drainit check, which sees a
+// configuration in a manifest, wants every mistake at once, and marks what the manifest does not
+// show as Unseen so that no rule is applied to it.
 package config
 
 import (
@@ -12,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"reflect"
 	"slices"
 	"strconv"
@@ -21,6 +29,7 @@ import (
 	"github.com/caarlos0/env/v11"
 	"golang.org/x/sys/unix"
 
+	"github.com/drainit/drainit/hooks"
 	"github.com/drainit/drainit/internal/drainwatch"
 	"github.com/drainit/drainit/signals"
 )
@@ -131,7 +140,7 @@ func (c *Config) Warnings() []string {
 	var out []string
 	n := 0
 	for spec := range c.Hooks {
-		if spec.Stage == "offline" {
+		if spec.Stage == StageOffline {
 			n++
 		}
 	}
@@ -144,7 +153,7 @@ func (c *Config) Warnings() []string {
 		}
 	}
 	for spec := range c.Hooks {
-		if spec.Stage == "post-stop" && c.HookTimeout > c.GracePeriod-c.Drain()-c.KillMargin {
+		if spec.Stage == StagePostStop && c.HookTimeout > c.GracePeriod-c.Drain()-c.KillMargin {
 			out = append(out, fmt.Sprintf(
 				"post-stop hook timeout %s exceeds what a stop can leave it (grace %s - drain %s - kill margin %s): it may be cut at the deadline",
 				c.HookTimeout, c.GracePeriod, c.Drain(), c.KillMargin))
@@ -154,21 +163,76 @@ func (c *Config) Warnings() []string {
 	return out
 }
 
+// HookStage is when in the app's life a hook runs. It is the one declaration of the stages:
+// the hook options' names are derived from it, and the supervisor runs hooks by it.
+type HookStage int
+
+// The hook stages, in the order of the app's life.
+const (
+	StageOffline  HookStage = iota // after a trigger, before the drain
+	StageOnline                    // once the app is ready
+	StagePostStop                  // after the app and everything it left have exited
+)
+
+// String is the stage as the hook options spell it: "offline", "online", "post-stop".
+func (s HookStage) String() string {
+	switch s {
+	case StageOffline:
+		return "offline"
+	case StageOnline:
+		return "online"
+	case StagePostStop:
+		return "post-stop"
+	}
+	return fmt.Sprintf("HookStage(%d)", int(s))
+}
+
+// HookKind is what a hook does.
+type HookKind int
+
+// The hook kinds.
+const (
+	HookExec HookKind = iota // runs a command
+	HookHTTP                 // makes an HTTP call
+)
+
+// String is the kind as the hook options spell it: "exec" or "http".
+func (k HookKind) String() string {
+	switch k {
+	case HookExec:
+		return "exec"
+	case HookHTTP:
+		return "http"
+	}
+	return fmt.Sprintf("HookKind(%d)", int(k))
+}
+
 // HookSpec names one hook option: its stage and kind. Flag is the option's flag name, so that
 // whoever parses the hook's value can name the option in an error.
 type HookSpec struct {
-	Stage string // "offline", "online" or "post-stop"
-	Kind  string // "exec" or "http"
+	Stage HookStage
+	Kind  HookKind
 }
 
 // Flag is the option's flag name, e.g. "offline-exec".
-func (h HookSpec) Flag() string { return h.Stage + "-" + h.Kind }
+func (h HookSpec) Flag() string { return h.Stage.String() + "-" + h.Kind.String() }
+
+// hookSpecs are every hook option, stage by stage.
+var hookSpecs = []HookSpec{
+	{StageOffline, HookExec}, {StageOffline, HookHTTP},
+	{StageOnline, HookExec}, {StageOnline, HookHTTP},
+	{StagePostStop, HookExec}, {StagePostStop, HookHTTP},
+}
 
 // Error is a configuration mistake: which option, the value given and what is wrong with it.
 type Error struct {
 	Option string // "--grace-period" or "DRAINIT_GRACE_PERIOD", whichever the value came from
-	Value  string
-	Err    error
+	// Flag is the option's flag name ("grace-period") however it was given; Option and Flag are
+	// empty for a mistake in the command line itself: a flag drainit does not know, a flag
+	// without its value, no command.
+	Flag  string
+	Value string
+	Err   error
 }
 
 func (e *Error) Error() string {
@@ -180,62 +244,201 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
+// ErrNoCommand is the mistake of a command line that names no app to run.
+var ErrNoCommand = errors.New("no command given: drainit [OPTIONS] [--] COMMAND [ARG...]")
+
 // ErrHelp is returned by Parse when --help was asked for; the usage has been written.
 var ErrHelp = flag.ErrHelp
 
 // Parse reads the environment (lookup, e.g. os.LookupEnv's map) and then args (without the
 // program name), and returns the checked configuration. Usage text for --help goes to usage.
+// The error is the first mistake drainit refuses to start with, a *Error (or ErrHelp).
 func Parse(args []string, environ map[string]string, usage io.Writer) (*Config, error) {
-	raw, from, cmd, err := parseRaw(args, environ, usage)
+	p, err := parseRaw(args, environ)
+	if errors.Is(err, flag.ErrHelp) {
+		WriteUsage(usage)
+		return nil, ErrHelp
+	}
 	if err != nil {
 		return nil, err
 	}
-	return raw.check(cmd, from)
+	v := p.check()
+	if len(v.Errors) > 0 {
+		// One line: the first mistake. Fixing it and running again shows the next.
+		return nil, v.Errors[0]
+	}
+	return v.Config, nil
+}
+
+// Unseen stands, in the arguments and the environment given to Validate, for a value that is set
+// but that the caller cannot see: a Kubernetes manifest shows a variable from a Secret, a
+// ConfigMap or envFrom, or an unresolved $(VAR), but not its value. A NUL byte can be in no
+// real argument or variable, so drainit itself never meets it.
+const Unseen = "\x00unseen\x00"
+
+// Setting is one option as Validate found it.
+type Setting struct {
+	// Source is where the value comes from: "--grace-period", "DRAINIT_GRACE_PERIOD", or ""
+	// for the default.
+	Source string
+	Value  string // as given (the default when Source is ""); "" when unseen
+	Arg    int    // when Source is the flag: the index in args of the word that holds the value; else -1
+	// Seen is false when the value contains Unseen, or when an unseen word stands where flags
+	// are read (it may set any option). The Config then holds the option's default, and no rule
+	// that involves the option is applied.
+	Seen bool
+	Bad  bool // drainit refuses the value: an Error names the option
+}
+
+// Validation is what drainit makes of a configuration without running it.
+type Validation struct {
+	// Config is the configuration drainit would run with, unseen options at their defaults. Its
+	// fields for options that are Bad are not meaningful.
+	Config   *Config
+	Settings map[string]Setting // every option, by flag name
+	// Errors are every mistake drainit refuses to start with (it exits 2 naming the first), in
+	// the order Parse finds them; each is the message drainit prints.
+	Errors []*Error
+}
+
+// Validate checks a configuration as Parse does, for a caller that sees it from outside (drainit
+// check reading a manifest): it returns every mistake rather than the first, where each value
+// comes from, and applies no rule to a value that is Unseen. --help, which makes drainit print
+// its usage instead of running the app, is a mistake here.
+func Validate(args []string, environ map[string]string) *Validation {
+	p, err := parseRaw(args, environ)
+	if err == nil {
+		return p.check()
+	}
+	// The command line cannot be read, so nothing in it is known: every option is unseen.
+	hidden := strings.Contains(err.Error(), Unseen)
+	p, perr := parseRaw(nil, nil)
+	if perr != nil {
+		panic("config: the defaults do not parse: " + perr.Error())
+	}
+	p.hidden, p.cmd = true, nil
+	v := p.check()
+	if hidden {
+		return v // an unseen word where a flag was expected: nothing is known to be wrong
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		err = fmt.Errorf("%w: drainit prints its usage and exits 0 without running the app", ErrHelp)
+	}
+	var ce *Error
+	if !errors.As(err, &ce) {
+		ce = &Error{Err: err}
+	}
+	v.Errors = append([]*Error{ce}, v.Errors...)
+	return v
+}
+
+// parsed is a command line and environment read into a Raw, before any value is checked.
+type parsed struct {
+	raw  Raw
+	from map[string]string // flag name -> where its value came from: "--flag" or "DRAINIT_ENV"
+	arg  map[string]int    // flag name -> the index in args of the word that holds its value
+	cmd  []string
+	// hidden: an unseen word stands where flags are read, so any option may be set there.
+	hidden bool
 }
 
 // parseRaw fills a Raw from the environment and the flags, and reports where each value came
-// from ("--flag" or "DRAINIT_ENV") so errors can name what the user actually wrote.
-func parseRaw(args []string, environ map[string]string, usage io.Writer) (*Raw, map[string]string, []string, error) {
-	var raw Raw
-	if err := env.ParseWithOptions(&raw, env.Options{Prefix: EnvPrefix, Environment: environ}); err != nil {
-		return nil, nil, nil, fmt.Errorf("environment: %w", err)
+// from so that errors can name what the user actually wrote. It returns flag.ErrHelp for --help.
+func parseRaw(args []string, environ map[string]string) (*parsed, error) {
+	p := &parsed{from: map[string]string{}, arg: map[string]int{}}
+	if err := env.ParseWithOptions(&p.raw, env.Options{Prefix: EnvPrefix, Environment: environ}); err != nil {
+		return nil, &Error{Err: fmt.Errorf("environment: %w", err)}
 	}
 	// caarlos0/env takes an empty variable for an unset one and applies the default; for the
 	// termination log, empty is documented as "off", so an explicit empty value must win.
 	if v, ok := environ[EnvPrefix+"TERMINATION_LOG"]; ok && v == "" {
-		raw.TerminationLog = ""
+		p.raw.TerminationLog = ""
 	}
-	from := map[string]string{}
 	fs := flag.NewFlagSet("drainit", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	for _, f := range fields() {
-		p := reflect.ValueOf(&raw).Elem().FieldByName(f.name).Addr().Interface().(*string)
-		fs.StringVar(p, f.flag, *p, f.help)
-		if _, ok := environ[EnvPrefix+f.env]; ok {
-			from[f.flag] = EnvPrefix + f.env
+	last := -1 // the index of the last word a flag took its value from
+	for _, o := range Options() {
+		v := &argValue{p: p.raw.field(o.Flag), fs: fs, n: len(args), at: func(i int) { p.arg[o.Flag], last = i, i }}
+		fs.Var(v, o.Flag, o.Help)
+		if _, ok := environ[o.Env]; ok {
+			p.from[o.Flag] = o.Env
 		}
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			WriteUsage(usage)
-			return nil, nil, nil, ErrHelp
+			return nil, err
 		}
-		return nil, nil, nil, &Error{Err: err}
+		return nil, &Error{Err: err}
 	}
-	fs.Visit(func(f *flag.Flag) { from[f.Name] = "--" + f.Name })
-	return &raw, from, fs.Args(), nil
+	fs.Visit(func(f *flag.Flag) { p.from[f.Name] = "--" + f.Name })
+	p.cmd = fs.Args()
+	// The flag parser stops at "--" or at the first word that is not a flag. An unseen word there
+	// (not after "--") may be flags: it hides the rest of drainit's options.
+	if len(p.cmd) > 0 && strings.Contains(p.cmd[0], Unseen) {
+		end := len(args) - len(p.cmd) // the words before the command
+		p.hidden = !(end > 0 && args[end-1] == "--" && last != end-1)
+	}
+	return p, nil
 }
 
-type field struct{ name, env, flag, def, help string }
+// argValue is a string flag that records which word of the command line gave it its value.
+type argValue struct {
+	p  *string
+	fs *flag.FlagSet
+	n  int // the number of words being parsed
+	at func(int)
+}
 
-func fields() []field {
+func (v *argValue) String() string {
+	if v == nil || v.p == nil {
+		return "" // the flag package makes zero values to tell defaults apart
+	}
+	return *v.p
+}
+
+// Set takes the value. The flag package has already consumed the word that holds it, so the
+// words left tell which one it was.
+func (v *argValue) Set(s string) error {
+	*v.p = s
+	v.at(v.n - len(v.fs.Args()) - 1)
+	return nil
+}
+
+// Option is one of drainit's options, as Raw declares it.
+type Option struct {
+	Field   string // Raw's field
+	Flag    string // "grace-period"
+	Env     string // "DRAINIT_GRACE_PERIOD"
+	Default string
+	Help    string
+}
+
+// Options lists every option in Raw's order, from Raw's tags: the flags, the environment,
+// --help and drainit check all read this list.
+func Options() []Option {
 	t := reflect.TypeFor[Raw]()
-	out := make([]field, 0, t.NumField())
+	out := make([]Option, 0, t.NumField())
 	for i := range t.NumField() {
 		sf := t.Field(i)
-		out = append(out, field{sf.Name, sf.Tag.Get("env"), sf.Tag.Get("flag"), sf.Tag.Get("envDefault"), sf.Tag.Get("help")})
+		out = append(out, Option{sf.Name, sf.Tag.Get("flag"), EnvPrefix + sf.Tag.Get("env"), sf.Tag.Get("envDefault"), sf.Tag.Get("help")})
 	}
 	return out
+}
+
+// field is the Raw field of the option whose flag name is flagName.
+func (r *Raw) field(flagName string) *string {
+	for _, o := range Options() {
+		if o.Flag == flagName {
+			return reflect.ValueOf(r).Elem().FieldByName(o.Field).Addr().Interface().(*string)
+		}
+	}
+	panic("config: no option --" + flagName)
+}
+
+// Subcommands are the first arguments that make drainit do something other than run an app;
+// any other first argument is the run subcommand's.
+func Subcommands() []string {
+	return []string{"version", "--version", "sleep", "prestop", "check"}
 }
 
 // WriteUsage writes --help: the command line and every option with its environment name and
@@ -250,26 +453,49 @@ func WriteUsage(w io.Writer) {
 
 Options (each also DRAINIT_<NAME> in the environment; the flag wins):
 `)
-	for _, f := range fields() {
-		def := f.def
+	for _, o := range Options() {
+		def := o.Default
 		if def == "" {
 			def = "none"
 		}
-		fmt.Fprintf(w, "  --%s\n      %s%s (default %s)\n      %s\n", f.flag, EnvPrefix, f.env, def, f.help)
+		fmt.Fprintf(w, "  --%s\n      %s (default %s)\n      %s\n", o.Flag, o.Env, def, o.Help)
 	}
 	fmt.Fprint(w, "\nDurations are Go durations (500ms, 30s) or a number of seconds (30).\n")
 }
 
-// check converts and validates every option. from maps a flag name to where its value came from.
-func (r *Raw) check(cmd []string, from map[string]string) (*Config, error) {
-	c := &Config{Command: cmd, TerminationLog: r.TerminationLog, source: from}
-	var errs []error
-	bad := func(flagName, value string, err error) {
-		opt := from[flagName]
-		if opt == "" {
-			opt = "--" + flagName
+// check converts and validates every option and collects every mistake, in this order: each
+// value by itself, then the rules between values, then the command, then the hooks, the ready
+// probe and the control server's address (so that Parse names the mistake drainit has always
+// named first). A rule is applied only when every value it involves is seen and good.
+func (p *parsed) check() *Validation {
+	r := p.raw
+	c := &Config{Command: p.cmd, source: p.from}
+	v := &Validation{Config: c, Settings: map[string]Setting{}}
+	for _, o := range Options() {
+		f := r.field(o.Flag)
+		s := Setting{Source: p.from[o.Flag], Value: *f, Arg: -1, Seen: true}
+		if i, ok := p.arg[o.Flag]; ok && s.Source == "--"+o.Flag {
+			s.Arg = i
 		}
-		errs = append(errs, &Error{Option: opt, Value: value, Err: err})
+		if p.hidden || strings.Contains(*f, Unseen) {
+			s.Seen, s.Value, *f = false, "", o.Default
+		}
+		v.Settings[o.Flag] = s
+	}
+	c.TerminationLog = r.TerminationLog
+	bad := func(flagName, value string, err error) {
+		s := v.Settings[flagName]
+		s.Bad = true
+		v.Settings[flagName] = s
+		v.Errors = append(v.Errors, &Error{Option: c.OptionName(flagName), Flag: flagName, Value: value, Err: err})
+	}
+	usable := func(flags ...string) bool {
+		for _, f := range flags {
+			if s := v.Settings[f]; !s.Seen || s.Bad {
+				return false
+			}
+		}
+		return true
 	}
 	dur := func(flagName, value string, out *time.Duration) {
 		d, err := ParseDuration(value)
@@ -300,13 +526,9 @@ func (r *Raw) check(cmd []string, from map[string]string) (*Config, error) {
 		}
 	}
 	c.Hooks = map[HookSpec]string{}
-	for spec, v := range map[HookSpec]string{
-		{"offline", "exec"}: r.OfflineExec, {"offline", "http"}: r.OfflineHTTP,
-		{"online", "exec"}: r.OnlineExec, {"online", "http"}: r.OnlineHTTP,
-		{"post-stop", "exec"}: r.PostStopExec, {"post-stop", "http"}: r.PostStopHTTP,
-	} {
-		if strings.TrimSpace(v) != "" {
-			c.Hooks[spec] = v
+	for _, spec := range hookSpecs {
+		if h := *r.field(spec.Flag()); strings.TrimSpace(h) != "" {
+			c.Hooks[spec] = h
 		}
 	}
 	c.ReadyProbe, c.HTTPAddr, c.HTTPToken = r.ReadyProbe, r.HTTPAddr, r.HTTPToken
@@ -362,37 +584,86 @@ func (r *Raw) check(cmd []string, from map[string]string) (*Config, error) {
 	default:
 		bad("log-level", r.LogLevel, errors.New("must be debug, info, warn or error"))
 	}
-	if len(errs) > 0 {
-		// One line: the first mistake. Fixing it and running again shows the next.
-		return nil, errs[0]
+
+	if usable("drain", "drain-min", "drain-max") && c.Adaptive && c.DrainMin > c.DrainMax {
+		v.Errors = append(v.Errors, &Error{Option: c.OptionName("drain-min"), Flag: "drain-min", Value: r.DrainMin, Err: fmt.Errorf(
+			"the minimum %s exceeds --drain-max %s", c.DrainMin, c.DrainMax)})
 	}
-	if c.Adaptive && c.DrainMin > c.DrainMax {
-		return nil, &Error{Option: c.OptionName("drain-min"), Value: r.DrainMin, Err: fmt.Errorf(
-			"the minimum %s exceeds --drain-max %s", c.DrainMin, c.DrainMax)}
+	drainFlag, drainValue := "drain-delay", r.DrainDelay
+	if c.Adaptive {
+		drainFlag, drainValue = "drain-max", r.DrainMax
 	}
-	if c.GracePeriod <= c.Drain()+c.KillMargin {
+	if usable("drain", "grace-period", drainFlag, "kill-margin") && c.GracePeriod <= c.Drain()+c.KillMargin {
 		// Name the option the user actually set (the one to fix), grace period first.
-		opt, val := "--grace-period", r.GracePeriod
-		drainFlag, drainValue := "drain-delay", r.DrainDelay
-		if c.Adaptive {
-			drainFlag, drainValue = "drain-max", r.DrainMax
-		}
+		flagName, val := "grace-period", r.GracePeriod
 		for _, o := range []struct{ flag, value string }{
 			{"grace-period", r.GracePeriod}, {drainFlag, drainValue}, {"kill-margin", r.KillMargin},
 		} {
-			if from[o.flag] != "" {
-				opt, val = from[o.flag], o.value
+			if p.from[o.flag] != "" {
+				flagName, val = o.flag, o.value
 				break
 			}
 		}
-		return nil, &Error{Option: opt, Value: val, Err: fmt.Errorf(
+		v.Errors = append(v.Errors, &Error{Option: c.OptionName(flagName), Flag: flagName, Value: val, Err: fmt.Errorf(
 			"grace period %s leaves the app no time to stop: it must exceed %s %s + kill margin %s",
-			c.GracePeriod, strings.ReplaceAll(drainFlag, "-", " "), c.Drain(), c.KillMargin)}
+			c.GracePeriod, strings.ReplaceAll(drainFlag, "-", " "), c.Drain(), c.KillMargin)})
 	}
-	if len(c.Command) == 0 {
-		return nil, &Error{Err: errors.New("no command given: drainit [OPTIONS] [--] COMMAND [ARG...]")}
+	if len(c.Command) == 0 && !p.hidden {
+		v.Errors = append(v.Errors, &Error{Err: ErrNoCommand})
 	}
-	return c, nil
+
+	// The values the run reads with the hooks package: parsed here as well, so that a mistake is
+	// refused with the others and drainit check finds it too.
+	for _, spec := range hookSpecs {
+		h, ok := c.Hooks[spec]
+		if !ok {
+			continue
+		}
+		var err error
+		if spec.Kind == HookExec {
+			_, err = hooks.ParseExec(spec.Flag(), h, nil)
+		} else {
+			_, err = hooks.ParseHTTP(spec.Flag(), h)
+		}
+		if err != nil {
+			bad(spec.Flag(), h, err)
+		}
+	}
+	if r.ReadyProbe != "" {
+		if _, err := hooks.ParseProbe(r.ReadyProbe); err != nil {
+			bad("ready-probe", r.ReadyProbe, err)
+		}
+	}
+	if r.HTTPAddr != "" {
+		if err := checkListenAddr(r.HTTPAddr); err != nil {
+			bad("http-addr", r.HTTPAddr, err)
+		}
+	}
+	return v
+}
+
+// checkListenAddr finds the mistakes in a TCP listen address that net.Listen refuses whatever
+// the system (no port, a numeric port out of range), with net.Listen's own error. What depends on
+// the system (a host name, a service name, a port in use) is left to net.Listen at start.
+func checkListenAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err == nil && port != "" {
+		// As net reads a port: an optional sign, then digits; anything else is a service name.
+		digits, neg := port, false
+		if digits[0] == '+' || digits[0] == '-' {
+			digits, neg = digits[1:], digits[0] == '-'
+		}
+		if strings.Trim(digits, "0123456789") == "" {
+			n, perr := strconv.ParseUint("0"+digits, 10, 64)
+			if perr != nil || n > 65535 || (neg && n > 0) {
+				err = &net.AddrError{Err: "invalid port", Addr: port}
+			}
+		}
+	}
+	if err != nil {
+		return &net.OpError{Op: "listen", Net: "tcp", Err: err}
+	}
+	return nil
 }
 
 // ParseDuration reads a Go duration ("500ms", "1m30s") or a bare number of seconds ("30",

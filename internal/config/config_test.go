@@ -122,8 +122,8 @@ func TestHelpListsEveryOption(t *testing.T) {
 	if _, err := Parse([]string{"--help"}, nil, &usage); !errors.Is(err, ErrHelp) {
 		t.Fatalf("--help: %v", err)
 	}
-	for _, f := range fields() {
-		for _, s := range []string{"--" + f.flag, EnvPrefix + f.env} {
+	for _, o := range Options() {
+		for _, s := range []string{"--" + o.Flag, o.Env} {
 			if !strings.Contains(usage.String(), s) {
 				t.Errorf("--help does not mention %s", s)
 			}
@@ -163,7 +163,7 @@ func TestHookOptionsAndWarnings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := c.Hooks[HookSpec{"offline", "exec"}]; got != `["/bin/deregister"]` {
+	if got := c.Hooks[HookSpec{StageOffline, HookExec}]; got != `["/bin/deregister"]` {
 		t.Errorf("offline exec = %q", got)
 	}
 	if c.OptionName("offline-exec") != "DRAINIT_OFFLINE_EXEC" || c.OptionName("post-stop-http") != "--post-stop-http" {

@@ -1,0 +1,195 @@
+package config
+
+import (
+	"errors"
+	"net"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestOptionsAreRawsTags: Options is Raw's tags, one entry per field, with unique names.
+func TestOptionsAreRawsTags(t *testing.T) {
+	typ := reflect.TypeFor[Raw]()
+	opts := Options()
+	if len(opts) != typ.NumField() {
+		t.Fatalf("%d options for %d fields", len(opts), typ.NumField())
+	}
+	flags, envs := map[string]bool{}, map[string]bool{}
+	for i, o := range opts {
+		f := typ.Field(i)
+		if o.Field != f.Name || o.Flag != f.Tag.Get("flag") || o.Env != EnvPrefix+f.Tag.Get("env") ||
+			o.Default != f.Tag.Get("envDefault") || o.Help != f.Tag.Get("help") {
+			t.Errorf("option %d is %+v, field %s has tags %q", i, o, f.Name, f.Tag)
+		}
+		if o.Flag == "" || flags[o.Flag] || envs[o.Env] {
+			t.Errorf("option %+v: empty or repeated name", o)
+		}
+		flags[o.Flag], envs[o.Env] = true, true
+	}
+}
+
+// TestHookStages: the stages and kinds spell the hook options' names, and every hook option
+// drainit declares is one stage and kind.
+func TestHookStages(t *testing.T) {
+	for s, want := range map[HookStage]string{StageOffline: "offline", StageOnline: "online", StagePostStop: "post-stop"} {
+		if s.String() != want {
+			t.Errorf("%d.String() = %q, want %q", int(s), s, want)
+		}
+	}
+	var hookFlags []string
+	for _, o := range Options() {
+		if strings.HasSuffix(o.Flag, "-exec") || strings.HasSuffix(o.Flag, "-http") {
+			hookFlags = append(hookFlags, o.Flag)
+		}
+	}
+	var specFlags []string
+	for _, spec := range hookSpecs {
+		specFlags = append(specFlags, spec.Flag())
+	}
+	slices.Sort(hookFlags)
+	slices.Sort(specFlags)
+	if !slices.Equal(hookFlags, specFlags) || len(specFlags) != 6 {
+		t.Errorf("hook options %q, hook specs %q", hookFlags, specFlags)
+	}
+	c, err := Parse([]string{"--online-http=http://127.0.0.1:1/up", "--post-stop-exec=/bin/true", "app"}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Hooks[HookSpec{StageOnline, HookHTTP}] != "http://127.0.0.1:1/up" || c.Hooks[HookSpec{StagePostStop, HookExec}] != "/bin/true" || len(c.Hooks) != 2 {
+		t.Errorf("hooks: %v", c.Hooks)
+	}
+}
+
+// TestHooksProbeAndAddressRefusedAtParse: the values the run hands to the hooks package and to
+// net.Listen are refused by Parse, naming the option and the value, like every other mistake.
+func TestHooksProbeAndAddressRefusedAtParse(t *testing.T) {
+	cases := []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"--offline-http", "POST", "app"}, nil, `--offline-http "POST": http hook "offline-http": URL "POST"`},
+		{[]string{"app"}, map[string]string{"DRAINIT_ONLINE_EXEC": `/bin/x "a b"`}, `DRAINIT_ONLINE_EXEC "/bin/x \"a b\"": exec hook "online-exec": command`},
+		{[]string{"--post-stop-exec", "[1]", "app"}, nil, `--post-stop-exec "[1]": exec hook "post-stop-exec"`},
+		{[]string{"--ready-probe", "tcp://x", "app"}, nil, `--ready-probe "tcp://x": ready probe "tcp://x": want tcp://HOST:PORT`},
+		{[]string{"--http-addr", "8099", "app"}, nil, `--http-addr "8099": listen tcp: address 8099: missing port in address`},
+		{[]string{"app"}, map[string]string{"DRAINIT_HTTP_ADDR": ":70000"}, `DRAINIT_HTTP_ADDR ":70000": listen tcp: address 70000: invalid port`},
+	}
+	for _, c := range cases {
+		_, err := Parse(c.args, c.env, nil)
+		var ce *Error
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) || !errors.As(err, &ce) {
+			t.Errorf("Parse(%q, %v) = %v, want a *Error starting %q", c.args, c.env, err, c.want)
+		}
+	}
+	// Good values pass.
+	if _, err := Parse([]string{"--offline-http", "POST http://127.0.0.1:1/x", "--ready-probe", "tcp://:8080", "--http-addr", ":8099", "app"}, nil, nil); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestListenAddrAsNetListen: what checkListenAddr refuses, net.Listen refuses with the same
+// words; what depends on the system is left to net.Listen.
+func TestListenAddrAsNetListen(t *testing.T) {
+	for _, a := range []string{"8099", ":99999", ":-1", "a:b:c", "[::1", ":18446744073709551616", "::1"} {
+		err := checkListenAddr(a)
+		if err == nil {
+			t.Errorf("%q accepted", a)
+			continue
+		}
+		ln, lerr := net.Listen("tcp", a)
+		if lerr == nil {
+			ln.Close()
+			t.Errorf("%q: refused (%v) but net.Listen takes it", a, err)
+		} else if lerr.Error() != err.Error() {
+			t.Errorf("%q: %q, net.Listen says %q", a, err, lerr)
+		}
+	}
+	for _, a := range []string{":0", "127.0.0.1:0", "[::1]:8099", ":http", "localhost:8099", "host.invalid:1", ":", ":+80", ":-0"} {
+		if err := checkListenAddr(a); err != nil {
+			t.Errorf("%q refused: %v", a, err)
+		}
+	}
+}
+
+// TestValidate: every mistake, where each value came from, and nothing about what is unseen.
+func TestValidate(t *testing.T) {
+	v := Validate([]string{"--drain=smart", "--grace-period", "5s", "-log-level=loud", "--", "app"},
+		map[string]string{"DRAINIT_KILL_MARGIN": "x", "DRAINIT_GRACE_PERIOD": "60s"})
+	var got []string
+	for _, e := range v.Errors {
+		got = append(got, e.Option)
+	}
+	if want := []string{"DRAINIT_KILL_MARGIN", "--drain", "--log-level"}; !slices.Equal(got, want) {
+		t.Errorf("errors name %q, want %q (every mistake, Parse's first)", got, want)
+	}
+	if _, err := Parse([]string{"--drain=smart", "--grace-period", "5s", "-log-level=loud", "--", "app"},
+		map[string]string{"DRAINIT_KILL_MARGIN": "x", "DRAINIT_GRACE_PERIOD": "60s"}, nil); err.Error() != v.Errors[0].Error() {
+		t.Errorf("Parse says %v, Validate first %v", err, v.Errors[0])
+	}
+	for flag, want := range map[string]Setting{
+		"grace-period": {Source: "--grace-period", Value: "5s", Arg: 2, Seen: true},
+		"drain":        {Source: "--drain", Value: "smart", Arg: 0, Seen: true, Bad: true},
+		"log-level":    {Source: "--log-level", Value: "loud", Arg: 3, Seen: true, Bad: true},
+		"kill-margin":  {Source: "DRAINIT_KILL_MARGIN", Value: "x", Arg: -1, Seen: true, Bad: true},
+		"drain-delay":  {Source: "", Value: "5s", Arg: -1, Seen: true},
+	} {
+		if s := v.Settings[flag]; s != want {
+			t.Errorf("%s: %+v, want %+v", flag, s, want)
+		}
+	}
+	if len(v.Settings) != len(Options()) {
+		t.Errorf("%d settings for %d options", len(v.Settings), len(Options()))
+	}
+
+	// Unseen values: no error, even from a rule between options; the default stands in.
+	for _, c := range []struct {
+		name string
+		args []string
+		env  map[string]string
+	}{
+		{"unseen grace, long drain", []string{"--grace-period", Unseen, "--drain-delay=40s", "app"}, nil},
+		{"unseen in a value", []string{"--grace-period=1" + Unseen, "--drain-delay=40s", "app"}, nil},
+		{"unseen variable", []string{"--drain-delay=40s", "app"}, map[string]string{"DRAINIT_GRACE_PERIOD": Unseen}},
+		{"unseen drain mode", []string{"--drain-max=60s", "app"}, map[string]string{"DRAINIT_DRAIN": Unseen}},
+		{"unseen minimum", []string{"--drain=adaptive", "--drain-max=1s", "app"}, map[string]string{"DRAINIT_DRAIN_MIN": Unseen}},
+		{"unseen word for flags", []string{Unseen, "--drain-delay=40s", "app"}, nil},
+		{"unseen flag name", []string{"--" + Unseen + "=1", "--drain-delay=40s", "app"}, nil},
+	} {
+		v := Validate(c.args, c.env)
+		if len(v.Errors) != 0 {
+			t.Errorf("%s: %v", c.name, v.Errors[0])
+		}
+		if s := v.Settings["grace-period"]; c.name != "unseen drain mode" && c.name != "unseen minimum" && (s.Seen || s.Value != "") {
+			t.Errorf("%s: grace period %+v, want unseen", c.name, s)
+		}
+		if v.Config.GracePeriod.String() != "30s" {
+			t.Errorf("%s: grace period %v, want the default", c.name, v.Config.GracePeriod)
+		}
+	}
+	// An unseen app after "--" hides no flag.
+	v = Validate([]string{"--drain-delay=40s", "--", Unseen}, nil)
+	if len(v.Errors) != 1 || v.Errors[0].Flag != "drain-delay" || !v.Settings["grace-period"].Seen {
+		t.Errorf("unseen app: %+v", v)
+	}
+	// ... but a "--" that is a flag's value ends nothing.
+	v = Validate([]string{"--http-token", "--", Unseen, "--drain-delay=40s"}, nil)
+	if len(v.Errors) != 0 || v.Settings["grace-period"].Seen {
+		t.Errorf(`"--" as a value: %+v`, v)
+	}
+	// A command line that cannot be read: that one mistake, and nothing known.
+	v = Validate([]string{"--nope", "--grace-period=1s", "app"}, nil)
+	if len(v.Errors) != 1 || v.Errors[0].Error() != "flag provided but not defined: -nope" || v.Errors[0].Flag != "" || v.Settings["grace-period"].Seen {
+		t.Errorf("unknown flag: %+v", v)
+	}
+	v = Validate([]string{"-h", "app"}, nil)
+	if len(v.Errors) != 1 || !errors.Is(v.Errors[0], ErrHelp) {
+		t.Errorf("--help: %+v", v.Errors)
+	}
+	v = Validate([]string{"--grace-period=60s"}, nil)
+	if len(v.Errors) != 1 || !errors.Is(v.Errors[0], ErrNoCommand) {
+		t.Errorf("no command: %+v", v.Errors)
+	}
+}
