@@ -584,3 +584,20 @@ func TestRecycledPidIsNotTheApp(t *testing.T) {
 		return
 	}
 }
+
+// TestUncatchableSignalsDoNotEndDrainit: signals 32 and 34 (SIGRTMIN to glibc programs), which
+// no Go program can catch, neither end drainit nor leave the app without its supervisor; the
+// stop sequence still runs afterwards.
+func TestUncatchableSignalsDoNotEndDrainit(t *testing.T) {
+	eachMode(t, func(t *testing.T, m mode) {
+		d := startSignals(t, m)
+		d.signal(32)
+		d.signal(34)
+		d.signal(syscall.SIGHUP) // forwarded once drainit has taken the two above
+		d.stdout.AwaitExact(t, waitTimeout, "got app SIGHUP")
+		if !d.running() {
+			t.Fatalf("drainit ended after signals 32 and 34\n%s", d.dump())
+		}
+		stopSignals(t, d)
+	})
+}

@@ -24,6 +24,10 @@ func runCmd(args []string, stdout io.Writer, stderr *os.File) int {
 	// First of all, before even the flags are read: from here on every signal that matters
 	// waits and reaches the app once it runs.
 	chld, sigs := notify()
+	// The signals Go cannot catch would otherwise end drainit at their default action.
+	if err := signals.IgnoreUncatchable(); err != nil {
+		fmt.Fprintf(stderr, "drainit: %v\n", err)
+	}
 
 	cfg, err := config.Parse(args, environ(), stdout)
 	if errors.Is(err, config.ErrHelp) {
