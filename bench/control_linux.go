@@ -7,13 +7,12 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"runtime/debug"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/drainit/drainit/internal/control/slowclient"
+	"github.com/drainit/drainit/internal/proc"
 )
 
 // slowConns is the figure: one client holding 300 slow connections.
@@ -99,7 +98,7 @@ func askControl(addr string, from net.IP, n int, gap time.Duration, init int, at
 	if atk != nil {
 		dials0 = atk.Dials()
 	}
-	cpu0, t0 := schedCPU(init), time.Now()
+	cpu0, t0 := proc.CPUTime("/proc", init), time.Now()
 	samples := durations(n)
 	cs := controlCase{asked: n}
 	tick := time.NewTicker(gap)
@@ -128,7 +127,7 @@ func askControl(addr string, from net.IP, n int, gap time.Duration, init int, at
 		<-tick.C
 	}
 	cs.span = time.Since(t0).Seconds()
-	cs.cpu = (schedCPU(init) - cpu0).Seconds()
+	cs.cpu = (proc.CPUTime("/proc", init) - cpu0).Seconds()
 	if atk != nil {
 		cs.dials = atk.Dials() - dials0
 	}
@@ -167,25 +166,4 @@ func freePort() (int, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-// schedCPU is the CPU time pid's threads have used, from schedstat.
-func schedCPU(pid int) time.Duration {
-	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
-	if err != nil {
-		return 0
-	}
-	var sum time.Duration
-	for _, t := range tasks {
-		data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + t.Name() + "/schedstat")
-		if err != nil {
-			continue
-		}
-		if f := strings.Fields(string(data)); len(f) > 0 {
-			if ns, err := strconv.ParseInt(f[0], 10, 64); err == nil {
-				sum += time.Duration(ns)
-			}
-		}
-	}
-	return sum
 }

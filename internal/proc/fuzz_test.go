@@ -14,16 +14,17 @@ import (
 // /proc/PID/net/snmp, fd link targets) and broken ones.
 
 // The stat lines of processes whose names hold spaces and parentheses, and lines that are
-// not stat lines.
+// not stat lines (the kernel writes 52 fields; ParseStat reads up to the seventh after the name,
+// the flags, and a line cut before it is not a stat line).
 func TestStatParent(t *testing.T) {
 	const tail = " S 1 14222 10388 0 -1 4194304 130 0 0 0 0 0 0 0 20 0 1 0 1753715 2990080 413\n"
 	good := map[string]int{
-		"14230 ((a) b))" + tail:         1,
-		"2 (kthreadd) S 0 0 0 0 -1\n":   0,
-		"7 (a b) c) d) R 4 7 7 0 -1\n":  4,
-		"7 () R 4":                      4,
-		"7 (x\ny) R 4 7 7 0 -1\n":       4, // a name can hold a newline
-		"7 (sh) S 4194304 7 7 0 -1 0\n": 4194304,
+		"14230 ((a) b))" + tail:               1,
+		"2 (kthreadd) S 0 0 0 0 -1 2129984\n": 0,
+		"7 (a b) c) d) R 4 7 7 0 -1 0\n":      4,
+		"7 () R 4 7 7 0 -1 0":                 4,
+		"7 (x\ny) R 4 7 7 0 -1 0\n":           4, // a name can hold a newline
+		"7 (sh) S 4194304 7 7 0 -1 0\n":       4194304,
 	}
 	for line, want := range good {
 		if got, ok := statParent([]byte(line)); !ok || got != want {

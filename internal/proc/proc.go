@@ -6,7 +6,6 @@ package proc
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -30,18 +29,8 @@ func Parent(root string, pid int) (int, bool) {
 // up to 15 bytes), so fields are counted from the last ')'. A line of another shape (a
 // truncated read, a pid that is no number) is no answer.
 func statParent(b []byte) (int, bool) {
-	open := bytes.IndexByte(b, '(')
-	end := bytes.LastIndexByte(b, ')')
-	if open < 2 || end < open || b[open-1] != ' ' || !digits(b[:open-1]) {
-		return 0, false
-	}
-	f := bytes.Fields(b[end+1:])
-	if len(f) < 2 || len(f[0]) != 1 || !digits(f[1]) {
-		return 0, false
-	}
-	// Pids are positive ints of at most 22 bits (PID_MAX_LIMIT); a parent of 0 is the kernel.
-	ppid, err := strconv.ParseInt(string(f[1]), 10, 32)
-	return int(ppid), err == nil
+	st, err := ParseStat(b)
+	return st.PPID, err == nil
 }
 
 func digits(b []byte) bool {

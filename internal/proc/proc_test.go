@@ -67,7 +67,7 @@ func TestDescendantsSurvivesACycle(t *testing.T) {
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		stat := fmt.Sprintf("%d (a) S %d 0 0\n", pid, ppid)
+		stat := fmt.Sprintf("%d (a) S %d 0 0 0 -1 4194304\n", pid, ppid) // as the kernel writes it, up to flags
 		if err := os.WriteFile(filepath.Join(dir, "stat"), []byte(stat), 0o644); err != nil {
 			t.Fatal(err)
 		}

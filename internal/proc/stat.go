@@ -47,9 +47,11 @@ func ReadStat(root string, pid int) (Stat, error) {
 // Parent, in proc.go, parses the same line for the parent alone; it predates this and could be
 // built on it.
 func ParseStat(b []byte) (Stat, error) {
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return Stat{}, errors.New("stat: no ')' after the command name")
+	// "PID (comm) state ppid …": comm may hold spaces and parentheses, so the fields start after
+	// the last ')'.
+	open, i := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+	if open < 2 || i < open || b[open-1] != ' ' || !digits(b[:open-1]) {
+		return Stat{}, errors.New("stat: not \"PID (command) …\"")
 	}
 	// state ppid pgrp session tty_nr tpgid flags …
 	f := bytes.Fields(b[i+1:])
@@ -65,11 +67,15 @@ func ParseStat(b []byte) (Stat, error) {
 		text []byte
 		to   *int
 	}{{"ppid", f[1], &s.PPID}, {"pgrp", f[2], &s.PGID}, {"session", f[3], &s.Session}} {
-		v, err := strconv.Atoi(string(n.text))
+		// Pids, groups and sessions are unsigned and fit in 31 bits; 0 is the kernel's (or none).
+		if !digits(n.text) {
+			return Stat{}, fmt.Errorf("stat: %s %q is not a number", n.name, n.text)
+		}
+		v, err := strconv.ParseInt(string(n.text), 10, 32)
 		if err != nil {
 			return Stat{}, fmt.Errorf("stat: %s: %w", n.name, err)
 		}
-		*n.to = v
+		*n.to = int(v)
 	}
 	flags, err := strconv.ParseUint(string(f[6]), 10, 64)
 	if err != nil {
