@@ -2,6 +2,9 @@
 // process holds, and one TCP counter. It is small on purpose: github.com/prometheus/procfs does all
 // this and far more, but compiles regular expressions when the package loads, which cost drainit
 // 0.15-0.25 ms on every container start (GODEBUG=inittrace=1).
+//
+// It is also where the tests, the harnesses and the benchmark read /proc (stat.go, process.go,
+// system.go): one parser of /proc/PID/stat (ParseStat) for all of them.
 package proc
 
 import (
