@@ -23,6 +23,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/drainit/drainit/internal/proc"
 	"github.com/drainit/drainit/internal/testenv"
 )
 
@@ -367,18 +368,9 @@ func (n *node) tearDown() error {
 // unmountUnder lazily unmounts every mount point under dir, deepest first: the kubelet bind-mounts
 // its root directory onto itself, containerd mounts each container's rootfs and /dev/shm.
 func unmountUnder(dir string) error {
-	f, err := os.Open("/proc/self/mountinfo")
+	points, err := proc.MountPoints("/proc", os.Getpid(), dir)
 	if err != nil {
 		return err
-	}
-	defer f.Close()
-	var points []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) > 4 && (fields[4] == dir || strings.HasPrefix(fields[4], dir+"/")) {
-			points = append(points, fields[4])
-		}
 	}
 	slices.SortFunc(points, func(a, b string) int { return len(b) - len(a) })
 	var errs []error

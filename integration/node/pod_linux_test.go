@@ -285,7 +285,10 @@ type logLine struct {
 }
 
 // containerLog follows a container's log file in the CRI format the kubelet reads:
-// "2026-11-23T08:53:55.995890845Z stdout F text" (F: a full line; P: part of a long one).
+// "2026-11-23T08:53:55.995890845Z stdout F text" (F: a full line; P: part of a long one). Not
+// integration/lines: that collects a process's pipes, or podman's "time text" lines; this
+// format has a stream and partial lines, and is read from a file the kubelet deletes while the
+// test still reads its open descriptor.
 type containerLog struct {
 	f       *os.File
 	pending []byte

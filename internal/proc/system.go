@@ -61,3 +61,21 @@ func SockstatTCP(root string) (map[string]int, error) {
 	}
 	return nil, errors.New("sockstat: no TCP line")
 }
+
+// MountPoints lists the mount points of pid's mount namespace (field 5 of each
+// /proc/PID/mountinfo line, with the kernel's octal escapes for spaces and the like left as
+// they are) that are dir or below it.
+func MountPoints(root string, pid int, dir string) ([]string, error) {
+	data, err := os.ReadFile(filepath.Join(root, strconv.Itoa(pid), "mountinfo"))
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for line := range strings.SplitSeq(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
+			out = append(out, f[4])
+		}
+	}
+	return out, nil
+}
