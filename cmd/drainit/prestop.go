@@ -31,6 +31,23 @@ func prestopCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "drainit prestop: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
+	// The token as drainit itself reads it (config.CleanToken), so that a token with a file's
+	// last newline, which drainit trims at start, is trimmed here too, and one drainit refuses is
+	// refused here.
+	tokenName := config.EnvPrefix + "HTTP_TOKEN"
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "token" {
+			tokenName = "--token"
+		}
+	})
+	tok, trimmed, err := config.CleanToken(*token)
+	if err != nil {
+		fmt.Fprintf(stderr, "drainit prestop: %s: %v\n", tokenName, err)
+		return 2
+	}
+	if trimmed {
+		fmt.Fprintf(stderr, "drainit prestop: %s: the whitespace around the token is not part of it, as drainit reads it\n", tokenName)
+	}
 	d, err := config.ParseDuration(*timeout)
 	if err != nil {
 		fmt.Fprintf(stderr, "drainit prestop: --timeout %q: %v\n", *timeout, err)
@@ -47,8 +64,8 @@ func prestopCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "drainit prestop: --addr %q: %v\n", *addr, err)
 		return 2
 	}
-	if *token != "" {
-		call.Header = map[string]string{"Authorization": "Bearer " + *token}
+	if tok != "" {
+		call.Header = map[string]string{"Authorization": "Bearer " + tok}
 	}
 	start := time.Now()
 	res, err := http1.Do(ctx, call)

@@ -88,3 +88,51 @@ func TestDefaultControlAddr(t *testing.T) {
 		}
 	}
 }
+
+// TestPrestopTokenAsDrainitReadsIt: drainit prestop reads the token as drainit does, so the two
+// agree: a Secret file's last newline is trimmed (the request carries the token without it and
+// is let in), and a token drainit refuses is refused here, with exit 2, without printing it.
+func TestPrestopTokenAsDrainitReadsIt(t *testing.T) {
+	var got string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header.Get("Authorization")
+		if got != "Bearer s3cret" {
+			w.WriteHeader(401)
+			return
+		}
+		w.Write([]byte(`{"phase":"drained"}` + "\n"))
+	}))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+
+	for _, c := range []struct {
+		name, env string
+		args      []string
+		from      string
+	}{
+		{"variable", "s3cret\n", []string{"--addr", addr}, "DRAINIT_HTTP_TOKEN"},
+		{"flag", "", []string{"--addr", addr, "--token", "s3cret\r\n"}, "--token"},
+	} {
+		t.Setenv("DRAINIT_HTTP_TOKEN", c.env)
+		var out, errb bytes.Buffer
+		got = ""
+		if code := prestopCmd(c.args, &out, &errb); code != 0 || got != "Bearer s3cret" {
+			t.Errorf("%s: exit %d, server got %q, stderr %q", c.name, code, got, errb.String())
+		}
+		if !strings.HasPrefix(errb.String(), "drainit prestop: "+c.from+": the whitespace around the token") {
+			t.Errorf("%s: stderr %q does not say the token was trimmed", c.name, errb.String())
+		}
+	}
+	t.Setenv("DRAINIT_HTTP_TOKEN", "")
+	for _, tok := range []string{"s3 cret", "s3cret\nX-Other: 1", "\n"} {
+		var out, errb bytes.Buffer
+		got = ""
+		code := prestopCmd([]string{"--addr", addr, "--token", tok}, &out, &errb)
+		if code != 2 || got != "" {
+			t.Errorf("--token %q: exit %d, server got %q; want 2 and no request", tok, code, got)
+		}
+		if msg := errb.String(); !strings.HasPrefix(msg, "drainit prestop: --token: ") || strings.Count(msg, "\n") != 1 || strings.Contains(msg, "cret") {
+			t.Errorf("--token %q: stderr %q, want one line naming --token, not the token", tok, msg)
+		}
+	}
+}

@@ -23,6 +23,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/drainit/drainit/internal/config"
 )
 
 // Severity says how bad a finding is: errors make `drainit check` exit 1.
@@ -238,7 +240,7 @@ func (k *containerCheck) controlServer() {
 	case auth == nil:
 		k.add(h.Line, Error, RulePreStopToken, "%s is set but the preStop httpGet sends no Authorization header: %s; "+
 			"add httpHeaders: [{name: Authorization, value: \"Bearer <token>\"}]", dc.token.src, consequence)
-	case dc.token.known && auth.Value != "Bearer "+dc.token.raw:
+	case dc.token.known && strings.TrimSpace(auth.Value) != "Bearer "+cleanToken(dc.token.raw):
 		k.add(h.Line, Error, RulePreStopToken, "the preStop httpGet's Authorization header is not \"Bearer \" followed by %s's value: %s",
 			dc.token.src, consequence)
 	}
@@ -480,4 +482,13 @@ func ceilSeconds(d time.Duration) int64 {
 		s++
 	}
 	return s
+}
+
+// cleanToken is the token as drainit uses it (whitespace around it trimmed; a bad one is a
+// drainit-config finding already, and compared as written).
+func cleanToken(raw string) string {
+	if t, _, err := config.CleanToken(raw); err == nil {
+		return t
+	}
+	return raw
 }

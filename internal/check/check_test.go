@@ -698,3 +698,20 @@ func TestExamplesPassClean(t *testing.T) {
 		t.Error("no examples/kubernetes/deployment-nginx.yaml")
 	}
 }
+
+// TestPrestopTokenTrimmed: a token written with a trailing newline (a Secret made from a file)
+// is the token drainit uses without it, so a preStop header without the newline matches.
+func TestPrestopTokenTrimmed(t *testing.T) {
+	c := "image: x\ncommand: [/drainit, --, /app]\n" +
+		"env: [{name: DRAINIT_HTTP_ADDR, value: ':8099'}, {name: DRAINIT_HTTP_TOKEN, value: \"s3cret\\n\"}]\n" +
+		"lifecycle: {preStop: {httpGet: {port: 8099, path: /prestop, httpHeaders: [{name: Authorization, value: Bearer s3cret}]}}}"
+	ws, err := Read("p.yaml", []byte(pod("40", c)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range Check(ws) {
+		if f.Rule == RulePreStopToken {
+			t.Errorf("unexpected %s: %s", f.Rule, f.Message)
+		}
+	}
+}

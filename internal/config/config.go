@@ -1,6 +1,11 @@
 // Package config reads drainit's options from DRAINIT_* environment variables and command-line
 // flags (the flag wins), checks them, and turns them into typed values.
 //
+// Nothing given is dropped silently. A flag given twice adds up when the option is a list (as
+// dumb-init's -r 15:2 -r 2:15 does), is refused when it is a hook (one command or call each), and
+// otherwise keeps the last value, as the flag package does; a flag replaces its variable. What
+// was replaced is in Config.Warnings, which drainit logs at start (never the token's value).
+//
 // Every option is declared once, as a field of Raw with its flag name, environment name, default
 // and help text; flags, the environment, --help and drainit check (through Options) are all
 // derived from that one declaration so the spellings cannot drift apart.
@@ -38,7 +43,8 @@ import (
 const EnvPrefix = "DRAINIT_"
 
 // Raw holds every option as the user wrote it. The tags are the single source of truth:
-// env (the name after DRAINIT_), flag, envDefault and help.
+// env (the name after DRAINIT_), flag, envDefault, help, and repeat: what a flag given more than
+// once on the command line does (see Option.Repeat).
 type Raw struct {
 	GracePeriod    string `env:"GRACE_PERIOD" flag:"grace-period" envDefault:"30s" help:"match the pod's terminationGracePeriodSeconds (or docker stop -t); the stop sequence ends by then"`
 	DrainDelay     string `env:"DRAIN_DELAY" flag:"drain-delay" envDefault:"5s" help:"fixed drain wait after the offline hooks, while the app still serves"`
@@ -46,20 +52,20 @@ type Raw struct {
 	DrainQuiet     string `env:"DRAIN_QUIET" flag:"drain-quiet" envDefault:"1s" help:"adaptive drain: end once no new connection has arrived for this long"`
 	DrainMin       string `env:"DRAIN_MIN" flag:"drain-min" envDefault:"0s" help:"adaptive drain: never shorter than this"`
 	DrainMax       string `env:"DRAIN_MAX" flag:"drain-max" envDefault:"15s" help:"adaptive drain: never longer than this"`
-	DrainPorts     string `env:"DRAIN_PORTS" flag:"drain-ports" envDefault:"" help:"adaptive drain: watch these listeners (PORT or ADDR:PORT, comma-separated) instead of the app's own"`
+	DrainPorts     string `env:"DRAIN_PORTS" flag:"drain-ports" envDefault:"" repeat:"add" help:"adaptive drain: watch these listeners (PORT or ADDR:PORT, comma-separated) instead of the app's own"`
 	KillMargin     string `env:"KILL_MARGIN" flag:"kill-margin" envDefault:"2s" help:"SIGKILL everything this long before the grace deadline"`
 	CleanupWait    string `env:"CLEANUP_WAIT" flag:"cleanup-wait" envDefault:"2s" help:"after the app exits, how long what it left behind gets between SIGTERM and SIGKILL"`
-	Triggers       string `env:"TRIGGERS" flag:"triggers" envDefault:"TERM,INT" help:"signals that start the stop sequence (--stop-signal is always one too); any other signal is forwarded at once"`
+	Triggers       string `env:"TRIGGERS" flag:"triggers" envDefault:"TERM,INT" repeat:"add" help:"signals that start the stop sequence (--stop-signal is always one too); any other signal is forwarded at once"`
 	StopSignal     string `env:"STOP_SIGNAL" flag:"stop-signal" envDefault:"" help:"signal the app gets at the stop step (default: the trigger signal, rewritten); it also starts the stop sequence, so a runtime that stops the container with it (STOPSIGNAL SIGQUIT) drains first"`
 	Forward        string `env:"FORWARD" flag:"forward" envDefault:"group" help:"where signals go: group (the app's process group) or child (the app alone)"`
-	Rewrite        string `env:"REWRITE" flag:"rewrite" envDefault:"" help:"rewrite forwarded signals, FROM:TO,… (TO 0 or none drops it), e.g. HUP:USR1"`
-	ExitMap        string `env:"EXIT_MAP" flag:"exit-map" envDefault:"" help:"remap the app's exit status, FROM:TO,…, e.g. 143:0"`
-	OfflineExec    string `env:"OFFLINE_EXEC" flag:"offline-exec" envDefault:"" help:"command run after a trigger, before the drain (e.g. deregister): a JSON array or a space-separated string"`
-	OfflineHTTP    string `env:"OFFLINE_HTTP" flag:"offline-http" envDefault:"" help:"HTTP call after a trigger, before the drain: URL, METHOD URL, or JSON {method,url,headers,body}"`
-	OnlineExec     string `env:"ONLINE_EXEC" flag:"online-exec" envDefault:"" help:"command run once the app is ready (e.g. register)"`
-	OnlineHTTP     string `env:"ONLINE_HTTP" flag:"online-http" envDefault:"" help:"HTTP call once the app is ready"`
-	PostStopExec   string `env:"POST_STOP_EXEC" flag:"post-stop-exec" envDefault:"" help:"command run after the app has exited"`
-	PostStopHTTP   string `env:"POST_STOP_HTTP" flag:"post-stop-http" envDefault:"" help:"HTTP call after the app has exited"`
+	Rewrite        string `env:"REWRITE" flag:"rewrite" envDefault:"" repeat:"add" help:"rewrite forwarded signals, FROM:TO,… (TO 0 or none drops it), e.g. HUP:USR1"`
+	ExitMap        string `env:"EXIT_MAP" flag:"exit-map" envDefault:"" repeat:"add" help:"remap the app's exit status, FROM:TO,…, e.g. 143:0"`
+	OfflineExec    string `env:"OFFLINE_EXEC" flag:"offline-exec" envDefault:"" repeat:"refuse" help:"command run after a trigger, before the drain (e.g. deregister): a JSON array or a space-separated string"`
+	OfflineHTTP    string `env:"OFFLINE_HTTP" flag:"offline-http" envDefault:"" repeat:"refuse" help:"HTTP call after a trigger, before the drain: URL, METHOD URL, or JSON {method,url,headers,body}"`
+	OnlineExec     string `env:"ONLINE_EXEC" flag:"online-exec" envDefault:"" repeat:"refuse" help:"command run once the app is ready (e.g. register)"`
+	OnlineHTTP     string `env:"ONLINE_HTTP" flag:"online-http" envDefault:"" repeat:"refuse" help:"HTTP call once the app is ready"`
+	PostStopExec   string `env:"POST_STOP_EXEC" flag:"post-stop-exec" envDefault:"" repeat:"refuse" help:"command run after the app has exited"`
+	PostStopHTTP   string `env:"POST_STOP_HTTP" flag:"post-stop-http" envDefault:"" repeat:"refuse" help:"HTTP call after the app has exited"`
 	HookTimeout    string `env:"HOOK_TIMEOUT" flag:"hook-timeout" envDefault:"10s" help:"how long each hook may take (also bounded by the grace deadline)"`
 	ReadyProbe     string `env:"READY_PROBE" flag:"ready-probe" envDefault:"" help:"when the app is ready: tcp://HOST:PORT or http(s)://... (2xx); default: at once"`
 	HTTPAddr       string `env:"HTTP_ADDR" flag:"http-addr" envDefault:"" help:"control server address, e.g. :8099 (/prestop, /healthz, /readyz, /status); off when empty"`
@@ -115,6 +121,7 @@ type Config struct {
 	TerminationLog string
 
 	source map[string]string // flag name -> where its value came from
+	notes  []string          // what the command line and the environment gave that was dropped
 }
 
 // OptionName is how the user spelled the option whose flag name is flag: "--flag" or
@@ -134,10 +141,12 @@ func (c *Config) Drain() time.Duration {
 	return c.DrainDelay
 }
 
-// Warnings lists the settings that are valid but cannot all fit in the grace period, with the
-// numbers, so that the log says at start-up what will be cut short.
+// Warnings lists, for the log at start-up, what was given but dropped (a value the flag
+// replaced, a flag given twice, whitespace around the token) and the settings that are valid but
+// cannot all fit in the grace period, with the numbers, so that the log says what will be cut
+// short.
 func (c *Config) Warnings() []string {
-	var out []string
+	out := slices.Clone(c.notes)
 	n := 0
 	for spec := range c.Hooks {
 		if spec.Stage == StageOffline {
@@ -239,8 +248,14 @@ func (e *Error) Error() string {
 	if e.Option == "" {
 		return e.Err.Error()
 	}
+	if secret(e.Flag) {
+		return fmt.Sprintf("%s: %v", e.Option, e.Err) // the message goes to logs: not the value
+	}
 	return fmt.Sprintf("%s %q: %v", e.Option, e.Value, e.Err)
 }
+
+// secret says whether the option's value must not be written to the log.
+func secret(flagName string) bool { return flagName == "http-token" }
 
 func (e *Error) Unwrap() error { return e.Err }
 
@@ -337,7 +352,11 @@ type parsed struct {
 	raw  Raw
 	from map[string]string // flag name -> where its value came from: "--flag" or "DRAINIT_ENV"
 	arg  map[string]int    // flag name -> the index in args of the word that holds its value
-	cmd  []string
+	// given: flag name -> every value the command line gave it, in order, when more than one.
+	given map[string][]string
+	// shadowed: flag name -> the value of its variable, when the flag replaced it.
+	shadowed map[string]string
+	cmd      []string
 	// hidden: an unseen word stands where flags are read, so any option may be set there.
 	hidden bool
 }
@@ -345,7 +364,7 @@ type parsed struct {
 // parseRaw fills a Raw from the environment and the flags, and reports where each value came
 // from so that errors can name what the user actually wrote. It returns flag.ErrHelp for --help.
 func parseRaw(args []string, environ map[string]string) (*parsed, error) {
-	p := &parsed{from: map[string]string{}, arg: map[string]int{}}
+	p := &parsed{from: map[string]string{}, arg: map[string]int{}, given: map[string][]string{}, shadowed: map[string]string{}}
 	if err := env.ParseWithOptions(&p.raw, env.Options{Prefix: EnvPrefix, Environment: environ}); err != nil {
 		return nil, &Error{Err: fmt.Errorf("environment: %w", err)}
 	}
@@ -356,9 +375,13 @@ func parseRaw(args []string, environ map[string]string) (*parsed, error) {
 	}
 	fs := flag.NewFlagSet("drainit", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	last := -1 // the index of the last word a flag took its value from
+	last := -1                      // the index of the last word a flag took its value from
+	values := map[string][]string{} // flag name -> every value the command line gave it
 	for _, o := range Options() {
-		v := &argValue{p: p.raw.field(o.Flag), fs: fs, n: len(args), at: func(i int) { p.arg[o.Flag], last = i, i }}
+		v := &argValue{p: p.raw.field(o.Flag), fs: fs, n: len(args), at: func(i int, s string) {
+			p.arg[o.Flag], last = i, i
+			values[o.Flag] = append(values[o.Flag], s)
+		}}
 		fs.Var(v, o.Flag, o.Help)
 		if _, ok := environ[o.Env]; ok {
 			p.from[o.Flag] = o.Env
@@ -370,7 +393,26 @@ func parseRaw(args []string, environ map[string]string) (*parsed, error) {
 		}
 		return nil, &Error{Err: err}
 	}
-	fs.Visit(func(f *flag.Flag) { p.from[f.Name] = "--" + f.Name })
+	fs.Visit(func(f *flag.Flag) {
+		if ev, ok := environ[p.from[f.Name]]; ok {
+			p.shadowed[f.Name] = ev
+		}
+		p.from[f.Name] = "--" + f.Name
+	})
+	for _, o := range Options() {
+		vs := values[o.Flag]
+		if len(vs) < 2 {
+			continue
+		}
+		p.given[o.Flag] = vs
+		if o.Repeat == RepeatAdd {
+			// Each value is a list: the lists add up. An empty one adds nothing (as the
+			// variable's empty value, it says "none" only when it is the only one).
+			*p.raw.field(o.Flag) = strings.Join(slices.DeleteFunc(slices.Clone(vs), func(s string) bool {
+				return strings.TrimSpace(s) == ""
+			}), ",")
+		}
+	}
 	p.cmd = fs.Args()
 	// The flag parser stops at "--" or at the first word that is not a flag. An unseen word there
 	// (not after "--") may be flags: it hides the rest of drainit's options.
@@ -381,12 +423,13 @@ func parseRaw(args []string, environ map[string]string) (*parsed, error) {
 	return p, nil
 }
 
-// argValue is a string flag that records which word of the command line gave it its value.
+// argValue is a string flag that records which word of the command line gave it its value, and
+// the value, every time it is given.
 type argValue struct {
 	p  *string
 	fs *flag.FlagSet
 	n  int // the number of words being parsed
-	at func(int)
+	at func(i int, value string)
 }
 
 func (v *argValue) String() string {
@@ -400,7 +443,7 @@ func (v *argValue) String() string {
 // words left tell which one it was.
 func (v *argValue) Set(s string) error {
 	*v.p = s
-	v.at(v.n - len(v.fs.Args()) - 1)
+	v.at(v.n-len(v.fs.Args())-1, s)
 	return nil
 }
 
@@ -411,7 +454,26 @@ type Option struct {
 	Env     string // "DRAINIT_GRACE_PERIOD"
 	Default string
 	Help    string
+	Repeat  Repeat // what the flag given more than once does
 }
+
+// Repeat is what an option's flag given more than once on the command line does. Whatever it
+// is, nothing is dropped silently: what is not used is in Config.Warnings, or refused.
+type Repeat string
+
+// The Repeat rules. A flag and its DRAINIT_ variable never add up: the flag wins (the variable
+// is often set by the image or a ConfigMap, the flag by whoever runs it), and Warnings says
+// which value was dropped.
+const (
+	// RepeatLast: the last value wins (the flag package's rule, for a single value).
+	RepeatLast Repeat = ""
+	// RepeatAdd: the values are lists and add up, as dumb-init's -r 15:2 -r 2:15 does; a
+	// conflict between them (a signal rewritten twice) is refused like one within a list.
+	RepeatAdd Repeat = "add"
+	// RepeatRefuse: drainit does not start. A hook option holds one command or call; running
+	// one of two would half-apply what was asked.
+	RepeatRefuse Repeat = "refuse"
+)
 
 // Options lists every option in Raw's order, from Raw's tags: the flags, the environment,
 // --help and drainit check all read this list.
@@ -420,7 +482,7 @@ func Options() []Option {
 	out := make([]Option, 0, t.NumField())
 	for i := range t.NumField() {
 		sf := t.Field(i)
-		out = append(out, Option{sf.Name, sf.Tag.Get("flag"), EnvPrefix + sf.Tag.Get("env"), sf.Tag.Get("envDefault"), sf.Tag.Get("help")})
+		out = append(out, Option{sf.Name, sf.Tag.Get("flag"), EnvPrefix + sf.Tag.Get("env"), sf.Tag.Get("envDefault"), sf.Tag.Get("help"), Repeat(sf.Tag.Get("repeat"))})
 	}
 	return out
 }
@@ -451,7 +513,8 @@ func WriteUsage(w io.Writer) {
   drainit check [--format json] FILE...|-   check Kubernetes manifests' termination timing
   drainit version
 
-Options (each also DRAINIT_<NAME> in the environment; the flag wins):
+Options (each also DRAINIT_<NAME> in the environment; the flag wins and the log says what it
+replaced; a flag given twice: the last wins, the lists add up, a hook is refused):
 `)
 	for _, o := range Options() {
 		def := o.Default
@@ -459,6 +522,12 @@ Options (each also DRAINIT_<NAME> in the environment; the flag wins):
 			def = "none"
 		}
 		fmt.Fprintf(w, "  --%s\n      %s (default %s)\n      %s\n", o.Flag, o.Env, def, o.Help)
+		switch o.Repeat {
+		case RepeatAdd:
+			fmt.Fprintf(w, "      repeatable: --%s A --%s B is A,B\n", o.Flag, o.Flag)
+		case RepeatRefuse:
+			fmt.Fprint(w, "      once only: one command or call per option\n")
+		}
 	}
 	fmt.Fprint(w, "\nDurations are Go durations (500ms, 30s) or a number of seconds (30).\n")
 }
@@ -503,6 +572,24 @@ func (p *parsed) check() *Validation {
 			bad(flagName, value, err)
 		}
 		*out = d
+	}
+	// What was given but is not used: the log says so at start.
+	for _, o := range Options() {
+		if ev, ok := p.shadowed[o.Flag]; ok {
+			if secret(o.Flag) {
+				c.notes = append(c.notes, fmt.Sprintf("--%s given, %s ignored", o.Flag, o.Env))
+			} else {
+				c.notes = append(c.notes, fmt.Sprintf("--%s given, %s=%q ignored", o.Flag, o.Env, ev))
+			}
+		}
+		if vs := p.given[o.Flag]; len(vs) > 1 && o.Repeat == RepeatLast {
+			if secret(o.Flag) {
+				c.notes = append(c.notes, fmt.Sprintf("--%s given %d times: the last one is used", o.Flag, len(vs)))
+			} else {
+				c.notes = append(c.notes, fmt.Sprintf("--%s given %d times: the last, %q, is used; %s ignored",
+					o.Flag, len(vs), vs[len(vs)-1], quoteAll(vs[:len(vs)-1])))
+			}
+		}
 	}
 	dur("grace-period", r.GracePeriod, &c.GracePeriod)
 	dur("drain-delay", r.DrainDelay, &c.DrainDelay)
@@ -613,8 +700,14 @@ func (p *parsed) check() *Validation {
 	}
 
 	// The values the run reads with the hooks package: parsed here as well, so that a mistake is
-	// refused with the others and drainit check finds it too.
+	// refused with the others and drainit check finds it too. A hook option given twice is
+	// refused whatever its values (even unseen ones): which one would run is the mistake.
 	for _, spec := range hookSpecs {
+		if vs := p.given[spec.Flag()]; len(vs) > 1 {
+			bad(spec.Flag(), vs[len(vs)-1], fmt.Errorf(
+				"given %d times, but a hook option holds one command or call (run several from one script)", len(vs)))
+			continue
+		}
 		h, ok := c.Hooks[spec]
 		if !ok {
 			continue
@@ -639,7 +732,54 @@ func (p *parsed) check() *Validation {
 			bad("http-addr", r.HTTPAddr, err)
 		}
 	}
+	if usable("http-token") {
+		tok, trimmed, err := CleanToken(r.HTTPToken)
+		if err != nil {
+			bad("http-token", r.HTTPToken, err)
+		}
+		c.HTTPToken = tok
+		if trimmed {
+			c.notes = append(c.notes, fmt.Sprintf(
+				"%s: the whitespace around the token is not part of it (a Secret made from a file keeps the file's last newline): clients send \"Authorization: Bearer TOKEN\" without it",
+				c.OptionName("http-token")))
+		}
+	}
 	return v
+}
+
+// quoteAll is values quoted and comma-separated, for messages.
+func quoteAll(values []string) string {
+	q := make([]string, len(values))
+	for i, s := range values {
+		q[i] = strconv.Quote(s)
+	}
+	return strings.Join(q, ", ")
+}
+
+// tokenSpace is the whitespace CleanToken removes around a token: a file's final newline (CRLF
+// from some editors), a pasted space.
+const tokenSpace = " \t\r\n\v\f"
+
+// CleanToken is the control server's token as drainit and drainit prestop both use it, so that
+// the two always agree. An HTTP header's value cannot begin or end with whitespace (the server
+// strips it), so a token that does could never match: the whitespace around it is removed, and
+// trimmed says so. A token no client can send is an error: whitespace or a control character
+// inside (a header cannot carry CR or LF, and a bearer token is one word, RFC 6750), or nothing
+// but whitespace (which would otherwise turn the token off and open /prestop to anyone).
+func CleanToken(s string) (token string, trimmed bool, err error) {
+	token = strings.Trim(s, tokenSpace)
+	if s != "" && token == "" {
+		return "", false, errors.New("the token is only whitespace: /prestop and /status would need no token at all")
+	}
+	for i := 0; i < len(token); i++ {
+		switch b := token[i]; {
+		case b == ' ' || b == '\t':
+			return "", false, fmt.Errorf("whitespace inside the token (byte %d of %d): a bearer token is one word", i+1, len(token))
+		case b < 0x20 || b == 0x7f:
+			return "", false, fmt.Errorf("control character 0x%02x inside the token (byte %d of %d): an HTTP header cannot carry it", b, i+1, len(token))
+		}
+	}
+	return token, token != s, nil
 }
 
 // checkListenAddr finds the mistakes in a TCP listen address that net.Listen refuses whatever
