@@ -154,11 +154,13 @@ func (s *Supervisor) loop(ctx context.Context, m *machine) int {
 			}
 		}
 		var acts []action
+		suspend := false // a job-control stop for drainit itself, after the actions
 		select {
 		case <-s.chld:
 			acts = s.reaped(m, waitFlags)
 		case sig := <-s.sigs:
 			acts = m.signal(time.Now(), sig.(unix.Signal))
+			suspend = s.suspendsOn(sig.(unix.Signal)) && len(acts) > 0
 		case <-timer.C:
 			armed = time.Time{}
 			acts = m.tick(time.Now())
@@ -225,6 +227,9 @@ func (s *Supervisor) loop(ctx context.Context, m *machine) int {
 				// Only this package's types are actions; a new one must be handled above.
 				s.log.Error().Str("action", fmt.Sprintf("%T", a)).Msg("internal error: unhandled action")
 			}
+		}
+		if suspend {
+			s.suspend()
 		}
 	}
 }

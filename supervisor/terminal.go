@@ -44,3 +44,27 @@ func setForeground(pgid int) {
 	_ = unix.IoctlSetPointerInt(0, unix.TIOCSPGRP, pgid)
 	_ = unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil)
 }
+
+// suspendsOn reports whether drainit stops itself after passing sig on, as dumb-init does: sig
+// is a job-control stop (Ctrl-Z, or a shell's kill -TSTP %job), drainit is a shell's job (not
+// PID 1), and the app does not have the terminal (drainit's stdin is not it). Ctrl-Z then reaches
+// drainit's group, not the app's, and unless drainit stops too the shell never sees its job
+// stopped and waits for ever. With the terminal the app's group gets Ctrl-Z itself, and
+// appStopped follows it instead.
+func (s *Supervisor) suspendsOn(sig unix.Signal) bool {
+	if s.pid1 || s.foreground {
+		return false
+	}
+	return sig == unix.SIGTSTP || sig == unix.SIGTTIN || sig == unix.SIGTTOU
+}
+
+// suspend stops the app and then drainit until the shell continues its job: the shell's
+// SIGCONT reaches drainit, which passes it on to the app as any forwarded signal. The app has
+// had the stop signal itself (forwarded), but without the terminal it runs in a session of its
+// own, an orphaned process group, and the kernel discards SIGTSTP, SIGTTIN and SIGTTOU sent to
+// those: only SIGSTOP stops it.
+func (s *Supervisor) suspend() {
+	s.log.Debug().Msg("job-control stop: stopping the app and drainit")
+	s.send(toApp, unix.SIGSTOP)
+	_ = unix.Kill(os.Getpid(), unix.SIGSTOP) // returns once drainit is continued
+}
