@@ -106,7 +106,7 @@ func startOnTerminal(t *testing.T, cmd *exec.Cmd) (*os.File, *lines.Log, *draini
 // resumes both with the app in the foreground again.
 func TestTerminal(t *testing.T) {
 	// drainit is where a shell's job would be.
-	master, tty, d := startOnTerminal(t, exec.Command(drainitBin, "--drain-delay", "0", "--log-format", "json", "--", testappBin, "signals"))
+	master, tty, d := startOnTerminal(t, exec.Command(drainitBin, "--drain-delay", "0", "--log-format", "json", "--log-level", "info", "--", testappBin, "signals"))
 
 	started := tty.AwaitLine(t, waitTimeout, "drainit's \"app started\"", lines.Containing(`"message":"app started"`)).Text
 	if !strings.Contains(started, `"tty":true`) {
@@ -160,7 +160,7 @@ func TestTerminalInBackground(t *testing.T) {
 	// sh -m: job control without an interactive shell, so the job gets a process group of its
 	// own and the shell keeps the terminal's foreground.
 	master, tty, sh := startOnTerminal(t, exec.Command("sh", "-mc",
-		`"$0" --drain-delay 0 --log-format json -- "$1" signals & wait`, drainitBin, testappBin))
+		`"$0" --drain-delay 0 --log-format json --log-level info -- "$1" signals & wait`, drainitBin, testappBin))
 
 	started := tty.AwaitLine(t, waitTimeout, "drainit's \"app started\"", lines.Containing(`"message":"app started"`)).Text
 	if !strings.Contains(started, `"tty":false`) {

@@ -4,6 +4,9 @@ package main
 
 import (
 	"os"
+
+	// Registers drainit's signals before the other packages are initialised: see the package.
+	"github.com/drainit/drainit/signals/early"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -18,6 +21,7 @@ func main() {
 func dispatch(args []string) int {
 	if len(args) > 0 {
 		if sub, ok := subcommands()[args[0]]; ok {
+			early.Release()
 			return sub(args[1:])
 		}
 	}

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -15,21 +18,23 @@ import (
 
 	"github.com/drainit/drainit/internal/config"
 	"github.com/drainit/drainit/signals"
+	"github.com/drainit/drainit/signals/early"
 	"github.com/drainit/drainit/supervisor"
 )
 
 // runCmd is the default subcommand: run the app under the supervisor. --help goes to stdout;
 // mistakes and the log go to stderr.
 func runCmd(args []string, stdout io.Writer, stderr *os.File) int {
-	// First of all, before even the flags are read: from here on every signal that matters
-	// waits and reaches the app once it runs.
-	chld, sigs := notify()
-	// The signals Go cannot catch would otherwise end drainit at their default action.
-	if err := signals.IgnoreUncatchable(); err != nil {
-		fmt.Fprintf(stderr, "drainit: %v\n", err)
+	// Registered before main (package early): every signal that matters waits from then on
+	// and reaches the app once it runs.
+	reg := early.Take()
+	// The rarely sent rest while the app starts: see signals.Late for the cost this saves.
+	go signal.Notify(reg.Sigs, signals.Late()...)
+	if reg.Err != nil {
+		fmt.Fprintf(stderr, "drainit: %v\n", reg.Err)
 	}
-
-	cfg, err := config.Parse(args, environ(), stdout)
+	env := environ()
+	cfg, err := config.Parse(args, env, stdout)
 	if errors.Is(err, config.ErrHelp) {
 		return 0
 	}
@@ -37,7 +42,7 @@ func runCmd(args []string, stdout io.Writer, stderr *os.File) int {
 		fmt.Fprintf(stderr, "drainit: %v\n", err)
 		return 2
 	}
-	log := newLogger(stderr, cfg.LogFormat, cfg.LogLevel)
+	log := newLogger(stderr, cfg.LogFormat, cfg.LogLevel, isTerminal(stderr) && !levelGiven(args, env))
 	opts, err := buildOptions(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "drainit: %v\n", err)
@@ -46,27 +51,30 @@ func runCmd(args []string, stdout io.Writer, stderr *os.File) int {
 	for _, w := range cfg.Warnings() {
 		log.Warn().Msg(w)
 	}
-	code, err := supervisor.New(cfg, opts, log, sigs, chld).Run(context.Background())
+	logIgnored(log, cfg, reg.Ignored)
+	code, err := supervisor.New(cfg, opts, log, reg.Sigs, reg.Chld).Run(context.Background())
 	if err != nil {
 		log.Error().Err(err).Int("status", code).Msg("app not started")
 	}
 	return code
 }
 
-// notify registers drainit's signals. SIGCHLD has a channel of its own, of one: a reap collects
-// every child that has exited by then, so one pending notification is all the supervisor needs,
-// and a storm of exiting orphans (measured: 3000 released at once filled a shared channel of
-// 128) can never crowd a SIGTERM out of the channel the other signals wait in, where os/signal
-// would drop it. That one holds two of each signal, more than the runtime can have pending at
-// once (it coalesces repeats of the same signal).
-func notify() (chld, sigs chan os.Signal) {
-	chld = make(chan os.Signal, 1)
-	signal.Notify(chld, unix.SIGCHLD)
-	sigs = make(chan os.Signal, 2*signals.MaxSignal)
-	signal.Notify(sigs, signals.Early()...)
-	// The rarely sent rest while the app starts: see signals.Late for the cost this saves.
-	go signal.Notify(sigs, signals.Late()...)
-	return chld, sigs
+// logIgnored says which signals drainit keeps ignored for the app, and warns when that defeats
+// the stop signal: the app would never see it and be killed at the deadline. An ignored trigger
+// is no warning: a script's background job has INT ignored, and TERM still triggers.
+func logIgnored(log zerolog.Logger, cfg *config.Config, ignored []unix.Signal) {
+	if len(ignored) == 0 {
+		return
+	}
+	names := make([]string, len(ignored))
+	for i, s := range ignored {
+		names[i] = signals.Name(s)
+	}
+	log.Info().Strs("signals", names).Msg("signals ignored when drainit started stay ignored for the app and are not forwarded")
+	if slices.Contains(ignored, cfg.StopSignal) {
+		log.Warn().Str("signal", signals.Name(cfg.StopSignal)).
+			Msg("the stop signal was ignored when drainit started and stays ignored for the app: it will be killed at the deadline")
+	}
 }
 
 // environ returns the environment as a map, for config.Parse.
@@ -81,8 +89,9 @@ func environ() map[string]string {
 }
 
 // newLogger builds the zerolog logger: JSON lines, or console format when asked for or, by
-// default, when w is a terminal.
-func newLogger(w *os.File, format, level string) zerolog.Logger {
+// default, when w is a terminal. quiet holds back info and debug lines until a stop sequence
+// starts (see quietWriter).
+func newLogger(w *os.File, format, level string, quiet bool) zerolog.Logger {
 	zerolog.TimeFieldFormat = "2006-01-02T15:04:05.000Z07:00"
 	// UTC: a local time zone would load /etc/localtime on the first log line (~0.1 ms of every
 	// start), and logs are compared across machines anyway.
@@ -93,11 +102,52 @@ func newLogger(w *os.File, format, level string) zerolog.Logger {
 	if format == "console" || (format == "" && isTerminal(w)) {
 		out = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000"}
 	}
+	if quiet {
+		out = &quietWriter{out: out}
+	}
 	lvl, err := zerolog.ParseLevel(level)
 	if err != nil {
 		lvl = zerolog.InfoLevel
 	}
 	return zerolog.New(out).Level(lvl).With().Timestamp().Str("logger", "drainit").Logger()
+}
+
+// levelGiven reports whether the user chose the log level (--log-level or DRAINIT_LOG_LEVEL):
+// then every line of that level shows, on a terminal too. Only asked on a terminal, so the
+// second reading of the options costs nothing where drainit usually runs.
+func levelGiven(args []string, env map[string]string) bool {
+	return config.Validate(args, env).Settings["log-level"].Source != ""
+}
+
+// quietWriter is drainit's log on a terminal when no log level was chosen. There the log
+// shares the screen with the app (`docker run -it image bash`, an editor, a REPL), so a run in
+// which nothing goes wrong prints nothing of drainit's: info lines ("app started", "app ready",
+// "app exited", "drainit exiting") are dropped, warnings and errors always pass, and once a stop
+// sequence has started every line passes, so that its timeline and summary show.
+//
+// A stop sequence's events, and only they, carry "elapsed" (the time since its trigger; the
+// supervisor adds it to every event once a trigger has come): the first line with that key opens
+// the gate for good. In zerolog's JSON the text `"elapsed":` can only be a key, since quotes
+// inside a value are escaped.
+type quietWriter struct {
+	out  io.Writer
+	open atomic.Bool
+}
+
+var elapsedKey = []byte(`"elapsed":`)
+
+// Write passes p on: zerolog calls WriteLevel, this is for any other writer of the log.
+func (q *quietWriter) Write(p []byte) (int, error) { return q.out.Write(p) }
+
+// WriteLevel drops p while the gate is closed and the level is below warn.
+func (q *quietWriter) WriteLevel(l zerolog.Level, p []byte) (int, error) {
+	if l < zerolog.WarnLevel && !q.open.Load() {
+		if !bytes.Contains(p, elapsedKey) {
+			return len(p), nil
+		}
+		q.open.Store(true)
+	}
+	return q.out.Write(p)
 }
 
 func isTerminal(f *os.File) bool {

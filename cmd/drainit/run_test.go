@@ -1,60 +1,40 @@
 package main
 
 import (
-	"os"
-	"os/signal"
+	"bytes"
+	"strings"
 	"testing"
-	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/rs/zerolog"
 )
 
-// A storm of exiting children cannot crowd the other signals out: SIGCHLD never enters the
-// channel they wait in, where os/signal would drop a SIGTERM once the channel was full.
-func TestNotifyKeepsSIGCHLDApart(t *testing.T) {
-	chld, sigs := notify()
-	defer signal.Reset()
-	kill := func(sig unix.Signal) {
-		t.Helper()
-		if err := unix.Kill(os.Getpid(), sig); err != nil {
-			t.Fatal(err)
+// On a terminal with no log level chosen, the lines of a run where nothing goes wrong are held
+// back; warnings pass; from a stop sequence's first event on, every line passes.
+func TestQuietWriter(t *testing.T) {
+	var out bytes.Buffer
+	log := zerolog.New(&quietWriter{out: &out})
+	log.Info().Msg("app started")
+	log.Debug().Msg("reaped orphan")
+	log.Warn().Msg("the app never became ready")
+	log.Info().Str("phase", "running").Int("status", 0).Msg("app exited")
+	if got := out.String(); strings.Contains(got, "app started") || strings.Contains(got, "app exited") ||
+		strings.Contains(got, "reaped orphan") || !strings.Contains(got, "never became ready") {
+		t.Fatalf("before a stop sequence the terminal shows:\n%s", got)
+	}
+	out.Reset()
+	log.Info().Str("phase", "running").Dur("elapsed", 0).Msg("stop sequence started")
+	log.Info().Str("hook", "x").Msg("hook done") // no elapsed, but within the stop sequence
+	log.Info().Str("summary", "…").Msg("drainit exiting")
+	for _, want := range []string{"stop sequence started", "hook done", "drainit exiting"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("during the stop sequence the terminal does not show %q:\n%s", want, out.String())
 		}
 	}
-	deadline := time.After(5 * time.Second)
-	// os/signal hands each signal to every channel registered for it before it takes the next
-	// signal: once SIGCHLD is on its own channel and WINCH, sent after, has arrived, a SIGCHLD
-	// meant for sigs would have arrived there first.
-	kill(unix.SIGCHLD)
-	select {
-	case <-chld:
-	case <-deadline:
-		t.Fatal("no SIGCHLD on its own channel")
-	}
-	kill(unix.SIGWINCH)
-	await(t, sigs, unix.SIGWINCH, deadline)
-
-	// And the point of it: a SIGTERM after a storm of them is received.
-	for range 4 * cap(sigs) {
-		kill(unix.SIGCHLD)
-	}
-	kill(unix.SIGTERM)
-	await(t, sigs, unix.SIGTERM, deadline)
-}
-
-// await reads sigs until want arrives, failing on a SIGCHLD or at the deadline.
-func await(t *testing.T, sigs <-chan os.Signal, want unix.Signal, deadline <-chan time.Time) {
-	t.Helper()
-	for {
-		select {
-		case s := <-sigs:
-			switch s {
-			case unix.SIGCHLD:
-				t.Fatal("SIGCHLD arrived on the channel of the other signals")
-			case want:
-				return
-			}
-		case <-deadline:
-			t.Fatalf("no %v", want)
-		}
+	// A message that merely mentions the key opens nothing.
+	out.Reset()
+	log = zerolog.New(&quietWriter{out: &out})
+	log.Info().Msg(`"elapsed": 3`)
+	if out.Len() != 0 {
+		t.Errorf("a message quoting \"elapsed\" opened the gate: %s", out.String())
 	}
 }
