@@ -23,7 +23,7 @@ func controllingTerminal() bool {
 // As PID 1 there is no shell above, so the app simply stays stopped until it gets SIGCONT.
 func (s *Supervisor) appStopped() {
 	if s.pid1 {
-		s.log.Info().Msg("app stopped by job control; send SIGCONT to resume it")
+		s.log.Warn().Msg("app stopped by job control; send SIGCONT to resume it") // seen on a quiet terminal too
 		return
 	}
 	setForeground(unix.Getpgrp())
