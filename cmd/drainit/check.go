@@ -40,12 +40,7 @@ func checkCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	var ws []check.Workload
 	for _, name := range files {
-		data, display, err := readInput(name, stdin)
-		if err != nil {
-			fmt.Fprintf(stderr, "drainit check: %v\n", err)
-			return 2
-		}
-		got, err := check.Read(display, data)
+		got, err := readInput(name, stdin)
 		if err != nil {
 			fmt.Fprintf(stderr, "drainit check: %v\n", err)
 			return 2
@@ -109,24 +104,22 @@ func parseCheckArgs(args []string) (format string, files []string, err error) {
 	return format, files, nil
 }
 
-// readInput reads a file, or stdin for "-", and returns the name findings will show.
-func readInput(name string, stdin io.Reader) ([]byte, string, error) {
+// readInput reads the workloads of a file, or of stdin for "-", streaming: a List as big as a
+// cluster is never held whole (check.Read).
+func readInput(name string, stdin io.Reader) ([]check.Workload, error) {
 	if name == "-" {
-		data, err := io.ReadAll(stdin)
-		if err != nil {
-			return nil, "", fmt.Errorf("<stdin>: cannot read: %w", err)
-		}
-		return data, "<stdin>", nil
+		return check.Read("<stdin>", stdin)
 	}
-	data, err := os.ReadFile(name)
+	f, err := os.Open(name)
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
 			err = pe.Err // the path is already in the message
 		}
-		return nil, "", fmt.Errorf("%s: cannot read: %w", name, err)
+		return nil, fmt.Errorf("%s: cannot read: %w", name, err)
 	}
-	return data, name, nil
+	defer f.Close()
+	return check.Read(name, f)
 }
 
 func plural(n int, what string) string {

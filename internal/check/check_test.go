@@ -44,7 +44,7 @@ func checkFile(t *testing.T, path string) ([]Workload, []Finding) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws, err := Read(filepath.Base(path), data)
+	ws, err := Read(filepath.Base(path), bytes.NewReader(data))
 	if err != nil {
 		t.Fatalf("Read: %v", err)
 	}
@@ -167,7 +167,7 @@ func TestArithmeticEdges(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			ws, err := Read("p.yaml", []byte(pod(c.grace, c.container)))
+			ws, err := Read("p.yaml", strings.NewReader(pod(c.grace, c.container)))
 			if err != nil {
 				t.Fatalf("Read: %v\n%s", err, pod(c.grace, c.container))
 			}
@@ -191,7 +191,7 @@ func TestMalformed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = Read(filepath.Base(f), data)
+			_, err = Read(filepath.Base(f), bytes.NewReader(data))
 			var re *ReadError
 			if !errors.As(err, &re) {
 				t.Fatalf("want a *ReadError, got %v", err)
@@ -206,7 +206,7 @@ func TestMalformed(t *testing.T) {
 
 func TestEmptyInputs(t *testing.T) {
 	for _, in := range []string{"", "---\n", "# only a comment\n", "---\n...\n---\n"} {
-		ws, err := Read("e.yaml", []byte(in))
+		ws, err := Read("e.yaml", strings.NewReader(in))
 		if err != nil || len(ws) != 0 {
 			t.Errorf("Read(%q) = %v, %v; want nothing and no error", in, ws, err)
 		}
@@ -548,7 +548,7 @@ func TestStopSignal(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			m := pod("", c.container)
-			ws, err := Read("p.yaml", []byte(m))
+			ws, err := Read("p.yaml", strings.NewReader(m))
 			if err != nil {
 				t.Fatalf("Read: %v\n%s", err, m)
 			}
@@ -564,7 +564,7 @@ func TestStopSignal(t *testing.T) {
 func TestStopSignalMessages(t *testing.T) {
 	one := func(t *testing.T, m string) Finding {
 		t.Helper()
-		ws, err := Read("p.yaml", []byte(m))
+		ws, err := Read("p.yaml", strings.NewReader(m))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -705,7 +705,7 @@ func TestPrestopTokenTrimmed(t *testing.T) {
 	c := "image: x\ncommand: [/drainit, --, /app]\n" +
 		"env: [{name: DRAINIT_HTTP_ADDR, value: ':8099'}, {name: DRAINIT_HTTP_TOKEN, value: \"s3cret\\n\"}]\n" +
 		"lifecycle: {preStop: {httpGet: {port: 8099, path: /prestop, httpHeaders: [{name: Authorization, value: Bearer s3cret}]}}}"
-	ws, err := Read("p.yaml", []byte(pod("40", c)))
+	ws, err := Read("p.yaml", strings.NewReader(pod("40", c)))
 	if err != nil {
 		t.Fatal(err)
 	}

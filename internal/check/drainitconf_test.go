@@ -34,7 +34,7 @@ spec:
 	if perr == nil {
 		t.Fatal("drainit itself accepts the configuration: the case no longer shows anything")
 	}
-	ws, err := Read("web.yaml", []byte(m))
+	ws, err := Read("web.yaml", strings.NewReader(m))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ spec:
 		t.Errorf("message %q, want drainit's own %q", fs[0].Message, want)
 	}
 	// Within the budget, the same Deployment is fine.
-	ws, _ = Read("web.yaml", []byte(strings.Replace(m, "29s", "20s", 1)))
+	ws, _ = Read("web.yaml", strings.NewReader(strings.Replace(m, "29s", "20s", 1)))
 	if fs := Check(ws); len(fs) != 0 {
 		t.Errorf("--drain-max 20s under a 30s grace: %+v", fs)
 	}
@@ -214,7 +214,7 @@ func TestUnseenValues(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			m := pod("", c.container)
-			ws, err := Read("p.yaml", []byte(m))
+			ws, err := Read("p.yaml", strings.NewReader(m))
 			if err != nil {
 				t.Fatalf("Read: %v\n%s", err, m)
 			}

@@ -1,7 +1,6 @@
 package check
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -118,13 +117,12 @@ const maxListDepth = 8
 // maxMergeDepth bounds chains of YAML merge keys ("<<"), which an alias can make circular.
 const maxMergeDepth = 16
 
-// Read parses one file of YAML manifests (several documents, List objects) and returns the pod
-// templates it holds, in file order. Objects of other kinds, and mappings without a kind, are
-// skipped. A YAML syntax error, a document that is not an object, or a field the rules read
-// having the wrong shape is a *ReadError.
-func Read(file string, data []byte) (ws []Workload, err error) {
+// readWhole is Read done the simple way: each document decoded into one node tree. It defines
+// what Read returns; Read falls back to it for input its streaming does not take apart (see
+// stream.go), and the fuzz target checks that the two agree.
+func readWhole(file string, in io.Reader) (ws []Workload, err error) {
 	r := &reader{file: file}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec := yaml.NewDecoder(in)
 	for doc := 1; ; doc++ {
 		var n yaml.Node
 		if err := decode(dec, &n); err != nil {
@@ -165,6 +163,10 @@ type reader struct {
 	file   string
 	out    []Workload
 	visits int // mappings searched by lookup, to keep merge-key walks linear (see the tests)
+
+	// streamed, when set, stands for the items of the top-level object being read: its items:
+	// sequence was cut out of the document and read item by item.
+	streamed *streamedItems
 }
 
 // yamlError turns yaml.v3's "yaml: line N: msg" into a ReadError at line N.
@@ -205,6 +207,14 @@ func (r *reader) object(obj *yaml.Node, path string, depth int) error {
 	if kind == "List" || strings.HasSuffix(kind, "List") {
 		if depth >= maxListDepth {
 			return r.errorf(obj, at("items"), "Lists nested more than %d deep", maxListDepth)
+		}
+		if depth == 0 && r.streamed != nil {
+			// The items were read one by one as the document streamed past (stream.go).
+			if r.streamed.err != nil {
+				return r.streamed.err
+			}
+			r.out = append(r.out, r.streamed.ws...)
+			return nil
 		}
 		items, err := r.seq(obj, "items", path)
 		if err != nil {
