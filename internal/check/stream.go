@@ -33,7 +33,7 @@ import (
 	"io"
 	"io/fs"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // Read parses one file of YAML manifests (several documents, List objects) and returns the pod
