@@ -2,7 +2,7 @@
 GO      ?= go
 BIN     ?= bin/drainit
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -s -w -X main.version=$(VERSION)
+LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(shell git rev-parse HEAD 2>/dev/null) -X main.date=$(shell git log -1 --format=%cI 2>/dev/null)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 .PHONY: build test unit kubelet lint bench demo fuzz clean
@@ -16,6 +16,18 @@ demo:
 ## build: the static, stripped binary in bin/drainit
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/drainit
+
+## cross: drainit for macOS and Windows (amd64, arm64) in bin/cross/, for `drainit check` where
+## the manifests are; there only check, version, sleep and prestop work (running an app needs Linux)
+CROSS ?= darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
+.PHONY: cross
+cross:
+	@for p in $(CROSS); do \
+	  os=$${p%/*}; arch=$${p#*/}; ext=; if [ "$$os" = windows ]; then ext=.exe; fi; \
+	  echo "cross: bin/cross/drainit-$$os-$$arch$$ext"; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' \
+	    -o bin/cross/drainit-$$os-$$arch$$ext ./cmd/drainit || exit 1; \
+	done
 
 ## test: lint, then every test (unit, fuzz seeds, and the integration tests on the real binary,
 ## under podman and under a real kubelet on containerd)
@@ -48,6 +60,8 @@ bench: build
 lint:
 	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	GOOS=darwin $(GO) vet ./cmd/... ./internal/check/... ./internal/config/... ./signals/...
+	GOOS=windows $(GO) vet ./cmd/... ./internal/check/... ./internal/config/... ./signals/...
 	$(GO) run $(STATICCHECK) ./...
 
 ## fuzz: run each fuzz target for FUZZTIME (the seed corpora run in every `make test`)

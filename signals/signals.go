@@ -12,8 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"golang.org/x/sys/unix"
+	"syscall"
 )
 
 // MaxSignal is the highest signal number Linux knows (SIGRTMAX).
@@ -21,7 +20,7 @@ const MaxSignal = 64
 
 // Parse reads a signal given as a name with or without the SIG prefix, in any case ("TERM",
 // "sigterm", "SIGTERM"), as a number ("15"), or as a real-time offset ("RTMIN+2").
-func Parse(s string) (unix.Signal, error) {
+func Parse(s string) (syscall.Signal, error) {
 	t := strings.ToUpper(strings.TrimSpace(s))
 	if t == "" {
 		return 0, errors.New("empty signal name")
@@ -30,7 +29,7 @@ func Parse(s string) (unix.Signal, error) {
 		if n < 1 || n > MaxSignal {
 			return 0, fmt.Errorf("signal number %d out of range 1-%d", n, MaxSignal)
 		}
-		return unix.Signal(n), nil
+		return syscall.Signal(n), nil
 	}
 	t = strings.TrimPrefix(t, "SIG")
 	if rest, ok := strings.CutPrefix(t, "RTMIN"); ok {
@@ -39,15 +38,15 @@ func Parse(s string) (unix.Signal, error) {
 	if rest, ok := strings.CutPrefix(t, "RTMAX"); ok {
 		return parseRealtime(s, rest, MaxSignal, -1)
 	}
-	if sig := unix.SignalNum("SIG" + t); sig != 0 {
+	if sig := signalNum("SIG" + t); sig != 0 {
 		return sig, nil
 	}
-	// Aliases that unix.SignalNum does not know.
+	// Aliases that syscall.SignalNum does not know.
 	switch t {
 	case "IOT":
-		return unix.SIGABRT, nil
+		return SIGABRT, nil
 	case "POLL":
-		return unix.SIGIO, nil
+		return SIGIO, nil
 	}
 	return 0, fmt.Errorf("unknown signal %q", s)
 }
@@ -56,7 +55,7 @@ func Parse(s string) (unix.Signal, error) {
 // C libraries keep 32 and 33 for themselves, so RTMIN means 34 here as it does for kill(1).
 const rtMin = 34
 
-func parseRealtime(orig, rest string, base, dir int) (unix.Signal, error) {
+func parseRealtime(orig, rest string, base, dir int) (syscall.Signal, error) {
 	off := 0
 	if rest != "" {
 		sign := rest[0]
@@ -73,18 +72,18 @@ func parseRealtime(orig, rest string, base, dir int) (unix.Signal, error) {
 	if n < rtMin || n > MaxSignal {
 		return 0, fmt.Errorf("signal %q out of range", orig)
 	}
-	return unix.Signal(n), nil
+	return syscall.Signal(n), nil
 }
 
 // Name returns the conventional name of sig ("SIGTERM"), or "SIGRTMIN+N" for a real-time signal.
-func Name(sig unix.Signal) string {
+func Name(sig syscall.Signal) string {
 	if sig >= rtMin && sig <= MaxSignal {
 		if sig == rtMin {
 			return "SIGRTMIN"
 		}
 		return "SIGRTMIN+" + strconv.Itoa(int(sig-rtMin))
 	}
-	if n := unix.SignalName(sig); n != "" {
+	if n := signalName(sig); n != "" {
 		return n
 	}
 	return "SIG" + strconv.Itoa(int(sig))
@@ -103,14 +102,14 @@ func Name(sig unix.Signal) string {
 //   - PIPE: drainit cannot tell one sent by kill(2) from one raised by its own write to a closed
 //     stderr, and the app, sharing that stderr, gets its own.
 //   - 32, 33, 34: the Go runtime never hands them to os/signal (see Uncatchable).
-func Forwardable(sig unix.Signal) bool {
+func Forwardable(sig syscall.Signal) bool {
 	if sig < 1 || sig > MaxSignal {
 		return false
 	}
 	switch sig {
-	case unix.SIGKILL, unix.SIGSTOP, unix.SIGCHLD, unix.SIGURG, unix.SIGPROF,
-		unix.SIGSEGV, unix.SIGBUS, unix.SIGFPE, unix.SIGILL, unix.SIGTRAP, unix.SIGSYS, unix.SIGABRT,
-		unix.SIGPIPE, 32, 33, 34:
+	case SIGKILL, SIGSTOP, SIGCHLD, SIGURG, SIGPROF,
+		SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGABRT,
+		SIGPIPE, 32, 33, 34:
 		return false
 	}
 	return true
@@ -125,22 +124,22 @@ func Forwardable(sig unix.Signal) bool {
 // The runtime installs no handler for 32 and 34, so their default action (terminate) applies: a
 // `kill -34` would end drainit and leave the app running with no reaper. IgnoreUncatchable sets
 // them to ignored. drainit cannot forward any of them, and refuses them as triggers.
-var Uncatchable = []unix.Signal{32, 33, 34}
+var Uncatchable = []syscall.Signal{32, 33, 34}
 
 // Catchable lists every signal drainit registers for (signal.Notify): CHLD first, then the
 // forwardable ones, Early followed by Late.
 func Catchable() []os.Signal {
-	return append(append([]os.Signal{unix.SIGCHLD}, Early()...), Late()...)
+	return append(append([]os.Signal{SIGCHLD}, Early()...), Late()...)
 }
 
 // early are the forwardable signals that must be caught before the app starts: those whose default
 // effect in a Go program would end drainit (HUP, INT, QUIT, TERM, STKFLT) or stop it (TSTP,
 // TTIN, TTOU); CONT; and the ones people and orchestrators actually send (USR1, USR2, WINCH,
 // ALRM).
-var early = []unix.Signal{
-	unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGSTKFLT,
-	unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH, unix.SIGCONT, unix.SIGALRM,
-	unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU,
+var early = []syscall.Signal{
+	SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGSTKFLT,
+	SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT, SIGALRM,
+	SIGTSTP, SIGTTIN, SIGTTOU,
 }
 
 // Early lists the forwardable signals to register before the app starts (see Late for why
@@ -160,7 +159,7 @@ func Early() []os.Signal {
 // drops them (none of them ends a Go program by default).
 func Late() []os.Signal {
 	var out []os.Signal
-	for s := unix.Signal(1); s <= MaxSignal; s++ {
+	for s := syscall.Signal(1); s <= MaxSignal; s++ {
 		if Forwardable(s) && !slices.Contains(early, s) {
 			out = append(out, s)
 		}
@@ -169,10 +168,10 @@ func Late() []os.Signal {
 }
 
 // Rewrite maps a received signal to the one the app gets. A mapping to 0 drops the signal.
-type Rewrite map[unix.Signal]unix.Signal
+type Rewrite map[syscall.Signal]syscall.Signal
 
 // Apply returns what sig becomes; ok is false when the signal is dropped.
-func (r Rewrite) Apply(sig unix.Signal) (out unix.Signal, ok bool) {
+func (r Rewrite) Apply(sig syscall.Signal) (out syscall.Signal, ok bool) {
 	to, found := r[sig]
 	if !found {
 		return sig, true
@@ -193,7 +192,7 @@ func ParseRewrite(s string) (Rewrite, error) {
 		if !Forwardable(f) {
 			return fmt.Errorf("%s is never forwarded, so it cannot be rewritten", Name(f))
 		}
-		var t unix.Signal
+		var t syscall.Signal
 		if tt := strings.ToUpper(strings.TrimSpace(to)); tt != "0" && tt != "NONE" {
 			if t, err = Parse(to); err != nil {
 				return err
@@ -274,16 +273,4 @@ func eachPair(s string, fn func(from, to string) error) error {
 		}
 	}
 	return nil
-}
-
-// ExitCode is the status a shell reports for a wait status: the exit code, or 128+N when signal
-// N ended the process.
-func ExitCode(ws unix.WaitStatus) int {
-	switch {
-	case ws.Exited():
-		return ws.ExitStatus()
-	case ws.Signaled():
-		return 128 + int(ws.Signal())
-	}
-	return 255
 }

@@ -8,9 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/drainit/drainit/internal/config"
 	"github.com/drainit/drainit/signals"
@@ -51,7 +50,7 @@ type drainitConf struct {
 	httpAddr, token, triggers, stopSignal setting
 	// trig is the set of signals that start drainit's stop sequence, as drainit computes it;
 	// trigKnown is false when a value comes from somewhere the manifest does not show, or is bad.
-	trig      []unix.Signal
+	trig      []syscall.Signal
 	trigKnown bool
 }
 
@@ -251,7 +250,7 @@ func (dc *drainitConf) settingLine(s setting) int {
 }
 
 // isTrigger says whether sig starts drainit's stop sequence.
-func (dc *drainitConf) isTrigger(sig unix.Signal) bool {
+func (dc *drainitConf) isTrigger(sig syscall.Signal) bool {
 	return slices.Contains(dc.trig, sig)
 }
 

@@ -4,8 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-
-	"golang.org/x/sys/unix"
+	"syscall"
 
 	"github.com/drainit/drainit/signals"
 )
@@ -37,19 +36,19 @@ var k8sStopSignals = func() map[string]bool {
 }()
 
 // podStopSignal reads lifecycle.stopSignal. ok is false for a value the API server rejects.
-func podStopSignal(s string) (sig unix.Signal, ok bool) {
+func podStopSignal(s string) (sig syscall.Signal, ok bool) {
 	if !k8sStopSignals[s] {
 		return 0, false
 	}
 	if s == "SIGCLD" {
-		return unix.SIGCHLD, true // an alias the API accepts and signals.Parse does not know
+		return signals.SIGCHLD, true // an alias the API accepts and signals.Parse does not know
 	}
 	sig, err := signals.Parse(s)
 	return sig, err == nil
 }
 
 // shortName is a signal as drainit's options are usually written: "QUIT", "RTMIN+2".
-func shortName(sig unix.Signal) string {
+func shortName(sig syscall.Signal) string {
 	return strings.TrimPrefix(signals.Name(sig), "SIG")
 }
 
@@ -90,9 +89,9 @@ func (k *containerCheck) stopSignal() {
 		if !signals.Forwardable(sig) {
 			what := fmt.Sprintf("drainit does not forward %s either, so the app gets no graceful stop before the runtime's SIGKILL", name)
 			switch sig {
-			case unix.SIGKILL:
+			case signals.SIGKILL:
 				what = "SIGKILL ends drainit and the app at once"
-			case unix.SIGSTOP:
+			case signals.SIGSTOP:
 				what = "SIGSTOP freezes drainit and the app until the runtime's SIGKILL at the end of the grace period"
 			}
 			k.add(c.StopSignalLine, Error, RuleStopSignalNotTrigger, "lifecycle.stopSignal is %s, which can never be one of drainit's triggers, "+
@@ -105,7 +104,7 @@ func (k *containerCheck) stopSignal() {
 			name, dc.describeTriggers(), name, k.forwarded(name), shortName(sig), shortName(sig), shortName(sig))
 		return
 	}
-	if dc == nil || !dc.trigKnown || dc.isTrigger(unix.SIGQUIT) || !quitImage(c.Image) {
+	if dc == nil || !dc.trigKnown || dc.isTrigger(signals.SIGQUIT) || !quitImage(c.Image) {
 		return
 	}
 	k.add(c.ImageLine, Warning, RuleStopSignalImageQuit, "image %q looks like nginx or php-fpm (a guess from its name): their images set "+

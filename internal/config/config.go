@@ -29,10 +29,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/caarlos0/env/v11"
-	"golang.org/x/sys/unix"
 
 	"github.com/drainit/drainit/hooks"
 	"github.com/drainit/drainit/internal/drainwatch"
@@ -106,8 +106,8 @@ type Config struct {
 	// first, then pass it on. Without --stop-signal, QUIT is no trigger and is forwarded at once,
 	// as a JVM's thread dump (kill -QUIT) or a Go app's goroutine dump needs. A stop signal that
 	// drainit never forwards (KILL, STOP, CHLD...: signals.Forwardable) is not added.
-	Triggers       []unix.Signal
-	StopSignal     unix.Signal // 0: the trigger signal, through Rewrite
+	Triggers       []syscall.Signal
+	StopSignal     syscall.Signal // 0: the trigger signal, through Rewrite
 	Forward        Forward
 	Rewrite        signals.Rewrite
 	ExitMap        signals.ExitMap

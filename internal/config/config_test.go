@@ -5,10 +5,11 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/drainit/drainit/signals"
 )
 
 func parse(t *testing.T, args []string, env map[string]string) (*Config, error) {
@@ -25,7 +26,7 @@ func TestDefaults(t *testing.T) {
 	if c.GracePeriod != 30*time.Second || c.DrainDelay != 5*time.Second || c.KillMargin != 2*time.Second {
 		t.Errorf("timing defaults = %v %v %v", c.GracePeriod, c.DrainDelay, c.KillMargin)
 	}
-	if len(c.Triggers) != 2 || c.Triggers[0] != unix.SIGTERM || c.Triggers[1] != unix.SIGINT {
+	if len(c.Triggers) != 2 || c.Triggers[0] != signals.SIGTERM || c.Triggers[1] != signals.SIGINT {
 		t.Errorf("triggers = %v", c.Triggers)
 	}
 	if c.StopSignal != 0 || c.Forward != ForwardGroup || c.TerminationLog != "/dev/termination-log" {
@@ -43,7 +44,7 @@ func TestFlagWinsOverEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.GracePeriod != 45*time.Second || c.DrainDelay != 3*time.Second || c.StopSignal != unix.SIGQUIT {
+	if c.GracePeriod != 45*time.Second || c.DrainDelay != 3*time.Second || c.StopSignal != signals.SIGQUIT {
 		t.Errorf("got grace %v drain %v stop %v", c.GracePeriod, c.DrainDelay, c.StopSignal)
 	}
 }
@@ -92,17 +93,17 @@ func TestStopSignalIsATrigger(t *testing.T) {
 		name string
 		args []string
 		env  map[string]string
-		want []unix.Signal
+		want []syscall.Signal
 	}{
-		{"default", []string{"app"}, nil, []unix.Signal{unix.SIGTERM, unix.SIGINT}},
-		{"flag", []string{"--stop-signal", "QUIT", "app"}, nil, []unix.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGQUIT}},
-		{"env", []string{"app"}, map[string]string{"DRAINIT_STOP_SIGNAL": "SIGQUIT"}, []unix.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGQUIT}},
-		{"already a trigger", []string{"--stop-signal", "TERM", "app"}, nil, []unix.Signal{unix.SIGTERM, unix.SIGINT}},
-		{"with --triggers", []string{"--triggers", "TERM", "--stop-signal", "WINCH", "app"}, nil, []unix.Signal{unix.SIGTERM, unix.SIGWINCH}},
-		{"no other trigger", []string{"--triggers=", "--stop-signal", "QUIT", "app"}, nil, []unix.Signal{unix.SIGQUIT}},
+		{"default", []string{"app"}, nil, []syscall.Signal{signals.SIGTERM, signals.SIGINT}},
+		{"flag", []string{"--stop-signal", "QUIT", "app"}, nil, []syscall.Signal{signals.SIGTERM, signals.SIGINT, signals.SIGQUIT}},
+		{"env", []string{"app"}, map[string]string{"DRAINIT_STOP_SIGNAL": "SIGQUIT"}, []syscall.Signal{signals.SIGTERM, signals.SIGINT, signals.SIGQUIT}},
+		{"already a trigger", []string{"--stop-signal", "TERM", "app"}, nil, []syscall.Signal{signals.SIGTERM, signals.SIGINT}},
+		{"with --triggers", []string{"--triggers", "TERM", "--stop-signal", "WINCH", "app"}, nil, []syscall.Signal{signals.SIGTERM, signals.SIGWINCH}},
+		{"no other trigger", []string{"--triggers=", "--stop-signal", "QUIT", "app"}, nil, []syscall.Signal{signals.SIGQUIT}},
 		{"none at all", []string{"--triggers=", "app"}, nil, nil},
 		// drainit never receives KILL: it cannot be one.
-		{"uncatchable", []string{"--stop-signal", "KILL", "app"}, nil, []unix.Signal{unix.SIGTERM, unix.SIGINT}},
+		{"uncatchable", []string{"--stop-signal", "KILL", "app"}, nil, []syscall.Signal{signals.SIGTERM, signals.SIGINT}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -4,9 +4,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/drainit/drainit/internal/drainwatch"
 	"github.com/drainit/drainit/signals"
@@ -24,13 +23,13 @@ func TestRepeatedListsAddUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (signals.Rewrite{unix.SIGTERM: unix.SIGINT, unix.SIGQUIT: unix.SIGUSR1, unix.SIGHUP: 0}); !maps.Equal(c.Rewrite, want) {
+	if want := (signals.Rewrite{signals.SIGTERM: signals.SIGINT, signals.SIGQUIT: signals.SIGUSR1, signals.SIGHUP: 0}); !maps.Equal(c.Rewrite, want) {
 		t.Errorf("rewrite = %v, want %v", c.Rewrite, want)
 	}
 	if want := (signals.ExitMap{143: 0, 130: 0}); !maps.Equal(c.ExitMap, want) {
 		t.Errorf("exit map = %v, want %v", c.ExitMap, want)
 	}
-	if want := []unix.Signal{unix.SIGTERM, unix.SIGUSR2}; !slices.Equal(c.Triggers, want) {
+	if want := []syscall.Signal{signals.SIGTERM, signals.SIGUSR2}; !slices.Equal(c.Triggers, want) {
 		t.Errorf("triggers = %v, want %v", c.Triggers, want)
 	}
 	want, _ := drainwatch.ParseEndpoints("8080,127.0.0.1:9090")
@@ -43,7 +42,7 @@ func TestRepeatedListsAddUp(t *testing.T) {
 	}
 	// An empty one adds nothing; alone, it still means none.
 	c, err = parse(t, []string{"--triggers=", "--triggers", "QUIT", "app"}, nil)
-	if err != nil || !slices.Equal(c.Triggers, []unix.Signal{unix.SIGQUIT}) {
+	if err != nil || !slices.Equal(c.Triggers, []syscall.Signal{signals.SIGQUIT}) {
 		t.Errorf("--triggers= --triggers QUIT: %v, %v", c, err)
 	}
 	// A conflict between the lists is refused as one within a list is: never half-applied.
@@ -94,7 +93,7 @@ func TestDroppedValuesAreWarned(t *testing.T) {
 	if c.GracePeriod.String() != "50s" || c.HTTPToken != "flagsecret2" || c.LogLevel != "debug" {
 		t.Errorf("grace %v, token %q, log level %q: want the last flag, the flag, the variable", c.GracePeriod, c.HTTPToken, c.LogLevel)
 	}
-	if want := (signals.Rewrite{unix.SIGTERM: unix.SIGINT}); !maps.Equal(c.Rewrite, want) {
+	if want := (signals.Rewrite{signals.SIGTERM: signals.SIGINT}); !maps.Equal(c.Rewrite, want) {
 		t.Errorf("rewrite = %v: the flag and the variable do not add up, the flag wins", c.Rewrite)
 	}
 	ws := c.Warnings()

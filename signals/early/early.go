@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package early registers drainit's signals while the program initialises: before main, and
 // before most of the packages drainit imports are initialised (zerolog, YAML, net, the
 // configuration), so that a signal sent in drainit's first milliseconds finds drainit listening.

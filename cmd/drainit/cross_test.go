@@ -1,0 +1,78 @@
+package main
+
+import (
+	"bytes"
+	"debug/macho"
+	"debug/pe"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// crossTargets are the non-Linux platforms drainit is built for, so that drainit check runs
+// where the manifests are (a developer's Mac or Windows machine). `make cross` builds the same.
+var crossTargets = []struct {
+	goos, goarch string
+	cpu          uint32 // macho.Cpu or pe machine type
+}{
+	{"darwin", "amd64", uint32(macho.CpuAmd64)},
+	{"darwin", "arm64", uint32(macho.CpuArm64)},
+	{"windows", "amd64", pe.IMAGE_FILE_MACHINE_AMD64},
+	{"windows", "arm64", pe.IMAGE_FILE_MACHINE_ARM64},
+}
+
+// Every cross build compiles, is an executable of its platform and CPU, and carries the
+// message that turns an attempt to run an app there into a clear refusal: a Linux-only call
+// slipping into a file without a build tag fails here, not on a user's laptop.
+func TestCrossBuild(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cross-compiles drainit four times")
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command builds the binaries under test: %v", err)
+	}
+	dir := t.TempDir()
+	for _, tc := range crossTargets {
+		t.Run(tc.goos+"/"+tc.goarch, func(t *testing.T) {
+			t.Parallel()
+			bin := filepath.Join(dir, "drainit-"+tc.goos+"-"+tc.goarch)
+			cmd := exec.Command(goTool, "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, ".")
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+tc.goos, "GOARCH="+tc.goarch)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("GOOS=%s GOARCH=%s go build: %v\n%s", tc.goos, tc.goarch, err, out)
+			}
+			var cpu uint32
+			switch tc.goos {
+			case "darwin":
+				f, err := macho.Open(bin)
+				if err != nil {
+					t.Fatalf("not a Mach-O executable: %v", err)
+				}
+				defer f.Close()
+				if f.Type != macho.TypeExec {
+					t.Errorf("Mach-O type %v, want an executable", f.Type)
+				}
+				cpu = uint32(f.Cpu)
+			case "windows":
+				f, err := pe.Open(bin)
+				if err != nil {
+					t.Fatalf("not a PE executable: %v", err)
+				}
+				defer f.Close()
+				cpu = uint32(f.Machine)
+			}
+			if cpu != tc.cpu {
+				t.Errorf("CPU type %#x, want %#x", cpu, tc.cpu)
+			}
+			data, err := os.ReadFile(bin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := "running an app needs Linux"; !bytes.Contains(data, []byte(want)) {
+				t.Errorf("no %q in the binary: the run subcommand is not the non-Linux refusal", want)
+			}
+		})
+	}
+}
