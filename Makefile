@@ -5,7 +5,7 @@ VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(shell git rev-parse HEAD 2>/dev/null) -X main.date=$(shell git log -1 --format=%cI 2>/dev/null)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: build test unit kubelet lint bench demo fuzz clean
+.PHONY: build test unit kubelet lint bench demo fuzz clean release
 
 ## demo: build drainit and the test app, then stop pods under load side by side: bare, tini,
 ## preStop sleep, drainit fixed and adaptive, and a real nginx bare and behind drainit (root: each
@@ -29,15 +29,24 @@ cross:
 	    -o bin/cross/drainit-$$os-$$arch$$ext ./cmd/drainit || exit 1; \
 	done
 
-## test: lint, then every test (unit, fuzz seeds, and the integration tests on the real binary,
-## under podman and under a real kubelet on containerd)
-test: lint unit
+## test: lint, the release snapshot, then every test (unit, fuzz seeds, the integration tests on
+## the real binary under podman and under a real kubelet on containerd, and the checks of dist/)
+test: lint release unit
+
+## release: every release artifact in dist/, as a tag would publish them (GoReleaser snapshot,
+## nothing signed or uploaded): static binaries for linux amd64, arm64, arm/v7, ppc64le, s390x,
+## riscv64 and darwin/windows amd64, arm64, as archives and bare files; checksums.txt; an SPDX SBOM
+## per archive; .deb and .apk packages; the multi-arch image FROM scratch as an OCI archive.
+## Needs podman; goreleaser and syft are pinned and built from source (scripts/tool.sh)
+release:
+	./scripts/release.sh
 
 # The real-kubelet tests need root (they skip without it, except under CI=true): only then is the
 # kubelet built (or taken from the cache), before the tests and outside their timeout.
 unit:
 	@if [ "$$(id -u)" = 0 ] || [ "$$CI" = true ]; then ./scripts/kubelet.sh >/dev/null; fi
-	DRAINIT_KUBELET=$$([ "$$(id -u)" = 0 ] && ./scripts/kubelet.sh) $(GO) test -count=1 -timeout 20m ./...
+	DRAINIT_KUBELET=$$([ "$$(id -u)" = 0 ] && ./scripts/kubelet.sh) DRAINIT_DIST=$(CURDIR)/dist \
+	  $(GO) test -count=1 -timeout 20m ./...
 
 ## kubelet: build the real kubelet the tests run, from tools/kubelet (cached: a cold build takes
 ## minutes, a warm one nothing; DRAINIT_CACHE moves the cache)
@@ -56,13 +65,16 @@ bench: build
 	$(GO) build -o bin/rollout ./integration/rollout/cmd/rollout
 	bin/rollout -drainit $(BIN) -testapp bin/testapp -scenarios drains -repeat $(DRAINREPEAT) -drain-table -q | tee bench/DRAIN.md
 
-## lint: gofmt, go vet, staticcheck
+## lint: gofmt, go vet, staticcheck; the release configuration (goreleaser check) and the
+## release workflow (actionlint)
 lint:
 	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	GOOS=darwin $(GO) vet ./cmd/... ./internal/check/... ./internal/config/... ./signals/...
 	GOOS=windows $(GO) vet ./cmd/... ./internal/check/... ./internal/config/... ./signals/...
 	$(GO) run $(STATICCHECK) ./...
+	"$$(./scripts/tool.sh goreleaser)" check --quiet
+	"$$(./scripts/tool.sh actionlint)" .github/workflows/*.yml
 
 ## fuzz: run each fuzz target for FUZZTIME (the seed corpora run in every `make test`)
 FUZZTIME ?= 30s

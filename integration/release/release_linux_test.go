@@ -1,0 +1,312 @@
+package release
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"debug/elf"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drainit/drainit/internal/testenv"
+)
+
+// platform is one target the release must cover: its names in Go, in the archives, in the
+// packages, and the emulator that runs it on an amd64 machine.
+type platform struct {
+	goos, goarch string
+	name         string // in the archive and bare-file names
+	deb, apk     string // the package architectures (Linux only)
+	machine      elf.Machine
+	qemu         string // qemu-user-static binary; "" runs natively (amd64)
+}
+
+// platforms are what the issue asks for: every Linux architecture tini ships that Go supports,
+// and darwin and windows for `drainit check`.
+var platforms = []platform{
+	{"linux", "amd64", "linux_amd64", "amd64", "x86_64", elf.EM_X86_64, ""},
+	{"linux", "arm64", "linux_arm64", "arm64", "aarch64", elf.EM_AARCH64, "qemu-aarch64-static"},
+	{"linux", "arm", "linux_armv7", "armhf", "armv7", elf.EM_ARM, "qemu-arm-static"},
+	{"linux", "ppc64le", "linux_ppc64le", "ppc64el", "ppc64le", elf.EM_PPC64, "qemu-ppc64le-static"},
+	{"linux", "s390x", "linux_s390x", "s390x", "s390x", elf.EM_S390, "qemu-s390x-static"},
+	{"linux", "riscv64", "linux_riscv64", "riscv64", "riscv64", elf.EM_RISCV, "qemu-riscv64-static"},
+	{"darwin", "amd64", "darwin_amd64", "", "", 0, ""},
+	{"darwin", "arm64", "darwin_arm64", "", "", 0, ""},
+	{"windows", "amd64", "windows_amd64", "", "", 0, ""},
+	{"windows", "arm64", "windows_arm64", "", "", 0, ""},
+}
+
+// TestEveryArtifactIsThere: the archive, the bare binary and the SBOM for each platform, both
+// packages for each Linux architecture, the image archive, and checksums.txt covering every
+// archive, binary, package and SBOM.
+func TestEveryArtifactIsThere(t *testing.T) {
+	d := need(t)
+	v := d.Meta.Version
+	var want []string
+	for _, p := range platforms {
+		archive, bare := "drainit_"+v+"_"+p.name+".tar.gz", "drainit_"+v+"_"+p.name
+		if p.goos == "windows" {
+			archive, bare = "drainit_"+v+"_"+p.name+".zip", bare+".exe"
+		}
+		want = append(want, archive, bare, archive+".sbom.json")
+		if p.goos == "linux" {
+			// nfpm turns the semver pre-release into the package formats' own: ~ sorts before
+			// the release in dpkg, _ is apk's separator.
+			want = append(want, "drainit_"+strings.Replace(v, "-", "~", 1)+"_"+p.deb+".deb",
+				"drainit_"+strings.Replace(v, "-", "_", 1)+"_"+p.apk+".apk")
+		}
+	}
+	for _, name := range want {
+		if _, err := os.Stat(filepath.Join(d.Dir, name)); err != nil {
+			t.Errorf("missing from dist/: %v", err)
+		}
+		if !d.Sums.Has(name) {
+			t.Errorf("%s is not in checksums.txt", name)
+		}
+	}
+	if _, err := os.Stat(d.Image()); err != nil {
+		t.Errorf("missing the image archive: %v", err)
+	}
+	// Every line verifies, against the file of that name in dist/.
+	for name, sum := range d.Sums {
+		got, err := sha256File(filepath.Join(d.Dir, name))
+		if err != nil {
+			t.Errorf("checksums.txt lists %s: %v", name, err)
+		} else if got != sum {
+			t.Errorf("checksums.txt: %s has sha256 %s, the file %s", name, sum, got)
+		}
+	}
+	if len(d.Sums) != len(want) {
+		t.Errorf("checksums.txt has %d lines, want %d (one per archive, binary, package and SBOM)", len(d.Sums), len(want))
+	}
+}
+
+// TestSBOMsNameTheirArchive: each SBOM is an SPDX document about its own archive's contents,
+// listing the Go modules drainit is built from.
+func TestSBOMsNameTheirArchive(t *testing.T) {
+	d := need(t)
+	for _, p := range platforms {
+		archive := "drainit_" + d.Meta.Version + "_" + p.name + ".tar.gz"
+		if p.goos == "windows" {
+			archive = strings.TrimSuffix(archive, ".tar.gz") + ".zip"
+		}
+		b, err := os.ReadFile(filepath.Join(d.Dir, archive+".sbom.json"))
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		var doc struct {
+			SPDXVersion string `json:"spdxVersion"`
+			Name        string `json:"name"`
+			Packages    []struct {
+				Name string `json:"name"`
+			} `json:"packages"`
+		}
+		if err := json.Unmarshal(b, &doc); err != nil {
+			t.Errorf("%s.sbom.json: %v", archive, err)
+			continue
+		}
+		if !strings.HasPrefix(doc.SPDXVersion, "SPDX-2.") {
+			t.Errorf("%s.sbom.json: spdxVersion %q, want an SPDX 2 document", archive, doc.SPDXVersion)
+		}
+		if !strings.Contains(doc.Name, archive) {
+			t.Errorf("%s.sbom.json describes %q, not its archive", archive, doc.Name)
+		}
+		var names []string
+		for _, pkg := range doc.Packages {
+			names = append(names, pkg.Name)
+		}
+		for _, mod := range []string{"github.com/rs/zerolog", "golang.org/x/sys"} {
+			if !strings.Contains(strings.Join(names, " "), mod) {
+				t.Errorf("%s.sbom.json does not list %s (packages: %v)", archive, mod, names)
+			}
+		}
+	}
+}
+
+// TestLinuxBinariesAreStaticAndTellTheirVersion: each Linux binary is a static executable for its
+// architecture (no interpreter, no shared library), and reports the release's version and commit
+// when run, natively or under qemu-user-static.
+func TestLinuxBinariesAreStaticAndTellTheirVersion(t *testing.T) {
+	d := need(t)
+	for _, p := range platforms {
+		if p.goos != "linux" {
+			continue
+		}
+		t.Run(p.goarch, func(t *testing.T) {
+			bin := filepath.Join(d.Dir, "drainit_"+d.Meta.Version+"_"+p.name)
+			f, err := elf.Open(bin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if f.Machine != p.machine {
+				t.Errorf("ELF machine %v, want %v", f.Machine, p.machine)
+			}
+			for _, prog := range f.Progs {
+				if prog.Type == elf.PT_INTERP || prog.Type == elf.PT_DYNAMIC {
+					t.Errorf("has a %v program header: not a static binary", prog.Type)
+				}
+			}
+			if libs, _ := f.ImportedLibraries(); len(libs) > 0 {
+				t.Errorf("needs shared libraries %v", libs)
+			}
+			if f.Section(".symtab") != nil {
+				t.Errorf("has a symbol table: not stripped")
+			}
+
+			argv := []string{bin, "version"}
+			if p.qemu != "" {
+				q, err := testenv.LookPath(p.qemu)
+				if err != nil {
+					testenv.SkipUnlessCI(t, fmt.Sprintf("%v: cannot run the %s binary (Debian: apt-get install qemu-user-static)", err, p.goarch))
+				}
+				argv = append([]string{q}, argv...)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
+			if err != nil {
+				t.Fatalf("%v: %v\n%s", argv, err, out)
+			}
+			want := fmt.Sprintf("drainit v%s (commit %s, ", d.Meta.Version, d.Meta.Commit)
+			if !strings.HasPrefix(string(out), want) || !strings.Contains(string(out), "linux/"+p.goarch) {
+				t.Errorf("drainit version says %q, want %q… linux/%s", out, want, p.goarch)
+			}
+		})
+	}
+}
+
+// TestDebInstalls: dpkg -i puts /usr/bin/drainit on the machine, the installed binary is this
+// release, and dpkg -r takes it away again.
+func TestDebInstalls(t *testing.T) {
+	d := need(t)
+	if os.Geteuid() != 0 {
+		testenv.SkipUnlessCI(t, "needs root: dpkg -i installs into /usr/bin")
+	}
+	dpkg, err := testenv.LookPath("dpkg")
+	if err != nil {
+		testenv.SkipUnlessCI(t, err.Error()+" (not a Debian machine)")
+	}
+	if out, err := exec.Command(dpkg, "-s", "drainit").CombinedOutput(); err == nil {
+		testenv.SkipUnlessCI(t, "a drainit package is installed already; not replacing it:\n"+string(out))
+	}
+	deb := filepath.Join(d.Dir, "drainit_"+strings.Replace(d.Meta.Version, "-", "~", 1)+"_amd64.deb")
+	if out, err := exec.Command(dpkg, "-i", deb).CombinedOutput(); err != nil {
+		t.Fatalf("dpkg -i %s: %v\n%s", deb, err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command(dpkg, "-r", "drainit").CombinedOutput(); err != nil {
+			t.Errorf("dpkg -r drainit: %v\n%s", err, out)
+		}
+		if _, err := os.Stat("/usr/bin/drainit"); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("after dpkg -r, /usr/bin/drainit: %v, want it gone", err)
+		}
+	})
+	out, err := exec.Command("/usr/bin/drainit", "version").CombinedOutput()
+	if err != nil {
+		t.Fatalf("/usr/bin/drainit version: %v\n%s", err, out)
+	}
+	if !strings.HasPrefix(string(out), "drainit v"+d.Meta.Version+" ") {
+		t.Errorf("the installed drainit says %q, want version %s", out, d.Meta.Version)
+	}
+	files, err := exec.Command("dpkg", "-L", "drainit").Output()
+	if err != nil {
+		t.Fatalf("dpkg -L drainit: %v", err)
+	}
+	if !strings.Contains(string(files), "/usr/share/doc/drainit/copyright") {
+		t.Errorf("the package holds no copyright file (the license):\n%s", files)
+	}
+}
+
+// TestApkHoldsTheBinary: each .apk (a concatenation of gzipped tar segments: control, then data)
+// holds usr/bin/drainit, executable, the same bytes as the release's binary.
+func TestApkHoldsTheBinary(t *testing.T) {
+	d := need(t)
+	for _, p := range platforms {
+		if p.goos != "linux" {
+			continue
+		}
+		apk := filepath.Join(d.Dir, "drainit_"+strings.Replace(d.Meta.Version, "-", "_", 1)+"_"+p.apk+".apk")
+		got, mode, err := fileInApk(apk, "usr/bin/drainit")
+		if err != nil {
+			t.Errorf("%s: %v", filepath.Base(apk), err)
+			continue
+		}
+		want, err := os.ReadFile(filepath.Join(d.Dir, "drainit_"+d.Meta.Version+"_"+p.name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: usr/bin/drainit is not the release's %s binary", filepath.Base(apk), p.name)
+		}
+		if mode&0o111 == 0 {
+			t.Errorf("%s: usr/bin/drainit has mode %o, not executable", filepath.Base(apk), mode)
+		}
+	}
+}
+
+// fileInApk reads one file out of an apk, segment by segment: each gzip member is a tar stream
+// of its own, which a single tar reader would stop at.
+func fileInApk(path, name string) ([]byte, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	br := bufio.NewReader(f)
+	zr, err := gzip.NewReader(br)
+	if err != nil {
+		return nil, 0, err
+	}
+	for {
+		zr.Multistream(false)
+		tr := tar.NewReader(zr)
+		for {
+			h, err := tr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return nil, 0, err
+			}
+			if h.Name == name {
+				b, err := io.ReadAll(tr)
+				return b, h.Mode, err
+			}
+		}
+		if _, err := io.Copy(io.Discard, zr); err != nil {
+			return nil, 0, err
+		}
+		if err := zr.Reset(br); err == io.EOF {
+			return nil, 0, fmt.Errorf("no %s in any segment", name)
+		} else if err != nil {
+			return nil, 0, err
+		}
+	}
+}
+
+func sha256File(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Builds drainit's multi-arch OCI image from the Linux binaries GoReleaser left in dist/, and
+# saves it as an OCI archive in dist/, without a Docker daemon: podman builds one COPY-only image
+# per architecture (FROM scratch runs nothing, so no emulation is needed) into a manifest list.
+#
+#   scripts/image.sh DIST VERSION
+#
+# The image holds only /drainit (mode 0755, owned by root: any user may run it; no shell, no libc),
+# for a user's Dockerfile to `COPY --from=drainit:VERSION /drainit /drainit`.
+set -euo pipefail
+
+dist=${1:?usage: $0 DIST VERSION}
+version=${2:?usage: $0 DIST VERSION}
+# An image tag may not hold '+'; semver build metadata becomes '-'.
+tag=${version//+/-}
+name="localhost/drainit:$tag"
+out="$dist/drainit_${version}_image.oci.tar"
+
+# GoReleaser's build directories are named for Go's target (amd64_v1, arm_7, ppc64le_power8, ...);
+# OCI platforms want os/arch[/variant].
+platform() {
+  case "$1" in
+    amd64_*) echo linux/amd64 ;;
+    arm64_*) echo linux/arm64 ;;
+    arm_7) echo linux/arm/v7 ;;
+    ppc64le_*) echo linux/ppc64le ;;
+    s390x*) echo linux/s390x ;;
+    riscv64_*) echo linux/riscv64 ;;
+    *) return 1 ;;
+  esac
+}
+
+ctx=$(mktemp -d)
+trap 'rm -rf "$ctx"' EXIT
+printf 'FROM scratch\nCOPY drainit /drainit\nENTRYPOINT ["/drainit"]\n' >"$ctx/Containerfile"
+
+podman manifest rm "$name" >/dev/null 2>&1 || true
+podman manifest create "$name" >/dev/null
+# The commit's time, not the clock's, so that a rebuild of the same commit is the same image.
+when=$(git log -1 --format=%ct 2>/dev/null || echo 0)
+ids=()
+n=0
+for dir in "$dist"/drainit_linux_*/; do
+  target=$(basename "$dir")
+  target=${target#drainit_linux_}
+  plat=$(platform "$target") || { echo "image.sh: no OCI platform for $target" >&2; exit 1; }
+  install -m 0755 "$dir/drainit" "$ctx/drainit"
+  ids+=("$(podman build --quiet --platform "$plat" --timestamp "$when" --manifest "$name" \
+    --label org.opencontainers.image.title=drainit \
+    --label org.opencontainers.image.version="$version" \
+    --label org.opencontainers.image.licenses=Apache-2.0 \
+    --label org.opencontainers.image.source=https://github.com/drainit/drainit \
+    -f "$ctx/Containerfile" "$ctx")")
+  n=$((n + 1))
+done
+[ "$n" -gt 0 ] || { echo "image.sh: no Linux binaries in $dist" >&2; exit 1; }
+rm -f "$out"
+podman manifest push --all --quiet "$name" "oci-archive:$out:drainit:$tag"
+# The archive is the product: leave no list and no per-architecture images behind in the store.
+podman manifest rm "$name" >/dev/null
+podman rmi "${ids[@]}" >/dev/null
+echo "image.sh: $out ($n platforms, drainit:$tag)"
