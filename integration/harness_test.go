@@ -104,6 +104,7 @@ type spec struct {
 	// in its own process, e.g. testapp's _blocked mode. In pid1 mode it runs outside the
 	// namespace (pod.Fork).
 	launcher []string
+	bin      string // drainit's binary; drainitBin when empty
 }
 
 // drainitRun is a running (or finished) drainit.
@@ -137,7 +138,11 @@ func startIn(t *testing.T, m mode, drainitArgs []string, app ...string) *drainit
 // drainit has already exited). Whatever is still running when the test ends is killed.
 func start(t *testing.T, s spec) *drainitRun {
 	t.Helper()
-	drainit := append(append(append([]string{drainitBin}, s.args...), "--"), s.app...)
+	bin := s.bin
+	if bin == "" {
+		bin = drainitBin
+	}
+	drainit := append(append(append([]string{bin}, s.args...), "--"), s.app...)
 	var sys *syscall.SysProcAttr
 	if s.mode == pid1 {
 		requireRoot(t)

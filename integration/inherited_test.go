@@ -7,21 +7,30 @@ import (
 	"testing"
 
 	"github.com/drainit/drainit/integration/lines"
+	"github.com/drainit/drainit/integration/testbin"
 )
 
 // ignoring is a launcher that ignores HUP and TSTP and execs the rest of its arguments, as
 // `nohup`, or `trap "" HUP TSTP; exec drainit …` in an entrypoint script, do.
 var ignoring = []string{"sh", "-c", `trap "" HUP TSTP; exec "$@"`, "sh"}
 
-// appIgnored runs drainit with grep as the app, which reports its own ignored signals
-// (/proc/self/status, SigIgn), and returns that set as a bit mask (bit N-1 for signal N).
-func appIgnored(t *testing.T, m mode, launcher []string) uint64 {
+// appIgnored runs drainit as s describes, with grep as the app, which reports its own ignored
+// signals (/proc/self/status, SigIgn), and returns that set as a bit mask (bit N-1 for signal
+// N), with the finished run for its log.
+func appIgnored(t *testing.T, s spec) (uint64, *drainitRun) {
 	t.Helper()
-	d := start(t, spec{mode: m, launcher: launcher, app: []string{"grep", "^SigIgn:", "/proc/self/status"}})
+	s.app = []string{"grep", "^SigIgn:", "/proc/self/status"}
+	d := start(t, s)
 	line := d.stdout.AwaitLine(t, waitTimeout, "the app's SigIgn line", lines.Containing("SigIgn:")).Text
 	if got := d.wait(waitTimeout); got != (exitStatus{code: 0}) {
 		t.Fatalf("drainit: %v, want exit 0\n%s", got, d.dump())
 	}
+	return parseSigIgn(t, line), d
+}
+
+// parseSigIgn reads a /proc/PID/status SigIgn line.
+func parseSigIgn(t *testing.T, line string) uint64 {
+	t.Helper()
 	mask, err := strconv.ParseUint(strings.TrimSpace(strings.TrimPrefix(line, "SigIgn:")), 16, 64)
 	if err != nil {
 		t.Fatalf("reading %q: %v", line, err)
@@ -33,17 +42,16 @@ func ignored(mask uint64, sig syscall.Signal) bool { return mask&(1<<(uint(sig)-
 
 // What was ignored when drainit started stays ignored for the app, as exec keeps it (and tini
 // does): HUP under nohup, TSTP under a launcher that ignores it. Without the launcher the app
-// starts with them at their default. (TERM, QUIT, PIPE and the rest cannot be kept: the Go
-// runtime hides an inherited SIG_IGN of them from drainit; see signals.InheritedIgnored.)
+// starts with them at their default.
 func TestIgnoredSignalsStayIgnored(t *testing.T) {
 	eachMode(t, func(t *testing.T, m mode) {
-		mask := appIgnored(t, m, ignoring)
+		mask, _ := appIgnored(t, spec{mode: m, launcher: ignoring})
 		for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGTSTP} {
 			if !ignored(mask, sig) {
 				t.Errorf("drainit started with %v ignored, the app has it not ignored (SigIgn %016x)", sig, mask)
 			}
 		}
-		mask = appIgnored(t, m, nil)
+		mask, _ = appIgnored(t, spec{mode: m})
 		for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGTSTP} {
 			if ignored(mask, sig) {
 				t.Errorf("drainit started with %v at its default, the app has it ignored (SigIgn %016x)", sig, mask)
@@ -69,6 +77,93 @@ func TestIgnoredSignalNotForwarded(t *testing.T) {
 		}
 		if n := d.stdout.Count(func(s string) bool { return strings.Contains(s, "got app SIGHUP") }); n != 0 {
 			t.Errorf("drainit, started with SIGHUP ignored, forwarded a SIGHUP to the app\n%s", d.dump())
+		}
+	})
+}
+
+// trapped are signals a shell script can ignore before it execs drainit, besides HUP and TSTP:
+// the ones the Go runtime takes over before drainit's code runs (QUIT, TERM, PIPE, USR1, …),
+// XCPU and 40 (RTMIN+6) among those drainit registers only once the app starts (signals.Late).
+var trapped = []syscall.Signal{syscall.SIGQUIT, syscall.SIGTERM, syscall.SIGPIPE, syscall.SIGUSR1,
+	syscall.SIGUSR2, syscall.SIGALRM, syscall.SIGWINCH, syscall.SIGXCPU, 40}
+
+// trapping ignores the trapped signals and execs the rest of its arguments, as
+// `trap "" PIPE …; exec drainit …` in an entrypoint script does.
+var trapping = []string{"sh", "-c", `trap "" QUIT TERM PIPE USR1 USR2 ALRM WINCH XCPU 40; exec "$@"`, "sh"}
+
+// Every signal ignored when drainit started stays ignored for the app, not only the few the Go
+// runtime leaves visible: drainit reads them at its own ELF entry point, before the runtime
+// starts (internal/startsig; the tests' drainit is linked with it, as the release is). Its debug
+// log says so.
+func TestEveryIgnoredSignalStaysIgnored(t *testing.T) {
+	eachMode(t, func(t *testing.T, m mode) {
+		mask, d := appIgnored(t, spec{mode: m, launcher: trapping, args: []string{"--log-level", "debug"}})
+		for _, sig := range trapped {
+			if !ignored(mask, sig) {
+				t.Errorf("drainit started with %v ignored, the app has it not ignored (SigIgn %016x)", sig, mask)
+			}
+		}
+		if n := d.stderr.Count(func(s string) bool { return strings.Contains(s, `"entry_point":true`) }); n != 1 {
+			t.Errorf("%d debug lines with entry_point true, want 1\n%s", n, d.dump())
+		}
+	})
+}
+
+// With every trigger ignored (TERM and INT, the defaults), no signal can start the stop sequence:
+// drainit says so at start, once, as a warning, rather than leave the user to find out at the
+// first rollout.
+func TestAllTriggersIgnoredWarns(t *testing.T) {
+	eachMode(t, func(t *testing.T, m mode) {
+		_, d := appIgnored(t, spec{mode: m, launcher: []string{"sh", "-c", `trap "" TERM INT; exec "$@"`, "sh"}})
+		if n := d.stderr.Count(func(s string) bool { return strings.Contains(s, "every trigger signal was ignored") }); n != 1 {
+			t.Errorf("%d warnings that every trigger was ignored, want 1\n%s", n, d.dump())
+		}
+	})
+}
+
+// The exceptions drainit cannot keep ignored, which the app then gets at their default: CHLD,
+// which drainit must catch to learn the app's exit status (ignored, the kernel would reap the
+// app itself), and URG, which the Go runtime preempts its threads with. Started with both
+// ignored, drainit still reports the app's exit status.
+func TestIgnoredChildSignalStillReaped(t *testing.T) {
+	eachMode(t, func(t *testing.T, m mode) {
+		d := start(t, spec{mode: m, launcher: []string{testappBin, "_ignoring", "CHLD,URG", "--"},
+			app: []string{"sh", "-c", "grep ^SigIgn: /proc/$$/status; exit 7"}})
+		line := d.stdout.AwaitLine(t, waitTimeout, "the app's SigIgn line", lines.Containing("SigIgn:")).Text
+		if got := d.wait(waitTimeout); got != (exitStatus{code: 7}) {
+			t.Fatalf("drainit: %v, want the app's exit 7\n%s", got, d.dump())
+		}
+		mask := parseSigIgn(t, line)
+		for _, sig := range []syscall.Signal{syscall.SIGCHLD, syscall.SIGURG} {
+			if ignored(mask, sig) {
+				t.Errorf("the app has %v ignored (SigIgn %016x), which drainit cannot keep", sig, mask)
+			}
+		}
+	})
+}
+
+// Built without its entry point (a plain `go install`), drainit sees an inherited SIG_IGN only
+// where the Go runtime leaves one visible: HUP and INT, and TSTP, TTIN and TTOU. It keeps those;
+// PIPE, which the runtime hides, reaches the app at its default. Its debug log says which.
+func TestIgnoredSignalsWithoutEntryPoint(t *testing.T) {
+	bin, err := testbin.DrainitWithoutEntry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	launcher := []string{"sh", "-c", `trap "" HUP TSTP PIPE; exec "$@"`, "sh"}
+	eachMode(t, func(t *testing.T, m mode) {
+		mask, d := appIgnored(t, spec{mode: m, bin: bin, launcher: launcher, args: []string{"--log-level", "debug"}})
+		for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGTSTP} {
+			if !ignored(mask, sig) {
+				t.Errorf("drainit started with %v ignored, the app has it not ignored (SigIgn %016x)", sig, mask)
+			}
+		}
+		if ignored(mask, syscall.SIGPIPE) {
+			t.Errorf("the app has SIGPIPE ignored (SigIgn %016x): the Go runtime no longer hides it; "+
+				"signals.InheritedIgnored's doc and the README say it does", mask)
+		}
+		if n := d.stderr.Count(func(s string) bool { return strings.Contains(s, `"entry_point":false`) }); n != 1 {
+			t.Errorf("%d debug lines with entry_point false, want 1\n%s", n, d.dump())
 		}
 	})
 }

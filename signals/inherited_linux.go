@@ -5,37 +5,81 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/drainit/drainit/internal/startsig"
 )
 
-// InheritedIgnored lists the signals drainit forwards that were ignored when it started, as far
-// as a Go program can tell. It must be called before drainit registers any of them (os/signal's
-// Notify installs a handler and forgets the inherited disposition).
+// InheritedIgnored lists the signals that were ignored when drainit started and that drainit
+// keeps ignored (Keepable), so that the app inherits them ignored across exec; drainit forwards
+// none of them (none reaches drainit). all reports whether every signal could be seen. It must
+// be called before drainit registers any of them (os/signal's Notify installs a handler and
+// forgets the inherited disposition).
 //
-// POSIX exec keeps ignored signals ignored, and `nohup`, `trap "" HUP`, or a script's background
-// job (INT and QUIT ignored) rely on it for the whole process tree; tini keeps it. drainit does
-// too, for what it can see: it leaves these signals ignored, so the app inherits them ignored
-// across exec, and never forwards them (none reaches drainit).
+// POSIX exec keeps ignored signals ignored, and `nohup`, `trap "" PIPE`, or a script's
+// background job (INT and QUIT ignored) rely on it for the whole process tree; tini keeps it.
 //
-// What it can see is decided by the Go runtime (runtime/signal_unix.go, initsig): at start it
-// keeps an inherited SIG_IGN only for HUP and INT (signal.Ignored reports them), and leaves the
-// job-control signals TSTP, TTIN, TTOU (and CONT) at their inherited disposition until a Notify;
-// for every other signal it installs its own handler before main runs, so an inherited SIG_IGN
-// of QUIT, TERM, PIPE, USR1, … is invisible to drainit and the app gets those at their default.
-// CONT is left out: the kernel continues a stopped process whatever its disposition, and drainit
-// needs to hear it to resume the app after job control.
-func InheritedIgnored() []unix.Signal {
-	var out []unix.Signal
+// The Go runtime hides most of it (runtime/signal_unix.go, initsig): before main, and before
+// any package is initialised, it installs its own handler for most signals and forgets an
+// inherited SIG_IGN. It keeps one only for HUP and INT (signal.Ignored reports them), and leaves
+// the job-control signals TSTP, TTIN, TTOU (and CONT) alone until a Notify. So drainit reads
+// the dispositions at its ELF entry point, before the runtime starts (package startsig), and
+// then sees every signal (all is true). A binary linked without that entry point (a plain
+// `go build` or `go install`, without startsig.EntryFlag) sees only HUP, INT, TSTP, TTIN and
+// TTOU, and every other inherited SIG_IGN reaches the app as the default action.
+func InheritedIgnored() (ignored []unix.Signal, all bool) {
+	if mask, ok := startsig.Ignored(); ok {
+		for sig := unix.Signal(1); sig <= MaxSignal; sig++ {
+			if mask&(1<<(sig-1)) != 0 && Keepable(sig) {
+				ignored = append(ignored, sig)
+			}
+		}
+		return ignored, true
+	}
 	for _, sig := range []unix.Signal{unix.SIGHUP, unix.SIGINT} {
 		if signal.Ignored(sig) {
-			out = append(out, sig)
+			ignored = append(ignored, sig)
 		}
 	}
 	for _, sig := range []unix.Signal{unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU} {
 		if ignoredNow(sig) {
-			out = append(out, sig)
+			ignored = append(ignored, sig)
 		}
 	}
-	return out
+	return ignored, false
+}
+
+// Keepable reports whether drainit can keep sig ignored for the app when it was ignored at
+// start: os/signal's Ignore sets SIG_IGN, which exec keeps, for every signal in the runtime's
+// table marked for os/signal (runtime/sigtab_linux_generic.go, _SigNotify) but PROF. The others,
+// which the app then gets at their default action:
+//   - KILL, STOP: no process can ignore them.
+//   - CHLD: ignoring it makes the kernel reap drainit's children itself, and drainit could no
+//     longer learn the app's exit status. The app gets CHLD at its default, which discards the
+//     signal too but leaves exited children for wait(): an app that counted on an inherited
+//     SIG_IGN to have its children reaped for it (POSIX leaves that case unspecified across
+//     exec; Linux keeps it) gathers zombies until it exits.
+//   - CONT: drainit must hear it to resume the app after job control; the kernel continues a
+//     stopped process whatever the disposition, and its default action discards it otherwise,
+//     so the app sees no difference but in /proc's SigIgn.
+//   - URG: the runtime preempts goroutines with it, and os/signal's Ignore would set SIG_IGN
+//     on it, after which the kernel drops it (measured: a goroutine looping without calls then
+//     keeps its thread forever). Its default action discards it as SIG_IGN does.
+//   - PROF: the runtime keeps its handler for its profiler (Ignore does nothing to it), and
+//     resets it to the default in the child before exec.
+//   - ILL, TRAP, BUS, FPE, SEGV, STKFLT, SYS: the runtime's fault handlers, which Ignore does not
+//     replace. (A real fault is delivered even when ignored: the kernel forces it.)
+//   - 32, 33, 34: 33 is the runtime's; 32 and 34 are ignored anyway (IgnoreUncatchable).
+func Keepable(sig unix.Signal) bool {
+	if sig < 1 || sig > MaxSignal {
+		return false
+	}
+	switch sig {
+	case SIGKILL, SIGSTOP, SIGCHLD, SIGCONT, SIGURG, SIGPROF,
+		SIGILL, SIGTRAP, SIGBUS, SIGFPE, SIGSEGV, SIGSTKFLT, SIGSYS,
+		32, 33, 34:
+		return false
+	}
+	return true
 }
 
 // ignoredNow reports whether sig's disposition is SIG_IGN, asking the kernel (rt_sigaction with

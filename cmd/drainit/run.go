@@ -31,7 +31,7 @@ func runCmd(args []string, stdout io.Writer, stderr *os.File) int {
 	// and reaches the app once it runs.
 	reg := early.Take()
 	// The rarely sent rest while the app starts: see signals.Late for the cost this saves.
-	go signal.Notify(reg.Sigs, signals.Late()...)
+	go signal.Notify(reg.Sigs, reg.Late()...)
 	if reg.Err != nil {
 		fmt.Fprintf(stderr, "drainit: %v\n", reg.Err)
 	}
@@ -53,7 +53,7 @@ func runCmd(args []string, stdout io.Writer, stderr *os.File) int {
 	for _, w := range cfg.Warnings() {
 		log.Warn().Msg(w)
 	}
-	logIgnored(log, cfg, reg.Ignored)
+	logIgnored(log, cfg, reg.Ignored, reg.AllSeen)
 	code, err := supervisor.New(cfg, opts, log, reg.Sigs, reg.Chld).Run(context.Background())
 	if err != nil {
 		log.Error().Err(err).Int("status", code).Msg("app not started")
@@ -62,9 +62,18 @@ func runCmd(args []string, stdout io.Writer, stderr *os.File) int {
 }
 
 // logIgnored says which signals drainit keeps ignored for the app, and warns when that defeats
-// the stop signal: the app would never see it and be killed at the deadline. An ignored trigger
-// is no warning: a script's background job has INT ignored, and TERM still triggers.
-func logIgnored(log zerolog.Logger, cfg *config.Config, ignored []unix.Signal) {
+// the stop signal: the app would never see it and be killed at the deadline. One ignored trigger
+// is no warning (a script's background job has INT ignored, and TERM still triggers); all of them
+// ignored is, since then no signal starts the stop sequence.
+//
+// allSeen is false when drainit was linked without its entry point (startsig.EntryFlag): then
+// an ignored TERM, QUIT, PIPE, USR1… went unseen and reaches the app at its default.
+func logIgnored(log zerolog.Logger, cfg *config.Config, ignored []unix.Signal, allSeen bool) {
+	if allSeen {
+		log.Debug().Bool("entry_point", true).Msg("ignored signals read at drainit's entry point: every one it can keep is kept")
+	} else {
+		log.Debug().Bool("entry_point", false).Msg("drainit was linked without its entry point (-ldflags -E): of the ignored signals it sees only HUP, INT, TSTP, TTIN and TTOU")
+	}
 	if len(ignored) == 0 {
 		return
 	}
@@ -76,6 +85,9 @@ func logIgnored(log zerolog.Logger, cfg *config.Config, ignored []unix.Signal) {
 	if slices.Contains(ignored, cfg.StopSignal) {
 		log.Warn().Str("signal", signals.Name(cfg.StopSignal)).
 			Msg("the stop signal was ignored when drainit started and stays ignored for the app: it will be killed at the deadline")
+	}
+	if len(cfg.Triggers) > 0 && !slices.ContainsFunc(cfg.Triggers, func(s unix.Signal) bool { return !slices.Contains(ignored, s) }) {
+		log.Warn().Msg("every trigger signal was ignored when drainit started: no signal starts the stop sequence, only a /prestop request")
 	}
 }
 

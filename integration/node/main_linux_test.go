@@ -24,6 +24,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/drainit/drainit/internal/proc"
+	"github.com/drainit/drainit/internal/startsig"
 	"github.com/drainit/drainit/internal/testenv"
 )
 
@@ -202,12 +203,17 @@ func startLogged(logPath, name string, args ...string) (*exec.Cmd, error) {
 // saves each image to a tar and imports it into containerd.
 func (n *node) buildImages(podman, runc string) error {
 	buildCtx := filepath.Join(n.dir, "context")
-	// One go build for both: -o into a directory names each binary after its package.
-	gobuild := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-o", buildCtx+"/",
-		"github.com/drainit/drainit/cmd/drainit", "github.com/drainit/drainit/integration/testapp")
-	gobuild.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := gobuild.CombinedOutput(); err != nil {
-		return fmt.Errorf("building the static drainit and testapp: %w\n%s", err, out)
+	// -o into a directory names each binary after its package. drainit with its own entry
+	// point, as it ships (startsig.EntryFlag); the test app as a plain Go program.
+	for pkg, ldflags := range map[string]string{
+		"github.com/drainit/drainit/cmd/drainit":         startsig.EntryFlag,
+		"github.com/drainit/drainit/integration/testapp": "",
+	} {
+		gobuild := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-ldflags="+ldflags, "-o", buildCtx+"/", pkg)
+		gobuild.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := gobuild.CombinedOutput(); err != nil {
+			return fmt.Errorf("building the static %s: %w\n%s", filepath.Base(pkg), err, out)
+		}
 	}
 	n.drainit = filepath.Join(buildCtx, "drainit")
 	files := map[string]string{

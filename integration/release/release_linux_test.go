@@ -185,6 +185,26 @@ func TestLinuxBinariesAreStaticAndTellTheirVersion(t *testing.T) {
 			if !strings.HasPrefix(string(out), want) || !strings.Contains(string(out), "linux/"+p.goarch) {
 				t.Errorf("drainit version says %q, want %q… linux/%s", out, want, p.goarch)
 			}
+
+			// Linked with drainit's own entry point (internal/startsig): a signal ignored when it
+			// starts stays ignored for the app. The app is this machine's grep, which drainit
+			// execs natively even under qemu-user.
+			script := `trap "" PIPE USR1; exec "$@"`
+			ign := exec.CommandContext(ctx, "sh", append([]string{"-c", script, "sh"}, append(argv[:len(argv)-1],
+				"--log-format", "json", "--", "grep", "SigIgn", "/proc/self/status")...)...)
+			out, err = ign.Output()
+			if err != nil {
+				t.Fatalf("%v: %v\n%s", ign.Args, err, out)
+			}
+			var mask uint64
+			if _, err := fmt.Sscanf(strings.TrimSpace(string(out)), "SigIgn: %x", &mask); err != nil {
+				t.Fatalf("the app printed %q: %v", out, err)
+			}
+			for _, sig := range []uint{10, 13} { // USR1, PIPE
+				if mask&(1<<(sig-1)) == 0 {
+					t.Errorf("started with signal %d ignored, drainit gave the app SigIgn %016x: not linked with its entry point?", sig, mask)
+				}
+			}
 		})
 	}
 }

@@ -33,6 +33,10 @@
 //	                               exec PROG (searched in PATH) with SIG blocked in its signal
 //	                               mask, which PROG and its children inherit: a SIG sent to them
 //	                               stays pending until they unblock it (as signal.Notify does)
+//	testapp _ignoring SIG[,SIG...] -- PROG [ARG...]
+//	                               exec PROG (searched in PATH) with each SIG ignored (SIG_IGN),
+//	                               which exec keeps: for the signals a shell's trap cannot
+//	                               ignore (dash sets CHLD back to its default)
 package main
 
 import (
@@ -48,6 +52,7 @@ import (
 	"os/signal"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 	"unsafe"
@@ -117,6 +122,8 @@ func main() {
 	// A launcher for tests, not started by the modes above.
 	case "_blocked":
 		err = blockedExec(args)
+	case "_ignoring":
+		err = ignoringExec(args)
 	default:
 		err = fmt.Errorf("unknown mode %q", mode)
 	}
@@ -482,6 +489,26 @@ func blockedExec(args []string) error {
 	set.Val[(sig-1)/64] |= 1 << ((uint(sig) - 1) % 64)
 	if err := unix.PthreadSigmask(unix.SIG_BLOCK, &set, nil); err != nil {
 		return fmt.Errorf("blocking %s: %w", signame(sig), err)
+	}
+	return syscall.Exec(path, args[2:], os.Environ())
+}
+
+// ignoringExec execs PROG with the signals ignored. os/signal's Ignore sets SIG_IGN for every
+// signal it handles (all but KILL, STOP, PROF and the synchronous faults), and exec keeps it.
+func ignoringExec(args []string) error {
+	if len(args) < 3 || args[1] != "--" {
+		return errors.New("usage: _ignoring SIG[,SIG...] -- PROG [ARG...]")
+	}
+	path, err := exec.LookPath(args[2])
+	if err != nil {
+		return err
+	}
+	for _, name := range strings.Split(args[0], ",") {
+		sig := signalByName(name)
+		if sig == 0 {
+			return fmt.Errorf("unknown signal %q", name)
+		}
+		signal.Ignore(sig)
 	}
 	return syscall.Exec(path, args[2:], os.Environ())
 }

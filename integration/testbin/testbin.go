@@ -1,14 +1,18 @@
 // Package testbin builds the binaries the integration tests run — drainit and the test app —
-// once per test process, static (CGO_ENABLED=0) as they ship, into a temporary directory.
+// once per test process, static (CGO_ENABLED=0) and drainit with its entry point
+// (startsig.EntryFlag) as they ship, into a temporary directory.
 package testbin
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sync"
+
+	"github.com/drainit/drainit/internal/startsig"
 )
 
 // Paths are the built binaries.
@@ -31,19 +35,47 @@ func Build() (Paths, error) {
 		if dir, err = os.MkdirTemp("", "drainit-testbin-"); err != nil {
 			return
 		}
-		root := moduleRoot()
 		paths = Paths{Drainit: filepath.Join(dir, "drainit"), TestApp: filepath.Join(dir, "testapp")}
-		for out, pkg := range map[string]string{paths.Drainit: "./cmd/drainit", paths.TestApp: "./integration/testapp"} {
-			cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
-			cmd.Dir = root
-			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-			if b, e := cmd.CombinedOutput(); e != nil {
-				err = fmt.Errorf("go build %s: %v\n%s", pkg, e, b)
-				return
-			}
+		// drainit with its own entry point, as it ships (startsig.EntryFlag: without it drainit
+		// cannot see most inherited ignored signals); the test app as a plain Go program.
+		if err = goBuild(paths.Drainit, "./cmd/drainit", "-s -w "+startsig.EntryFlag); err != nil {
+			return
 		}
+		err = goBuild(paths.TestApp, "./integration/testapp", "-s -w")
 	})
 	return paths, err
+}
+
+var (
+	plainOnce sync.Once
+	plain     string
+	plainErr  error
+)
+
+// DrainitWithoutEntry builds drainit as a plain `go build` or `go install` makes it, without
+// startsig.EntryFlag, next to Build's binaries (the first call; later calls return the same),
+// for the tests of what drainit does then. Build must have succeeded.
+func DrainitWithoutEntry() (string, error) {
+	plainOnce.Do(func() {
+		if paths.Drainit == "" {
+			plainErr = errors.New("testbin: DrainitWithoutEntry before a successful Build")
+			return
+		}
+		plain = filepath.Join(filepath.Dir(paths.Drainit), "drainit-without-entry")
+		plainErr = goBuild(plain, "./cmd/drainit", "-s -w")
+	})
+	return plain, plainErr
+}
+
+// goBuild builds pkg (relative to the module's root) into out, static.
+func goBuild(out, pkg, ldflags string) error {
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags="+ldflags, "-o", out, pkg)
+	cmd.Dir = moduleRoot()
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %w\n%s", pkg, err, b)
+	}
+	return nil
 }
 
 // Cleanup removes what Build made.

@@ -49,6 +49,9 @@ type Registration struct {
 	// they are not registered and stay ignored, so that the app inherits them ignored as exec
 	// would have it.
 	Ignored []unix.Signal
+	// AllSeen is whether drainit could see every ignored signal (its own entry point ran) or
+	// only HUP, INT, TSTP, TTIN and TTOU, for the log.
+	AllSeen bool
 	// Err is the failure to ignore the uncatchable signals (signals.IgnoreUncatchable), for the
 	// log.
 	Err error
@@ -62,15 +65,17 @@ var (
 
 // register registers the signals and returns where they arrive.
 func register() *Registration {
-	r := &Registration{Ignored: signals.InheritedIgnored()}
+	r := &Registration{}
+	r.Ignored, r.AllSeen = signals.InheritedIgnored()
 	// The signals Go cannot catch would otherwise end drainit at their default action.
 	r.Err = signals.IgnoreUncatchable()
 	r.Sigs = make(chan os.Signal, 2*signals.MaxSignal)
 	early := signals.Early()
 	if len(r.Ignored) > 0 {
-		early = slices.DeleteFunc(early, func(s os.Signal) bool { return slices.Contains(r.Ignored, s.(unix.Signal)) })
-		// HUP and INT are marked ignored already; this makes TSTP, TTIN and TTOU so too, and
-		// keeps them SIG_IGN across the app's fork and exec.
+		early = r.notIgnored(early)
+		// The runtime has its own handler on most of them by now (only HUP and INT are marked
+		// ignored already): SIG_IGN again, which the runtime leaves in place in the app's fork
+		// and exec keeps.
 		for _, s := range r.Ignored {
 			signal.Ignore(s)
 		}
@@ -81,6 +86,16 @@ func register() *Registration {
 	r.Chld = make(chan os.Signal, 1)
 	signal.Notify(r.Chld, unix.SIGCHLD)
 	return r
+}
+
+// Late lists signals.Late but for the ignored ones, for the run subcommand to register: a
+// Notify would undo the Ignore.
+func (r *Registration) Late() []os.Signal {
+	return r.notIgnored(signals.Late())
+}
+
+func (r *Registration) notIgnored(sigs []os.Signal) []os.Signal {
+	return slices.DeleteFunc(sigs, func(s os.Signal) bool { return slices.Contains(r.Ignored, s.(unix.Signal)) })
 }
 
 // Take returns the registration made as drainit started, with whatever has arrived since. A

@@ -1,0 +1,9 @@
+//go:build linux && (amd64 || arm64 || arm || ppc64le || s390x || riscv64)
+
+package startsig
+
+// entry is the ELF entry point (entry_linux_$GOARCH.s), for the linker's -E flag only: nothing
+// may call it, since it never returns and runs before the Go runtime exists.
+//
+//lint:ignore U1000 the linker's -E refers to it by name, no Go code does
+func entry()

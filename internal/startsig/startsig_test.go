@@ -1,0 +1,90 @@
+//go:build linux
+
+package startsig
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/drainit/drainit/internal/testenv"
+)
+
+// qemu names the qemu-user emulator of each architecture the entry point is written for.
+var qemu = map[string]string{
+	"amd64": "qemu-x86_64-static", "arm64": "qemu-aarch64-static", "arm": "qemu-arm-static",
+	"ppc64le": "qemu-ppc64le-static", "s390x": "qemu-s390x-static", "riscv64": "qemu-riscv64-static",
+}
+
+// ignoredByShell are the signals the tests start the probe with ignored: ones the Go runtime
+// hides from a Go program (it installs its own handler before any Go code runs). qemu-user
+// keeps an ignored disposition for its guest, but renumbers the real-time signals: none here.
+var ignoredByShell = []syscall.Signal{syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGPIPE, syscall.SIGTERM}
+
+// The entry point, on every architecture it is written for, sees the signals the process
+// started with ignored, and nothing else, and leaves the arguments and the environment where
+// the runtime finds them; without the linker flag it does not run, and says so. Each
+// architecture but the machine's own runs under qemu-user (Debian's qemu-user-static): without
+// it that subtest skips, or fails under CI=true.
+func TestEntryPoint(t *testing.T) {
+	dir := t.TempDir()
+	for _, arch := range []string{"amd64", "arm64", "arm", "ppc64le", "s390x", "riscv64"} {
+		t.Run(arch, func(t *testing.T) {
+			var runner []string
+			if arch != runtime.GOARCH {
+				q, err := testenv.LookPath(qemu[arch])
+				if err != nil {
+					testenv.SkipUnlessCI(t, fmt.Sprintf("no %s to run the %s entry point: %v", qemu[arch], arch, err))
+				}
+				runner = []string{q}
+			}
+			probe := filepath.Join(dir, "probe-"+arch)
+			build(t, arch, probe, EntryFlag)
+			run := func(ignoring bool) string {
+				t.Helper()
+				script := `exec "$@"`
+				if ignoring {
+					script = `trap "" QUIT USR1 PIPE TERM; ` + script
+				}
+				args := append(append([]string{"-c", script, "sh"}, runner...), probe, "one", "two words")
+				cmd := exec.Command("sh", args...)
+				cmd.Env = append(os.Environ(), "STARTSIG_PROBE=env value")
+				out, err := cmd.CombinedOutput()
+				if err != nil {
+					t.Fatalf("%s: %v\n%s", probe, err, out)
+				}
+				return strings.TrimSpace(string(out))
+			}
+			var mask uint64
+			for _, s := range ignoredByShell {
+				mask |= 1 << (s - 1)
+			}
+			const rest = ` args=["one" "two words"] env="env value"`
+			if got, want := run(true), fmt.Sprintf("ran=true ignored=%016x", mask)+rest; got != want {
+				t.Errorf("started with %v ignored:\n got %s\nwant %s", ignoredByShell, got, want)
+			}
+			if got, want := run(false), "ran=true ignored=0000000000000000"+rest; got != want {
+				t.Errorf("started with nothing ignored:\n got %s\nwant %s", got, want)
+			}
+			build(t, arch, probe, "")
+			if got, want := run(true), "ran=false ignored=0000000000000000"+rest; got != want {
+				t.Errorf("linked without %s:\n got %s\nwant %s", EntryFlag, got, want)
+			}
+		})
+	}
+}
+
+// build builds the probe for arch into out, statically, with ldflags.
+func build(t *testing.T, arch, out, ldflags string) {
+	t.Helper()
+	cmd := exec.Command("go", "build", "-ldflags="+ldflags, "-o", out, "./testdata/probe")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch, "GOARM=7")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build for %s: %v\n%s", arch, err, b)
+	}
+}
