@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"encoding/xml"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/drainit/drainit/internal/check"
 )
 
 // The seed case of the issue: grace 60, preStop 55, app shutdown 10 → needs 65.
@@ -153,10 +156,15 @@ func TestCheckCmdBadInput(t *testing.T) {
 		want string
 	}{
 		{[]string{ok, missing}, missing + ": cannot read: no such file or directory"},
-		{[]string{dir}, dir + ": cannot read: is a directory"},
+		{[]string{filepath.Join(dir, "*.yaml")}, `pattern "` + filepath.Join(dir, "*.yaml") + `" matches no file`},
 		{[]string{broken}, broken + ":3: not valid YAML"},
 		{[]string{shape}, shape + `:3: spec.terminationGracePeriodSeconds: want a whole number, got the string "soon"`},
-		{[]string{"--format", "xml", ok}, `--format "xml": must be text or json`},
+		{[]string{"--format", "xml", ok}, `--format "xml": must be text, json, sarif or junit`},
+		{[]string{"--ignore", "bogus", ok}, `--ignore "bogus": unknown rule "bogus" (drainit check --help)`},
+		{[]string{"--ignore", "no-drain,  Not-A-Rule", ok}, `--ignore "no-drain,  Not-A-Rule": unknown rule "not-a-rule"`},
+		{[]string{"--ignore", " , ", ok}, `--ignore " , ": names no rule`},
+		{[]string{"--severity-threshold", "fatal", ok}, `--severity-threshold "fatal": must be error, warning or info`},
+		{[]string{"--exclude", "[", dir}, `--exclude "[": syntax error in pattern`},
 		{[]string{"--bogus", ok}, "flag provided but not defined: -bogus"},
 	}
 	for _, c := range cases {
@@ -181,5 +189,222 @@ func TestCheckCmdHelpAndNothingFound(t *testing.T) {
 	t.Chdir(filepath.Dir(dash))
 	if code, out, _ := runCheck(t, "", "--", "-dash.yaml"); code != 0 || !strings.HasPrefix(out, "-dash.yaml:7: info:") {
 		t.Errorf("after --: exit %d, stdout %q", code, out)
+	}
+}
+
+// writeTree writes files (slash-separated names) below a new directory and returns it.
+func writeTree(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestCheckCmdDirectory: a directory is checked recursively; hidden directories and files that
+// are not Kubernetes are skipped quietly; a broken manifest found in it is reported on stderr
+// and makes the exit status 2 while every other file is still checked and reported; --exclude
+// leaves it out.
+func TestCheckCmdDirectory(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"apps/orders.yaml":         seed65,
+		"apps/nested/plain.yml":    noDrain,
+		".hidden/zero.yaml":        "kind: Pod\nspec:\n  terminationGracePeriodSeconds: 0\n  containers: [{name: c}]\n",
+		"docker-compose.yml":       "services:\n  web:\n    image: web:1\n",
+		"ansible/playbook.yaml":    "- hosts: all\n  tasks: []\n",
+		"notes.txt":                "kind: Pod\n",
+		"apps/nested/package.json": `{"name": "x", "version": "1.0.0"}`,
+	})
+	t.Chdir(dir)
+	code, out, errOut := runCheck(t, "", ".")
+	if code != 1 {
+		t.Errorf("exit %d, want 1 (stderr %q)", code, errOut)
+	}
+	wantOut := filepath.FromSlash("apps/nested/plain.yml") + ":7: info:"
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], wantOut) || !strings.HasPrefix(lines[1], filepath.FromSlash("apps/orders.yaml")+":17: error:") {
+		t.Errorf("stdout:\n%s\nwant the info of %s, then the error of apps/orders.yaml, nothing from .hidden", out, wantOut)
+	}
+	if errOut != "drainit check: 2 containers in 2 pod templates (5 files): 1 error, 0 warnings, 1 info\n" {
+		t.Errorf("stderr %q", errOut)
+	}
+
+	broken := filepath.FromSlash("apps/broken.yaml")
+	if err := os.WriteFile(broken, []byte("apiVersion: v1\nkind: Pod\nspec:\n  terminationGracePeriodSeconds: soon\n  containers: []\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out2, errOut := runCheck(t, "", ".")
+	if code != 2 || out2 != out {
+		t.Errorf("with a broken manifest: exit %d, stdout\n%s\nwant 2 and the same findings", code, out2)
+	}
+	wantErr := "drainit check: " + broken + `:4: spec.terminationGracePeriodSeconds: want a whole number, got the string "soon"` + "\n"
+	if !strings.HasPrefix(errOut, wantErr) || !strings.HasSuffix(errOut, "; 1 file could not be checked\n") {
+		t.Errorf("stderr %q, want it to start with %q and end with the count", errOut, wantErr)
+	}
+	if code, _, errOut := runCheck(t, "", ".", "--exclude", "**/broken.yaml"); code != 1 {
+		t.Errorf("--exclude: exit %d, stderr %q", code, errOut)
+	}
+	// Named, the broken file stops the check at once, as before.
+	if code, out, _ := runCheck(t, "", broken, "."); code != 2 || out != "" {
+		t.Errorf("named broken file: exit %d, stdout %q", code, out)
+	}
+}
+
+// TestCheckCmdPattern: a quoted pattern is expanded by drainit, ** included.
+func TestCheckCmdPattern(t *testing.T) {
+	dir := writeTree(t, map[string]string{"k8s/a/b/orders.yaml": seed65, "k8s/plain.yaml": noDrain, "k8s/a/ok.yml": seedOK})
+	t.Chdir(dir)
+	code, out, _ := runCheck(t, "", "k8s/**/*.yaml")
+	if code != 1 || strings.Count(out, "\n") != 2 || !strings.Contains(out, filepath.FromSlash("k8s/a/b/orders.yaml")+":17: error:") {
+		t.Errorf("exit %d, stdout:\n%s", code, out)
+	}
+}
+
+// TestCheckCmdIgnore: --ignore and the annotation take a finding out of the exit status but
+// not out of sight: the summary counts it, the JSON keeps it marked.
+func TestCheckCmdIgnore(t *testing.T) {
+	f := writeFile(t, "deploy.yaml", seed65)
+	code, out, errOut := runCheck(t, "", "--ignore", "Shutdown-Exceeds-Grace", f)
+	if code != 0 || out != "" || !strings.HasSuffix(errOut, "0 errors, 0 warnings, 0 infos, 1 ignored\n") {
+		t.Errorf("--ignore: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	// Repeatable and comma-separated.
+	if code, _, _ := runCheck(t, "", "--ignore", "no-drain,grace-zero", "--ignore", "shutdown-exceeds-grace", f); code != 0 {
+		t.Errorf("repeated --ignore: exit %d", code)
+	}
+	annotated := strings.Replace(seed65, "  name: orders\n", "  name: orders\n  annotations:\n    drainit.io/ignore: shutdown-exceeds-grace\n", 1)
+	g := writeFile(t, "annotated.yaml", annotated)
+	code, out, _ = runCheck(t, "", "--format", "json", g)
+	var r struct {
+		Findings []struct {
+			Rule, IgnoredBy string
+			Ignored         bool
+		}
+		Errors, Ignored int
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if code != 0 || r.Errors != 0 || r.Ignored != 1 || len(r.Findings) != 1 || !r.Findings[0].Ignored || r.Findings[0].IgnoredBy != "annotation" {
+		t.Errorf("annotation: exit %d, report %+v", code, r)
+	}
+}
+
+// TestCheckCmdSeverityThreshold: the threshold decides which severities make the exit status 1.
+func TestCheckCmdSeverityThreshold(t *testing.T) {
+	info := writeFile(t, "plain.yaml", noDrain)
+	for threshold, want := range map[string]int{"": 0, "error": 0, "warning": 0, "info": 1} {
+		args := []string{info}
+		if threshold != "" {
+			args = append(args, "--severity-threshold", threshold)
+		}
+		if code, _, _ := runCheck(t, "", args...); code != want {
+			t.Errorf("threshold %q on an info: exit %d, want %d", threshold, code, want)
+		}
+	}
+	bad := writeFile(t, "deploy.yaml", seed65)
+	if code, _, _ := runCheck(t, "", "--severity-threshold", "warning", bad); code != 1 {
+		t.Errorf("an error is above every threshold: exit %d", code)
+	}
+}
+
+// TestCheckCmdFormats: SARIF and JUnit on stdout, the exit status as for text.
+func TestCheckCmdFormats(t *testing.T) {
+	f := writeFile(t, "deploy.yaml", seed65+"---\n"+noDrain)
+	t.Chdir(filepath.Dir(f))
+	code, out, errOut := runCheck(t, "", "--format", "sarif", "deploy.yaml")
+	var log struct {
+		Version string
+		Runs    []struct {
+			Results []struct {
+				RuleID    string
+				Level     string
+				Locations []struct {
+					PhysicalLocation struct {
+						ArtifactLocation struct{ URI, URIBaseID string }
+						Region           struct{ StartLine int }
+					}
+				}
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &log); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	if code != 1 || errOut != "" || log.Version != "2.1.0" || len(log.Runs[0].Results) != 2 {
+		t.Fatalf("sarif: exit %d, stderr %q, log %+v", code, errOut, log)
+	}
+	res := log.Runs[0].Results[0]
+	loc := res.Locations[0].PhysicalLocation
+	if res.RuleID != "shutdown-exceeds-grace" || res.Level != "error" || loc.ArtifactLocation.URI != "deploy.yaml" ||
+		loc.ArtifactLocation.URIBaseID != "%SRCROOT%" || loc.Region.StartLine != 17 || log.Runs[0].Results[1].Level != "note" {
+		t.Errorf("first result: %+v", res)
+	}
+	code, out, _ = runCheck(t, "", "--format", "junit", "deploy.yaml")
+	var suites struct {
+		Tests    int `xml:"tests,attr"`
+		Failures int `xml:"failures,attr"`
+	}
+	if err := xml.Unmarshal([]byte(out), &suites); err != nil {
+		t.Fatalf("not XML: %v\n%s", err, out)
+	}
+	if code != 1 || suites.Tests != 4 || suites.Failures != 1 {
+		t.Errorf("junit: exit %d, %+v (want 2 pod templates + 2 containers, 1 failing)", code, suites)
+	}
+}
+
+// TestCheckCmdStdinDocuments: from a pipe, a finding names its document and Helm's source.
+func TestCheckCmdStdinDocuments(t *testing.T) {
+	stream := "---\n# Source: shop/templates/svc.yaml\napiVersion: v1\nkind: Service\nmetadata: {name: shop}\n" +
+		"---\n# Source: shop/templates/deploy.yaml\n" + seed65
+	code, out, _ := runCheck(t, stream, "-")
+	if code != 1 || !strings.HasPrefix(out, "<stdin>:24: error:") || !strings.HasSuffix(out, "(shutdown-exceeds-grace) [document 2, shop/templates/deploy.yaml]\n") {
+		t.Errorf("exit %d, stdout %q", code, out)
+	}
+}
+
+// TestCheckCmdHelpListsRules: --help names every rule, for --ignore and the annotation.
+func TestCheckCmdHelpListsRules(t *testing.T) {
+	_, out, _ := runCheck(t, "", "--help")
+	for _, r := range check.Rules() {
+		if !strings.Contains(out, "\n  "+r.ID+" ") {
+			t.Errorf("--help does not list rule %s", r.ID)
+		}
+	}
+	for _, opt := range []string{"--format text|json|sarif|junit", "--ignore RULE", "--severity-threshold", "--exclude PATTERN", "drainit.io/ignore"} {
+		if !strings.Contains(out, opt) {
+			t.Errorf("--help does not explain %s", opt)
+		}
+	}
+}
+
+// TestCheckCmdLenient: as pre-commit runs it, on every staged YAML file: a Helm template and a
+// playbook named on the command line are left out, the timing error still fails the commit.
+func TestCheckCmdLenient(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"k8s/web.yaml":                seed65,
+		"chart/Chart.yaml":            "apiVersion: v2\nname: chart\nversion: 0.1.0\n",
+		"chart/templates/deploy.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\n",
+		"ansible/site.yml":            "- hosts: all\n  tasks: []\n",
+		".github/workflows/ci.yaml":   "on: [push]\njobs: {}\n",
+	})
+	t.Chdir(dir)
+	files := []string{"k8s/web.yaml", "chart/Chart.yaml", "chart/templates/deploy.yaml", "ansible/site.yml", ".github/workflows/ci.yaml"}
+	if code, out, _ := runCheck(t, "", files...); code != 2 || out != "" {
+		t.Errorf("without --lenient: exit %d, stdout %q; want 2 at the first file that is no manifest", code, out)
+	}
+	code, out, errOut := runCheck(t, "", append([]string{"--lenient"}, files...)...)
+	if code != 1 || !strings.HasPrefix(out, filepath.FromSlash("k8s/web.yaml")+":17: error:") || strings.Count(out, "\n") != 1 {
+		t.Errorf("--lenient: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "drainit check: chart: a Helm chart: its templates are manifests only once rendered: helm template chart | drainit check -\n") {
+		t.Errorf("stderr %q: want the note about the chart", errOut)
 	}
 }

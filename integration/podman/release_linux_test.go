@@ -2,6 +2,7 @@ package podman
 
 import (
 	"archive/tar"
+	"context"
 	"errors"
 	"io"
 	"os"
@@ -37,6 +38,29 @@ func TestReleaseImageCopyFrom(t *testing.T) {
 	files := imageFiles(t, h, d.ImageRef())
 	if len(files) != 1 || files[0] != "drainit" {
 		t.Errorf("the released image holds %v, want only drainit", files)
+	}
+
+	// `drainit check` from the image, where CI runs it: the checkout mounted, checked as a tree.
+	src := t.TempDir()
+	bad := "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\nspec:\n  terminationGracePeriodSeconds: 10\n" +
+		"  containers:\n    - name: web\n      image: example.com/web:1\n" +
+		"      lifecycle:\n        preStop:\n          exec:\n            command: [\"sleep\", \"15\"]\n"
+	if err := os.MkdirAll(filepath.Join(src, "k8s"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "k8s", "web.yaml"), []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	stdout, stderr, err := h.podman(ctx, "run", "--rm", "--pull=never", "--volume="+src+":/src:ro", "--workdir=/src",
+		d.ImageRef(), "check", ".")
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Errorf("drainit check . in the image: %v, want exit status 1 (an error-level finding)\n%s%s", err, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "k8s/web.yaml:12: error:") || !strings.Contains(stdout, "(prestop-exceeds-grace)") {
+		t.Errorf("drainit check . in the image printed no prestop-exceeds-grace error at k8s/web.yaml:12:\n%s%s", stdout, stderr)
 	}
 
 	// The user's image: their app's (FROM scratch, the test app alone), drainit copied in, and

@@ -90,6 +90,7 @@ func checkWorkload(w *Workload) []Finding {
 			", the preStop hook gets at most 1s and the app 2s before SIGKILL; " +
 			"give it the seconds the app needs to stop (the default is 30)"})
 	}
+	out = append(out, istioPod(w)...)
 	for i := range w.Containers {
 		c := &w.Containers[i]
 		for _, f := range checkContainer(w, c) {
@@ -133,6 +134,7 @@ func checkContainer(w *Workload, c *Container) []Finding {
 	}
 	var springWarning *Finding
 	k.app, springWarning = springShutdown(c, words, env)
+	app := k.findApp(words, env) // other app servers' timeouts (apps.go)
 
 	drainitOK := k.drainitConfig()
 	k.noShell()
@@ -149,6 +151,7 @@ func checkContainer(w *Workload, c *Container) []Finding {
 	if springWarning != nil {
 		k.out = append(k.out, *springWarning)
 	}
+	k.appRules(w, app)
 	if k.dc == nil && k.ps.kind == hookNone && w.Kind != "Job" && w.Kind != "CronJob" {
 		k.add(c.Line, Info, RuleNoDrain, "no preStop hook and no drainit: the app gets SIGTERM at once, while its endpoint removal is still "+
 			"reaching kube-proxy and the load balancers, so new connections can land on a stopping app; add a preStop sleep "+

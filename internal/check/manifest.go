@@ -27,6 +27,20 @@ type Workload struct {
 	GraceLine int // 0 when unset
 
 	Containers []Container
+
+	// Ignores are the drainit.io/ignore annotations of the object and of its pod template.
+	Ignores []Annotation
+
+	// Document and Source locate a workload read from standard input, where a line number
+	// points nowhere a reader can open: the document's number in the stream, and the path of
+	// Helm's "# Source:" comment above it. Read leaves them zero; ReadInputs sets them.
+	Document int
+	Source   string
+
+	// What the app rules read beyond the containers (appread.go).
+	namespace string
+	podMeta   podMeta
+	volumes   []volume
 }
 
 // Container is what the rules need of one container: how it starts, its environment, its
@@ -53,6 +67,9 @@ type Container struct {
 	// unset; a value set to "" still has its line, since the API server rejects it.
 	StopSignal     string
 	StopSignalLine int
+
+	mounts []mount       // volumeMounts (appread.go)
+	files  []mountedConf // ConfigMap entries of the same input mounted into it
 }
 
 // EnvVar is one entry of a container's env.
@@ -127,7 +144,7 @@ func readWhole(file string, in io.Reader) (ws []Workload, err error) {
 		var n yaml.Node
 		if err := decode(dec, &n); err != nil {
 			if errors.Is(err, io.EOF) {
-				return r.out, nil
+				return r.link(), nil
 			}
 			return nil, r.yamlError(err)
 		}
@@ -167,6 +184,8 @@ type reader struct {
 	// streamed, when set, stands for the items of the top-level object being read: its items:
 	// sequence was cut out of the document and read item by item.
 	streamed *streamedItems
+
+	cms []configMap // the ConfigMaps read so far, for link (appread.go)
 }
 
 // yamlError turns yaml.v3's "yaml: line N: msg" into a ReadError at line N.
@@ -214,6 +233,7 @@ func (r *reader) object(obj *yaml.Node, path string, depth int) error {
 				return r.streamed.err
 			}
 			r.out = append(r.out, r.streamed.ws...)
+			r.cms = append(r.cms, r.streamed.cms...)
 			return nil
 		}
 		items, err := r.seq(obj, "items", path)
@@ -239,6 +259,9 @@ func (r *reader) object(obj *yaml.Node, path string, depth int) error {
 		specPath = []string{"spec", "template", "spec"}
 	case "CronJob":
 		specPath = []string{"spec", "jobTemplate", "spec", "template", "spec"}
+	case "ConfigMap":
+		r.configMap(obj, path)
+		return nil
 	default:
 		return nil
 	}
@@ -256,8 +279,13 @@ func (r *reader) object(obj *yaml.Node, path string, depth int) error {
 			}
 		}
 	}
+	if err := r.readIgnore(obj, path, false, &w); err != nil {
+		return err
+	}
 	spec, p := obj, path
+	tmpl, tmplPath := obj, path // the mapping holding the pod spec, whose metadata is the pod's
 	for _, f := range specPath {
+		tmpl, tmplPath = spec, p
 		next, err := r.mapping(spec, f, p)
 		if err != nil {
 			return err
@@ -268,9 +296,15 @@ func (r *reader) object(obj *yaml.Node, path string, depth int) error {
 		}
 		spec = next
 	}
+	if tmpl != obj {
+		if err := r.readIgnore(tmpl, tmplPath, true, &w); err != nil {
+			return err
+		}
+	}
 	if err := r.podSpec(spec, p, &w); err != nil {
 		return err
 	}
+	r.appMeta(obj, tmpl, path, &w)
 	r.out = append(r.out, w)
 	return nil
 }
@@ -305,6 +339,7 @@ func (r *reader) podSpec(spec *yaml.Node, path string, w *Workload) error {
 		}
 		w.Containers = append(w.Containers, c)
 	}
+	r.volumes(spec, path, w)
 	return nil
 }
 
@@ -381,6 +416,7 @@ func (r *reader) container(n *yaml.Node, path string) (Container, error) {
 		}
 		c.Ports = append(c.Ports, port)
 	}
+	r.mounts(n, path, &c)
 	lc, err := r.mapping(n, "lifecycle", path)
 	if err != nil || lc == nil {
 		return c, err

@@ -6,23 +6,32 @@ import (
 	"io"
 )
 
-// Counts tallies findings by severity.
+// Counts tallies findings by severity; ignored findings are counted apart, whatever their
+// severity.
 type Counts struct {
 	Errors   int `json:"errors"`
 	Warnings int `json:"warnings"`
 	Infos    int `json:"infos"`
+	Ignored  int `json:"ignored"`
 }
 
 // Count tallies the findings.
 func Count(fs []Finding) Counts {
+	return CountResults(Results(fs))
+}
+
+// CountResults tallies the results.
+func CountResults(rs []Result) Counts {
 	var c Counts
-	for _, f := range fs {
-		switch f.Severity {
-		case Error:
+	for _, r := range rs {
+		switch {
+		case r.Ignored:
+			c.Ignored++
+		case r.Severity == Error:
 			c.Errors++
-		case Warning:
+		case r.Severity == Warning:
 			c.Warnings++
-		case Info:
+		case r.Severity == Info:
 			c.Infos++
 		}
 	}
@@ -33,31 +42,66 @@ func Count(fs []Finding) Counts {
 //
 //	deploy.yaml:23: error: container "web": grace 60s, preStop 55s … (shutdown-exceeds-grace)
 func WriteText(w io.Writer, fs []Finding) error {
-	for _, f := range fs {
-		subject := fmt.Sprintf("container %q", f.Container)
-		if f.Container == "" {
-			subject = fmt.Sprintf("%s %q", f.Kind, f.Name)
+	return WriteTextResults(w, Results(fs))
+}
+
+// WriteTextResults writes one line per result that is not ignored (the summary counts those).
+// A result from standard input ends with the document it is in, and Helm's source path:
+//
+//	<stdin>:23: error: container "web": … (shutdown-exceeds-grace) [document 2, web/templates/deployment.yaml]
+func WriteTextResults(w io.Writer, rs []Result) error {
+	for _, r := range rs {
+		if r.Ignored {
+			continue
 		}
-		if _, err := fmt.Fprintf(w, "%s:%d: %s: %s: %s (%s)\n", f.File, f.Line, f.Severity, subject, f.Message, f.Rule); err != nil {
+		if _, err := fmt.Fprintf(w, "%s:%d: %s: %s: %s (%s)%s\n", r.File, r.Line, r.Severity, subject(r.Finding), r.Message, r.Rule,
+			streamSuffix(r)); err != nil {
 			return fmt.Errorf("write findings: %w", err)
 		}
 	}
 	return nil
 }
 
+// subject is what a finding is about: its container, or the object for a pod-level finding.
+func subject(f Finding) string {
+	if f.Container == "" {
+		return fmt.Sprintf("%s %q", f.Kind, f.Name)
+	}
+	return fmt.Sprintf("container %q", f.Container)
+}
+
+// streamSuffix locates a result from standard input beyond its line: " [document 2,
+// web/templates/deployment.yaml]"; "" for a file.
+func streamSuffix(r Result) string {
+	switch {
+	case r.Document == 0:
+		return ""
+	case r.Source != "":
+		return fmt.Sprintf(" [document %d, %s]", r.Document, r.Source)
+	}
+	return fmt.Sprintf(" [document %d]", r.Document)
+}
+
 // Report is the JSON document `drainit check --format json` writes.
 type Report struct {
-	Findings []Finding `json:"findings"` // never null
+	Findings []Result `json:"findings"` // never null; ignored ones included, marked
 	Counts
-	Workloads  int `json:"workloads"`  // pod templates checked
-	Containers int `json:"containers"` // containers checked
+	Workloads  int       `json:"workloads"`          // pod templates checked
+	Containers int       `json:"containers"`         // containers checked
+	Problems   []Problem `json:"problems,omitempty"` // found files that could not be checked
 }
 
 // NewReport builds the JSON report for the workloads checked and their findings.
 func NewReport(ws []Workload, fs []Finding) Report {
-	r := Report{Findings: fs, Counts: Count(fs), Workloads: len(ws)}
+	return BuildReport(ws, Results(fs), nil)
+}
+
+// BuildReport builds the JSON report for the workloads checked, their results, and the files
+// that could not be checked.
+func BuildReport(ws []Workload, rs []Result, problems []Problem) Report {
+	r := Report{Findings: rs, Counts: CountResults(rs), Workloads: len(ws), Problems: problems}
 	if r.Findings == nil {
-		r.Findings = []Finding{}
+		r.Findings = []Result{}
 	}
 	for _, w := range ws {
 		r.Containers += len(w.Containers)

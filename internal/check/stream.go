@@ -78,6 +78,7 @@ var errStartOver = errors.New("check: input needs the whole-document reader")
 // error in item order.
 type streamedItems struct {
 	ws  []Workload
+	cms []configMap
 	err error
 }
 
@@ -194,7 +195,7 @@ func (s *streamer) run() ([]Workload, error) {
 			if err := s.endDoc(); err != nil {
 				return nil, err
 			}
-			return s.r.out, nil
+			return s.r.link(), nil
 		}
 		if err != nil {
 			return nil, readFailed(s.r.file, err)
@@ -297,10 +298,11 @@ func (s *streamer) endItem() error {
 		return nil
 	}
 	// The item's Workloads count only if the document turns out to be a List: keep them aside.
-	out := s.r.out
-	s.r.out = s.streamed.ws
+	out, cms := s.r.out, s.r.cms
+	s.r.out, s.r.cms = s.streamed.ws, s.streamed.cms
 	err = s.r.object(it, p, 1)
 	s.streamed.ws, s.r.out = s.r.out, out
+	s.streamed.cms, s.r.cms = s.r.cms, cms
 	s.streamed.err = err
 	return nil
 }

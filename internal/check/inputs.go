@@ -1,0 +1,577 @@
+package check
+
+// What `drainit check` reads: files, directories, patterns and standard input.
+//
+// A file named on the command line is the user's word that it is a manifest: if it cannot be
+// read or parsed, the check stops before it starts (exit 2), naming it. Files found by walking a
+// directory or by expanding a pattern are a repository's contents, which hold much else:
+// GitHub workflows, Helm values, docker-compose files, package.json. So a found file that does
+// not read as manifests is skipped quietly, unless it looks like one (it has apiVersion and kind
+// keys): then it is a broken manifest, and like a found file that cannot be read at all it is
+// reported and makes the exit status 2, while every other file is still checked and reported.
+// Nothing found is lost without a word.
+//
+// A directory walk skips hidden directories and files (.git, .github: what the shells' * skips
+// too), does not follow symbolic links to directories (a link cycle cannot loop it), and leaves
+// out two kinds of file that are not manifests until a tool makes them so, each with a note
+// saying how to check them: a Helm chart's templates/ (Go templates; `helm template CHART |
+// drainit check -`), and the patches a kustomization.yaml names (partial objects, whose
+// missing fields would read as Kubernetes' defaults; `kubectl kustomize DIR | drainit check -`).
+// Everything is read in a fixed order: the arguments in order, each directory's files sorted.
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// StdinName is the file name findings read from standard input carry.
+const StdinName = "<stdin>"
+
+// Problem is a found file that could not be checked: it could not be read, or it looks like a
+// Kubernetes manifest but is malformed. Problems make the exit status 2; the check goes on.
+type Problem struct {
+	File    string `json:"file"`
+	Line    int    `json:"line,omitempty"`
+	Message string `json:"message"`
+}
+
+// String is the problem as stderr shows it: file:line: message.
+func (p Problem) String() string {
+	if p.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", p.File, p.Line, p.Message)
+	}
+	return fmt.Sprintf("%s: %s", p.File, p.Message)
+}
+
+// Inputs is what the command line's arguments hold.
+type Inputs struct {
+	Workloads []Workload
+	Paths     []string  // the files read, in order; "-" for standard input
+	Problems  []Problem // found files that could not be checked
+	Notes     []string  // what a walk left out on purpose, and how to check it
+
+	exclude []globPattern
+}
+
+// input is one file to read.
+type input struct {
+	path  string // "-" for standard input
+	found bool   // found by a walk or a pattern, not named
+}
+
+// ReadOptions change what ReadInputs reads.
+type ReadOptions struct {
+	// Exclude are patterns (the syntax of pattern arguments, ** included) of paths that a
+	// directory walk or a pattern does not take: they match the path as findings show it.
+	// A file named on the command line is read whatever they say.
+	Exclude []string
+
+	// Lenient reads the files named on the command line as a walk reads the files it finds:
+	// one that is not Kubernetes manifests is skipped quietly, a Helm chart's template or a
+	// kustomize patch is left out with a note, and a malformed manifest is a problem rather than
+	// the end of the check. For pre-commit, which names every staged YAML file.
+	Lenient bool
+}
+
+// ReadInputs reads what the arguments name, in order: files, directories (walked), patterns
+// (expanded by drainit, ** included) and "-" for standard input; none at all means standard
+// input. The error is for what was named: a path that cannot be read, a named file that is not
+// valid manifests, a pattern that matches nothing, a malformed pattern. It is one line naming
+// the culprit.
+func ReadInputs(args []string, stdin io.Reader, opt ReadOptions) (*Inputs, error) {
+	if len(args) == 0 {
+		args = []string{"-"}
+	}
+	res := &Inputs{}
+	for _, e := range opt.Exclude {
+		g, err := parseExclude(e)
+		if err != nil {
+			return nil, err
+		}
+		res.exclude = append(res.exclude, g)
+	}
+	var ins []input
+	seen := map[string]bool{}
+	add := func(in input) {
+		key := in.path
+		if key != "-" {
+			key = filepath.Clean(key)
+		}
+		if !seen[key] {
+			seen[key] = true
+			ins = append(ins, in)
+		}
+	}
+	for _, arg := range args {
+		if arg == "-" {
+			add(input{path: "-"})
+			continue
+		}
+		st, err := os.Stat(arg)
+		switch {
+		case err != nil && hasMeta(arg):
+			g, err := parseGlob(arg)
+			if err != nil {
+				return nil, err
+			}
+			files := res.walk(g.root, &g)
+			if len(files) == 0 {
+				return nil, fmt.Errorf("pattern %q matches no file", arg)
+			}
+			for _, f := range files {
+				add(input{path: f, found: true})
+			}
+		case err != nil:
+			return nil, readFailed(arg, err)
+		case st.IsDir():
+			for _, f := range res.walk(arg, nil) {
+				add(input{path: f, found: true})
+			}
+		case opt.Lenient:
+			if chart := chartOf(arg); chart != "" {
+				res.noteChart(chart)
+			} else if dir := patchedBy(arg); dir != "" {
+				res.notePatches(dir)
+			} else {
+				add(input{path: arg, found: true})
+			}
+		default:
+			add(input{path: arg})
+		}
+	}
+	for _, in := range ins {
+		ws, err := res.read(in, stdin)
+		if err != nil {
+			return nil, err
+		}
+		res.Paths = append(res.Paths, in.path)
+		res.Workloads = append(res.Workloads, ws...)
+	}
+	return res, nil
+}
+
+// read reads one input. A found file's trouble is recorded as a problem, or skipped; a named
+// one's is the error.
+func (res *Inputs) read(in input, stdin io.Reader) ([]Workload, error) {
+	if in.path == "-" {
+		return readStream(stdin)
+	}
+	f, err := os.Open(in.path)
+	if err != nil {
+		err = readFailed(in.path, err)
+		if !in.found {
+			return nil, err
+		}
+		res.problem(err)
+		return nil, nil
+	}
+	defer f.Close()
+	ws, err := Read(in.path, f)
+	if err == nil || !in.found {
+		return ws, err
+	}
+	var re *ReadError
+	if errors.As(err, &re) && !strings.HasPrefix(re.Msg, "cannot read") {
+		// Not manifests: skipped quietly, unless it looks like one.
+		data, rerr := os.ReadFile(in.path)
+		if rerr == nil && !looksLikeKubernetes(data) {
+			return nil, nil
+		}
+	}
+	res.problem(err)
+	return nil, nil
+}
+
+func (res *Inputs) problem(err error) {
+	var re *ReadError
+	if errors.As(err, &re) {
+		res.Problems = append(res.Problems, Problem{File: re.File, Line: re.Line, Message: re.Msg})
+		return
+	}
+	res.Problems = append(res.Problems, Problem{Message: err.Error()})
+}
+
+// kubernetesKeys finds the two keys every Kubernetes object has: in YAML at the start of a line,
+// at any depth (the objects of a List, or of a top-level sequence, are indented), or quoted as
+// JSON writes them, anywhere (JSON may be on one line).
+var kubernetesKeys = regexp.MustCompile(`(?m)^[ \t]*(?:-[ \t]+)?(apiVersion|kind)[ \t]*:|"(apiVersion|kind)"[ \t]*:`)
+
+// looksLikeKubernetes says whether a file that failed to read as manifests was meant to be
+// one: it has both an apiVersion and a kind key. A Helm template or a broken Deployment does; a
+// GitHub workflow, an Ansible playbook or a tsconfig.json does not.
+func looksLikeKubernetes(data []byte) bool {
+	var api, kind bool
+	for _, m := range kubernetesKeys.FindAllSubmatch(data, -1) {
+		switch string(m[1]) + string(m[2]) {
+		case "apiVersion":
+			api = true
+		case "kind":
+			kind = true
+		}
+		if api && kind {
+			return true
+		}
+	}
+	return false
+}
+
+// manifestExt says whether a directory walk reads a file.
+func manifestExt(name string) bool {
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".yaml", ".yml", ".json":
+		return true
+	}
+	return false
+}
+
+func hidden(name string) bool {
+	return strings.HasPrefix(name, ".") && name != "." && name != ".."
+}
+
+// walk lists the files below root that a directory argument (g nil: manifest extensions) or a
+// pattern (g: what matches it) takes, sorted, minus Helm templates and kustomize patches. What
+// cannot be read on the way is a problem.
+func (res *Inputs) walk(root string, g *globPattern) []string {
+	var files []string
+	var kustomizations []string
+	lookHidden := g != nil && g.allowsHidden()
+	if st, err := os.Lstat(root); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+		// A link named as the directory to walk is followed: the walk starts below it.
+		root += string(filepath.Separator)
+	}
+	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if g != nil && p == root && errors.Is(err, fs.ErrNotExist) {
+				return nil // a pattern whose directory does not exist matches nothing
+			}
+			res.problem(readFailed(p, err))
+			if d != nil && d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		rel := ""
+		if p != root {
+			r, rerr := filepath.Rel(root, p)
+			if rerr != nil {
+				return nil
+			}
+			rel = filepath.ToSlash(r)
+			if hidden(d.Name()) && !lookHidden {
+				if d.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+		}
+		if p != root && excluded(p, res.exclude) {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			if p != root && d.Name() == "templates" && exists(filepath.Join(filepath.Dir(p), "Chart.yaml")) {
+				res.noteChart(filepath.Dir(p))
+				return filepath.SkipDir
+			}
+			if k := kustomizationFile(p); k != "" {
+				kustomizations = append(kustomizations, k)
+			}
+			if g != nil && p != root && !g.mayContain(rel) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if g != nil {
+			if !g.match(rel) {
+				return nil
+			}
+		} else if !manifestExt(d.Name()) {
+			return nil
+		}
+		switch {
+		case d.Type().IsRegular():
+		case d.Type()&fs.ModeSymlink != 0:
+			st, err := os.Stat(p)
+			if err != nil {
+				res.problem(readFailed(p, err))
+				return nil
+			}
+			if !st.Mode().IsRegular() {
+				return nil // a link to a directory is not followed
+			}
+		default:
+			return nil // a socket, a device, a pipe
+		}
+		files = append(files, p)
+		return nil
+	})
+	return res.dropPatches(files, kustomizations)
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// kustomizationFile is the kustomization file in dir, or "".
+func kustomizationFile(dir string) string {
+	for _, name := range []string{"kustomization.yaml", "kustomization.yml", "Kustomization"} {
+		if p := filepath.Join(dir, name); exists(p) {
+			return p
+		}
+	}
+	return ""
+}
+
+// dropPatches removes from files the patches the kustomization files name: strategic-merge
+// patches are partial objects (a Deployment with only the container's preStop), whose missing
+// fields the check would read as Kubernetes' defaults.
+func (res *Inputs) dropPatches(files, kustomizations []string) []string {
+	if len(kustomizations) == 0 {
+		return files
+	}
+	patchOf := map[string]string{} // patch file → its kustomization's directory
+	for _, k := range kustomizations {
+		dir := filepath.Dir(k)
+		for _, p := range kustomizePatches(k) {
+			patchOf[filepath.Clean(filepath.Join(dir, filepath.FromSlash(p)))] = dir
+		}
+	}
+	dropped := map[string]bool{}
+	kept := files[:0:0]
+	for _, f := range files {
+		if dir, ok := patchOf[filepath.Clean(f)]; ok {
+			dropped[dir] = true
+			continue
+		}
+		kept = append(kept, f)
+	}
+	dirs := make([]string, 0, len(dropped))
+	for d := range dropped {
+		dirs = append(dirs, d)
+	}
+	sort.Strings(dirs)
+	for _, d := range dirs {
+		res.notePatches(d)
+	}
+	return kept
+}
+
+// note adds a note once.
+func (res *Inputs) note(s string) {
+	if !contains(res.Notes, s) {
+		res.Notes = append(res.Notes, s)
+	}
+}
+
+func (res *Inputs) noteChart(chart string) {
+	res.note(fmt.Sprintf("%s: a Helm chart: its templates are manifests only once rendered: helm template %s | drainit check -", chart, chart))
+}
+
+func (res *Inputs) notePatches(dir string) {
+	res.note(fmt.Sprintf("%s: kustomize patches left out (partial objects): kubectl kustomize %s | drainit check -", dir, dir))
+}
+
+// chartOf is the Helm chart whose templates/ holds file, or "".
+func chartOf(file string) string {
+	for d := filepath.Dir(file); ; {
+		if filepath.Base(d) == "templates" && exists(filepath.Join(filepath.Dir(d), "Chart.yaml")) {
+			return filepath.Dir(d)
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return ""
+		}
+		d = parent
+	}
+}
+
+// patchedBy is the directory of a kustomization, in file's directory or above it, that names
+// file as a patch, or "".
+func patchedBy(file string) string {
+	want := filepath.Clean(file)
+	for d := filepath.Dir(file); ; {
+		if k := kustomizationFile(d); k != "" {
+			for _, p := range kustomizePatches(k) {
+				if filepath.Clean(filepath.Join(d, filepath.FromSlash(p))) == want {
+					return d
+				}
+			}
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return ""
+		}
+		d = parent
+	}
+}
+
+// kustomizePatches reads the patch files a kustomization names. A kustomization that does not
+// parse names none: it is read as a file of the walk like any other, and reported if broken.
+func kustomizePatches(file string) []string {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil
+	}
+	var k struct {
+		PatchesStrategicMerge []string `yaml:"patchesStrategicMerge"`
+		Patches               []struct {
+			Path string `yaml:"path"`
+		} `yaml:"patches"`
+		PatchesJSON6902 []struct {
+			Path string `yaml:"path"`
+		} `yaml:"patchesJson6902"`
+	}
+	if yaml.Unmarshal(data, &k) != nil {
+		return nil
+	}
+	var out []string
+	for _, p := range k.PatchesStrategicMerge {
+		if !strings.ContainsAny(p, "\n:") { // an inline patch is YAML text, not a path
+			out = append(out, p)
+		}
+	}
+	for _, p := range k.Patches {
+		if p.Path != "" {
+			out = append(out, p.Path)
+		}
+	}
+	for _, p := range k.PatchesJSON6902 {
+		if p.Path != "" {
+			out = append(out, p.Path)
+		}
+	}
+	return out
+}
+
+// readStream reads standard input, noting for each workload the document it came from and
+// Helm's "# Source:" comment, since a line number in a pipe points nowhere a reader can open.
+func readStream(stdin io.Reader) ([]Workload, error) {
+	t := &docTracker{r: stdin}
+	ws, err := Read(StdinName, t)
+	if err != nil {
+		return nil, err
+	}
+	t.flush()
+	for i := range ws {
+		if d, ok := t.at(ws[i].Line); ok {
+			ws[i].Document, ws[i].Source = d.index, d.source
+		}
+	}
+	return ws, nil
+}
+
+// streamDoc is one document of a stream: where its content starts, its number among the
+// documents that have content, and the path its "# Source:" comment names.
+type streamDoc struct {
+	first  int
+	index  int
+	source string
+}
+
+// docTracker passes a stream through and notes its documents as it goes, without keeping the
+// stream: only the start of the line being read.
+type docTracker struct {
+	r       io.Reader
+	line    int    // lines completed
+	head    []byte // the start of the current line, up to maxHead bytes
+	inDoc   bool   // the current document's content has started
+	source  string // the "# Source:" comment seen before the content
+	docs    []streamDoc
+	flushed bool
+}
+
+// maxHead is how much of a line the tracker looks at: enough for "# Source: " and a path.
+const maxHead = 4 << 10
+
+// Read passes the stream's bytes through, noting each line it completes.
+func (t *docTracker) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	b := p[:n]
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			t.keep(b)
+			break
+		}
+		t.keep(b[:i])
+		t.endLine()
+		b = b[i+1:]
+	}
+	return n, err
+}
+
+func (t *docTracker) keep(b []byte) {
+	if room := maxHead - len(t.head); room > 0 {
+		t.head = append(t.head, b[:min(len(b), room)]...)
+	}
+}
+
+// flush ends the last line, which may have no line break.
+func (t *docTracker) flush() {
+	if !t.flushed && len(t.head) > 0 {
+		t.endLine()
+	}
+	t.flushed = true
+}
+
+func (t *docTracker) endLine() {
+	t.line++
+	text := bytes.TrimRight(t.head, "\r")
+	t.head = t.head[:0]
+	if isMarker(text) {
+		t.inDoc, t.source = false, ""
+		rest := bytes.TrimSpace(text[3:])
+		if text[0] == '-' && len(rest) > 0 && rest[0] != '#' {
+			t.content() // "--- {kind: Pod}": the content starts on the marker's line
+		}
+		return
+	}
+	if t.inDoc {
+		return
+	}
+	trimmed := bytes.TrimSpace(text)
+	if src, ok := bytes.CutPrefix(trimmed, []byte("# Source:")); ok && t.source == "" {
+		t.source = string(bytes.TrimSpace(src))
+		return
+	}
+	if len(trimmed) == 0 || trimmed[0] == '#' || trimmed[0] == '%' {
+		return
+	}
+	t.content()
+}
+
+// isMarker says whether a line is a document marker: "---" or "...", then the line's end or a
+// blank ("---#" and "...x" are plain scalars).
+func isMarker(text []byte) bool {
+	if !bytes.HasPrefix(text, []byte("---")) && !bytes.HasPrefix(text, []byte("...")) {
+		return false
+	}
+	return len(text) == 3 || text[3] == ' ' || text[3] == '\t'
+}
+
+func (t *docTracker) content() {
+	t.inDoc = true
+	t.docs = append(t.docs, streamDoc{first: t.line, index: len(t.docs) + 1, source: t.source})
+}
+
+// at returns the document holding a line.
+func (t *docTracker) at(line int) (streamDoc, bool) {
+	i := sort.Search(len(t.docs), func(i int) bool { return t.docs[i].first > line })
+	if i == 0 {
+		return streamDoc{}, false
+	}
+	return t.docs[i-1], true
+}

@@ -1,0 +1,52 @@
+package check
+
+import "fmt"
+
+// uvicorn: at SIGTERM it stops accepting, closes idle keep-alive connections, then waits for
+// the open connections to finish their responses and for background tasks, and runs the
+// lifespan shutdown. --timeout-graceful-shutdown (uvicorn 0.22+, a whole number of seconds)
+// bounds the wait; without it there is no limit (https://www.uvicorn.org/settings/#timeouts:
+// no default; uvicorn's Config has timeout_graceful_shutdown None). Its CLI is a click command
+// with auto_envvar_prefix UVICORN, so UVICORN_TIMEOUT_GRACEFUL_SHUTDOWN sets it too, the
+// command line winning.
+//
+// Evidence: a "uvicorn" word in command or args ("python -m uvicorn", a shell script's command),
+// or UVICORN_TIMEOUT_GRACEFUL_SHUTDOWN. uvicorn run by gunicorn (-k uvicorn.workers.UvicornWorker)
+// is gunicorn's: it is found first.
+
+const uvicornDoc = "www.uvicorn.org/settings/#timeouts"
+
+func uvicornStop(_ *Container, words []word, env envMap) *appStop {
+	const name = "UVICORN_TIMEOUT_GRACEFUL_SHUTDOWN"
+	args, line, found := programArgs(words, env, func(b string) bool { return b == "uvicorn" })
+	ev, shown, maybe := envKnown(env, name)
+	if !found && !shown && !(maybe && ev.Line != 0) {
+		return nil
+	}
+	a := &appStop{name: "uvicorn", line: line, fix: "--timeout-graceful-shutdown N", doc: uvicornDoc}
+	if a.line == 0 {
+		a.line = ev.Line
+	}
+	val, vline, set := optionValue(args, "--timeout-graceful-shutdown", 0)
+	src := "--timeout-graceful-shutdown"
+	if !set && shown {
+		val, vline, set, src = ev.Value, ev.Line, true, name
+	}
+	switch {
+	case set && unseen(val):
+	case set:
+		n, ok := parsePythonInt(val)
+		if !ok {
+			a.warn(vline, RuleUvicornDuration, "%s %q: uvicorn takes a whole number of seconds and refuses anything else at start "+
+				"(Invalid value for '--timeout-graceful-shutdown': %q is not a valid integer), so the app does not start; "+
+				"the shutdown time is not checked", src, val, val)
+			return a
+		}
+		// A negative timeout ends the wait at once, as 0 does.
+		a.at = &appTime{d: seconds(max(n, 0)), src: fmt.Sprintf("uvicorn %s %s", src, val), line: vline}
+	case found && !maybe:
+		a.unbounded = true
+		a.none = "uvicorn has no --timeout-graceful-shutdown (uvicorn's default: none)"
+	}
+	return a
+}
