@@ -23,8 +23,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/drainit/drainit/integration/testbin"
 	"github.com/drainit/drainit/internal/proc"
-	"github.com/drainit/drainit/internal/startsig"
 	"github.com/drainit/drainit/internal/testenv"
 )
 
@@ -60,6 +60,7 @@ type node struct {
 func TestMain(m *testing.M) {
 	suite = setUp()
 	code := m.Run()
+	testbin.Cleanup()
 	if err := suite.tearDown(); err != nil {
 		fmt.Fprintf(os.Stderr, "node tests: cleaning up: %v\n", err)
 		if code == 0 {
@@ -203,17 +204,9 @@ func startLogged(logPath, name string, args ...string) (*exec.Cmd, error) {
 // saves each image to a tar and imports it into containerd.
 func (n *node) buildImages(podman, runc string) error {
 	buildCtx := filepath.Join(n.dir, "context")
-	// -o into a directory names each binary after its package. drainit with its own entry
-	// point, as it ships (startsig.EntryFlag); the test app as a plain Go program.
-	for pkg, ldflags := range map[string]string{
-		"github.com/drainit/drainit/cmd/drainit":         startsig.EntryFlag,
-		"github.com/drainit/drainit/integration/testapp": "",
-	} {
-		gobuild := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-ldflags="+ldflags, "-o", buildCtx+"/", pkg)
-		gobuild.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := gobuild.CombinedOutput(); err != nil {
-			return fmt.Errorf("building the static %s: %w\n%s", filepath.Base(pkg), err, out)
-		}
+	// drainit with its own entry point, as it ships, and the test app (testbin).
+	if err := testbin.CopyInto(buildCtx); err != nil {
+		return err
 	}
 	n.drainit = filepath.Join(buildCtx, "drainit")
 	files := map[string]string{

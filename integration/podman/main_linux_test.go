@@ -17,7 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/drainit/drainit/integration/lines"
-	"github.com/drainit/drainit/internal/startsig"
+	"github.com/drainit/drainit/integration/testbin"
 	"github.com/drainit/drainit/internal/testenv"
 )
 
@@ -59,6 +59,7 @@ type harness struct {
 func TestMain(m *testing.M) {
 	suite = setUp()
 	code := m.Run()
+	testbin.Cleanup()
 	if err := suite.tearDown(); err != nil {
 		fmt.Fprintf(os.Stderr, "podman tests: cleaning up: %v\n", err)
 	}
@@ -128,17 +129,9 @@ func (h *harness) build() error {
 	if err := os.Mkdir(buildCtx, 0o755); err != nil {
 		return fmt.Errorf("creating the build context: %w", err)
 	}
-	// -o into a directory names each binary after its package. drainit with its own entry
-	// point, as it ships (startsig.EntryFlag); the test app as a plain Go program.
-	for pkg, ldflags := range map[string]string{
-		"github.com/drainit/drainit/cmd/drainit":         startsig.EntryFlag,
-		"github.com/drainit/drainit/integration/testapp": "",
-	} {
-		gobuild := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-ldflags="+ldflags, "-o", buildCtx+"/", pkg)
-		gobuild.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := gobuild.CombinedOutput(); err != nil {
-			return fmt.Errorf("building the static %s: %w\n%s", filepath.Base(pkg), err, out)
-		}
+	// drainit with its own entry point, as it ships, and the test app (testbin).
+	if err := testbin.CopyInto(buildCtx); err != nil {
+		return err
 	}
 	containerfile, err := filepath.Abs("Containerfile")
 	if err != nil {

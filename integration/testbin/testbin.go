@@ -67,6 +67,28 @@ func DrainitWithoutEntry() (string, error) {
 	return plain, plainErr
 }
 
+// CopyInto puts Build's two binaries into dir as drainit and testapp, for a container image's
+// build context (which must hold what the image copies).
+func CopyInto(dir string) error {
+	bins, err := Build()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for name, src := range map[string]string{"drainit": bins.Drainit, "testapp": bins.TestApp} {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o755); err != nil {
+			return fmt.Errorf("copying %s into %s: %w", name, dir, err)
+		}
+	}
+	return nil
+}
+
 // goBuild builds pkg (relative to the module's root) into out, static.
 func goBuild(out, pkg, ldflags string) error {
 	cmd := exec.Command("go", "build", "-trimpath", "-ldflags="+ldflags, "-o", out, pkg)
