@@ -1,11 +1,12 @@
 // Command bench measures drainit side by side with tini, dumb-init and catatonit, each running
 // as PID 1 of a fresh PID namespace: start-up overhead over a bare exec of /bin/true, idle RSS,
-// SIGUSR1 forwarding latency, time to reap 2000 orphans, and binary size; then how fast
+// SIGUSR1 forwarding latency, time to reap 2000 orphans, and binary size, beside the Go floor
+// (bench/mininit, the least a Go init can do), which the targets are relative to; then how fast
 // drainit's control server answers the kubelet while another client holds 300 slow
 // connections. It prints Markdown tables with the targets and writes them, with the
 // machine it ran on, to bench/RESULTS.md.
 //
-//	go run ./bench [-quick] [-ns unshare|clone] [-drainit BIN] [-out FILE]
+//	go run ./bench [-quick] [-ns unshare|clone] [-drainit BIN] [-out FILE] [-only PHASES] [-extra NAME=PATH,...]
 //
 // It needs root (PID namespaces, made by integration/pod, the launcher the integration tests
 // use too). An init that is not installed is skipped with a note. Every measurement interleaves
@@ -24,10 +25,11 @@ import (
 type options struct {
 	quick   bool
 	ns      string // "unshare" (integration/pod's Fork: unshare --pid --fork --mount-proc --kill-child) or "clone" (its Direct: clone(CLONE_NEWPID) from Go)
-	drainit string // a prebuilt drainit; empty: build a stripped static one
+	drainit string // a prebuilt drainit; empty: build a stripped static one with its entry point
 	out     string // where the Markdown goes; "-" or "": stdout only
 	orphans int
 	ref     bool            // also measure the Go reference inits (mininit)
+	entry   bool            // also measure drainit linked the other way, with or without its entry point
 	only    map[string]bool // phases to run; empty: all
 	extra   []string        // NAME=PATH: more inits to measure as reference points (e.g. drainit variants)
 }
@@ -36,10 +38,11 @@ func main() {
 	var o options
 	flag.BoolVar(&o.quick, "quick", false, "a short run: fewer repetitions (numbers are indicative only)")
 	flag.StringVar(&o.ns, "ns", "unshare", "how to make the PID namespace: unshare (the unshare(1) command, with --mount-proc) or clone (CLONE_NEWPID from the benchmark itself)")
-	flag.StringVar(&o.drainit, "drainit", "", "drainit binary to measure (default: build one with CGO_ENABLED=0 -trimpath -ldflags='-s -w')")
+	flag.StringVar(&o.drainit, "drainit", "", "drainit binary to measure (default: build one as it ships: CGO_ENABLED=0 -trimpath -ldflags='-s -w' and its entry point, startsig.EntryFlag)")
 	flag.StringVar(&o.out, "out", "bench/RESULTS.md", "file to write the results to (relative to the module root; empty: none)")
 	flag.IntVar(&o.orphans, "orphans", 2000, "orphans to reap per round")
-	flag.BoolVar(&o.ref, "ref", true, "also measure mininit, a minimal Go init, as a reference for start-up and RSS")
+	flag.BoolVar(&o.ref, "ref", true, "also measure mininit, a minimal Go init: the Go floor the targets are relative to")
+	flag.BoolVar(&o.entry, "entry", true, "also measure drainit linked the other way: with its own ELF entry point (startsig.EntryFlag) if the one measured is not, or without")
 	extra := flag.String("extra", "", "more inits to measure as reference points, NAME=PATH [ARG...],... (run as PATH ARG... -- APP; e.g. a drainit variant)")
 	only := flag.String("only", "", "run only these phases, comma-separated: startup, exec, signals, reap, control (for investigating; the table then has gaps)")
 	flag.Parse()

@@ -22,6 +22,7 @@ import (
 
 	"github.com/drainit/drainit/integration/pod"
 	"github.com/drainit/drainit/internal/proc"
+	"github.com/drainit/drainit/internal/startsig"
 )
 
 // initSpec is one init under test. An empty path is the bare case: the app alone as PID 1.
@@ -102,7 +103,8 @@ func run(o options) error {
 	drainitBin := o.drainit
 	if drainitBin == "" {
 		drainitBin = filepath.Join(tmp, "drainit")
-		if err := goBuild(root, drainitBin, "./cmd/drainit"); err != nil {
+		// As it ships: with its own entry point (the Makefile's build target).
+		if err := goBuildFlags(root, drainitBin, "./cmd/drainit", "-s -w "+startsig.EntryFlag); err != nil {
 			return err
 		}
 	} else if drainitBin, err = filepath.Abs(drainitBin); err != nil {
@@ -114,6 +116,13 @@ func run(o options) error {
 	}
 	b.bare = &initSpec{col: &column{name: "bare", vals: map[string]float64{}}}
 	b.add("drainit", drainitBin, []string{"--"}, false, true)
+	// drainit linked the other way too (with or without its own ELF entry point), as a
+	// reference: the entry point runs before the Go runtime, on every start.
+	if o.entry {
+		if err := b.otherEntry(root, tmp, drainitBin); err != nil {
+			return err
+		}
+	}
 	for _, name := range []string{"tini", "tini-static", "dumb-init", "catatonit"} {
 		path, err := exec.LookPath(name)
 		if err != nil {
@@ -130,6 +139,7 @@ func run(o options) error {
 			return err
 		}
 		b.add("mininit", mininit, []string{"--"}, true, false)
+		b.add("mininit -early", mininit, []string{"-early", "--"}, true, false)
 		b.add("mininit -notify", mininit, []string{"-notify", "--"}, true, false)
 		b.add("mininit -forward", mininit, []string{"-forward", "--"}, true, true)
 	}
@@ -210,9 +220,55 @@ func moduleRoot() (string, error) {
 	return filepath.Dir(mod), nil
 }
 
-// goBuild builds a stripped static binary, as the Makefile's build target does.
-func goBuild(root, out, pkg string) error {
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
+// otherEntry finds out whether the drainit measured was linked with its own ELF entry point
+// (startsig.EntryFlag; drainit says so in its debug log) and builds drainit the other way, as a
+// reference column.
+func (b *bench) otherEntry(root, tmp, drainitBin string) error {
+	entry, err := hasEntryPoint(drainitBin)
+	if err != nil {
+		b.note(fmt.Sprintf("cannot tell how drainit was linked (%v); no entry-point variant.", err))
+		return nil
+	}
+	name, flags := "drainit -E", "-s -w "+startsig.EntryFlag
+	b.res.entry = "linked without its entry point; `drainit -E` below is linked with it (`" + startsig.EntryFlag + "`)"
+	if entry {
+		name, flags = "drainit without -E", "-s -w"
+		b.res.entry = "linked with its entry point (`" + startsig.EntryFlag + "`); `drainit without -E` below is not"
+	}
+	out := filepath.Join(tmp, "drainit-variant")
+	if err := goBuildFlags(root, out, "./cmd/drainit", flags); err != nil {
+		return err
+	}
+	b.add(name, out, []string{"--"}, true, true)
+	return nil
+}
+
+// hasEntryPoint runs `drainit -- /bin/true` at debug level and reads the "entry_point" field of
+// the line in which drainit says whether its entry point ran.
+func hasEntryPoint(drainitBin string) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, drainitBin, "--log-format", "json", "--", "/bin/true")
+	cmd.Env = append(os.Environ(), "DRAINIT_LOG_LEVEL=debug")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return false, fmt.Errorf("%s -- /bin/true: %w: %s", drainitBin, err, out)
+	}
+	switch {
+	case strings.Contains(string(out), `"entry_point":true`):
+		return true, nil
+	case strings.Contains(string(out), `"entry_point":false`):
+		return false, nil
+	}
+	return false, errors.New(`no "entry_point" field in drainit's debug log`)
+}
+
+// goBuild builds a stripped static binary.
+func goBuild(root, out, pkg string) error { return goBuildFlags(root, out, pkg, "-s -w") }
+
+// goBuildFlags builds a static binary with these linker flags.
+func goBuildFlags(root, out, pkg, ldflags string) error {
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags="+ldflags, "-o", out, pkg)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if msg, err := cmd.CombinedOutput(); err != nil {
@@ -233,11 +289,11 @@ func (b *bench) describe() {
 		b.res.cpu = m
 	}
 	for _, s := range b.inits {
-		if s.col.ref {
-			continue
-		}
 		if st, err := os.Stat(s.path); err == nil {
 			s.col.vals["size"] = float64(st.Size())
+		}
+		if s.col.ref {
+			continue
 		}
 		s.col.linkage = linkage(s.path)
 		arg := "--version"

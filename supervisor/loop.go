@@ -32,6 +32,10 @@ type Options struct {
 	// opened by the caller so that a bad address is reported before the app starts.
 	Control      net.Listener
 	ControlToken string
+	// Started, when not nil, is called once the app has been started (not when it cannot be),
+	// for start-up work that must not delay the app (drainit registers the rarely sent signals,
+	// signals.Late, from there). It runs on the supervisor's goroutine and must not block.
+	Started func()
 }
 
 // Supervisor carries everything one run needs; there is no package-level state.
@@ -95,6 +99,9 @@ func (s *Supervisor) Run(ctx context.Context) (int, error) {
 		return 126, err
 	}
 	s.appPid = pid
+	if s.opts.Started != nil {
+		s.opts.Started()
+	}
 	s.log.Info().Int("pid", pid).Strs("command", s.cfg.Command).Bool("pid1", s.pid1).
 		Bool("tty", s.foreground).Msg("app started")
 

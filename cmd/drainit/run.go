@@ -30,8 +30,6 @@ func runCmd(args []string, stdout io.Writer, stderr *os.File) int {
 	// Registered before main (package early): every signal that matters waits from then on
 	// and reaches the app once it runs.
 	reg := early.Take()
-	// The rarely sent rest while the app starts: see signals.Late for the cost this saves.
-	go signal.Notify(reg.Sigs, reg.Late()...)
 	if reg.Err != nil {
 		fmt.Fprintf(stderr, "drainit: %v\n", reg.Err)
 	}
@@ -50,6 +48,8 @@ func runCmd(args []string, stdout io.Writer, stderr *os.File) int {
 		fmt.Fprintf(stderr, "drainit: %v\n", err)
 		return 2
 	}
+	// The rarely sent rest, once the app has run for lateSignalsAfter: see there.
+	opts.Started = func() { time.AfterFunc(lateSignalsAfter, func() { notifyEach(reg.Sigs, reg.Late()) }) }
 	for _, w := range cfg.Warnings() {
 		log.Warn().Msg(w)
 	}
@@ -59,6 +59,24 @@ func runCmd(args []string, stdout io.Writer, stderr *os.File) int {
 		log.Error().Err(err).Int("status", code).Msg("app not started")
 	}
 	return code
+}
+
+// lateSignalsAfter is how long after the app's start drainit registers the rarely sent signals
+// (signals.Late: IO, PWR, XCPU, XFSZ, VTALRM, the real-time ones); until then the Go runtime
+// drops them. Each signal.Notify is a round trip between two threads through the runtime's
+// signal-mask thread (40–80 µs in a VM with 2 vCPUs), ~2 ms for these 35, and os/signal
+// delivers no caught signal to any channel while a Notify call runs (one lock). Registered as
+// drainit started, they competed with the app's start for the CPUs and held back the SIGCHLD
+// of an app that exits at once; registered as the app started, they held back its SIGCHLD
+// longer. bench/STARTUP.md has the measurements.
+const lateSignalsAfter = 100 * time.Millisecond
+
+// notifyEach registers the signals one Notify call at a time, so that a signal that arrives
+// meanwhile (a SIGTERM, the app's SIGCHLD) waits for one registration, not for all of them.
+func notifyEach(c chan<- os.Signal, sigs []os.Signal) {
+	for _, s := range sigs {
+		signal.Notify(c, s)
+	}
 }
 
 // logIgnored says which signals drainit keeps ignored for the app, and warns when that defeats

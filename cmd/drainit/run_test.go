@@ -4,8 +4,13 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"os/signal"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 )
@@ -38,5 +43,44 @@ func TestQuietWriter(t *testing.T) {
 	log.Info().Msg(`"elapsed": 3`)
 	if out.Len() != 0 {
 		t.Errorf("a message quoting \"elapsed\" opened the gate: %s", out.String())
+	}
+}
+
+// The rarely sent signals (signals.Late: PWR, IO, the real-time ones...) are registered a while
+// after the app has started (lateSignalsAfter) rather than while drainit starts, so that their
+// registration does not compete with the app's start; they must still reach the app. The app
+// traps PWR and waits for it; PWR is sent to drainit (this process) until the app has it, for
+// at most 10 s: until drainit has registered PWR the Go runtime drops it.
+func TestLateSignalReachesApp(t *testing.T) {
+	defer signal.Reset()
+	dir := t.TempDir()
+	ready, got := filepath.Join(dir, "ready"), filepath.Join(dir, "got")
+	app := `trap 'echo PWR > ` + got + `' PWR; echo > ` + ready + `; i=0
+while [ ! -s ` + got + ` ] && [ $i -lt 400 ]; do sleep 0.025; i=$((i+1)); done
+[ -s ` + got + ` ]`
+	stderr, err := os.Create(filepath.Join(dir, "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stderr.Close()
+	done := make(chan int, 1)
+	go func() {
+		done <- runCmd([]string{"--log-format", "json", "--forward", "child", "--", "/bin/sh", "-c", app}, os.Stdout, stderr)
+	}()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case code := <-done:
+			if code != 0 {
+				out, _ := os.ReadFile(stderr.Name())
+				t.Fatalf("the app never got PWR sent to drainit (exit %d)\n%s", code, out)
+			}
+			return
+		case <-tick.C:
+			if _, err := os.Stat(ready); err == nil {
+				_ = syscall.Kill(os.Getpid(), syscall.SIGPWR)
+			}
+		}
 	}
 }

@@ -2,7 +2,6 @@ package check
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -105,7 +104,7 @@ func istioOf(w *Workload) *istioProxy {
 
 // protoDuration is a google.protobuf.Duration in its JSON form, which ProxyConfig takes: seconds
 // with up to nine decimals and an "s".
-var protoDuration = regexp.MustCompile(`^(\d+)(\.\d{1,9})?s$`)
+var protoDuration = lazyRegexp{expr: `^(\d+)(\.\d{1,9})?s$`}
 
 // readProxyConfig reads terminationDrainDuration and the drain's proxyMetadata from the
 // annotation's ProxyConfig.

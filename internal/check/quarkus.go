@@ -2,7 +2,6 @@ package check
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -116,10 +115,10 @@ func quarkusStop(_ *Container, words []word, env envMap) *appStop {
 }
 
 var (
-	quarkusSeconds = regexp.MustCompile(`^[-+]?\d+$`)
-	quarkusMillis  = regexp.MustCompile(`^[-+]?\d+(?i:ms)$`)
-	quarkusTime    = regexp.MustCompile(`^(?:[-+]?\d+(?:\.\d+)?[hmsHMS])+$`)
-	quarkusDays    = regexp.MustCompile(`^(?:[-+]?\d+(?:\.\d+)?[dD])+$`)
+	quarkusSeconds = lazyRegexp{expr: `^[-+]?\d+$`}
+	quarkusMillis  = lazyRegexp{expr: `^[-+]?\d+(?i:ms)$`}
+	quarkusTime    = lazyRegexp{expr: `^(?:[-+]?\d+(?:\.\d+)?[hmsHMS])+$`}
+	quarkusDays    = lazyRegexp{expr: `^(?:[-+]?\d+(?:\.\d+)?[dD])+$`}
 )
 
 // parseQuarkusDuration reads a duration as Quarkus's DurationConverter does.
