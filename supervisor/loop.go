@@ -53,7 +53,8 @@ type Supervisor struct {
 	foreground bool          // the app's group has the terminal: job control is on
 	accepted   func() uint64 // connections the control server accepted (nil: no server)
 	appPid     int
-	appReaped  bool // the app's exit has been collected: appPid is no longer the app's
+	appReaped  bool                // the app's exit has been collected: appPid is no longer the app's
+	history    *drainwatch.History // the traffic before the drain, for --drain-quiet auto (nil: none)
 }
 
 // stageDone is a stage's hooks having all run.
@@ -118,6 +119,13 @@ func (s *Supervisor) Run(ctx context.Context) (int, error) {
 		}()
 		defer srv.Close()
 		s.log.Info().Str("addr", s.opts.Control.Addr().String()).Msg("control server listening")
+	}
+	if s.cfg.Adaptive && s.cfg.DrainQuietAuto {
+		// The automatic quiet period starts from the pod's traffic before the drain (a read of
+		// /proc/net/snmp a second until a drain takes it).
+		hctx, stop := context.WithCancel(ctx)
+		defer stop()
+		s.history = drainwatch.Record(hctx, s.accepted)
 	}
 	code := s.loop(ctx, m)
 	close(s.done)
@@ -220,7 +228,7 @@ func (s *Supervisor) loop(ctx context.Context, m *machine) int {
 				stopWatch = stop
 				drainRes = drainwatch.Start(wctx, drainwatch.Config{
 					AppPID: s.appPid, Adopter: os.Getpid(), Ports: s.cfg.DrainPorts, Quiet: s.cfg.DrainQuiet, Min: a.min,
-					Max: a.max, SelfAccepted: s.accepted,
+					Max: a.max, SelfAccepted: s.accepted, Auto: s.cfg.DrainQuietAuto, History: s.history,
 				})
 			case actDrained:
 				st := m.snapshot(time.Now(), s.appPid)

@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -418,10 +419,23 @@ func (m *machine) drainWatched(now time.Time, r drainwatch.Result) []action {
 			Msg("cannot watch the app's connections: falling back to the fixed drain delay")
 		return m.fixedDrain(now, m.timing.DrainDelay, " (fixed, fallback)")
 	}
-	m.event(now, zerolog.InfoLevel, fmt.Sprintf("drain ended: %s, %d new connections", r.Reason, r.NewConns)).
+	ev := m.event(now, zerolog.InfoLevel, fmt.Sprintf("drain ended: %s, %d new connections", r.Reason, r.NewConns)).
 		Str("reason", string(r.Reason)).Int("new_connections", r.NewConns).Str("method", string(r.Method)).
 		Int("listeners", len(r.Watched)).Int("polls", r.Polls).Dur("longest_poll_gap", r.Interval).
-		Dur("drained", now.Sub(m.drainAt)).Msg("adaptive drain over")
+		Dur("silence", r.Silence).Dur("cpu", r.CPU)
+	if r.Elapsed > 0 {
+		// drainit's CPU while watching, as a share of one core: the budget is 2%.
+		ev = ev.Float64("cpu_share", math.Round(r.CPU.Seconds()/r.Elapsed.Seconds()*1e4)/1e4)
+	}
+	if a := r.Auto; a != nil {
+		// The automatic quiet period: the rate it judged the silence at, and what that needed.
+		ev = ev.Float64("rate", math.Round(a.Rate*10)/10).Int("rate_arrivals", a.Arrivals).
+			Dur("rate_window", a.Window).Dur("silence_needed", a.Needed).Bool("history", r.HistoryUsed)
+		if r.Note != "" {
+			ev = ev.Str("why", r.Note)
+		}
+	}
+	ev.Dur("drained", now.Sub(m.drainAt)).Msg("adaptive drain over")
 	return m.endDrain(now)
 }
 

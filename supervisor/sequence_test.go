@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"bytes"
 	"io"
 	"reflect"
 	"slices"
@@ -411,6 +412,33 @@ func TestAdaptiveDrainEndsWhenQuiet(t *testing.T) {
 	}
 	// A late report is ignored.
 	want(t, m.drainWatched(at(3), drainwatch.Result{Reason: drainwatch.ReasonMax}))
+}
+
+// --drain-quiet auto (issue 16): the log says the rate the silence was judged at and the
+// silence it needed and waited, and why a drain that waited for its maximum did.
+func TestAdaptiveDrainLogsTheRate(t *testing.T) {
+	var buf bytes.Buffer
+	c := &config.Config{GracePeriod: 30 * time.Second, DrainDelay: 5 * time.Second, KillMargin: 2 * time.Second,
+		CleanupWait: 2 * time.Second, Triggers: []unix.Signal{unix.SIGTERM}, Adaptive: true, DrainQuietAuto: true, DrainMax: 15 * time.Second}
+	m := newMachine(c, false, false, epoch, zerolog.New(&buf))
+	m.signal(at(0), unix.SIGTERM)
+	want(t, m.drainWatched(at(1.2), drainwatch.Result{Reason: drainwatch.ReasonQuiet, NewConns: 210, Silence: 104 * time.Millisecond,
+		HistoryUsed: true, CPU: 15 * time.Millisecond, Elapsed: 1200 * time.Millisecond,
+		Auto: &drainwatch.Estimate{Rate: 198.44, Arrivals: 20, Window: 96 * time.Millisecond, Needed: 100 * time.Millisecond, Enough: true}}),
+		actSignal{toApp, unix.SIGTERM})
+	for _, w := range []string{`"message":"adaptive drain over"`, `"rate":198.4`, `"rate_arrivals":20`, `"silence_needed":100`, `"silence":104`, `"history":true`, `"cpu":15`, `"cpu_share":0.0125`} {
+		if !strings.Contains(buf.String(), w) {
+			t.Errorf("log lacks %s:\n%s", w, buf.String())
+		}
+	}
+	buf.Reset()
+	m = newMachine(c, false, false, epoch, zerolog.New(&buf))
+	m.signal(at(0), unix.SIGTERM)
+	m.drainWatched(at(15), drainwatch.Result{Reason: drainwatch.ReasonMax, Auto: &drainwatch.Estimate{Arrivals: 3, Window: 30 * time.Second},
+		Note: "3 new connections in 30s: too few"})
+	if !strings.Contains(buf.String(), `"why":"3 new connections in 30s: too few"`) || !strings.Contains(buf.String(), `"reason":"max"`) {
+		t.Errorf("a drain that waited for its maximum does not say why:\n%s", buf.String())
+	}
 }
 
 func TestAdaptiveDrainFallsBackToFixed(t *testing.T) {

@@ -68,6 +68,9 @@ type Balancer struct {
 	// request up within microseconds when all is well: keep it well under the app's request
 	// time. Set it before the first connection.
 	CutAfter time.Duration
+	// Dial connects to an endpoint (nil: net.DialTimeout in the harness's network namespace):
+	// the runner dials a pod inside the pod's own namespace. Set it before the first connection.
+	Dial func(addr string, timeout time.Duration) (net.Conn, error)
 
 	ln          net.Listener
 	dialTimeout time.Duration
@@ -244,7 +247,13 @@ func (b *Balancer) handle(client net.Conn) {
 		reset(client)
 		return
 	}
-	up, err := net.DialTimeout("tcp", ep, b.dialTimeout)
+	dial := b.Dial
+	if dial == nil {
+		dial = func(addr string, timeout time.Duration) (net.Conn, error) {
+			return net.DialTimeout("tcp", addr, timeout)
+		}
+	}
+	up, err := dial(ep, b.dialTimeout)
 	if err != nil {
 		kind := EventDialFailed
 		if errors.Is(err, syscall.ECONNREFUSED) {

@@ -28,6 +28,25 @@ type DrainLog struct {
 	// quiet period or more: the watch saw the last connections (or ones close enough behind
 	// them). Less: it missed the last ones, and the drain ended early.
 	QuietAfterLast Seconds `json:"quiet_after_last_seconds"`
+	// Silence is the quiet drainit waited after the last new connection it saw; CPU its own CPU
+	// time over the watch (the process's, both from its log, to the millisecond).
+	Silence Seconds `json:"silence_seconds"`
+	CPU     Seconds `json:"cpu_seconds"`
+	// CPUShare is drainit's CPU over the watch as a share of one core (its log's cpu_share, to
+	// 0.01%; 0 when it did not say).
+	CPUShare float64 `json:"cpu_share"`
+	// SilenceStalled is how much of that silence the harness was stalled (its timers or its
+	// load generator late): a silence it made, not the traffic's (see Result.realFailures).
+	SilenceStalled Seconds `json:"silence_stalled_seconds"`
+	// Auto: the automatic quiet period (--drain-quiet auto), with the rate it judged the silence
+	// at (new connections a second), the silence that needed (nil when the arrivals were too
+	// few to tell), whether the history before the drain was used, and why it waited for its
+	// maximum, if it did.
+	Auto          bool     `json:"auto,omitempty"`
+	Rate          float64  `json:"rate,omitempty"`
+	SilenceNeeded *Seconds `json:"silence_needed_seconds,omitempty"`
+	History       bool     `json:"history,omitempty"`
+	Why           string   `json:"why,omitempty"`
 }
 
 // The messages of drainit's log (supervisor/machine.go) that end an adaptive drain.
@@ -47,19 +66,35 @@ func parseDrainLog(out []byte) *DrainLog {
 			continue // the app's own output
 		}
 		var e struct {
-			Message  string `json:"message"`
-			Reason   string `json:"reason"`
-			NewConns int    `json:"new_connections"`
-			Method   string `json:"method"`
-			Drained  int64  `json:"drained"` // milliseconds (cmd/drainit's zerolog settings)
+			Message  string   `json:"message"`
+			Reason   string   `json:"reason"`
+			NewConns int      `json:"new_connections"`
+			Method   string   `json:"method"`
+			Drained  int64    `json:"drained"` // milliseconds (cmd/drainit's zerolog settings)
+			Silence  int64    `json:"silence"`
+			CPU      int64    `json:"cpu"`
+			CPUShare float64  `json:"cpu_share"`
+			Rate     *float64 `json:"rate"`
+			Needed   int64    `json:"silence_needed"`
+			History  bool     `json:"history"`
+			Why      string   `json:"why"`
 		}
 		if json.Unmarshal(line, &e) != nil {
 			continue
 		}
 		switch e.Message {
 		case msgAdaptiveOver:
-			return &DrainLog{Reason: e.Reason, NewConns: e.NewConns, Method: e.Method,
-				Drained: Seconds(float64(e.Drained) / 1000)}
+			ms := func(v int64) Seconds { return Seconds(float64(v) / 1000) }
+			d := &DrainLog{Reason: e.Reason, NewConns: e.NewConns, Method: e.Method, Drained: ms(e.Drained),
+				Silence: ms(e.Silence), CPU: ms(e.CPU), CPUShare: e.CPUShare}
+			if e.Rate != nil {
+				d.Auto, d.Rate, d.History, d.Why = true, *e.Rate, e.History, e.Why
+				if e.Needed > 0 {
+					n := ms(e.Needed)
+					d.SilenceNeeded = &n
+				}
+			}
+			return d
 		case msgFallback:
 			return &DrainLog{Reason: "fallback"}
 		}

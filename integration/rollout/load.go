@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -57,6 +58,11 @@ type Load struct {
 	Addr string
 	// Rate is the new-connection mode's requests per second (0: off).
 	Rate float64
+	// Poisson: the new-connection requests come as a Poisson stream (exponential gaps, seeded
+	// by Seed), as independent clients' do and as drainwatch's automatic quiet period assumes;
+	// otherwise one every 1/Rate, which hides the long gaps a real stream has.
+	Poisson bool
+	Seed    uint64
 	// KeepAliveClients share KeepAliveRate requests per second (0: off), each on its own
 	// connection, reconnecting when it is closed.
 	KeepAliveClients int
@@ -74,11 +80,21 @@ type Running struct {
 	wg   sync.WaitGroup
 
 	requests  [2]atomic.Int64 // by mode: NewConn, KeepAlive
+	started   atomic.Int64    // new-connection requests started
+	begin     time.Time
 	succeeded atomic.Int64
 	retried   atomic.Int64
 
 	mu       sync.Mutex
 	failures []Failure
+	stalls   []span // when the generator started a new-connection request late
+}
+
+// stalled records that a request due at due was started only at now.
+func (r *Running) stalled(due, now time.Time) {
+	r.mu.Lock()
+	r.stalls = append(r.stalls, span{due, now})
+	r.mu.Unlock()
 }
 
 // Stats is what a load did.
@@ -88,11 +104,17 @@ type Stats struct {
 	Succeeded         int
 	Retried           int // keep-alive requests retried on a fresh connection
 	Failures          []Failure
+	// NewConnRate is the new-connection requests started per second, from Start to Stop: what
+	// the generator achieved of Load.Rate (a busy machine starts them late).
+	NewConnRate float64
+	// Stalls are when the generator started a new-connection request more than stallAfter
+	// after it was due: it sent nothing meanwhile.
+	Stalls []span
 }
 
 // Start starts the load; it runs until Stop.
 func (l *Load) Start() *Running {
-	r := &Running{stop: make(chan struct{})}
+	r := &Running{stop: make(chan struct{}), begin: time.Now()}
 	if l.Rate > 0 {
 		r.wg.Add(1)
 		go func() {
@@ -121,15 +143,18 @@ func (r *Running) Succeeded() int { return int(r.succeeded.Load()) }
 // bounded by the timeout, twice for a retried one).
 func (r *Running) Stop() Stats {
 	close(r.stop)
+	elapsed := time.Since(r.begin)
 	r.wg.Wait()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return Stats{
+		NewConnRate:       float64(r.started.Load()) / elapsed.Seconds(),
 		NewConnRequests:   int(r.requests[0].Load()),
 		KeepAliveRequests: int(r.requests[1].Load()),
 		Succeeded:         int(r.succeeded.Load()),
 		Retried:           int(r.retried.Load()),
 		Failures:          append([]Failure(nil), r.failures...),
+		Stalls:            append([]span(nil), r.stalls...),
 	}
 }
 
@@ -150,16 +175,11 @@ func (r *Running) done(mode Mode, f *Failure) {
 }
 
 func (l *Load) newConnLoop(r *Running) {
-	t := time.NewTicker(time.Duration(float64(time.Second) / l.Rate))
-	defer t.Stop()
 	var reqs sync.WaitGroup
 	defer reqs.Wait()
-	for {
-		select {
-		case <-r.stop:
-			return
-		case <-t.C:
-		}
+	tick := l.ticks(r.stop, r.stalled)
+	for range tick {
+		r.started.Add(1)
 		reqs.Add(1)
 		go func() {
 			defer reqs.Done()
@@ -168,6 +188,60 @@ func (l *Load) newConnLoop(r *Running) {
 			r.done(NewConn, res.failure())
 		}()
 	}
+}
+
+// ticks sends when each new-connection request is due, until stop is closed: every 1/Rate, or
+// at the arrivals of a Poisson stream. A Poisson request that is due already (the generator
+// fell behind, or two come within the timer's resolution) is sent at once, so the stream keeps
+// its rate.
+func (l *Load) ticks(stop <-chan struct{}, stalled func(due, now time.Time)) <-chan struct{} {
+	out := make(chan struct{})
+	go func() {
+		defer close(out)
+		if !l.Poisson {
+			t := time.NewTicker(time.Duration(float64(time.Second) / l.Rate))
+			defer t.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case due := <-t.C:
+					if now := time.Now(); now.Sub(due) > stallAfter {
+						stalled(due, now)
+					}
+				}
+				select {
+				case out <- struct{}{}:
+				case <-stop:
+					return
+				}
+			}
+		}
+		rng := rand.New(rand.NewPCG(l.Seed, 0x9e3779b97f4a7c15))
+		t := time.NewTimer(time.Hour)
+		defer t.Stop()
+		next := time.Now()
+		for {
+			next = next.Add(time.Duration(rng.ExpFloat64() / l.Rate * float64(time.Second)))
+			if d := time.Until(next); d > 0 {
+				t.Reset(d)
+				select {
+				case <-stop:
+					return
+				case <-t.C:
+				}
+			}
+			if now := time.Now(); now.Sub(next) > stallAfter {
+				stalled(next, now)
+			}
+			select {
+			case out <- struct{}{}:
+			case <-stop:
+				return
+			}
+		}
+	}()
+	return out
 }
 
 func (l *Load) keepAliveLoop(r *Running, every, offset time.Duration) {

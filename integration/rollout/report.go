@@ -59,6 +59,30 @@ type Result struct {
 	Stop       Seconds `json:"stop_seconds"`
 	Killed     bool    `json:"sigkill"`
 	ExitStatus int     `json:"exit_status"`
+	// Topology names the proxies in front of the pods ("": one, delayed Propagation, which is
+	// otherwise the last proxy's delay); Rate is the cell's new connections a second at the
+	// stopped pod (0: the load was Config.Rate).
+	Topology string  `json:"topology,omitempty"`
+	Rate     float64 `json:"rate,omitempty"`
+	// OfferedRate is the new-connection requests a second the load was set to, all proxies
+	// together; AchievedRate what the generator started (a busy machine starts them late); PodRate
+	// the new connections a second the proxies sent the stopped pod in the second before the
+	// deletion.
+	OfferedRate  float64 `json:"offered_rate"`
+	AchievedRate float64 `json:"achieved_rate"`
+	PodRate      float64 `json:"pod_rate"`
+	// LastRouted is when the last new connection was sent to the stopped pod (nil: none after
+	// the deletion).
+	LastRouted *Seconds `json:"last_routed_seconds,omitempty"`
+	// DrainCPU is drainit's CPU time from the deletion to the end of its drain, as a fraction of
+	// one core (nil: not drainit, or no preStop to mark the drain's end).
+	DrainCPU *float64 `json:"drain_cpu_fraction,omitempty"`
+	// TimerLate is how late the harness's own 10 ms timers fired at worst during the run, and
+	// Load1 the load average when it ended: a machine too busy to time the run (Noisy, when
+	// TimerLate exceeds Config.CutAfter) makes timing claims unreliable (see Noisy).
+	TimerLate Seconds `json:"timer_late_seconds"`
+	Load1     float64 `json:"load1"`
+	Noisy     bool    `json:"noisy,omitempty"`
 	// Drain is what drainit logged about its adaptive drain (nil: not an adaptive drain).
 	Drain    *DrainLog   `json:"adaptive_drain,omitempty"`
 	Failures []FailureAt `json:"failures,omitempty"`
@@ -86,11 +110,47 @@ type DropAt struct {
 	Endpoint  string    `json:"endpoint"`
 }
 
-// Row is one line of the table: a scenario at one propagation delay, over its repetitions.
+// cell is the cell the run was in.
+func (r Result) cell() Cell {
+	return Cell{Propagation: r.Propagation.Duration(), Topology: r.Topology, Rate: r.Rate}
+}
+
+// realFailures are the run's failed requests that a busy machine does not explain: all of them,
+// but in a noisy run the timeouts (the harness's clients time out when the harness stalls),
+// and everything when an adaptive drain ended on a silence the harness made (stalled for half
+// of it or more, sending the pod nothing): drainit saw no traffic because there was none.
+func (r Result) realFailures() int {
+	switch {
+	case !r.Noisy:
+		return r.Failed
+	case r.stalledSilence(), r.frozen():
+		return 0
+	}
+	return r.Failed - r.ByKind[Timeout]
+}
+
+// FrozenLate is how late the harness's timers must have been for a run to say nothing at all:
+// a machine stopped for a second or more (a paused VM, a frozen cgroup) stopped the harness's
+// clocks and clients with the pods, and the kubelet simulator's grace period ran out meanwhile.
+const FrozenLate = time.Second
+
+// frozen: the run's timers were FrozenLate late or more (see FrozenLate): whatever it lost, a
+// SIGKILL included, is the machine's doing.
+func (r Result) frozen() bool { return r.Noisy && r.TimerLate.Duration() >= FrozenLate }
+
+// stalledSilence: the adaptive drain ended on a silence the harness was stalled for half of.
+func (r Result) stalledSilence() bool {
+	d := r.Drain
+	return d != nil && d.Silence > 0 && 2*d.SilenceStalled >= d.Silence
+}
+
+// Row is one line of the table: a scenario in one cell, over its repetitions.
 type Row struct {
 	Scenario    string       `json:"scenario"`
 	Name        string       `json:"name"`
 	Propagation Seconds      `json:"propagation_seconds"`
+	Topology    string       `json:"topology,omitempty"`
+	Rate        float64      `json:"rate,omitempty"`
 	Runs        int          `json:"runs"`
 	Requests    int          `json:"requests"`
 	Failed      int          `json:"failed"`
@@ -109,23 +169,47 @@ type Row struct {
 	// the runs that took longer.
 	MaxStop  Seconds `json:"max_stop_seconds,omitempty"`
 	OverStop int     `json:"over_max_stop_runs,omitempty"`
-	OK       bool    `json:"ok"` // the expectation and the stop bound held (true without them)
+	// Outside says why the scenario claims nothing in this cell (its model does not cover it).
+	Outside string `json:"outside_model,omitempty"`
+	// NoisyRuns counts the runs the machine was too busy to time (Result.Noisy); NoisyFailed,
+	// NoisyCut, NoisyOver and NoisyKilled the failed requests, cuts, stops over the bound and
+	// SIGKILLs in them that the machine explains (see Summarize).
+	NoisyRuns   int  `json:"noisy_runs,omitempty"`
+	NoisyFailed int  `json:"noisy_failed,omitempty"`
+	NoisyCut    int  `json:"noisy_cut,omitempty"`
+	NoisyOver   int  `json:"noisy_over_max_stop_runs,omitempty"`
+	NoisyKilled int  `json:"noisy_sigkilled_runs,omitempty"` // in runs the machine froze (FrozenLate)
+	OK          bool `json:"ok"`                             // the expectation and the stop bound held (true without them)
+	// Noisy: the claim failed only in noisy runs and only on what timing decides (a cut, a
+	// client's timeout, a stop over its bound), so the row says nothing about drainit.
+	Noisy bool `json:"noisy,omitempty"`
+}
+
+// String is the row's cell as the tables show it.
+func (r Row) cellString() string {
+	return Cell{Propagation: r.Propagation.Duration(), Topology: r.Topology}.String()
 }
 
 // Claim is what a scenario must show at a propagation delay.
 type Claim struct {
 	Expect  Expectation
 	MaxStop time.Duration // the longest pod stop duration; zero: no bound
+	Outside string        // why the scenario claims nothing here (its model does not cover it)
 }
 
-// Claim is what s must show at propagation delay p: its expectation and, for the adaptive drain,
-// its bound on the stop duration.
-func (s Scenario) Claim(p time.Duration) Claim {
-	c := Claim{Expect: s.Expect(p)}
-	if s.MaxStop != nil {
-		c.MaxStop = s.MaxStop(p)
+// Claim is what s must show in cell c: its expectation at the (last) propagation delay and, for
+// the adaptive drains, its bound on the stop duration; none where it is outside its model.
+func (s Scenario) Claim(c Cell) Claim {
+	if s.OutsideModel != nil {
+		if why := s.OutsideModel(c); why != "" {
+			return Claim{Outside: why}
+		}
 	}
-	return c
+	cl := Claim{Expect: s.Expect(c.Propagation)}
+	if s.MaxStop != nil {
+		cl.MaxStop = s.MaxStop(c)
+	}
+	return cl
 }
 
 // byRow groups results by scenario and propagation delay, in the order each pair first appears:
@@ -135,11 +219,13 @@ func byRow(results []Result) [][]Result {
 	type key struct {
 		scenario    string
 		propagation Seconds
+		topology    string
+		rate        float64
 	}
 	var groups [][]Result
 	index := map[key]int{}
 	for _, res := range results {
-		k := key{res.Scenario, res.Propagation}
+		k := key{res.Scenario, res.Propagation, res.Topology, res.Rate}
 		i, ok := index[k]
 		if !ok {
 			i = len(groups)
@@ -151,16 +237,27 @@ func byRow(results []Result) [][]Result {
 	return groups
 }
 
-// Summarize folds results into rows, in the order scenarios and propagation delays first appear.
-// claim gives each row's claim (nil: none).
-func Summarize(results []Result, claim func(scenario string, p time.Duration) Claim) []Row {
+// Summarize folds results into rows, in the order scenarios and cells first appear. claim gives
+// each row's claim (nil: none).
+//
+// A run the machine was too busy to time (Result.Noisy) cannot fail a claim on what timing
+// decides: whether a request the pod closed unanswered was cut in flight or dropped as it came
+// (Balancer.CutAfter), a client's timeout, and the stop duration; nor on what was lost after an
+// adaptive drain that ended on a silence the harness made (Result.stalledSilence); nor at all
+// when the machine froze (FrozenLate: a SIGKILL too). If the claim fails only that way, the row
+// is Noisy rather than failed. Any other failed request, and a SIGKILL, fail it whatever the
+// machine's load.
+func Summarize(results []Result, claim func(scenario string, c Cell) Claim) []Row {
 	var rows []Row
 	for _, group := range byRow(results) {
 		first := group[0]
-		r := Row{Scenario: first.Scenario, Name: first.Name, Propagation: first.Propagation,
-			ByKind: map[Kind]int{}, StopMin: first.Stop, StopMax: first.Stop}
+		r := Row{Scenario: first.Scenario, Name: first.Name, Propagation: first.Propagation, Topology: first.Topology,
+			Rate: first.Rate, ByKind: map[Kind]int{}, StopMin: first.Stop, StopMax: first.Stop}
 		for _, res := range group {
 			r.Runs++
+			if res.Noisy {
+				r.NoisyRuns++
+			}
 			r.Requests += res.Requests
 			r.Failed += res.Failed
 			for k, n := range res.ByKind {
@@ -186,22 +283,44 @@ func Summarize(results []Result, claim func(scenario string, p time.Duration) Cl
 		}
 		r.OK = true
 		if claim != nil {
-			c := claim(r.Scenario, r.Propagation.Duration())
+			c := claim(r.Scenario, first.cell())
+			r.Outside = c.Outside
+			hard := false // the claim failed for real, not only in noisy runs on timing
 			switch c.Expect {
 			case ExpectLoss:
-				r.Expect, r.OK = "loss", r.Failed > 0
+				r.Expect, hard = "loss", r.Failed == 0
 			case ExpectNoLoss:
-				r.Expect, r.OK = "none", r.Failed == 0 && r.Cut == 0 && r.Killed == 0
+				r.Expect = "none"
+				for _, res := range group {
+					if res.Noisy {
+						r.NoisyFailed += res.Failed - res.realFailures()
+						r.NoisyCut += res.Cut
+					}
+					if res.Killed {
+						if res.frozen() {
+							r.NoisyKilled++
+						} else {
+							hard = true
+						}
+					}
+				}
+				hard = hard || r.Failed > r.NoisyFailed || r.Cut > r.NoisyCut
 			}
 			if c.MaxStop > 0 {
 				r.MaxStop = seconds(c.MaxStop)
 				for _, res := range group {
 					if res.Stop > r.MaxStop {
 						r.OverStop++
+						if res.Noisy {
+							r.NoisyOver++
+						}
 					}
 				}
-				r.OK = r.OK && r.OverStop == 0
+				hard = hard || r.OverStop > r.NoisyOver
 			}
+			soft := (r.Expect == "none" && (r.NoisyFailed > 0 || r.NoisyCut > 0 || r.NoisyKilled > 0)) || r.NoisyOver > 0
+			r.OK = !hard && !soft
+			r.Noisy = !hard && soft
 		}
 		rows = append(rows, r)
 	}
@@ -209,21 +328,23 @@ func Summarize(results []Result, claim func(scenario string, p time.Duration) Cl
 }
 
 // ClaimsFor returns the claim function of Summarize for these scenarios.
-func ClaimsFor(scenarios []Scenario) func(string, time.Duration) Claim {
-	return func(key string, p time.Duration) Claim {
+func ClaimsFor(scenarios []Scenario) func(string, Cell) Claim {
+	return func(key string, c Cell) Claim {
 		for _, s := range scenarios {
 			if s.Key == key {
-				return s.Claim(p)
+				return s.Claim(c)
 			}
 		}
 		return Claim{}
 	}
 }
 
-// Check is one verdict over the rows.
+// Check is one verdict over the rows. Noisy: it failed only in runs the machine was too busy
+// to time, on what timing decides (see Summarize); it says nothing about drainit either way.
 type Check struct {
-	What string `json:"what"`
-	OK   bool   `json:"ok"`
+	What  string `json:"what"`
+	OK    bool   `json:"ok"`
+	Noisy bool   `json:"noisy,omitempty"`
 }
 
 // Checks are the claims the harness exists to show: scenarios that stop the app at once lose
@@ -232,14 +353,23 @@ type Check struct {
 // scenario with a bound on its stop duration (the adaptive drain) stays within it.
 func Checks(rows []Row) []Check {
 	var out []Check
-	var lossRows, lossOK, stops, failed, cut, killed int
+	var lossRows, lossOK, stops, failed, cut, killed, noisyFailed, noisyCut, noisyKilled int
 	var noLossRows int
-	var bounded, over int
+	var bounded, over, noisyOver int
 	var worst *Row
+	var outside []string
 	for i, r := range rows {
+		if r.Outside != "" {
+			where := r.cellString()
+			if r.Rate > 0 {
+				where += fmt.Sprintf(" @%.0f/s", r.Rate)
+			}
+			outside = append(outside, fmt.Sprintf("%s at %s", r.Scenario, where))
+		}
 		if r.MaxStop > 0 {
 			bounded += r.Runs
 			over += r.OverStop
+			noisyOver += r.NoisyOver
 			if worst == nil || r.StopMax-r.MaxStop > worst.StopMax-worst.MaxStop {
 				worst = &rows[i]
 			}
@@ -256,6 +386,9 @@ func Checks(rows []Row) []Check {
 			failed += r.Failed
 			cut += r.Cut
 			killed += r.Killed
+			noisyFailed += r.NoisyFailed
+			noisyCut += r.NoisyCut
+			noisyKilled += r.NoisyKilled
 		}
 	}
 	if lossRows > 0 {
@@ -265,18 +398,29 @@ func Checks(rows []Row) []Check {
 		})
 	}
 	if noLossRows > 0 {
-		out = append(out, Check{
-			What: fmt.Sprintf("drain >= propagation, graceful app: %d failed, %d cut, %d SIGKILLed in %d stops", failed, cut, killed, stops),
-			OK:   failed == 0 && cut == 0 && killed == 0,
-		})
+		c := Check{What: fmt.Sprintf("drain >= propagation, graceful app: %d failed, %d cut, %d SIGKILLed in %d stops", failed, cut, killed, stops)}
+		hard := failed > noisyFailed || cut > noisyCut || killed > noisyKilled
+		c.OK = failed == 0 && cut == 0 && killed == 0
+		if c.Noisy = !c.OK && !hard; c.Noisy {
+			c.What += fmt.Sprintf(" (%d failed, %d cut and %d SIGKILLed, all in runs the machine was too busy to time: not counted)", noisyFailed, noisyCut, noisyKilled)
+		} else if !c.OK {
+			c.What += fmt.Sprintf(" (of which %d failed, %d cut and %d SIGKILLed in runs the machine was too busy to time)", noisyFailed, noisyCut, noisyKilled)
+		}
+		out = append(out, c)
 	}
 	if bounded > 0 {
-		out = append(out, Check{
-			What: fmt.Sprintf("adaptive drain stops within propagation + quiet + %s: %d of %d stops over (worst: %s at %s, %.2fs of %.2fs)",
-				fmtSeconds(seconds(AdaptiveSlack)), over, bounded, worst.Scenario, fmtSeconds(worst.Propagation),
-				float64(worst.StopMax), float64(worst.MaxStop)),
-			OK: over == 0,
-		})
+		c := Check{What: fmt.Sprintf("adaptive drains stop within their bounds (quiet 1s: propagation + 1.5s; auto: last proxy's delay + %s from %d new connections/s, + %s below): %d of %d stops over (worst: %s at %s, %.2fs of %.2fs)",
+			fmtSeconds(seconds(AutoFastSlack)), AutoFastRate, fmtSeconds(seconds(AutoSlowSlack)), over, bounded, worst.Scenario, worst.cellString(),
+			float64(worst.StopMax), float64(worst.MaxStop)), OK: over == 0}
+		if c.Noisy = over > 0 && over == noisyOver; c.Noisy {
+			c.What += fmt.Sprintf(" (all %d in runs the machine was too busy to time: not counted)", noisyOver)
+		} else if noisyOver > 0 {
+			c.What += fmt.Sprintf(" (%d of them in runs the machine was too busy to time)", noisyOver)
+		}
+		out = append(out, c)
+	}
+	if len(outside) > 0 {
+		out = append(out, Check{What: fmt.Sprintf("no claim outside the model, results shown: %s", strings.Join(outside, "; ")), OK: true})
 	}
 	return out
 }
@@ -305,7 +449,11 @@ func WriteTable(w io.Writer, rows []Row, checks []Check) error {
 	header[0] = fmt.Sprintf("%-*s", width, header[0])
 	fmt.Fprintln(tw, strings.Join(header, "\t")+"\t")
 	for _, r := range rows {
-		cells := []string{fmt.Sprintf("%-*s", width, r.Name), fmtSeconds(r.Propagation), fmt.Sprint(r.Runs), fmt.Sprint(r.Requests), fmt.Sprint(r.Failed)}
+		prop := r.cellString()
+		if r.Rate > 0 {
+			prop += fmt.Sprintf(" @%.0f/s", r.Rate)
+		}
+		cells := []string{fmt.Sprintf("%-*s", width, r.Name), prop, fmt.Sprint(r.Runs), fmt.Sprint(r.Requests), fmt.Sprint(r.Failed)}
 		for _, k := range kinds {
 			cells = append(cells, fmt.Sprint(r.ByKind[k]))
 		}
@@ -326,10 +474,14 @@ func WriteTable(w io.Writer, rows []Row, checks []Check) error {
 			expect += "stop<=" + fmtSeconds(r.MaxStop)
 		}
 		switch {
+		case r.Outside != "":
+			expect = "outside the model"
 		case expect == "":
 			expect = "-"
 		case r.OK:
 			expect += " ok"
+		case r.Noisy:
+			expect += " noisy"
 		default:
 			expect += " FAIL"
 		}
@@ -352,7 +504,10 @@ func WriteTable(w io.Writer, rows []Row, checks []Check) error {
 func WriteChecks(w io.Writer, checks []Check) error {
 	for _, c := range checks {
 		verdict := "ok  "
-		if !c.OK {
+		switch {
+		case c.Noisy:
+			verdict = "noisy"
+		case !c.OK:
 			verdict = "FAIL"
 		}
 		if _, err := fmt.Fprintf(w, "%s %s\n", verdict, c.What); err != nil {

@@ -74,7 +74,7 @@ func TestStopBound(t *testing.T) {
 	}
 	out := buf.String()
 	for _, want := range []string{"none, stop<=2.5s FAIL", "none, stop<=4.5s ok",
-		"FAIL adaptive drain stops within propagation + quiet + 0.5s: 1 of 3 stops over (worst: drainit-adaptive at 1s, 2.60s of 2.50s)"} {
+		"FAIL adaptive drains stop within their bounds (quiet 1s: propagation + 1.5s; auto: last proxy's delay + 0.3s from 200 new connections/s, + 1.2s below): 1 of 3 stops over (worst: drainit-adaptive at 1s, 2.60s of 2.50s)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
@@ -90,5 +90,82 @@ func TestSecondsRoundTrip(t *testing.T) {
 	}
 	if got := fmtSeconds(3); got != "3s" {
 		t.Fatalf("%q", got)
+	}
+}
+
+// A run the machine was too busy to time (issue 16's `make demo` at load 30) cannot fail a claim
+// on what timing decides: a cut (the pod had the request CutAfter or more), a client's timeout,
+// a stop over its bound. Those make the row and the check noisy, not failed; a refused request
+// still fails them, unless an adaptive drain ended on a silence the harness made.
+func TestNoisy(t *testing.T) {
+	quiet := func(r Result) Result { r.ByKind = map[Kind]int{}; return r }
+	claims := ClaimsFor(Scenarios())
+	for _, tc := range []struct {
+		name      string
+		results   []Result
+		ok, noisy bool
+	}{
+		{"a cut in a noisy run", []Result{quiet(Result{Scenario: "drainit-fixed10", Propagation: 1, Stop: 10.2, Cut: 1, Noisy: true})}, false, true},
+		{"a cut in a quiet run", []Result{quiet(Result{Scenario: "drainit-fixed10", Propagation: 1, Stop: 10.2, Cut: 1})}, false, false},
+		{"a stop over its bound in a noisy run", []Result{quiet(Result{Scenario: "drainit-adaptive", Propagation: 1, Stop: 2.56, Noisy: true})}, false, true},
+		{"a stop over its bound in a quiet run", []Result{quiet(Result{Scenario: "drainit-adaptive", Propagation: 1, Stop: 2.56})}, false, false},
+		{"timeouts in a noisy run", []Result{{Scenario: "drainit-fixed5", Propagation: 1, Stop: 5.1, Failed: 3,
+			ByKind: map[Kind]int{Timeout: 3}, Noisy: true}}, false, true},
+		{"a refused request in a noisy run", []Result{{Scenario: "drainit-fixed5", Propagation: 1, Stop: 5.1, Failed: 1,
+			ByKind: map[Kind]int{Refused: 1}, Noisy: true}}, false, false},
+		{"a drain ended on a silence the harness stalled through", []Result{{Scenario: "drainit-auto", Propagation: 2.5, Topology: "staggered",
+			Stop: 2.3, Failed: 40, ByKind: map[Kind]int{Refused: 39, EOF: 1}, Noisy: true,
+			Drain: &DrainLog{Reason: "quiet", Silence: 0.35, SilenceStalled: 0.23}}}, false, true},
+		{"a drain ended on a silence of the traffic's", []Result{{Scenario: "drainit-auto", Propagation: 2.5, Topology: "staggered",
+			Stop: 2.3, Failed: 40, ByKind: map[Kind]int{Refused: 40}, Noisy: true,
+			Drain: &DrainLog{Reason: "quiet", Silence: 0.35, SilenceStalled: 0.05}}}, false, false},
+		{"a SIGKILL in a noisy run", []Result{quiet(Result{Scenario: "drainit-fixed5", Propagation: 1, Stop: 5.1, Killed: true, Noisy: true})}, false, false},
+		// The machine stopped for 10 s: the kubelet simulator's grace ran out, the clients failed
+		// every way (out of local ports, as the generator caught up).
+		{"a machine that froze", []Result{{Scenario: "drainit-fixed5", Propagation: 1, Stop: 38.5, Killed: true, Noisy: true, TimerLate: 9.9,
+			Failed: 64633, ByKind: map[Kind]int{Other: 2143, Reset: 34, Timeout: 62456}}}, false, true},
+	} {
+		rows := Summarize(tc.results, claims)
+		if len(rows) != 1 || rows[0].OK != tc.ok || rows[0].Noisy != tc.noisy {
+			t.Errorf("%s: row %+v, want ok %v, noisy %v", tc.name, rows, tc.ok, tc.noisy)
+			continue
+		}
+		var failed bool
+		for _, c := range Checks(rows) {
+			if !c.OK && !c.Noisy {
+				failed = true
+			}
+			if c.Noisy && !strings.Contains(c.What, "too busy to time") {
+				t.Errorf("%s: a noisy check does not say why: %q", tc.name, c.What)
+			}
+		}
+		if failed == tc.noisy {
+			t.Errorf("%s: checks %+v, want failed %v", tc.name, Checks(rows), !tc.noisy)
+		}
+		var buf bytes.Buffer
+		if err := WriteChecks(&buf, Checks(rows)); err != nil {
+			t.Fatal(err)
+		}
+		if tc.noisy && !strings.HasPrefix(buf.String(), "noisy ") && !strings.Contains(buf.String(), "\nnoisy ") {
+			t.Errorf("%s: checks printed without a noisy verdict:\n%s", tc.name, buf.String())
+		}
+	}
+}
+
+func TestOverlap(t *testing.T) {
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	spans := []span{{at(0), at(100)}, {at(50), at(150)}, {at(300), at(400)}, {at(500), at(510)}}
+	for _, tc := range []struct {
+		from, to int
+		want     time.Duration
+	}{
+		{0, 1000, 260 * time.Millisecond}, // 0-150, 300-400, 500-510
+		{120, 350, 80 * time.Millisecond}, // 120-150, 300-350
+		{150, 300, 0},
+	} {
+		if got := overlap(spans, at(tc.from), at(tc.to)); got != tc.want {
+			t.Errorf("overlap in [%d, %d]ms: %s, want %s", tc.from, tc.to, got, tc.want)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package rollout
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"testing"
 	"time"
@@ -15,16 +16,23 @@ import (
 
 // runner returns a Runner on the static drainit and testapp binaries testbin builds, or skips the
 // test (fails it under CI=true) when pods cannot be started here.
-func runner(t *testing.T, parallel int) *Runner {
+func runner(t *testing.T, parallel int, set ...func(*Config)) *Runner {
 	t.Helper()
 	if err := pod.Available(); err != nil {
+		testenv.SkipUnlessCI(t, err.Error())
+	}
+	if err := netnsAvailable(); err != nil {
 		testenv.SkipUnlessCI(t, err.Error())
 	}
 	bins, err := testbin.Build()
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := NewRunner(Config{Drainit: bins.Drainit, Testapp: bins.TestApp, Parallel: parallel})
+	cfg := Config{Drainit: bins.Drainit, Testapp: bins.TestApp, Parallel: parallel}
+	for _, f := range set {
+		f(&cfg)
+	}
+	r, err := NewRunner(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,13 +68,26 @@ func runJobs(t *testing.T, r *Runner, jobs []Job) []Result {
 	return results
 }
 
+// lost says whether the run lost requests for a reason a busy machine does not explain: a run
+// the machine was too busy to time (Result.Noisy) may have timeouts and cuts that are the
+// harness's, not the pod's (see Summarize), and they are logged, not failed.
+func lost(t *testing.T, res Result) bool {
+	t.Helper()
+	if res.Noisy && (res.Failed != 0 || res.Cut != 0) && res.realFailures() == 0 {
+		t.Logf("%s, %s, run %d: %d failed %v and %d cut in a run too busy to time (timers %.0fms late, load %.1f): not counted",
+			res.Scenario, res.cell(), res.Rep, res.Failed, res.ByKind, res.Cut, float64(res.TimerLate)*1000, res.Load1)
+		return false
+	}
+	return res.Failed != 0 || res.Cut != 0
+}
+
 // jobs returns n runs of each scenario at propagation delay p.
 func jobs(t *testing.T, p time.Duration, n int, keys ...string) []Job {
 	t.Helper()
 	var out []Job
 	for _, s := range scenarios(t, keys...) {
 		for rep := 1; rep <= n; rep++ {
-			out = append(out, Job{s, p, rep})
+			out = append(out, Job{s, Cell{Propagation: p}, rep})
 		}
 	}
 	return out
@@ -115,7 +136,7 @@ func TestDrainitLosesNothing(t *testing.T) {
 			stops++
 		}
 		where := fmt.Sprintf("%s, propagation %vs, run %d", res.Scenario, res.Propagation, res.Rep)
-		if res.Failed != 0 || res.Cut != 0 {
+		if lost(t, res) {
 			t.Errorf("%s: %d failed %v, %d cut; failures %+v", where, res.Failed, res.ByKind, res.Cut, res.Failures)
 		}
 		if res.Killed {
@@ -146,7 +167,7 @@ func TestAdaptiveDrain(t *testing.T) {
 	for _, res := range runJobs(t, r, all) {
 		p := res.Propagation.Duration()
 		where := fmt.Sprintf("propagation %vs, run %d", res.Propagation, res.Rep)
-		if res.Failed != 0 || res.Cut != 0 {
+		if lost(t, res) {
 			t.Errorf("%s: %d failed %v, %d cut; failures %+v", where, res.Failed, res.ByKind, res.Cut, res.Failures)
 		}
 		if res.Killed || res.ExitStatus != 0 || res.PreStopError != "" {
@@ -165,7 +186,12 @@ func TestAdaptiveDrain(t *testing.T) {
 		if d.Reason != "quiet" {
 			t.Errorf("%s: the drain ended with %q, want quiet", where, d.Reason)
 		}
-		if bound := p + AdaptiveQuiet + AdaptiveSlack; res.Stop.Duration() > bound {
+		// Each pod has a network namespace of its own, as on a node: drainit counts with the
+		// namespace's PassiveOpens counter.
+		if d.Method != string(drainwatch.MethodPassiveOpens) {
+			t.Errorf("%s: drainit watched with %s, want %s in the pod's own network namespace", where, d.Method, drainwatch.MethodPassiveOpens)
+		}
+		if bound := p + AdaptiveQuiet + AdaptiveSlack; res.Stop.Duration() > bound && !res.Noisy {
 			// A big TCP table makes drainit poll less often (drainwatch keeps each poll's CPU
 			// within its budget): the host's socket count says whether that is why.
 			t.Errorf("%s: the pod took %.2fs to stop, over propagation + quiet + %s = %s (the drain ended %.2fs after the last connection; %d TCP sockets on the host)",
@@ -175,9 +201,90 @@ func TestAdaptiveDrain(t *testing.T) {
 		// last one sent to the pod (less a poll interval, for the last being missed but one just
 		// before it seen). Not at 0.2 s, where the last connections can come before drainit's
 		// baseline, which a loaded machine takes late: they are then counted as there already.
-		if p >= time.Second && d.QuietAfterLast.Duration() < AdaptiveQuiet-drainwatch.DefaultInterval {
+		if p >= time.Second && d.QuietAfterLast.Duration() < AdaptiveQuiet-drainwatch.DefaultInterval && !res.stalledSilence() {
 			t.Errorf("%s: the drain ended %.2fs after the last connection sent to the pod, before the quiet period %s: it missed connections",
 				where, float64(d.QuietAfterLast), AdaptiveQuiet)
+		}
+	}
+}
+
+// With -host-network the pods share the harness's network namespace, as hostNetwork pods do:
+// drainit then watches the pod's listener through sock_diag, and still loses nothing.
+func TestAdaptiveDrainHostNetwork(t *testing.T) {
+	r := runner(t, 2, func(c *Config) { c.HostNetwork = true })
+	for _, res := range runJobs(t, r, jobs(t, time.Second, 2, "drainit-adaptive")) {
+		where := fmt.Sprintf("run %d", res.Rep)
+		if lost(t, res) || res.Killed {
+			t.Errorf("%s: %d failed %v, %d cut; failures %+v", where, res.Failed, res.ByKind, res.Cut, res.Failures)
+		}
+		if d := res.Drain; d == nil || d.Reason != "quiet" || d.Method != string(drainwatch.MethodSockDiag) {
+			t.Errorf("%s: drain %+v, want a quiet end watched with sock-diag", where, d)
+		}
+	}
+}
+
+// Issue 16: --drain-quiet auto, at 200 new connections a second to the pod (Poisson) behind
+// one proxy and behind three that drop the pod at 0.3, 1 and 2.5 s. Nothing is lost; the drain
+// ends on a silence it judged at the rate it saw (logged), after every connection sent to the pod
+// (seen, all of them: passive-opens), and no sooner than the silence needed after the last one,
+// less a poll. How soon after is the benchmark's business (bench/DRAIN.md), not this test's.
+func TestAutoDrain(t *testing.T) {
+	r := runner(t, 3, func(c *Config) { c.Poisson = true })
+	s := scenarios(t, "drainit-auto")[0]
+	staggered, err := LookupTopology("staggered")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []Job
+	for _, c := range []Cell{{Propagation: time.Second, Rate: 200}, TopologyCell(staggered, 200)} {
+		for rep := 1; rep <= 2; rep++ {
+			all = append(all, Job{s, c, rep})
+		}
+	}
+	for _, res := range runJobs(t, r, all) {
+		where := fmt.Sprintf("%s, run %d", res.cell(), res.Rep)
+		d := res.Drain
+		if d == nil {
+			t.Fatalf("%s: drainit logged no end of an adaptive drain", where)
+		}
+		var needed Seconds
+		if d.SilenceNeeded != nil {
+			needed = *d.SilenceNeeded
+		}
+		var cpu float64
+		if res.DrainCPU != nil {
+			cpu = *res.DrainCPU
+		}
+		t.Logf("%s: stop %.2fs, drain %s after %.2fs; rate %.0f/s, silence needed %.3fs, waited %.3fs, %.2fs after the last connection; %d of %d seen; CPU %.2f%%; noisy %v (timers %.0fms late)",
+			where, float64(res.Stop), d.Reason, float64(d.Drained), d.Rate, float64(needed), float64(d.Silence), float64(d.QuietAfterLast),
+			d.NewConns, d.Routed, cpu*100, res.Noisy, float64(res.TimerLate)*1000)
+		if lost(t, res) || res.Killed {
+			t.Errorf("%s: %d failed %v, %d cut, SIGKILL %v; failures %+v", where, res.Failed, res.ByKind, res.Cut, res.Killed, res.Failures)
+		}
+		if d.Reason != "quiet" || !d.Auto || !d.History || d.SilenceNeeded == nil {
+			t.Fatalf("%s: drain %+v, want a quiet end judged on a rate, with the history before the drain", where, d)
+		}
+		// Routed counts from the drain's start as the harness dates it, which the preStop call's
+		// few milliseconds blur: at 200/s, a connection or two.
+		if d.Method != string(drainwatch.MethodPassiveOpens) || d.NewConns < d.Routed-1-int(res.PodRate/100) {
+			t.Errorf("%s: %s saw %d of the %d connections sent during the drain", where, d.Method, d.NewConns, d.Routed)
+		}
+		// The last proxy alone sends the pod a third of 200/s at the end behind three proxies.
+		low := 200.0 / 3 / 2
+		if d.Rate < low || d.Rate > 400 {
+			t.Errorf("%s: rate %.0f/s, want between %.0f and 400", where, d.Rate, low)
+		}
+		if n := d.SilenceNeeded.Duration(); n < drainwatch.AutoFloor || n > time.Duration(2*math.Log(1e4)/low*float64(time.Second)) {
+			t.Errorf("%s: silence needed %s", where, n)
+		}
+		if d.Silence < *d.SilenceNeeded {
+			t.Errorf("%s: the drain waited %.3fs of silence, less than the %.3fs needed", where, float64(d.Silence), float64(*d.SilenceNeeded))
+		}
+		// It saw the last connections: the drain ended the silence needed after the last one sent
+		// to the pod, less a poll (AutoMaxInterval), unless the harness's own stall made it.
+		if q := d.QuietAfterLast.Duration(); q < d.SilenceNeeded.Duration()-drainwatch.AutoMaxInterval && !res.stalledSilence() {
+			t.Errorf("%s: the drain ended %s after the last connection sent to the pod, before the silence needed %s: it missed connections",
+				where, q, d.SilenceNeeded.Duration())
 		}
 	}
 }
@@ -228,7 +335,7 @@ func TestNginx(t *testing.T) {
 				t.Errorf("%s: nothing lost: the harness does not see nginx stop during propagation", where)
 			}
 		default:
-			if res.Failed != 0 || res.Cut != 0 {
+			if lost(t, res) {
 				t.Errorf("%s: %d failed %v, %d cut; failures %+v", where, res.Failed, res.ByKind, res.Cut, res.Failures)
 			}
 			// The SIGQUIT started the drain rather than reaching nginx at once: the pod served

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -40,9 +41,23 @@ type Config struct {
 	// CutAfter: a request a pod closes unanswered after having it this long was cut in flight;
 	// sooner, it was dropped on arrival (see Balancer.CutAfter). Default: a fifth of AppDelay.
 	CutAfter time.Duration
-	Parallel int       // runs at once in RunAll
-	Log      io.Writer // a line per finished run; nil: none
+	// Poisson: the new-connection load comes as a Poisson stream (Load.Poisson), as the
+	// automatic quiet period assumes and real clients make; otherwise at even intervals.
+	Poisson bool
+	// HostNetwork: the pods share the harness's network namespace, as hostNetwork pods do, and
+	// drainit watches with sock_diag; otherwise each pod has its own (netns_linux.go), as on a
+	// node, and drainit counts with the namespace's PassiveOpens counter.
+	HostNetwork bool
+	Parallel    int // runs at once in RunAll
+	// MaxRate bounds the new connections a second of the runs under way together (each run's
+	// load counts; a run over it runs alone): this machine's clients, proxies and pods start
+	// about 2,000 a second on 2 cores before they fall behind. Zero: DefaultMaxRate.
+	MaxRate float64
+	Log     io.Writer // a line per finished run; nil: none
 }
+
+// DefaultMaxRate is Config.MaxRate's default.
+const DefaultMaxRate = 1200
 
 // DefaultConfig holds the defaults: about 100 requests per second in all, a tenth of a second
 // each, so that a stopped pod always has requests in flight and idle keep-alive connections.
@@ -91,6 +106,9 @@ func (c Config) withDefaults() Config {
 	if c.Parallel == 0 {
 		c.Parallel = d.Parallel
 	}
+	if c.MaxRate == 0 {
+		c.MaxRate = DefaultMaxRate
+	}
 	return c
 }
 
@@ -121,6 +139,11 @@ func NewRunner(cfg Config) (*Runner, error) {
 	}
 	if err := pod.Available(); err != nil {
 		return nil, fmt.Errorf("rollout: %w", err)
+	}
+	if !cfg.HostNetwork {
+		if err := netnsAvailable(); err != nil {
+			return nil, fmt.Errorf("rollout: pods in network namespaces of their own (or -host-network): %w", err)
+		}
 	}
 	return &Runner{cfg: cfg}, nil
 }
@@ -202,6 +225,8 @@ type runningPod struct {
 	addr, ctl string
 	out       *lines.Log // PID 1's stdout and stderr, as a runtime would log them
 	dir       string     // the app's files (nginx's config, pid and temp paths), removed after the run
+	ns        *netns     // its network namespace (nil: the harness's)
+	dial      dialer     // how the harness reaches it
 }
 
 // nginxConf is the configuration of a pod's nginx: in the foreground under its own PID 1 or
@@ -265,9 +290,35 @@ func (rp *runningPod) cleanup() {
 	if rp.dir != "" {
 		os.RemoveAll(rp.dir)
 	}
+	rp.ns.close()
 }
 
+// startPod starts a pod of scenario s for propagation delay p: in a network namespace of its
+// own unless Config.HostNetwork.
 func (r *Runner) startPod(s Scenario, p time.Duration) (*runningPod, error) {
+	if r.cfg.HostNetwork {
+		rp, err := r.startPodHere(s, p)
+		if err == nil {
+			rp.dial = (*netns)(nil).dialer()
+		}
+		return rp, err
+	}
+	rp, ns, err := startInNetns(func() (*runningPod, <-chan struct{}, error) {
+		rp, err := r.startPodHere(s, p)
+		if err != nil {
+			return nil, nil, err
+		}
+		return rp, rp.Exited, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	rp.ns, rp.dial = ns, ns.dialer()
+	return rp, nil
+}
+
+// startPodHere starts a pod of scenario s in the calling thread's network namespace.
+func (r *Runner) startPodHere(s Scenario, p time.Duration) (*runningPod, error) {
 	ip := r.podIP()
 	addr, err := freePort(ip)
 	if err != nil {
@@ -329,7 +380,7 @@ func (rp *runningPod) waitReady(ctx context.Context) error {
 			continue
 		}
 		for {
-			c, err := net.DialTimeout("tcp", addr, time.Second)
+			c, err := rp.dial(addr, time.Second)
 			if err == nil {
 				c.Close()
 				break
@@ -356,7 +407,8 @@ func (r *Runner) grace(s Scenario) time.Duration {
 	return r.cfg.Grace
 }
 
-func (r *Runner) preStop(s Scenario, p time.Duration, rp *runningPod) *kubelet.PreStop {
+// preStop is the pod's preStop hook. ctl is where the kubelet reaches drainit's control server.
+func (r *Runner) preStop(s Scenario, p time.Duration, ctl string) *kubelet.PreStop {
 	switch s.PreStop {
 	case ExecSleep:
 		secs := strconv.FormatFloat(s.drain(p).Seconds(), 'f', -1, 64)
@@ -365,18 +417,25 @@ func (r *Runner) preStop(s Scenario, p time.Duration, rp *runningPod) *kubelet.P
 		}
 		return &kubelet.PreStop{Exec: []string{r.cfg.Drainit, "sleep", secs}}
 	case HTTPPreStop:
-		return &kubelet.PreStop{HTTPGet: "http://" + rp.ctl + "/prestop"}
+		return &kubelet.PreStop{HTTPGet: "http://" + ctl + "/prestop"}
 	}
 	return nil
 }
 
-// Run runs scenario s once with propagation delay p: starts the pods and the load, deletes the
-// first pod, keeps the load on until the pod is gone and the propagation delay has passed (plus
+// Run runs scenario s once in cell c: starts the pods, the proxies and the load, deletes the
+// first pod, keeps the load on until the pod is gone and the last proxy's delay has passed (plus
 // Config.Tail), and reports. An error means the harness could not do its job (a pod did not
 // start, the load never reached the pod to be stopped), never that requests were lost.
-func (r *Runner) Run(ctx context.Context, s Scenario, p time.Duration, rep int) (Result, error) {
+func (r *Runner) Run(ctx context.Context, s Scenario, c Cell, rep int) (Result, error) {
 	cfg := r.cfg
-	res := Result{Scenario: s.Key, Name: s.Name, Propagation: seconds(p), Rep: rep}
+	p := c.Propagation
+	res := Result{Scenario: s.Key, Name: s.Name, Propagation: seconds(p), Topology: c.Topology, Rate: c.Rate, Rep: rep}
+	proxies, err := c.proxies()
+	if err != nil {
+		return res, err
+	}
+	late := watchLateness(10 * time.Millisecond)
+	defer late.stop()
 	pods := make([]*runningPod, 0, cfg.Pods)
 	defer func() {
 		for _, rp := range pods {
@@ -397,54 +456,130 @@ func (r *Runner) Run(ctx context.Context, s Scenario, p time.Duration, rep int) 
 		pods = append(pods, rp)
 	}
 	endpoints := make([]string, len(pods))
+	byAddr := map[string]*runningPod{}
 	for i, rp := range pods {
 		if err := rp.waitReady(ctx); err != nil {
 			return res, err
 		}
 		endpoints[i] = rp.addr
+		byAddr[rp.addr] = rp
 	}
-	lb, err := NewBalancer("127.0.0.1:0", endpoints)
-	if err != nil {
-		return res, err
+	dial := func(addr string, timeout time.Duration) (net.Conn, error) {
+		if rp := byAddr[addr]; rp != nil {
+			return rp.dial(addr, timeout)
+		}
+		return net.DialTimeout("tcp", addr, timeout)
 	}
-	lb.CutAfter = cfg.CutAfter
-	defer lb.Close()
-	load := &Load{
-		Addr: lb.Addr(), Rate: cfg.Rate, KeepAliveClients: cfg.KeepAliveClients,
-		KeepAliveRate: cfg.KeepAliveRate, Timeout: cfg.RequestTimeout, Explain: lb.Take,
+	// The proxies, each with its share of the new-connection load; the keep-alive clients go
+	// through the first (the largest share).
+	total := cfg.Rate
+	if c.Rate > 0 {
+		total = c.Rate * float64(cfg.Pods)
 	}
-	running := load.Start()
-	stopLoad := sync.OnceValue(running.Stop)
+	res.OfferedRate = total
+	var lbs []*Balancer
+	var loads []*Running
+	defer func() {
+		for _, lb := range lbs {
+			lb.Close()
+		}
+	}()
+	for i, px := range proxies {
+		lb, err := NewBalancer("127.0.0.1:0", endpoints)
+		if err != nil {
+			return res, err
+		}
+		lb.CutAfter, lb.Dial = cfg.CutAfter, dial
+		lbs = append(lbs, lb)
+		load := &Load{Addr: lb.Addr(), Rate: total * px.Share, Poisson: cfg.Poisson, Seed: uint64(rep)<<8 | uint64(i),
+			Timeout: cfg.RequestTimeout, Explain: lb.Take}
+		if i == 0 {
+			load.KeepAliveClients, load.KeepAliveRate = cfg.KeepAliveClients, cfg.KeepAliveRate
+		}
+		loads = append(loads, load.Start())
+	}
+	stopLoad := sync.OnceValue(func() Stats {
+		var st Stats
+		for _, l := range loads {
+			one := l.Stop()
+			st.NewConnRequests += one.NewConnRequests
+			st.KeepAliveRequests += one.KeepAliveRequests
+			st.Succeeded += one.Succeeded
+			st.Retried += one.Retried
+			st.Failures = append(st.Failures, one.Failures...)
+			st.NewConnRate += one.NewConnRate
+			st.Stalls = append(st.Stalls, one.Stalls...)
+		}
+		return st
+	})
 	defer stopLoad()
+	succeeded := func() int {
+		n := 0
+		for _, l := range loads {
+			n += l.Succeeded()
+		}
+		return n
+	}
+	routes := func() []Route {
+		var all []Route
+		for _, lb := range lbs {
+			all = append(all, lb.Routes()...)
+		}
+		sort.SliceStable(all, func(i, j int) bool { return all[i].At.Before(all[j].At) })
+		return all
+	}
 
 	// Warm up: the load has run for Warmup, every keep-alive client has had an answer, and
-	// every pod has had connections, so the stop meets the traffic a pod in service has.
+	// every pod has had connections, so the stop meets the traffic a pod in service has. That
+	// includes a history of 30 new connections to the pod (1.2 s at the default 25/s, 3 s at
+	// most), as a pod in service has, for the automatic quiet period to start from.
+	warmup := max(cfg.Warmup, min(3*time.Second, time.Duration(30/(total/float64(cfg.Pods))*float64(time.Second))))
 	begin := time.Now()
 	victim := pods[0]
 	for {
 		routed := map[string]bool{}
-		for _, rt := range lb.Routes() {
+		for _, rt := range routes() {
 			routed[rt.Endpoint] = true
 		}
-		if time.Since(begin) >= cfg.Warmup && running.Succeeded() >= cfg.KeepAliveClients && len(routed) == len(pods) {
+		if time.Since(begin) >= warmup && succeeded() >= cfg.KeepAliveClients && len(routed) == len(pods) {
 			break
 		}
-		if time.Since(begin) > cfg.Warmup+10*time.Second {
+		if time.Since(begin) > warmup+10*time.Second {
 			return res, fmt.Errorf("warm-up: %d requests succeeded, %d of %d pods reached after %s",
-				running.Succeeded(), len(routed), len(pods), time.Since(begin).Round(time.Millisecond))
+				succeeded(), len(routed), len(pods), time.Since(begin).Round(time.Millisecond))
 		}
 		if err := pause(ctx, 5*time.Millisecond); err != nil {
 			return res, err
 		}
 	}
 
+	// The kubelet reaches drainit's control server from outside the pod: through a forwarder
+	// into the pod's namespace when it has one of its own.
+	ctl := victim.ctl
+	if victim.ns != nil && ctl != "" && s.PreStop == HTTPPreStop {
+		fwd, err := NewBalancer("127.0.0.1:0", []string{victim.ctl})
+		if err != nil {
+			return res, err
+		}
+		fwd.Dial = victim.dial
+		defer fwd.Close()
+		ctl = fwd.Addr()
+	}
+	var cpu *cpuSamples
+	if s.Init == Drainit {
+		cpu = sampleCPU(victim.PID, 20*time.Millisecond)
+		defer cpu.stop()
+	}
+
 	// The deletion: endpoint removal and the kubelet's stop start together, as they do when the
-	// API server marks the pod terminating.
+	// API server marks the pod terminating. Each proxy drops the pod after its own delay.
 	res.TCPSockets = tcpSockets()
 	t0 := time.Now()
-	removal := time.AfterFunc(p, func() { lb.Remove(victim.addr) })
-	defer removal.Stop()
-	k := kubelet.Pod{Grace: r.grace(s), PreStop: r.preStop(s, p, victim), StopSignal: s.StopSignal}
+	for i, px := range proxies {
+		removal := time.AfterFunc(px.Delay, func() { lbs[i].Remove(victim.addr) })
+		defer removal.Stop()
+	}
+	k := kubelet.Pod{Grace: r.grace(s), PreStop: r.preStop(s, p, ctl), StopSignal: s.StopSignal}
 	rec := k.Stop(kubelet.Container{PID: victim.PID, Exited: victim.Exited})
 	end := rec.ExitedAt
 	if e := t0.Add(p); e.After(end) {
@@ -458,6 +593,7 @@ func (r *Runner) Run(ctx context.Context, s Scenario, p time.Duration, rep int) 
 	res.NewConnRequests, res.KeepAliveRequests = st.NewConnRequests, st.KeepAliveRequests
 	res.Requests = st.NewConnRequests + st.KeepAliveRequests
 	res.Retried = st.Retried
+	res.AchievedRate = math.Round(st.NewConnRate*10) / 10
 	res.ByKind = map[Kind]int{}
 	for _, f := range st.Failures {
 		res.Failed++
@@ -467,37 +603,62 @@ func (r *Runner) Run(ctx context.Context, s Scenario, p time.Duration, rep int) 
 			Retried: f.Retried, Seen: f.Seen, Err: f.Err,
 		})
 	}
-	for _, e := range lb.Events() {
-		switch e.Kind {
-		case EventCut:
-			res.Cut++
-		case EventDropped, EventUnread:
-			res.Dropped++
-		default:
+	for _, lb := range lbs {
+		for _, e := range lb.Events() {
+			switch e.Kind {
+			case EventCut:
+				res.Cut++
+			case EventDropped, EventUnread:
+				res.Dropped++
+			default:
+				continue
+			}
+			res.Drops = append(res.Drops, DropAt{Kind: e.Kind, Delivered: seconds(e.Delivered.Sub(t0)),
+				At: seconds(e.At.Sub(t0)), Client: e.Client, Endpoint: e.Endpoint})
+		}
+	}
+	all := routes()
+	var lastRouted time.Time
+	// The pod's rate: over the second before the deletion, or the second half of a shorter
+	// warm-up (the keep-alive clients connect at its start).
+	window := min(time.Second, t0.Sub(begin)/2)
+	for _, rt := range all {
+		if rt.Endpoint != victim.addr {
 			continue
 		}
-		res.Drops = append(res.Drops, DropAt{Kind: e.Kind, Delivered: seconds(e.Delivered.Sub(t0)),
-			At: seconds(e.At.Sub(t0)), Client: e.Client, Endpoint: e.Endpoint})
-	}
-	for _, rt := range lb.Routes() {
-		if rt.Endpoint == victim.addr {
-			if rt.At.Before(t0) {
-				res.RoutedBefore++
-			} else {
-				res.RoutedAfter++
+		switch {
+		case rt.At.Before(t0):
+			res.RoutedBefore++
+			if !rt.At.Before(t0.Add(-window)) {
+				res.PodRate++
 			}
+		default:
+			res.RoutedAfter++
+			lastRouted = rt.At
 		}
 	}
+	res.PodRate = math.Round(res.PodRate/window.Seconds()*10) / 10
 	if res.RoutedBefore == 0 {
 		return res, fmt.Errorf("the load never reached the stopped pod %s before the deletion", victim.addr)
 	}
-	if at := lb.RemovedAt(victim.addr); !at.IsZero() {
-		res.Removed = seconds(at.Sub(t0))
+	if !lastRouted.IsZero() {
+		at := seconds(lastRouted.Sub(t0))
+		res.LastRouted = &at
+	}
+	for _, lb := range lbs {
+		if at := lb.RemovedAt(victim.addr); !at.IsZero() {
+			res.Removed = max(res.Removed, seconds(at.Sub(t0)))
+		}
 	}
 	res.Stop = seconds(rec.ExitedAt.Sub(t0))
 	if !rec.PreStopEnd.IsZero() {
 		at := seconds(rec.PreStopEnd.Sub(t0))
 		res.PreStop = &at
+		if cpu != nil {
+			if f, ok := cpu.fraction(t0, rec.PreStopEnd); ok {
+				res.DrainCPU = &f
+			}
+		}
 	}
 	if rec.PreStopErr != nil {
 		res.PreStopError = rec.PreStopErr.Error()
@@ -518,7 +679,7 @@ func (r *Runner) Run(ctx context.Context, s Scenario, p time.Duration, rep int) 
 		// sent to the pod from then on are those drainit had to see.
 		from := rec.PreStopEnd.Add(-res.Drain.Drained.Duration())
 		var last time.Time
-		for _, rt := range lb.Routes() {
+		for _, rt := range all {
 			if rt.Endpoint != victim.addr {
 				continue
 			}
@@ -532,45 +693,73 @@ func (r *Runner) Run(ctx context.Context, s Scenario, p time.Duration, rep int) 
 		}
 		res.Drain.QuietAfterLast = seconds(rec.PreStopEnd.Sub(last))
 	}
+	worst, stalls := late.stop()
+	stalls = append(stalls, st.Stalls...)
+	res.TimerLate = seconds(worst)
+	res.Load1 = loadAverage()
+	res.Noisy = res.TimerLate.Duration() > cfg.CutAfter
+	for _, sp := range st.Stalls {
+		res.Noisy = res.Noisy || sp.to.Sub(sp.from) > cfg.CutAfter
+	}
+	if d := res.Drain; d != nil && d.Reason == "quiet" && !rec.PreStopEnd.IsZero() {
+		// The silence that ended the drain: how much of it the harness spent stalled, sending
+		// the pod nothing whatever the load asked for.
+		end := rec.PreStopEnd
+		d.SilenceStalled = seconds(overlap(stalls, end.Add(-d.Silence.Duration()), end))
+	}
 	return res, nil
 }
 
-// CompareDrains runs the adaptive drain beside fixed 5 s and 10 s drains (DrainKeys) at each
-// propagation delay, repeat times, and returns the stop duration at zero failures per scenario
-// and delay, the checks (nothing lost; the adaptive drain within its bound), and the runs. It is
-// what `make bench` reports; WriteDrainTable prints it.
-func (r *Runner) CompareDrains(ctx context.Context, props []time.Duration, repeat int) ([]DrainStat, []Check, []Result, error) {
+// CompareDrains runs the adaptive drains beside fixed 5 s and 10 s drains (DrainKeys) in each
+// cell, repeat times, and returns the stop duration at zero failures per scenario and cell, the
+// checks (nothing lost; the adaptive drains within their bounds), and the runs. It is what `make
+// bench` reports; WriteDrainTable prints it.
+func (r *Runner) CompareDrains(ctx context.Context, cells []Cell, repeat int) ([]DrainStat, []Check, []Result, error) {
 	scenarios, err := Lookup(DrainKeys())
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	results, err := r.RunAll(ctx, scenarios, props, repeat)
+	results, err := r.RunCells(ctx, scenarios, cells, repeat)
 	claims := ClaimsFor(scenarios)
 	return DrainStats(results, claims), Checks(Summarize(results, claims)), results, err
 }
 
 // Job is one run of RunJobs.
 type Job struct {
-	Scenario    Scenario
-	Propagation time.Duration
-	Rep         int
+	Scenario Scenario
+	Cell     Cell
+	Rep      int
 }
 
 // estimate is roughly how long the run takes beyond its fixed costs: the pod keeps serving for
 // its drain, and the load runs at least until the propagation delay is over.
 func (j Job) estimate() time.Duration {
-	return max(j.Scenario.drain(j.Propagation), j.Propagation)
+	return max(j.Scenario.drain(j.Cell.Propagation), j.Cell.Propagation)
 }
 
-// RunAll runs every scenario at every propagation delay, repeat times, Config.Parallel runs at
-// once, and returns the results in that order (propagation, scenario, repetition). Runs that
-// failed are left out and their errors joined; the others are still returned.
+// Cells are the cells of propagation delays props, at the load of Config.Rate.
+func Cells(props []time.Duration) []Cell {
+	out := make([]Cell, len(props))
+	for i, p := range props {
+		out[i] = Cell{Propagation: p}
+	}
+	return out
+}
+
+// RunAll runs every scenario at every propagation delay, repeat times (RunCells of Cells).
 func (r *Runner) RunAll(ctx context.Context, scenarios []Scenario, props []time.Duration, repeat int) ([]Result, error) {
+	return r.RunCells(ctx, scenarios, Cells(props), repeat)
+}
+
+// RunCells runs every scenario in every cell, repeat times, Config.Parallel runs at once, and
+// returns the results in that order (cell, scenario, repetition). Runs that failed are left out
+// and their errors joined; the others are still returned.
+func (r *Runner) RunCells(ctx context.Context, scenarios []Scenario, cells []Cell, repeat int) ([]Result, error) {
 	var jobs []Job
-	for _, p := range props {
+	for _, c := range cells {
 		for _, s := range scenarios {
 			for rep := 1; rep <= repeat; rep++ {
-				jobs = append(jobs, Job{s, p, rep})
+				jobs = append(jobs, Job{s, c, rep})
 			}
 		}
 	}
@@ -584,7 +773,7 @@ func (r *Runner) RunAll(ctx context.Context, scenarios []Scenario, props []time.
 func (r *Runner) RunJobs(ctx context.Context, jobs []Job) ([]Result, error) {
 	results := make([]*Result, len(jobs))
 	errs := make([]error, len(jobs))
-	sem := make(chan struct{}, r.cfg.Parallel)
+	sem := newRateSem(r.cfg.Parallel, r.cfg.MaxRate)
 	var wg sync.WaitGroup
 	order := make([]int, len(jobs))
 	for i := range order {
@@ -595,23 +784,30 @@ func (r *Runner) RunJobs(ctx context.Context, jobs []Job) ([]Result, error) {
 	})
 	for _, i := range order {
 		j := jobs[i]
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			errs[i] = ctx.Err()
+		load := r.cfg.Rate + r.cfg.KeepAliveRate
+		if j.Cell.Rate > 0 {
+			load = j.Cell.Rate*float64(r.cfg.Pods) + r.cfg.KeepAliveRate
+		}
+		if err := sem.acquire(ctx, load); err != nil {
+			errs[i] = err
 			continue
 		}
 		wg.Add(1)
 		go func() {
-			defer func() { <-sem; wg.Done() }()
-			res, err := r.Run(ctx, j.Scenario, j.Propagation, j.Rep)
+			defer func() { sem.release(load); wg.Done() }()
+			res, err := r.Run(ctx, j.Scenario, j.Cell, j.Rep)
 			if err != nil {
-				errs[i] = fmt.Errorf("%s, propagation %s, run %d: %w", j.Scenario.Key, j.Propagation, j.Rep, err)
+				errs[i] = fmt.Errorf("%s, %s, run %d: %w", j.Scenario.Key, j.Cell, j.Rep, err)
 				return
 			}
 			results[i] = &res
-			r.logf("%-16s propagation %-5s run %2d: %5d requests, %4d failed, %3d cut, %3d dropped, stop %6.2fs%s\n",
-				j.Scenario.Key, j.Propagation, j.Rep, res.Requests, res.Failed, res.Cut, res.Dropped, float64(res.Stop), killedNote(res.Killed))
+			rate := ""
+			if j.Cell.Rate > 0 {
+				rate = fmt.Sprintf(" at %.0f/s", j.Cell.Rate)
+			}
+			r.logf("%-16s %s%s run %2d: %5d requests, %4d failed, %3d cut, %3d dropped, stop %6.2fs%s%s\n",
+				j.Scenario.Key, j.Cell, rate, j.Rep, res.Requests, res.Failed, res.Cut, res.Dropped, float64(res.Stop),
+				killedNote(res.Killed), noisyNote(res))
 		}()
 	}
 	wg.Wait()
@@ -622,6 +818,55 @@ func (r *Runner) RunJobs(ctx context.Context, jobs []Job) ([]Result, error) {
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// rateSem admits runs while at most n are under way and their loads add up to at most max (a
+// run whose load is over max is admitted alone).
+type rateSem struct {
+	mu      sync.Mutex
+	changed chan struct{} // closed and replaced when a run ends
+	n, runs int
+	max     float64
+	load    float64
+}
+
+func newRateSem(n int, max float64) *rateSem {
+	return &rateSem{n: n, max: max, changed: make(chan struct{})}
+}
+
+func (s *rateSem) acquire(ctx context.Context, load float64) error {
+	for {
+		s.mu.Lock()
+		if s.runs < s.n && (s.runs == 0 || s.load+load <= s.max) {
+			s.runs++
+			s.load += load
+			s.mu.Unlock()
+			return nil
+		}
+		changed := s.changed
+		s.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (s *rateSem) release(load float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.runs--
+	s.load -= load
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+func noisyNote(res Result) string {
+	if !res.Noisy {
+		return ""
+	}
+	return fmt.Sprintf(", noisy (timers %.0fms late, load %.1f)", float64(res.TimerLate)*1000, res.Load1)
 }
 
 func killedNote(k bool) string {

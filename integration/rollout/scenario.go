@@ -1,7 +1,9 @@
 package rollout
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -83,9 +85,106 @@ type Scenario struct {
 	// Grace is the pod's terminationGracePeriodSeconds (and drainit's --grace-period); zero means
 	// Config.Grace.
 	Grace time.Duration
-	// MaxStop, if set, is the longest pod stop duration the scenario claims at propagation delay
-	// p: the adaptive drain's promise (propagation + quiet + 0.5 s), checked beside its losses.
-	MaxStop func(p time.Duration) time.Duration
+	// MaxStop, if set, is the longest pod stop duration the scenario claims in cell c (c.Propagation
+	// is the last proxy's delay): the adaptive drain's promise, checked beside its losses.
+	MaxStop func(c Cell) time.Duration
+	// OutsideModel, if set, says why the scenario makes no claim in cell c (nothing expected,
+	// no stop bound): the automatic quiet period with a straggler carrying less than half of
+	// what the other proxies leave (drainwatch's package doc). Its results are still reported.
+	OutsideModel func(c Cell) string
+}
+
+// Cell is where a scenario runs: the proxies in front of the pods, and the load.
+type Cell struct {
+	// Propagation is the proxy's delay, or with a Topology its last proxy's (D_last).
+	Propagation time.Duration
+	// Topology names the proxies (Topologies); "": one proxy with delay Propagation.
+	Topology string
+	// Rate is the new connections per second the stopped pod gets before the deletion; the load
+	// is that times the pods. 0: Config.Rate for the whole load.
+	Rate float64
+}
+
+// Proxy is one balancer in front of the pods: a node's kube-proxy, an ingress replica.
+type Proxy struct {
+	Delay time.Duration // when it stops sending new connections to the deleted pod
+	Share float64       // its part of the new-connection load (a Topology's add up to 1)
+}
+
+// Topology is a set of proxies that drop the deleted pod each at its own time, so that the
+// traffic fades in steps (issue 16).
+type Topology struct {
+	Name    string
+	Proxies []Proxy
+}
+
+// Topologies returns the named proxy sets: three proxies of equal share that drop the pod at
+// 0.3, 1 and 2.5 s ("staggered"), and the same with a fourth, slow one carrying 2% of the
+// traffic until 4 s ("straggler"), a step the automatic quiet period's model does not cover.
+func Topologies() []Topology {
+	third := 1.0 / 3
+	return []Topology{
+		{Name: "staggered", Proxies: []Proxy{{300 * time.Millisecond, third}, {time.Second, third}, {2500 * time.Millisecond, third}}},
+		{Name: "straggler", Proxies: []Proxy{{300 * time.Millisecond, 0.98 * third}, {time.Second, 0.98 * third},
+			{2500 * time.Millisecond, 0.98 * third}, {4 * time.Second, 0.02}}},
+	}
+}
+
+// LookupTopology returns the named topology.
+func LookupTopology(name string) (Topology, error) {
+	var known []string
+	for _, t := range Topologies() {
+		if t.Name == name {
+			return t, nil
+		}
+		known = append(known, t.Name)
+	}
+	return Topology{}, fmt.Errorf("unknown proxy topology %q (known: %s)", name, strings.Join(known, ", "))
+}
+
+// TopologyCell is the cell of topology t at pod rate rate: its propagation is t's last delay.
+func TopologyCell(t Topology, rate float64) Cell {
+	c := Cell{Topology: t.Name, Rate: rate}
+	for _, p := range t.Proxies {
+		c.Propagation = max(c.Propagation, p.Delay)
+	}
+	return c
+}
+
+// proxies are the balancers of cell c: its topology's, or one with delay c.Propagation. The
+// largest share comes first (it takes the keep-alive clients).
+func (c Cell) proxies() ([]Proxy, error) {
+	if c.Topology == "" {
+		return []Proxy{{c.Propagation, 1}}, nil
+	}
+	t, err := LookupTopology(c.Topology)
+	if err != nil {
+		return nil, err
+	}
+	ps := slices.Clone(t.Proxies)
+	slices.SortStableFunc(ps, func(a, b Proxy) int { return cmp.Compare(b.Share, a.Share) })
+	return ps, nil
+}
+
+// String is the cell as the tables show it: "1s", or "staggered (0.3s,1s,2.5s)".
+func (c Cell) String() string {
+	if c.Topology == "" {
+		return fmtSeconds(seconds(c.Propagation))
+	}
+	ps, err := c.proxies()
+	if err != nil {
+		return c.Topology
+	}
+	slices.SortStableFunc(ps, func(a, b Proxy) int { return cmp.Compare(a.Delay, b.Delay) })
+	var ds []string
+	for _, p := range ps {
+		d := fmtSeconds(seconds(p.Delay))
+		if p.Share < 0.1 {
+			d += fmt.Sprintf(" %.0f%%", p.Share*100)
+		}
+		ds = append(ds, d)
+	}
+	return c.Topology + " (" + strings.Join(ds, ",") + ")"
 }
 
 // DrainMargin is how much longer than the propagation delay the fixed-drain scenario drains.
@@ -106,6 +205,33 @@ const AdaptiveQuiet = time.Second
 // to stop: a poll interval to see the last connection, SIGTERM, and the app finishing its
 // in-flight requests (issue 6: "within propagation + quiet + 0.5 s").
 const AdaptiveSlack = 500 * time.Millisecond
+
+// The automatic quiet period's targets (issue 16), on the stop duration beyond the last
+// proxy's delay: AutoFastSlack from AutoFastRate new connections a second at the pod, and
+// AutoSlowSlack below (no worse than the 1 s quiet period's usual D + 1.2 s).
+const (
+	AutoFastRate  = 200
+	AutoFastSlack = 300 * time.Millisecond
+	AutoSlowSlack = 1200 * time.Millisecond
+)
+
+// autoMaxStop is the automatic quiet period's claim in cell c. Without a cell rate (the load
+// of Config.Rate, split over the pods) there is no rate to hold it to: the slow target.
+func autoMaxStop(c Cell) time.Duration {
+	if c.Rate >= AutoFastRate {
+		return c.Propagation + AutoFastSlack
+	}
+	return c.Propagation + AutoSlowSlack
+}
+
+// autoOutsideModel: a straggler carrying less than half of what the other proxies leave is a
+// step the automatic quiet period cannot tell from the end (drainwatch's package doc).
+func autoOutsideModel(c Cell) string {
+	if c.Topology == "straggler" {
+		return "a 2% straggler: outside the automatic quiet period's model"
+	}
+	return ""
+}
 
 // DrainGrace is the grace period of the scenarios that compare fixed and adaptive drains: the
 // same for all of them, and room for the longest drain (drainit's default --drain-max of 15 s
@@ -147,10 +273,19 @@ func Scenarios() []Scenario {
 		// same grace period. Adaptive drains as long as new connections keep coming, then the
 		// quiet period: p + quiet is its nominal drain, and its claim is on the stop duration.
 		func() Scenario {
-			s := drainitPreStop("drainit-adaptive", "drainit, preStop httpGet, adaptive drain",
+			s := drainitPreStop("drainit-adaptive", "drainit, preStop httpGet, adaptive drain, quiet 1s",
 				func(p time.Duration) time.Duration { return p + AdaptiveQuiet },
 				"--drain", "adaptive", "--drain-quiet", AdaptiveQuiet.String())
-			s.MaxStop = func(p time.Duration) time.Duration { return p + AdaptiveQuiet + AdaptiveSlack }
+			s.MaxStop = func(c Cell) time.Duration { return c.Propagation + AdaptiveQuiet + AdaptiveSlack }
+			return s
+		}(),
+		// Issue 16: the quiet period that follows the traffic. Its nominal drain is the
+		// propagation delay; its claim is on the stop duration (autoMaxStop).
+		func() Scenario {
+			s := drainitPreStop("drainit-auto", "drainit, preStop httpGet, adaptive drain, quiet auto",
+				func(p time.Duration) time.Duration { return p },
+				"--drain", "adaptive", "--drain-quiet", "auto")
+			s.MaxStop, s.OutsideModel = autoMaxStop, autoOutsideModel
 			return s
 		}(),
 		drainitPreStop("drainit-fixed5", "drainit, preStop httpGet, fixed 5s drain", constant(5*time.Second),
@@ -174,7 +309,7 @@ func Scenarios() []Scenario {
 			DrainitArgs: func(time.Duration) []string {
 				return []string{"--stop-signal", "QUIT", "--drain", "adaptive", "--drain-quiet", AdaptiveQuiet.String()}
 			},
-			MaxStop: func(p time.Duration) time.Duration { return p + AdaptiveQuiet + AdaptiveSlack }},
+			MaxStop: func(c Cell) time.Duration { return c.Propagation + AdaptiveQuiet + AdaptiveSlack }},
 	}
 }
 
@@ -183,14 +318,15 @@ func NginxKeys() []string {
 	return []string{"nginx-bare", "nginx-drainit", "nginx-adaptive"}
 }
 
-// DrainKeys returns the keys of the scenarios that compare the adaptive drain with fixed delays
-// (issue 6), for `rollout -scenarios drains` and the benchmark.
+// DrainKeys returns the keys of the scenarios that compare the adaptive drains, with the
+// automatic quiet period and with a 1 s one, with fixed delays (issues 6 and 16), for `rollout
+// -scenarios drains` and the benchmark.
 func DrainKeys() []string {
-	return []string{"drainit-adaptive", "drainit-fixed5", "drainit-fixed10"}
+	return []string{"drainit-auto", "drainit-adaptive", "drainit-fixed5", "drainit-fixed10"}
 }
 
 // DefaultKeys returns the keys of the scenarios compared unless told otherwise: issue 5's six,
-// then issue 6's adaptive drain beside fixed 5 s and 10 s drains (DrainKeys), then a real nginx
+// then the adaptive drains beside fixed 5 s and 10 s drains (DrainKeys), then a real nginx
 // bare and behind drainit (NginxKeys).
 func DefaultKeys() []string {
 	keys := append([]string{"bare-naive", "bare-graceful", "tini", "prestop-sleep", "drainit-prestop", "drainit-default"},
@@ -241,7 +377,7 @@ const (
 	ExpectNoLoss              // graceful and drains at least as long as propagation: nothing lost
 )
 
-// Expect is what s should show at propagation delay p. A scenario that tells the app to stop at
+// Expect is what s should show at propagation delay p (with proxies, the last one's delay). A scenario that tells the app to stop at
 // once with a propagation delay of 1 s or more must show failures: if it does not, the harness
 // cannot see the problem it exists to show.
 func (s Scenario) Expect(p time.Duration) Expectation {

@@ -61,23 +61,83 @@ func TestDrainScenarios(t *testing.T) {
 		}
 	}
 	wantArgs := map[string]string{
+		"drainit-auto":     "--drain adaptive --drain-quiet auto",
 		"drainit-adaptive": "--drain adaptive --drain-quiet 1s",
 		"drainit-fixed5":   "--drain fixed --drain-delay 5s",
 		"drainit-fixed10":  "--drain fixed --drain-delay 10s",
 	}
+	if len(ss) != len(wantArgs) {
+		t.Fatalf("%d drain scenarios, want %d", len(ss), len(wantArgs))
+	}
+	byKey := map[string]Scenario{}
 	for _, s := range ss {
+		byKey[s.Key] = s
 		if got := strings.Join(s.DrainitArgs(time.Second), " "); got != wantArgs[s.Key] {
 			t.Errorf("%s: drainit %s, want %s", s.Key, got, wantArgs[s.Key])
 		}
 	}
 	for _, p := range []time.Duration{200 * time.Millisecond, time.Second, 3 * time.Second} {
-		c := ss[0].Claim(p)
+		c := byKey["drainit-adaptive"].Claim(Cell{Propagation: p})
 		if c.Expect != ExpectNoLoss || c.MaxStop != p+1500*time.Millisecond {
 			t.Errorf("adaptive at %s: claim %+v, want no loss and stop <= %s", p, c, p+1500*time.Millisecond)
 		}
-		if c := ss[1].Claim(p); c.MaxStop != 0 {
+		if c := byKey["drainit-fixed5"].Claim(Cell{Propagation: p}); c.MaxStop != 0 {
 			t.Errorf("fixed at %s: claim %+v, want no stop bound", p, c)
 		}
+		// Issue 16's targets: the last proxy's delay + 0.3 s from 200 new connections a second
+		// at the pod, + 1.2 s below (and without a cell rate).
+		for rate, slack := range map[float64]time.Duration{0: AutoSlowSlack, 20: AutoSlowSlack, 200: AutoFastSlack, 2000: AutoFastSlack} {
+			c := byKey["drainit-auto"].Claim(Cell{Propagation: p, Rate: rate})
+			if c.Expect != ExpectNoLoss || c.MaxStop != p+slack || c.Outside != "" {
+				t.Errorf("auto at %s, %.0f/s: claim %+v, want no loss and stop <= %s", p, rate, c, p+slack)
+			}
+		}
+	}
+	// With proxies: the bound counts from the last one's delay; the straggler is outside the
+	// automatic quiet period's model, and the scenario claims nothing there.
+	for _, top := range Topologies() {
+		cell := TopologyCell(top, 200)
+		c := byKey["drainit-auto"].Claim(cell)
+		switch top.Name {
+		case "straggler":
+			if cell.Propagation != 4*time.Second || c.Outside == "" || c.Expect != NoExpectation || c.MaxStop != 0 {
+				t.Errorf("auto with a straggler (%s): claim %+v, want none, outside the model", cell, c)
+			}
+		default:
+			if cell.Propagation != 2500*time.Millisecond || c.Expect != ExpectNoLoss || c.MaxStop != cell.Propagation+AutoFastSlack {
+				t.Errorf("auto at %s: claim %+v", cell, c)
+			}
+		}
+		if c := byKey["drainit-adaptive"].Claim(cell); c.Outside != "" || c.Expect != ExpectNoLoss {
+			t.Errorf("quiet 1s at %s: claim %+v, want no loss", cell, c)
+		}
+	}
+}
+
+// The proxy topologies of issue 16: shares add up to 1, the cell's propagation is the last
+// proxy's delay, the largest share comes first, and the table names the delays.
+func TestTopologies(t *testing.T) {
+	for _, top := range Topologies() {
+		sum := 0.0
+		for _, p := range top.Proxies {
+			sum += p.Share
+		}
+		if sum < 0.999 || sum > 1.001 {
+			t.Errorf("%s: shares add up to %v", top.Name, sum)
+		}
+		ps, err := TopologyCell(top, 20).proxies()
+		if err != nil || len(ps) != len(top.Proxies) || ps[0].Share < ps[len(ps)-1].Share {
+			t.Errorf("%s: proxies %+v, %v", top.Name, ps, err)
+		}
+	}
+	if got := TopologyCell(Topologies()[1], 0).String(); got != "straggler (0.3s,1s,2.5s,4s 2%)" {
+		t.Errorf("straggler cell %q", got)
+	}
+	if _, err := LookupTopology("mesh"); err == nil {
+		t.Error("an unknown topology was found")
+	}
+	if ps, err := (Cell{Propagation: time.Second}).proxies(); err != nil || len(ps) != 1 || ps[0] != (Proxy{time.Second, 1}) {
+		t.Errorf("one proxy: %+v, %v", ps, err)
 	}
 }
 
@@ -102,6 +162,7 @@ func TestExpect(t *testing.T) {
 		{"drainit-default", 3 * time.Second, ExpectNoLoss},
 		{"drainit-default", 8 * time.Second, NoExpectation},
 		{"drainit-adaptive", 3 * time.Second, ExpectNoLoss},
+		{"drainit-auto", 3 * time.Second, ExpectNoLoss},
 		{"drainit-fixed5", 3 * time.Second, ExpectNoLoss},
 		{"drainit-fixed5", 6 * time.Second, NoExpectation},
 		{"drainit-fixed10", 6 * time.Second, ExpectNoLoss},
@@ -122,8 +183,8 @@ func TestLookup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 12 {
-		t.Fatalf("%d default scenarios, want issue 5's 6, issue 6's 3 and nginx's 3", len(got))
+	if len(got) != 13 {
+		t.Fatalf("%d default scenarios, want issue 5's 6, issues 6 and 16's 4 and nginx's 3", len(got))
 	}
 	if _, err := Lookup([]string{"bare-naive", "nope"}); err == nil {
 		t.Fatal("Lookup accepted an unknown scenario")

@@ -50,7 +50,7 @@ type Raw struct {
 	GracePeriod    string `env:"GRACE_PERIOD" flag:"grace-period" envDefault:"30s" help:"match the pod's terminationGracePeriodSeconds (or docker stop -t); the stop sequence ends by then"`
 	DrainDelay     string `env:"DRAIN_DELAY" flag:"drain-delay" envDefault:"5s" help:"fixed drain wait after the offline hooks, while the app still serves"`
 	Drain          string `env:"DRAIN" flag:"drain" envDefault:"fixed" help:"fixed (wait --drain-delay) or adaptive (until no new connection for --drain-quiet, within --drain-min and --drain-max)"`
-	DrainQuiet     string `env:"DRAIN_QUIET" flag:"drain-quiet" envDefault:"1s" help:"adaptive drain: end once no new connection has arrived for this long"`
+	DrainQuiet     string `env:"DRAIN_QUIET" flag:"drain-quiet" envDefault:"1s" help:"adaptive drain: end once no new connection has arrived for this long; auto: for a silence that follows the traffic (2·ln(10⁴)/rate of new connections, at least 100ms)"`
 	DrainMin       string `env:"DRAIN_MIN" flag:"drain-min" envDefault:"0s" help:"adaptive drain: never shorter than this"`
 	DrainMax       string `env:"DRAIN_MAX" flag:"drain-max" envDefault:"15s" help:"adaptive drain: never longer than this"`
 	DrainPorts     string `env:"DRAIN_PORTS" flag:"drain-ports" envDefault:"" repeat:"add" help:"adaptive drain: watch these listeners (PORT or ADDR:PORT, comma-separated) instead of the app's own"`
@@ -92,11 +92,14 @@ type Config struct {
 	DrainDelay  time.Duration
 	Adaptive    bool // --drain adaptive
 	DrainQuiet  time.Duration
-	DrainMin    time.Duration
-	DrainMax    time.Duration
-	DrainPorts  []drainwatch.Endpoint
-	KillMargin  time.Duration
-	CleanupWait time.Duration
+	// DrainQuietAuto: --drain-quiet auto, a quiet period that follows the traffic
+	// (drainwatch.Config.Auto); DrainQuiet is then zero.
+	DrainQuietAuto bool
+	DrainMin       time.Duration
+	DrainMax       time.Duration
+	DrainPorts     []drainwatch.Endpoint
+	KillMargin     time.Duration
+	CleanupWait    time.Duration
 	// Triggers start the stop sequence: --triggers, and the stop signal when one is set.
 	//
 	// The stop signal is always a trigger because whatever a platform sends to stop a container
@@ -602,7 +605,16 @@ func (p *parsed) check() *Validation {
 	dur("kill-margin", r.KillMargin, &c.KillMargin)
 	dur("cleanup-wait", r.CleanupWait, &c.CleanupWait)
 	dur("hook-timeout", r.HookTimeout, &c.HookTimeout)
-	dur("drain-quiet", r.DrainQuiet, &c.DrainQuiet)
+	if strings.TrimSpace(r.DrainQuiet) == "auto" {
+		c.DrainQuietAuto = true
+	} else if d, err := ParseDuration(r.DrainQuiet); err != nil {
+		if !strings.Contains(err.Error(), "from 0 up") {
+			err = errors.New("not auto or a duration (use auto, 1s, 500ms or a number of seconds)")
+		}
+		bad("drain-quiet", r.DrainQuiet, err)
+	} else {
+		c.DrainQuiet = d
+	}
 	dur("drain-min", r.DrainMin, &c.DrainMin)
 	dur("drain-max", r.DrainMax, &c.DrainMax)
 	switch r.Drain {

@@ -198,6 +198,51 @@ func TestEmptyTerminationLogTurnsItOff(t *testing.T) {
 	}
 }
 
+// --drain-quiet auto (issue 16): a quiet period that follows the traffic, from the flag or the
+// environment; a value that is neither auto nor a duration is refused in one line that names
+// the option, the value and what it takes.
+func TestDrainQuietAuto(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+	}{
+		{[]string{"--drain", "adaptive", "--drain-quiet", "auto", "app"}, nil},
+		{[]string{"--drain", "adaptive", "app"}, map[string]string{"DRAINIT_DRAIN_QUIET": " auto "}},
+	} {
+		c, err := parse(t, tc.args, tc.env)
+		if err != nil {
+			t.Fatalf("Parse(%q, %v): %v", tc.args, tc.env, err)
+		}
+		if !c.DrainQuietAuto || c.DrainQuiet != 0 || !c.Adaptive {
+			t.Errorf("Parse(%q, %v): auto %v, quiet %s, want auto", tc.args, tc.env, c.DrainQuietAuto, c.DrainQuiet)
+		}
+	}
+	c, err := parse(t, []string{"--drain", "adaptive", "--drain-quiet", "1.5", "app"}, nil)
+	if err != nil || c.DrainQuietAuto || c.DrainQuiet != 1500*time.Millisecond {
+		t.Errorf("--drain-quiet 1.5: %v, auto %v, quiet %s, want a 1.5s fixed quiet period", err, c != nil && c.DrainQuietAuto, c.DrainQuiet)
+	}
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"--drain-quiet", "automatic", "app"}, nil, `--drain-quiet "automatic": not auto or a duration (use auto, 1s, 500ms or a number of seconds)`},
+		{[]string{"--drain-quiet", "AUTO", "app"}, nil, `--drain-quiet "AUTO": not auto or a duration`},
+		{[]string{"app"}, map[string]string{"DRAINIT_DRAIN_QUIET": "-1s"}, `DRAINIT_DRAIN_QUIET "-1s": not a duration from 0 up`},
+	} {
+		_, err := parse(t, tc.args, tc.env)
+		var ce *Error
+		if err == nil || err.Error() != tc.want && !strings.HasPrefix(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") || !errors.As(err, &ce) || ce.Flag != "drain-quiet" {
+			t.Errorf("Parse(%q, %v) = %v, want the one-line *Error %q", tc.args, tc.env, err, tc.want)
+		}
+	}
+	var usage bytes.Buffer
+	WriteUsage(&usage)
+	if !strings.Contains(usage.String(), "auto: for a silence that follows the traffic") {
+		t.Errorf("--help does not say --drain-quiet takes auto:\n%s", usage.String())
+	}
+}
+
 func TestAdaptiveDrain(t *testing.T) {
 	c, err := parse(t, []string{"--drain", "adaptive", "--drain-ports", "8080,127.0.0.1:9090", "app"}, nil)
 	if err != nil {

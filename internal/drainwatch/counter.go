@@ -35,6 +35,9 @@ func (s *counterSampler) sample() (int, error) {
 	return int(opened - accepted), nil
 }
 
+// counter is the last reading: the counter, and what drainit had accepted.
+func (s *counterSampler) counter() (opens, own uint64) { return s.last, s.lastSelf }
+
 func (s *counterSampler) method() Method      { return MethodPassiveOpens }
 func (s *counterSampler) watched() []Endpoint { return s.endpoints }
 func (s *counterSampler) close()              {}

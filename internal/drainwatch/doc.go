@@ -1,6 +1,7 @@
 // Package drainwatch decides when an adaptive drain can end: it watches for new TCP connections
 // to the app's listening sockets and reports once none has arrived for a quiet period (after a
-// minimum), or once a maximum has passed.
+// minimum), or once a maximum has passed. The quiet period is fixed, or follows the traffic
+// (Config.Auto; see "The automatic quiet period").
 //
 // # Use
 //
@@ -54,10 +55,78 @@
 // Health checks are traffic too: a probe on the app's port every period shorter than the quiet
 // period keeps the drain open until the maximum. Point readiness probes at drainit's /readyz.
 //
+// # The automatic quiet period
+//
+// A fixed quiet period is a guess of its own: at 200 new connections a second, 1 s of silence is
+// 200 expected arrivals missing, far more proof than needed; at 1 a second it is barely one.
+// With Config.Auto (--drain-quiet auto) the silence that ends the drain follows the traffic.
+//
+// The model: new connections arrive as a Poisson stream, so a stream still routed at rate r is
+// silent for s with probability exp(-r·s). The drain ends once that probability is below
+// AutoEpsilon (10⁻⁴) for a stream at half the recent rate: after a silence of
+// 2·ln(10⁴)/r ≈ 18.4/r (0.09 s at 200/s, 0.92 s at 20/s), and never sooner than AutoFloor
+// (100 ms), never later than Max.
+//
+// Why half the rate (AutoStepGuard): kube-proxies (or load balancers) drop the pod one by one,
+// each at its own propagation delay, so the traffic fades in steps, and the silence after a
+// step is first judged at the rate before it. Three proxies of equal share dropping the pod at
+// 0.3, 1 and 2.5 s (TestAutoQuietSteps): judged at the full rate, 13 drains in 300 ended before
+// the last proxy was done; at half the rate, none. The assumption, then, is that whatever is
+// still routed carries at least half of the traffic seen just before. A straggler with less, say
+// 2% of the traffic on a proxy slower than the others, is outside it: its stream is
+// indistinguishable from the end of the others' until its own silence, 2·ln(10⁴)/(its rate),
+// is long (2.3 s for 2% of 200/s), and the drain ends after the others' with it still routing
+// (TestAutoQuietStragglerIsOutsideTheModel). Where such a straggler is known, --drain-min at
+// its delay covers it; a fixed quiet period only makes it less likely.
+//
+// The rate r is estimated at the last arrival, not now: the silence since is what is tested and
+// must not also lower the rate it is tested at. It is the rate over the shortest recent window
+// (ending at the last arrival, at most AutoWindow long) that holds AutoMinArrivals (20)
+// arrivals: short windows follow the steps down of a fading traffic as soon as 20 arrivals have
+// come at the new rate, and 20 arrivals bound the estimate's error (±45%, two standard
+// deviations) within the factor 2 of the step guard. An estimate over the whole drain would
+// overstate the rate at its end; the rate before the trigger alone would too, and more.
+//
+// The window reaches back before the drain: Record samples the namespace's PassiveOpens counter
+// once a second (History) from the app's start, so the estimate starts from the pod's steady
+// rate even when the drain sees only a few connections of its own (20/s and a 0.2 s
+// propagation delay: 4). That counter is the app's alone only where the passive-opens method
+// applies; elsewhere (a shared namespace) the estimate rests on the drain's own arrivals. With
+// fewer than 20 arrivals in reach, silence proves nothing: the drain says so (Result.Note) and
+// waits for Max rather than guess; so it does when the silence needed runs past Max (at 1/s,
+// 18 s).
+//
+// The floor, AutoFloor (100 ms). A connection is dated by the poll that saw it, at most one
+// poll after it arrived, so the silence measured is never longer than the real one; but the
+// silence can be the path's, not the traffic's. kube-proxy's iptables, nftables and IPVS
+// updates are atomic kernel paths (one iptables-restore, one nft transaction; IPVS sets the
+// endpoint's weight to 0): once a node's rules change no connection trickles in from it, but for
+// a SYN retransmitted after a loss (1 s, 3 s, ...), which no quiet period short of that covers,
+// and one routed just before has a trip of well under a millisecond to a few. A userspace proxy
+// in the path (an ingress controller, a service mesh's sidecar, a cloud load balancer) can stop
+// for a garbage collection, or for the rest of a CFS period (100 ms by default) when its
+// container hits its CPU limit, and a client can too: the pod then sees a silence that proves
+// nothing about routing. The rollout harness, whose load generator and proxies are userspace,
+// shows it: at 2,000 new connections a second on 2 cores, its own stalls of 60-100 ms made
+// silences that ended a few drains at this floor while a proxy still routed to the pod (it
+// reports those runs as noisy: the stall covered most of the silence). 100 ms covers one CFS
+// period; the drain still ends about 0.12 s after the last connection at 200 new connections a
+// second and more.
+//
+// Polls come every quarter of the silence needed (AutoMinInterval, 20 ms, at least;
+// AutoMaxInterval, 50 ms, at most), so that the drain ends within a quarter of it after it is
+// due, and the CPU budget still rules: a passive-opens poll costs ~0.3 ms of drainit's CPU in
+// all (the sample itself 0.02 ms; the rest is the Go runtime's sleep and wake-up), 1.4% of a
+// core at 20 ms.
+//
 // # Cost
 //
-// drainit's CPU while draining stays within 2% of a core: each poll's CPU time (the thread's,
-// kernel included) is measured, and the next poll comes no sooner than 50 times that, and no
-// sooner than Config.Interval (DefaultInterval has the measurements). A big table makes the polls
-// rarer, not costlier; a connection is then seen later, which only makes the drain longer.
+// drainit's CPU while draining stays within 2% of a core: each poll's cost is measured, the
+// more of the sample's thread CPU (kernel included) and the whole process's CPU since the last
+// poll (which counts the timer, the scheduler's wake-up and the syscalls around the sample:
+// several times the sample for the passive-opens method), and the next poll comes no sooner
+// than 50 times that, and no sooner than Config.Interval (DefaultInterval has the
+// measurements); nor before the process's CPU since Start, setup included (finding the
+// listeners, the baseline: a few milliseconds), is 2% of the time since. A big table makes the
+// polls rarer, not costlier; a connection is then seen later, which only makes the drain longer.
 package drainwatch

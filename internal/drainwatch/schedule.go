@@ -10,15 +10,24 @@ import "time"
 // with "max" at start + max. A connection is dated by the poll that saw it, which is at most one
 // poll interval after it arrived, so the drain never ends sooner than quiet after the last
 // connection; it may end up to one interval later.
+//
+// With auto (the automatic quiet period), quiet is the silence the estimate at the last
+// arrival needs, and there is no quiet end while the estimate rests on too few arrivals.
 type schedule struct {
 	start, last     time.Time
+	prev            time.Time // the previous poll (the baseline before the first)
 	quiet, min, max time.Duration
 	newConns        int
+	auto            *estimator // nil: the fixed quiet period
 }
 
 // observe records a poll at now that saw n new connections, and returns the reason the drain
 // ends now ("" to go on).
 func (s *schedule) observe(now time.Time, n int) Reason {
+	if s.auto != nil {
+		s.auto.add(now, now.Sub(s.prev), n)
+	}
+	s.prev = now
 	if n > 0 {
 		s.newConns += n
 		s.last = now
@@ -34,7 +43,14 @@ func (s *schedule) observe(now time.Time, n int) Reason {
 
 // quietAt is when the drain ends if no new connection arrives before.
 func (s *schedule) quietAt() time.Time {
-	t := s.last.Add(s.quiet)
+	quiet := s.quiet
+	if s.auto != nil {
+		if !s.auto.est.Enough {
+			return s.maxAt()
+		}
+		quiet = s.auto.est.Needed
+	}
+	t := s.last.Add(quiet)
 	if m := s.start.Add(s.min); m.After(t) {
 		t = m
 	}
@@ -56,4 +72,15 @@ func (s *schedule) next(prev time.Time, gap time.Duration) time.Time {
 		t = m
 	}
 	return t
+}
+
+// pollInterval is the shortest time between polls before the CPU budget: base, or with auto
+// once the rate is known a quarter of the silence needed, within [AutoMinInterval,
+// AutoMaxInterval] (and base at most), so that the drain ends within a quarter of the silence
+// needed after its end is due.
+func (s *schedule) pollInterval(base time.Duration) time.Duration {
+	if s.auto == nil || !s.auto.est.Enough {
+		return base
+	}
+	return min(base, AutoMaxInterval, max(AutoMinInterval, s.auto.est.Needed/4))
 }

@@ -24,10 +24,27 @@ func systemEnv(cfg Config) env {
 		now:     cfg.Now,
 		wait:    waitUntil(cfg.Now),
 		measure: threadCPU,
+		cpu:     processCPU,
 		open: func(cfg Config) (sampler, error) {
 			return openSystem(cfg, systemOptions{proc: procRoot, self: os.Getpid()})
 		},
 	}
+}
+
+// systemCounter reads the PassiveOpens counter of drainit's network namespace, which is the
+// app's.
+func systemCounter() func() (uint64, error) {
+	r := &passiveOpensReader{path: filepath.Join(procRoot, strconv.Itoa(os.Getpid()), "net", "snmp")}
+	return r.read
+}
+
+// processCPU is the CPU time, user and system, the whole process has used.
+func processCPU() time.Duration {
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // threadCPU runs f on one thread and returns the CPU time (user and kernel) that thread spent,
@@ -272,9 +289,8 @@ func passiveOpensSampler(cfg Config, procRoot string, self int, all, watched []l
 			return nil
 		}
 	}
-	s := &counterSampler{endpoints: endpoints, self: cfg.SelfAccepted, read: func() (uint64, error) {
-		return proc.PassiveOpens(procRoot, self)
-	}}
+	r := &passiveOpensReader{path: filepath.Join(procRoot, strconv.Itoa(self), "net", "snmp")}
+	s := &counterSampler{endpoints: endpoints, self: cfg.SelfAccepted, read: r.read}
 	if _, err := s.read(); err != nil {
 		return nil
 	}

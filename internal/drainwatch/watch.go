@@ -20,7 +20,7 @@ const (
 	// hash of 262,144 buckets every dump walks in full, whatever the namespace):
 	//
 	//	                 empty table   10,000 sockets (5,000 of them the watched listener's)
-	//	passive-opens    0.04-0.08 ms  0.04-0.08 ms
+	//	passive-opens    0.02-0.03 ms  0.02-0.03 ms (0.04-0.08 ms through prometheus/procfs)
 	//	sock-diag        0.2 ms        5-8 ms
 	//	proc-net-tcp     5-5.5 ms      23-27 ms (the kernel prints ~2 µs a socket)
 	//
@@ -51,6 +51,13 @@ type Config struct {
 	// The drain ends once no new connection has arrived for Quiet (and Min has passed), or at
 	// Max. Zero: DefaultQuiet, 0 and DefaultMax.
 	Quiet, Min, Max time.Duration
+	// Auto replaces Quiet with a silence that follows the traffic (--drain-quiet auto): long
+	// enough that traffic still routed at half the recent rate would have broken it with
+	// probability under AutoEpsilon. See the package doc.
+	Auto bool
+	// History, with Auto, is the traffic before the drain (Record); Start stops it. nil: the
+	// estimate rests on the drain's own arrivals.
+	History *History
 	// Interval is the shortest time between polls (zero: DefaultInterval); polls are put off
 	// further when they are costly, to stay within 2% of a core.
 	Interval time.Duration
@@ -128,7 +135,20 @@ type Result struct {
 	Watched  []Endpoint    // the listening endpoints watched
 	Polls    int
 	Interval time.Duration // the longest time between two polls
-	Err      error         // with ReasonUnavailable: why
+	// Silence is how long before the end the last new connection was seen (or the baseline
+	// taken, when none came): the quiet the drain waited.
+	Silence time.Duration
+	// Auto, with Config.Auto: the traffic the end was judged on, and whether the history before
+	// the drain was used (HistoryUsed; only with the passive-opens method).
+	Auto        *Estimate
+	HistoryUsed bool
+	// Note says, for the log, why a drain ended at its maximum with Config.Auto: too few
+	// arrivals to tell, or a silence needed that runs past the maximum.
+	Note string
+	// CPU is drainit's CPU time (the whole process's, user and system) from Start to the end,
+	// zero when unknown.
+	CPU time.Duration
+	Err error // with ReasonUnavailable: why
 }
 
 // Start watches for new connections to the app's listening sockets and reports, once, when the
@@ -153,6 +173,8 @@ type env struct {
 	wait func(ctx context.Context, until time.Time) error
 	// measure runs f and returns the CPU time it took (zero when unknown).
 	measure func(f func()) time.Duration
+	// cpu is the process's CPU time so far (nil: unknown).
+	cpu func() time.Duration
 	// open finds what to watch.
 	open func(cfg Config) (sampler, error)
 }
@@ -183,6 +205,18 @@ func start(ctx context.Context, cfg Config, e env) <-chan Result {
 // returns false when ctx ended first.
 func run(ctx context.Context, cfg Config, e env, t0 time.Time) (Result, bool) {
 	var res Result
+	samples := cfg.History.take() // stops the sampling whatever happens next
+	var cpu0 time.Duration
+	if e.cpu != nil {
+		cpu0 = e.cpu()
+	}
+	finish := func(r Reason, now time.Time) (Result, bool) {
+		res.Reason, res.Elapsed = r, now.Sub(t0)
+		if e.cpu != nil {
+			res.CPU = e.cpu() - cpu0
+		}
+		return res, true
+	}
 	unavailable := func(err error) (Result, bool) {
 		res.Reason, res.Err, res.Elapsed = ReasonUnavailable, err, e.now().Sub(t0)
 		return res, ctx.Err() == nil
@@ -207,10 +241,53 @@ func run(ctx context.Context, cfg Config, e env, t0 time.Time) (Result, bool) {
 	// Quiet counts from the baseline, not from Start: a connection that came in between is in
 	// the baseline, unseen as new, and must still be followed by a whole quiet period.
 	sch := schedule{start: t0, last: e.now(), quiet: cfg.Quiet, min: cfg.Min, max: cfg.Max}
+	sch.prev = sch.last
+	if cfg.Auto {
+		sch.auto = &estimator{}
+		// The counter before the drain is the app's alone only where passive-opens applies.
+		if c, ok := s.(rawCounter); ok && len(samples) > 0 {
+			opens, own := c.counter()
+			for _, b := range historyBins(samples, counterSample{sch.last, opens, own}) {
+				sch.auto.add(b.end, b.span, b.n)
+			}
+			res.HistoryUsed = true
+		}
+	}
+	end := func(r Reason, now time.Time) (Result, bool) {
+		res.NewConns, res.Silence = sch.newConns, now.Sub(sch.last)
+		if sch.auto != nil {
+			est := sch.auto.est
+			res.Auto = &est
+			if r == ReasonMax {
+				switch {
+				case !est.Enough:
+					res.Note = est.String()
+				case sch.last.Add(est.Needed).After(sch.maxAt()):
+					res.Note = est.String() + ", which runs past the maximum"
+				}
+			}
+		}
+		return finish(r, now)
+	}
+	// The budget is on drainit's whole CPU while draining, and a poll costs more than its
+	// sample: the timer, the Go scheduler's wake-up, the syscalls around it (~0.3 ms a poll in
+	// all on a 2-vCPU VM, for a 0.02 ms passive-opens sample). So a poll's cost is the more of
+	// the sample's thread CPU and the process's CPU over the whole cycle since the last poll.
+	var cycleCPU time.Duration
+	if e.cpu != nil {
+		cycleCPU = e.cpu()
+	}
 	for {
-		gap := cfg.Interval
+		gap := sch.pollInterval(cfg.Interval)
 		if g := time.Duration(float64(cost) / cpuBudget); g > gap {
 			gap = g
+		}
+		if e.cpu != nil {
+			// Nor may the drain as a whole run ahead of its budget: finding the listeners and the
+			// baseline cost a few milliseconds, which a short drain's polls must make up for.
+			if g := t0.Add(time.Duration(float64(e.cpu()-cpu0) / cpuBudget)).Sub(prev); g > gap {
+				gap = g
+			}
 		}
 		if err := e.wait(ctx, sch.next(prev, gap)); err != nil {
 			return res, false
@@ -219,11 +296,14 @@ func run(ctx context.Context, cfg Config, e env, t0 time.Time) (Result, bool) {
 		if !now.Before(sch.maxAt()) && now.Sub(prev) < gap {
 			// The maximum came before the budget allows another poll: what arrived since the
 			// last one does not change the outcome.
-			res.Reason, res.NewConns, res.Elapsed = ReasonMax, sch.newConns, now.Sub(t0)
-			return res, true
+			return end(ReasonMax, now)
 		}
 		var n int
 		cost = e.measure(func() { n, err = s.sample() })
+		if e.cpu != nil {
+			c := e.cpu()
+			cost, cycleCPU = max(cost, c-cycleCPU), c
+		}
 		if err != nil {
 			res.NewConns = sch.newConns
 			return unavailable(fmt.Errorf("polling (%s): %w", res.Method, err))
@@ -232,21 +312,32 @@ func run(ctx context.Context, cfg Config, e env, t0 time.Time) (Result, bool) {
 		res.Interval = max(res.Interval, now.Sub(prev))
 		prev = now
 		if r := sch.observe(now, n); r != "" {
-			res.Reason, res.NewConns, res.Elapsed = r, sch.newConns, now.Sub(t0)
-			return res, true
+			return end(r, now)
 		}
 	}
 }
 
-// waitUntil is env.wait on the real clock now.
+// rawCounter is a sampler that reads the PassiveOpens counter: its readings at the baseline
+// continue the History's.
+type rawCounter interface {
+	counter() (opens, own uint64)
+}
+
+// waitUntil is env.wait on the real clock now, for one goroutine: it reuses one timer, as
+// polls can come every few milliseconds.
 func waitUntil(now func() time.Time) func(context.Context, time.Time) error {
+	var t *time.Timer
 	return func(ctx context.Context, until time.Time) error {
-		t := time.NewTimer(until.Sub(now()))
-		defer t.Stop()
+		if d := until.Sub(now()); t == nil {
+			t = time.NewTimer(d)
+		} else {
+			t.Reset(d)
+		}
 		select {
 		case <-t.C:
 			return nil
 		case <-ctx.Done():
+			t.Stop()
 			return ctx.Err()
 		}
 	}

@@ -17,3 +17,6 @@ func systemEnv(cfg Config) env {
 		},
 	}
 }
+
+// systemCounter is nil: no PassiveOpens counter to record outside Linux.
+func systemCounter() func() (uint64, error) { return nil }

@@ -3,6 +3,7 @@ package drainwatch
 import (
 	"context"
 	"errors"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +14,7 @@ import (
 type fakeSystem struct {
 	t0       time.Time
 	now      time.Time
-	arrivals []time.Duration // when connections arrive, after t0
+	arrivals []time.Duration // when connections arrive, after t0, in order
 	cost     time.Duration   // CPU time of each poll
 	openErr  error
 	failAt   int // the poll (1-based, the baseline is 1) that fails; 0: none
@@ -53,14 +54,15 @@ func (f *fakeSystem) sample() (int, error) {
 	if len(f.polls) == f.failAt {
 		return 0, errors.New("table gone")
 	}
-	n := 0
-	for _, a := range f.arrivals {
-		if at := f.t0.Add(a); at.After(f.lastSeen) && !at.After(f.now) {
-			n++
-		}
-	}
+	// arrivals are in order: those in (lastSeen, now].
+	n := f.arrivedBy(f.now) - f.arrivedBy(f.lastSeen)
 	f.lastSeen = f.now
 	return n, nil
+}
+
+// arrivedBy is how many arrivals came at or before t.
+func (f *fakeSystem) arrivedBy(t time.Time) int {
+	return sort.Search(len(f.arrivals), func(i int) bool { return f.t0.Add(f.arrivals[i]).After(t) })
 }
 
 func (f *fakeSystem) method() Method      { return "fake" }

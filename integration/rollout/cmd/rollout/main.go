@@ -5,15 +5,24 @@
 // where a scenario that cannot run is a failure.
 //
 //	rollout -drainit bin/drainit -testapp bin/testapp [-nginx PATH] [-scenarios LIST]
-//	        [-propagation LIST] [-repeat N] [-parallel N] [-json | -drain-table]
+//	        [-propagation LIST] [-topologies LIST] [-rates LIST] [-poisson] [-host-network]
+//	        [-repeat N] [-parallel N] [-json | -drain-table]
 //
-// -scenarios takes keys, "all", or "drains" (adaptive drain beside fixed 5 s and 10 s drains);
-// -drain-table prints, as Markdown, the pod stop duration at zero failures per scenario and delay
-// (what `make bench` reports) instead of the full table. With -report FILE it runs nothing and
-// prints the table (or -drain-table) of a report that -json or -json-out wrote.
+// -scenarios takes keys, "all", or "drains" (the adaptive drains, quiet auto and 1 s, beside
+// fixed 5 s and 10 s drains); -topologies adds cells with several proxies dropping the pod each
+// at its own time ("staggered", "straggler"); -rates runs every cell at each rate of new
+// connections a second at the stopped pod (the load is that times the pods) instead of -rate's
+// load; -poisson makes those arrive as a Poisson stream. -drain-table prints, as Markdown, the
+// pod stop duration at zero failures per scenario and cell (what `make bench` reports) instead
+// of the full table. With -report FILE it runs nothing and prints the table (or -drain-table) of
+// a report that -json or -json-out wrote.
 //
-// Exit status: 0 when every check holds, 1 when one does not or a run could not be done, 2 for
-// bad usage.
+// A run the machine is too busy to time (the harness's own timers late by more than -cut-after)
+// is noisy: a cut, a client's timeout or a stop over its bound in it is reported as noisy, not
+// held against drainit (a request that failed otherwise is). The last line then says how busy.
+//
+// Exit status: 0 when every check holds or is only noisy, 1 when one fails or a run could not
+// be done, 2 for bad usage.
 package main
 
 import (
@@ -25,6 +34,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -44,8 +54,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	def := rollout.DefaultConfig()
 	var cfg rollout.Config
-	var keys, props string
-	var repeat int
+	var keys, props, topologies, rates string
+	var repeat, repeatFixed int
 	var asJSON, drainTable, quiet bool
 	var jsonOut, reportIn string
 	fs.StringVar(&cfg.Drainit, "drainit", "", "path to the drainit binary (required)")
@@ -55,7 +65,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Nginx, "nginx", "", "path to nginx, for the nginx-* scenarios (default: "+rollout.NginxPath+")")
 	fs.StringVar(&keys, "scenarios", strings.Join(rollout.DefaultKeys(), ","), "comma-separated scenarios, \"all\", or \"drains\" ("+strings.Join(rollout.DrainKeys(), ",")+"): "+strings.Join(allKeys(), ", "))
 	fs.StringVar(&props, "propagation", "0.2s,1s,3s", "comma-separated endpoint propagation delays")
-	fs.IntVar(&repeat, "repeat", 1, "stops per scenario and propagation delay")
+	fs.StringVar(&topologies, "topologies", "", "comma-separated proxy topologies, each a cell of its own: "+strings.Join(topologyNames(), ", "))
+	fs.StringVar(&rates, "rates", "", "comma-separated new connections per second at the stopped pod, each cell at each (default: the load of -rate)")
+	fs.BoolVar(&cfg.Poisson, "poisson", false, "new-connection requests arrive as a Poisson stream, not at even intervals")
+	fs.BoolVar(&cfg.HostNetwork, "host-network", false, "the pods share the harness's network namespace (drainit watches with sock_diag), instead of one each")
+	fs.IntVar(&repeat, "repeat", 1, "stops per scenario and cell")
+	fs.IntVar(&repeatFixed, "repeat-fixed", 0, "stops per cell of the scenarios without a stop bound (fixed drains, the inits), whose cost does not depend on the traffic (default: -repeat)")
+	fs.Float64Var(&cfg.MaxRate, "max-rate", rollout.DefaultMaxRate, "new connections a second of the runs under way together (a run over it runs alone)")
 	fs.IntVar(&cfg.Parallel, "parallel", 6, "runs at once")
 	fs.IntVar(&cfg.Pods, "pods", def.Pods, "pods behind the balancer (the first one is stopped)")
 	fs.DurationVar(&cfg.Grace, "grace", def.Grace, "the pods' terminationGracePeriodSeconds")
@@ -97,13 +113,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rollout: -scenarios: %v\n", err)
 		return 2
 	}
-	delays, err := parseDurations(props)
+	cells, err := parseCells(props, topologies, rates)
 	if err != nil {
-		fmt.Fprintf(stderr, "rollout: -propagation: %v\n", err)
+		fmt.Fprintf(stderr, "rollout: %v\n", err)
 		return 2
 	}
-	if repeat < 1 || cfg.Parallel < 1 {
-		fmt.Fprintln(stderr, "rollout: -repeat and -parallel must be at least 1")
+	if repeatFixed == 0 {
+		repeatFixed = repeat
+	}
+	if repeat < 1 || repeatFixed < 1 || cfg.Parallel < 1 {
+		fmt.Fprintln(stderr, "rollout: -repeat, -repeat-fixed and -parallel must be at least 1")
 		return 2
 	}
 	if cfg.Drainit == "" || cfg.Testapp == "" {
@@ -133,7 +152,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		usable = append(usable, s)
 	}
 	start := time.Now()
-	results, runErr := r.RunAll(ctx, usable, delays, repeat)
+	var jobs []rollout.Job
+	for _, c := range cells {
+		for _, s := range usable {
+			n := repeat
+			if s.MaxStop == nil && s.OutsideModel == nil {
+				n = repeatFixed
+			}
+			for rep := 1; rep <= n; rep++ {
+				jobs = append(jobs, rollout.Job{Scenario: s, Cell: c, Rep: rep})
+			}
+		}
+	}
+	results, runErr := r.RunJobs(ctx, jobs)
 	claims := rollout.ClaimsFor(usable)
 	rows := rollout.Summarize(results, claims)
 	checks := rollout.Checks(rows)
@@ -152,6 +183,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	default:
 		err = rollout.WriteTable(stdout, rows, checks)
 	}
+	if err == nil && !asJSON {
+		err = writeMachine(stdout, results, checks)
+	}
 	if err == nil && jsonOut != "" {
 		err = writeJSONFile(jsonOut, report)
 	}
@@ -168,7 +202,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		status = 1
 	}
 	for _, c := range checks {
-		if !c.OK {
+		if !c.OK && !c.Noisy {
 			status = 1
 		}
 	}
@@ -178,8 +212,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return status
 }
 
-// printReport prints the table, or the drain table, of a saved JSON report. The exit status says
-// whether its checks held, as after a run.
+// printReport prints the table, or the drain table, of a saved JSON report, its verdicts read
+// anew from its runs when it has them. The exit status says whether its checks held, as after a
+// run.
 func printReport(path string, drainTable bool, stdout, stderr io.Writer) int {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -190,6 +225,13 @@ func printReport(path string, drainTable bool, stdout, stderr io.Writer) int {
 	if err := json.Unmarshal(b, &report); err != nil {
 		fmt.Fprintf(stderr, "rollout: -report %s: %v\n", path, err)
 		return 1
+	}
+	if len(report.Results) > 0 {
+		// The runs are what was measured; the verdicts are this version's reading of them.
+		claims := rollout.ClaimsFor(rollout.Scenarios())
+		report.Rows = rollout.Summarize(report.Results, claims)
+		report.Checks = rollout.Checks(report.Rows)
+		report.Drains = rollout.DrainStats(report.Results, claims)
 	}
 	if drainTable {
 		err = rollout.WriteDrainTable(stdout, report.Drains)
@@ -202,12 +244,15 @@ func printReport(path string, drainTable bool, stdout, stderr io.Writer) int {
 	} else {
 		err = rollout.WriteTable(stdout, report.Rows, report.Checks)
 	}
+	if err == nil {
+		err = writeMachine(stdout, report.Results, report.Checks)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "rollout: writing the report: %v\n", err)
 		return 1
 	}
 	for _, c := range report.Checks {
-		if !c.OK {
+		if !c.OK && !c.Noisy {
 			return 1
 		}
 	}
@@ -224,6 +269,81 @@ func writeJSONFile(path string, report rollout.Report) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return f.Close()
+}
+
+// writeMachine says how busy the machine was during the runs: the load average at their ends
+// and how late the harness's own timers fired, and how many runs were too noisy to time; and,
+// when a check is noisy, what that means.
+func writeMachine(w io.Writer, results []rollout.Result, checks []rollout.Check) error {
+	if len(results) == 0 {
+		return nil
+	}
+	var load, late float64
+	noisy := 0
+	for _, r := range results {
+		load = max(load, r.Load1)
+		late = max(late, float64(r.TimerLate))
+		if r.Noisy {
+			noisy++
+		}
+	}
+	_, err := fmt.Fprintf(w, "\nmachine: %d CPUs, load average up to %.1f at the end of a run, the harness's timers up to %.0fms late; %d of %d runs too busy to time (noisy)\n",
+		runtime.NumCPU(), load, late*1000, noisy, len(results))
+	for _, c := range checks {
+		if c.Noisy && err == nil {
+			_, err = fmt.Fprintln(w, "noisy: the cuts, client timeouts and stop times of those runs are not held against drainit, nor what was lost after an adaptive drain the harness's own stall ended; run again on a quiet machine for a verdict on them")
+			break
+		}
+	}
+	return err
+}
+
+func topologyNames() []string {
+	var out []string
+	for _, t := range rollout.Topologies() {
+		out = append(out, t.Name)
+	}
+	return out
+}
+
+// parseCells makes the cells: each propagation delay and each topology, at each rate (or at the
+// load of -rate when rates is empty).
+func parseCells(props, topologies, rates string) ([]rollout.Cell, error) {
+	delays, err := parseDurations(props)
+	if err != nil {
+		return nil, fmt.Errorf("-propagation: %w", err)
+	}
+	rs := []float64{0}
+	if strings.TrimSpace(rates) != "" {
+		rs = nil
+		for _, f := range strings.Split(rates, ",") {
+			v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+			if err != nil || v <= 0 {
+				return nil, fmt.Errorf("-rates: %q: not a positive number of new connections a second", f)
+			}
+			rs = append(rs, v)
+		}
+	}
+	var tops []rollout.Topology
+	if strings.TrimSpace(topologies) != "" {
+		for _, name := range strings.Split(topologies, ",") {
+			t, err := rollout.LookupTopology(strings.TrimSpace(name))
+			if err != nil {
+				return nil, fmt.Errorf("-topologies: %w", err)
+			}
+			tops = append(tops, t)
+		}
+	}
+	var cells []rollout.Cell
+	for _, rate := range rs {
+		for _, p := range delays {
+			cells = append(cells, rollout.Cell{Propagation: p, Rate: rate})
+		}
+		for _, t := range tops {
+			cells = append(cells, rollout.TopologyCell(t, rate))
+		}
+	}
+	return cells, nil
 }
 
 func allKeys() []string {

@@ -1,0 +1,128 @@
+package drainwatch
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// The automatic quiet period (Config.Auto, --drain-quiet auto). See the package doc, "The
+// automatic quiet period", for the model and why these values.
+const (
+	// AutoEpsilon is the chance the drain accepts of ending while traffic is still being routed
+	// to the pod at half the recent rate (AutoStepGuard): arrivals being Poisson at rate r, a
+	// silence s happens with probability exp(-r·s).
+	AutoEpsilon = 1e-4
+	// AutoStepGuard is by how much the rate may have fallen, unseen, when the silence begins:
+	// the silence must be improbable at the recent rate divided by this. Proxies drop the pod
+	// one by one, so the traffic fades in steps; each step looks like the start of the end.
+	AutoStepGuard = 2
+	// AutoFloor is the shortest silence that ends the drain, whatever the rate: a pause of the
+	// path the traffic takes (a userspace proxy throttled for a CFS period, 100 ms by default,
+	// or stopped for a garbage collection) is a silence that proves nothing, and a connection
+	// routed just before its proxy dropped the pod still has its way to travel.
+	AutoFloor = 100 * time.Millisecond
+	// AutoMinArrivals is how many arrivals the rate estimate must rest on: with fewer, over the
+	// whole history (AutoWindow), silence proves nothing and the drain waits for its maximum.
+	// 20 arrivals put the estimate within ±45% (two standard deviations, 1/√20 each), which
+	// AutoStepGuard's factor 2 covers.
+	AutoMinArrivals = 20
+	// AutoWindow is how far back the estimate may look: the history before the drain (History)
+	// is kept this long.
+	AutoWindow = 30 * time.Second
+	// AutoMinInterval is the shortest time between polls with the automatic quiet period: polls
+	// come every quarter of the silence it needs, between this and Config.Interval (and never
+	// closer than the CPU budget allows). A poll costs drainit ~0.3 ms of CPU in all on a 2-vCPU
+	// VM, most of it the Go runtime's sleep and wake-up (0.1 ms for a bare 10 ms sleep there):
+	// 1.4% of a core at this interval.
+	AutoMinInterval = 20 * time.Millisecond
+	// AutoMaxInterval is the longest time between polls once the rate is known: a poll's count
+	// is dated by the poll, so coarse polls would widen the estimate's windows and lower the
+	// rate, and lengthen the silence measured after the last arrival.
+	AutoMaxInterval = 50 * time.Millisecond
+)
+
+// autoK is the silence needed times the rate: ln(1/ε) at the guarded rate.
+var autoK = AutoStepGuard * math.Log(1/AutoEpsilon)
+
+// bin is how many new connections arrived in (end-span, end].
+type bin struct {
+	end  time.Time
+	span time.Duration
+	n    int
+}
+
+// Estimate is the automatic quiet period's reading of the traffic at the last arrival.
+type Estimate struct {
+	// Rate is new connections per second, from Arrivals over Window (0 when too few).
+	Rate     float64
+	Arrivals int
+	Window   time.Duration
+	// Needed is the silence that ends the drain at that rate: AutoStepGuard·ln(1/AutoEpsilon)/Rate,
+	// at least AutoFloor. Zero when there were too few arrivals to tell (Enough is false).
+	Needed time.Duration
+	Enough bool
+}
+
+// String says what the estimate rests on, for the log.
+func (e Estimate) String() string {
+	if !e.Enough {
+		return fmt.Sprintf("%d new connections in %s: too few (< %d) for silence to prove the traffic stopped", e.Arrivals, e.Window.Round(time.Millisecond), AutoMinArrivals)
+	}
+	return fmt.Sprintf("%.1f new connections/s (%d in %s): %s of silence needed", e.Rate, e.Arrivals, e.Window.Round(time.Millisecond), e.Needed.Round(time.Millisecond))
+}
+
+// estimator keeps the arrival counts of the recent past, oldest first: the history before the
+// drain (one bin a second) and then one bin per poll. It is pure.
+type estimator struct {
+	bins []bin
+	est  Estimate // at the last bin that held an arrival
+}
+
+// add records n arrivals in (end-span, end] and, when n > 0, estimates anew at end.
+func (e *estimator) add(end time.Time, span time.Duration, n int) {
+	if span <= 0 {
+		return
+	}
+	e.bins = append(e.bins, bin{end, span, n})
+	if n > 0 {
+		e.est = e.estimate()
+	}
+	// Forget what no estimate can reach: bins wholly older than AutoWindow before the last one.
+	cut := 0
+	for cut < len(e.bins)-1 && e.bins[len(e.bins)-1].end.Sub(e.bins[cut].end) > AutoWindow {
+		cut++
+	}
+	if cut > 0 && cut > len(e.bins)/2 {
+		e.bins = append(e.bins[:0], e.bins[cut:]...)
+	}
+}
+
+// estimate is the rate over the shortest run of bins ending with the last one that holds
+// AutoMinArrivals arrivals, within AutoWindow. The window ends at the last arrival, not now:
+// the silence since is what is being tested, and must not also lower the rate it is tested at.
+// Short windows follow the steps of a fading traffic: after a step, the rate is the new one as
+// soon as AutoMinArrivals have come at it.
+func (e *estimator) estimate() Estimate {
+	var est Estimate
+	last := e.bins[len(e.bins)-1].end
+	for i := len(e.bins) - 1; i >= 0; i-- {
+		b := e.bins[i]
+		if last.Sub(b.end.Add(-b.span)) > AutoWindow {
+			break
+		}
+		est.Arrivals += b.n
+		est.Window = last.Sub(b.end.Add(-b.span))
+		if est.Arrivals >= AutoMinArrivals {
+			est.Enough = true
+			break
+		}
+	}
+	if !est.Enough {
+		return est
+	}
+	// The window ends with an arrival by construction: n-1 of them are the ones a rate counts.
+	est.Rate = float64(est.Arrivals-1) / est.Window.Seconds()
+	est.Needed = max(AutoFloor, time.Duration(autoK/est.Rate*float64(time.Second)))
+	return est
+}

@@ -1,0 +1,398 @@
+package drainwatch
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// poisson returns the arrival times of a Poisson stream, after t0, at rate (per second) from
+// from until to, from a seeded generator: the same stream every run.
+func poisson(seed uint64, rate float64, from, to time.Duration) []time.Duration {
+	r := rand.New(rand.NewPCG(seed, 1))
+	var out []time.Duration
+	for t := from; ; {
+		t += time.Duration(r.ExpFloat64() / rate * float64(time.Second))
+		if t > to {
+			return out
+		}
+		out = append(out, t)
+	}
+}
+
+// steps is a traffic that fades in steps, as proxies drop the pod one by one: each step is a
+// proxy's share (per second) and when it stops.
+func steps(seed uint64, from time.Duration, proxies ...struct {
+	rate  float64
+	until time.Duration
+}) []time.Duration {
+	var out []time.Duration
+	for i, p := range proxies {
+		out = append(out, poisson(seed*31+uint64(i), p.rate, from, p.until)...)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// counterSystem is a fakeSystem whose sampler reads a counter, as passive-opens does, so that a
+// History before the drain is used.
+type counterSystem struct{ *fakeSystem }
+
+func (c counterSystem) counter() (uint64, uint64) { return uint64(c.arrivedBy(c.lastSeen)), 0 }
+
+// history is what Record would have sampled, once a second for AutoWindow before t0, of the
+// arrivals (those before t0 have negative times).
+func (f *fakeSystem) history() *History {
+	h := &History{stop: func() {}}
+	for at := -AutoWindow; at < 0; at += HistoryEvery {
+		h.add(counterSample{at: f.t0.Add(at), opens: uint64(f.arrivedBy(f.t0.Add(at)))})
+	}
+	return h
+}
+
+func (f *fakeSystem) withCounter() env {
+	e := f.env()
+	e.open = func(Config) (sampler, error) { return counterSystem{f}, nil }
+	return e
+}
+
+func lastBefore(arrivals []time.Duration, t time.Duration) time.Duration {
+	var last time.Duration
+	for _, a := range arrivals {
+		if a <= t {
+			last = a
+		}
+	}
+	return last
+}
+
+// At 200 new connections a second, the drain ends 0.1 s (2·ln(10⁴)/200 = 0.09 s, and the floor)
+// after the last one, plus a poll, rather than a fixed second; the result says the rate and
+// the silence.
+func TestAutoQuietHighRate(t *testing.T) {
+	const rate = 200.0
+	for seed := range uint64(5) {
+		f := newFakeSystem()
+		f.arrivals = poisson(seed, rate, 0, time.Second)
+		cfg := Config{AppPID: 1, Auto: true}
+		r := f.run(t, cfg)
+		last := f.arrivals[len(f.arrivals)-1]
+		after := r.Elapsed - last
+		if r.Reason != ReasonQuiet || r.Auto == nil || !r.Auto.Enough {
+			t.Fatalf("seed %d: result %+v, want quiet with an estimate", seed, r)
+		}
+		if math.Abs(r.Auto.Rate-rate) > 0.45*rate {
+			t.Errorf("seed %d: rate %.1f/s, want %.0f/s ±45%%", seed, r.Auto.Rate, rate)
+		}
+		want := max(AutoFloor, time.Duration(2*math.Log(1e4)/rate*float64(time.Second)))
+		if r.Auto.Needed < AutoFloor || r.Auto.Needed > want*3/2 {
+			t.Errorf("seed %d: silence needed %s, want about %s", seed, r.Auto.Needed, want)
+		}
+		// Never before the silence needed; within it and a poll interval plus the poll that saw
+		// the last arrival after it (each at most a quarter of the silence needed).
+		if after < r.Auto.Needed || after > r.Auto.Needed+2*max(AutoMinInterval, r.Auto.Needed/4) {
+			t.Errorf("seed %d: ended %s after the last arrival, want %s plus at most two polls (%s)", seed, after, r.Auto.Needed, r.Auto)
+		}
+		if r.Silence < r.Auto.Needed {
+			t.Errorf("seed %d: reported silence %s is shorter than the needed %s", seed, r.Silence, r.Auto.Needed)
+		}
+		if after > 200*time.Millisecond {
+			t.Errorf("seed %d: ended %s after the last arrival at 200/s, want within 0.2s", seed, after)
+		}
+		if r.Auto.Rate >= 2*math.Log(1e4)/AutoFloor.Seconds() && r.Auto.Needed != AutoFloor {
+			t.Errorf("seed %d: at %.0f/s the silence needed is %s, want the floor %s", seed, r.Auto.Rate, r.Auto.Needed, AutoFloor)
+		}
+	}
+}
+
+// At one connection a second, silence proves nothing within the maximum: the drain waits for
+// it, and says why. With the history before the drain, because the silence needed (~18 s) runs
+// past the maximum; without it, because the drain's own arrivals are too few.
+func TestAutoQuietLowRate(t *testing.T) {
+	f := newFakeSystem()
+	f.arrivals = poisson(7, 1, -AutoWindow, 2*time.Second)
+	cfg := Config{AppPID: 1, Auto: true, Max: 15 * time.Second, History: f.history()}
+	r := runEnv(t, cfg, f.withCounter())
+	if r.Reason != ReasonMax || r.Elapsed != cfg.Max || !r.HistoryUsed {
+		t.Fatalf("result %+v, want max at %s with the history", r, cfg.Max)
+	}
+	if r.Auto == nil || !r.Auto.Enough || r.Auto.Rate > 2 || !strings.Contains(r.Note, "runs past the maximum") {
+		t.Errorf("result %+v (%v), want a rate near 1/s and a note that the silence needed runs past the maximum", r, r.Auto)
+	}
+
+	f = newFakeSystem()
+	f.arrivals = poisson(7, 1, 0, 2*time.Second)
+	r = f.run(t, Config{AppPID: 1, Auto: true, Max: 15 * time.Second})
+	if r.Reason != ReasonMax || r.Auto == nil || r.Auto.Enough || !strings.Contains(r.Note, "too few") {
+		t.Fatalf("result %+v (%v), want max with a note that the arrivals are too few", r, r.Auto)
+	}
+	if r.HistoryUsed {
+		t.Errorf("no History given, but the result says one was used")
+	}
+}
+
+// At 20 new connections a second and a 0.2 s propagation delay, the drain sees only a few
+// arrivals of its own: the history before the drain gives the rate, and the drain ends about
+// 0.9 s (2·ln(10⁴)/20) after the last arrival, as soon as today's fixed 1 s quiet period would.
+// A sampler that is not the counter (sock-diag, a shared namespace) cannot use the history, and
+// waits for the maximum.
+func TestAutoQuietHistory(t *testing.T) {
+	for seed := range uint64(5) {
+		f := newFakeSystem()
+		f.arrivals = poisson(seed, 20, -AutoWindow, 200*time.Millisecond)
+		cfg := Config{AppPID: 1, Auto: true, History: f.history()}
+		r := runEnv(t, cfg, f.withCounter())
+		last := lastBefore(f.arrivals, 200*time.Millisecond)
+		if r.Reason != ReasonQuiet || !r.HistoryUsed || r.Auto == nil {
+			t.Fatalf("seed %d: result %+v, want quiet from the history", seed, r)
+		}
+		if r.Elapsed-last > 1200*time.Millisecond || r.Elapsed-last < r.Auto.Needed {
+			t.Errorf("seed %d: ended %s after the last arrival (needed %s, %s), want within 1.2s", seed, r.Elapsed-last, r.Auto.Needed, r.Auto)
+		}
+
+		f = newFakeSystem()
+		f.arrivals = poisson(seed, 20, -AutoWindow, 200*time.Millisecond)
+		cfg.History = f.history()
+		r = f.run(t, cfg)
+		if r.Reason != ReasonMax || r.HistoryUsed {
+			t.Errorf("seed %d: result %+v, want max: the history is not the sampler's to use", seed, r)
+		}
+	}
+}
+
+// Traffic that fades in steps (three proxies dropping the pod at 0.3 s, 1 s and 2.5 s, the last
+// ones carrying half of what was left) never ends the drain before the last arrival, over many
+// streams: the step guard holds the first silence after each step to the rate before it, halved.
+func TestAutoQuietSteps(t *testing.T) {
+	type proxy = struct {
+		rate  float64
+		until time.Duration
+	}
+	early := 0
+	const runs = 300
+	for seed := range uint64(runs) {
+		f := newFakeSystem()
+		f.arrivals = steps(seed, -AutoWindow, proxy{100, 300 * time.Millisecond}, proxy{100, time.Second}, proxy{100, 2500 * time.Millisecond})
+		r := runEnv(t, Config{AppPID: 1, Auto: true, History: f.history()}, f.withCounter())
+		last := f.arrivals[len(f.arrivals)-1]
+		if r.Reason != ReasonQuiet {
+			t.Fatalf("seed %d: result %+v, want quiet", seed, r)
+		}
+		if r.Elapsed < last {
+			early++
+			t.Logf("seed %d: ended at %s, before the last arrival at %s (%s)", seed, r.Elapsed, last, r.Auto)
+		}
+		// The rate at the end is the last proxy's (100/s): 0.18 s of silence.
+		if r.Elapsed > last+400*time.Millisecond {
+			t.Errorf("seed %d: ended %s after the last arrival, want within 0.4s (%s)", seed, r.Elapsed-last, r.Auto)
+		}
+	}
+	if early > 0 {
+		t.Errorf("%d of %d drains ended before the last arrival", early, runs)
+	}
+}
+
+// A straggler with 2% of the traffic is outside the model (a step to less than half): the
+// drain cannot tell it from the end, and the test documents that it ends early, as the package
+// doc says; --drain-min covers a straggler whose delay is known.
+func TestAutoQuietStragglerIsOutsideTheModel(t *testing.T) {
+	type proxy = struct {
+		rate  float64
+		until time.Duration
+	}
+	early := 0
+	const runs = 50
+	for seed := range uint64(runs) {
+		f := newFakeSystem()
+		f.arrivals = steps(seed, -AutoWindow, proxy{196, time.Second}, proxy{4, 2500 * time.Millisecond})
+		r := runEnv(t, Config{AppPID: 1, Auto: true, History: f.history()}, f.withCounter())
+		if r.Elapsed < f.arrivals[len(f.arrivals)-1] {
+			early++
+		}
+		// --drain-min at the straggler's delay holds the drain until it is over.
+		f = newFakeSystem()
+		f.arrivals = steps(seed, -AutoWindow, proxy{196, time.Second}, proxy{4, 2500 * time.Millisecond})
+		r = runEnv(t, Config{AppPID: 1, Auto: true, Min: 2500 * time.Millisecond, History: f.history()}, f.withCounter())
+		if r.Elapsed < 2500*time.Millisecond {
+			t.Errorf("seed %d: with --drain-min 2.5s the drain ended at %s", seed, r.Elapsed)
+		}
+	}
+	if early < runs/2 {
+		t.Errorf("only %d of %d drains ended before the straggler's last arrival: the doc says most do", early, runs)
+	}
+}
+
+// The polls come every quarter of the silence needed (10 ms at least) once the rate is known:
+// at 200/s about every 23 ms, not every 100 ms.
+func TestAutoQuietPolls(t *testing.T) {
+	f := newFakeSystem()
+	f.arrivals = poisson(3, 200, -AutoWindow, time.Second)
+	r := runEnv(t, Config{AppPID: 1, Auto: true, History: f.history()}, f.withCounter())
+	// A poll is moved to the end when that is due within the gap after it: two quarters at most.
+	if r.Reason != ReasonQuiet || r.Interval > r.Auto.Needed/2+time.Millisecond || r.Interval < AutoMinInterval {
+		t.Fatalf("result %+v: longest poll gap %s, want at most half of %s, at least %s", r, r.Interval, r.Auto.Needed, AutoMinInterval)
+	}
+	// The CPU budget still rules: polls costing 1 ms come 50 ms apart.
+	f = newFakeSystem()
+	f.arrivals = poisson(3, 200, -AutoWindow, time.Second)
+	f.cost = time.Millisecond
+	runEnv(t, Config{AppPID: 1, Auto: true, History: f.history()}, f.withCounter())
+	for i := 1; i < len(f.polls); i++ {
+		if gap := f.polls[i].Sub(f.polls[i-1]); gap < time.Duration(float64(f.cost)/cpuBudget) {
+			t.Fatalf("polls %s apart at %s each: over the CPU budget", gap, f.cost)
+		}
+	}
+}
+
+func TestEstimator(t *testing.T) {
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	var e estimator
+	e.add(at(1000), time.Second, 10)
+	if e.est.Enough || e.est.Arrivals != 10 || !strings.Contains(e.est.String(), "too few") {
+		t.Fatalf("10 arrivals: %+v (%s), want too few", e.est, e.est)
+	}
+	e.add(at(1100), 100*time.Millisecond, 0) // a silent poll changes nothing
+	if e.est.Arrivals != 10 {
+		t.Fatalf("a silent poll re-estimated: %+v", e.est)
+	}
+	e.add(at(1200), 100*time.Millisecond, 11)
+	// 21 arrivals over 1.2 s: (21-1)/1.2 = 16.7/s, 18.4/16.7 = 1.1 s needed.
+	if !e.est.Enough || e.est.Arrivals != 21 || e.est.Window != 1200*time.Millisecond || math.Abs(e.est.Rate-20/1.2) > 1e-9 {
+		t.Fatalf("21 arrivals in 1.2s: %+v", e.est)
+	}
+	if want := time.Duration(autoK / (20 / 1.2) * float64(time.Second)); e.est.Needed != want {
+		t.Errorf("needed %s, want %s", e.est.Needed, want)
+	}
+	// The shortest window with enough arrivals: a busy last poll is a window of its own, and the
+	// rate follows a step up (or the steps down, once enough arrivals have come at the new rate).
+	e.add(at(1210), 10*time.Millisecond, 40)
+	if e.est.Window != 10*time.Millisecond || e.est.Needed != AutoFloor {
+		t.Errorf("40 arrivals in 10ms: %+v, want that window and the floor %s", e.est, AutoFloor)
+	}
+	// Bins older than the window are forgotten, and not counted.
+	for i := range 100 {
+		e.add(at(1210+(i+1)*1000), time.Second, 0)
+	}
+	e.add(at(102000), time.Second, 1)
+	if e.est.Enough || e.est.Arrivals != 1 || len(e.bins) > 2*int(AutoWindow/time.Second)+2 {
+		t.Errorf("after 100 s of silence: %+v with %d bins kept, want 1 arrival, too few, bins trimmed", e.est, len(e.bins))
+	}
+}
+
+func TestHistoryBins(t *testing.T) {
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := []counterSample{
+		{at: t0, opens: 100, own: 5},
+		{at: t0.Add(time.Second), opens: 130, own: 7},     // 30 opened, 2 of them drainit's: 28
+		{at: t0.Add(2 * time.Second), opens: 131, own: 9}, // drainit accepted more than opened: 0
+		{at: t0.Add(3 * time.Second), opens: 20, own: 9},  // the counter went backwards: skipped
+		{at: t0.Add(3 * time.Second), opens: 25, own: 9},  // no time passed: skipped
+		{at: t0.Add(4 * time.Second), opens: 40, own: 9},  // 15
+	}
+	got := historyBins(s[:len(s)-1], s[len(s)-1])
+	want := []bin{{t0.Add(time.Second), time.Second, 28}, {t0.Add(2 * time.Second), time.Second, 0}, {t0.Add(4 * time.Second), time.Second, 15}}
+	if len(got) != len(want) {
+		t.Fatalf("bins %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("bin %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
+
+// Record samples at once and on every tick, keeps AutoWindow of samples, and stops when a drain
+// takes the history.
+func TestRecord(t *testing.T) {
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	ticks := make(chan time.Time)
+	var n, reads uint64
+	clock := t0
+	read := func() (uint64, error) { reads++; n += 10; return n, nil }
+	sampled := make(chan struct{}, 1)
+	h := record(t.Context(), func() uint64 { sampled <- struct{}{}; return 1 }, read, func() time.Time { return clock },
+		func(time.Duration) *time.Ticker { return &time.Ticker{C: ticks} })
+	<-sampled // the first sample, at once
+	for i := range 100 {
+		clock = t0.Add(time.Duration(i+1) * time.Second)
+		ticks <- clock
+		<-sampled
+	}
+	samples := h.take()
+	if keep := int(AutoWindow/HistoryEvery) + 1; len(samples) < keep || len(samples) > 2*keep {
+		t.Errorf("%d samples kept of 101, want between %d and %d", len(samples), keep, 2*keep)
+	}
+	if last := samples[len(samples)-1]; !last.at.Equal(t0.Add(100*time.Second)) || last.opens != 1010 || last.own != 1 {
+		t.Errorf("last sample %+v", last)
+	}
+	// Taken: the goroutine has returned, so nothing receives a tick.
+	select {
+	case ticks <- clock:
+		t.Error("the history still samples after a drain took it")
+	default:
+	}
+}
+
+// runEnv runs a watch on the given env and returns its result.
+func runEnv(t *testing.T, cfg Config, e env) Result {
+	t.Helper()
+	select {
+	case r, ok := <-start(t.Context(), cfg.withDefaults(), e):
+		if !ok {
+			t.Fatal("the channel closed without a result")
+		}
+		return r
+	case <-time.After(10 * time.Second):
+		t.Fatal("no result")
+	}
+	return Result{}
+}
+
+// costly is a sampler that charges the process's CPU: per poll, and once for the setup.
+type costly struct {
+	*fakeSystem
+	cpu  *time.Duration
+	poll time.Duration
+}
+
+func (c costly) sample() (int, error) { *c.cpu += c.poll; return c.fakeSystem.sample() }
+
+// The 2% budget holds for the whole drain, the setup included (finding the listeners, the
+// baseline: a few milliseconds), and for every poll's whole cost, not only its sample's: at no
+// poll has drainit spent more than 2% of the time since the drain began, plus that poll.
+func TestWatchCPUBudgetWholeProcess(t *testing.T) {
+	f := newFakeSystem()
+	f.arrivals = poisson(5, 1000, -AutoWindow, 300*time.Millisecond)
+	var cpu time.Duration
+	e := f.withCounter()
+	const setup, poll = 4 * time.Millisecond, 300 * time.Microsecond
+	e.open = func(Config) (sampler, error) {
+		cpu += setup
+		return struct {
+			costly
+			rawCounter
+		}{costly{f, &cpu, poll}, counterSystem{f}}, nil
+	}
+	e.cpu = func() time.Duration { return cpu }
+	r := runEnv(t, Config{AppPID: 1, Auto: true, History: f.history()}, e)
+	if r.Reason != ReasonQuiet || r.CPU != setup+time.Duration(len(f.polls))*poll {
+		t.Fatalf("result %+v, CPU %s after %d polls", r, r.CPU, len(f.polls))
+	}
+	spent := setup + poll // and the baseline, the first poll
+	for i, p := range f.polls[1:] {
+		if budget := time.Duration(cpuBudget * float64(p.Sub(f.t0))); spent > budget {
+			t.Errorf("poll %d at %s: %s spent before it, over 2%% (%s)", i+1, p.Sub(f.t0), spent, budget)
+		}
+		spent += poll
+	}
+	// The setup holds back the first polls (4 ms is 200 ms at 2%), not the end: the drain still
+	// ends the silence needed after the last arrival, within two polls.
+	last := f.arrivals[len(f.arrivals)-1]
+	if after := r.Elapsed - last; after < r.Auto.Needed || after > r.Auto.Needed+2*AutoMaxInterval {
+		t.Errorf("ended %s after the last arrival, want %s and at most two polls", after, r.Auto.Needed)
+	}
+}
