@@ -99,10 +99,11 @@ func (e *estimator) add(end time.Time, span time.Duration, n int) {
 }
 
 // estimate is the rate over the shortest run of bins ending with the last one that holds
-// AutoMinArrivals arrivals, within AutoWindow. The window ends at the last arrival, not now:
-// the silence since is what is being tested, and must not also lower the rate it is tested at.
-// Short windows follow the steps of a fading traffic: after a step, the rate is the new one as
-// soon as AutoMinArrivals have come at it.
+// AutoMinArrivals arrivals, within AutoWindow, or over the whole AutoWindow if that is lower.
+// The window ends at the last arrival, not now: the silence since is what is being tested, and
+// must not also lower the rate it is tested at. Short windows follow the steps of a fading
+// traffic: after a step, the rate is the new one as soon as AutoMinArrivals have come at it.
+// The whole window keeps a burst from passing for a rate.
 func (e *estimator) estimate() Estimate {
 	var est Estimate
 	last := e.bins[len(e.bins)-1].end
@@ -123,6 +124,41 @@ func (e *estimator) estimate() Estimate {
 	}
 	// The window ends with an arrival by construction: n-1 of them are the ones a rate counts.
 	est.Rate = float64(est.Arrivals-1) / est.Window.Seconds()
+	// Nor more than over the whole reach: a burst (a client's pool opening its connections at
+	// once) is AutoMinArrivals arrivals in a few milliseconds, a rate the traffic does not have.
+	// The reach starts after the oldest bin with an arrival, which may be mostly the silence
+	// before the traffic began (the app's start), and needs AutoMinArrivals of its own.
+	if r, n, w, ok := e.steady(last); ok && r < est.Rate {
+		est.Rate, est.Arrivals, est.Window = r, n, w
+	}
 	est.Needed = max(AutoFloor, time.Duration(autoK/est.Rate*float64(time.Second)))
 	return est
+}
+
+// steady is the rate from after the oldest bin with an arrival within AutoWindow of last (the
+// last arrival) until last, with the arrivals and the window it rests on; ok is false when
+// fewer than AutoMinArrivals fall in it.
+func (e *estimator) steady(last time.Time) (rate float64, n int, w time.Duration, ok bool) {
+	from := -1 // the oldest bin in reach with an arrival
+	for j := len(e.bins) - 1; j >= 0; j-- {
+		b := e.bins[j]
+		if last.Sub(b.end.Add(-b.span)) > AutoWindow {
+			break
+		}
+		if b.n > 0 {
+			from = j
+		}
+	}
+	if from < 0 {
+		return 0, 0, 0, false
+	}
+	for _, b := range e.bins[from+1:] {
+		n += b.n
+	}
+	w = last.Sub(e.bins[from].end)
+	if n < AutoMinArrivals || w <= 0 {
+		return 0, 0, 0, false
+	}
+	// The window ends with an arrival and starts at a bin's end: n-1 arrivals fall inside.
+	return float64(n-1) / w.Seconds(), n, w, true
 }

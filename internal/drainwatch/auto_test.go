@@ -195,6 +195,28 @@ func TestAutoQuietSteps(t *testing.T) {
 	}
 }
 
+// A burst of new connections (a client's pool opening 25 at once, or a client that means to end
+// the drain early) on a traffic of 5/s does not make the rate look like thousands a second: the
+// drain waits for what 5/s proves, and never ends while that traffic is still routed.
+func TestAutoQuietBurst(t *testing.T) {
+	for seed := range uint64(50) {
+		f := newFakeSystem()
+		f.arrivals = poisson(seed, 5, -AutoWindow, time.Second)
+		for i := range 25 {
+			f.arrivals = append(f.arrivals, 100*time.Millisecond+time.Duration(i)*200*time.Microsecond)
+		}
+		slices.Sort(f.arrivals)
+		r := runEnv(t, Config{AppPID: 1, Auto: true, History: f.history(), Max: 15 * time.Second}, f.withCounter())
+		last := f.arrivals[len(f.arrivals)-1]
+		if r.Elapsed < last {
+			t.Fatalf("seed %d: ended at %s, before the last arrival at %s (%s)", seed, r.Elapsed, last, r.Auto)
+		}
+		if r.Auto == nil || r.Auto.Rate > 10 {
+			t.Errorf("seed %d: judged at %v, want the traffic's ~5/s", seed, r.Auto)
+		}
+	}
+}
+
 // A straggler with 2% of the traffic is outside the model (a step to less than half): the
 // drain cannot tell it from the end, and the test documents that it ends early, as the package
 // doc says; --drain-min covers a straggler whose delay is known.
@@ -267,11 +289,18 @@ func TestEstimator(t *testing.T) {
 	if want := time.Duration(autoK / (20 / 1.2) * float64(time.Second)); e.est.Needed != want {
 		t.Errorf("needed %s, want %s", e.est.Needed, want)
 	}
-	// The shortest window with enough arrivals: a busy last poll is a window of its own, and the
-	// rate follows a step up (or the steps down, once enough arrivals have come at the new rate).
+	// A burst is not a rate: 40 arrivals in 10 ms are judged at the rate over the whole reach
+	// after the oldest bin with an arrival (which may be mostly the silence before the traffic
+	// began): (51-1)/0.21 s, not 4,000/s.
 	e.add(at(1210), 10*time.Millisecond, 40)
-	if e.est.Window != 10*time.Millisecond || e.est.Needed != AutoFloor {
-		t.Errorf("40 arrivals in 10ms: %+v, want that window and the floor %s", e.est, AutoFloor)
+	if e.est.Window != 210*time.Millisecond || e.est.Arrivals != 51 || math.Abs(e.est.Rate-50/0.21) > 1e-9 {
+		t.Errorf("40 arrivals in 10ms after 21 in 1.2s: %+v, want the rate over the last 0.21s", e.est)
+	}
+	// The shortest window with enough arrivals follows the steps down, once enough arrivals
+	// have come at the new rate: 20 in the last 2 s (10/s) after the 61 above.
+	e.add(at(3210), 2*time.Second, 20)
+	if e.est.Window != 2*time.Second || math.Abs(e.est.Rate-19/2.0) > 1e-9 {
+		t.Errorf("20 arrivals in the last 2s after a busier second: %+v, want the last 2s' rate", e.est)
 	}
 	// Bins older than the window are forgotten, and not counted.
 	for i := range 100 {

@@ -85,7 +85,12 @@
 // arrivals: short windows follow the steps down of a fading traffic as soon as 20 arrivals have
 // come at the new rate, and 20 arrivals bound the estimate's error (±45%, two standard
 // deviations) within the factor 2 of the step guard. An estimate over the whole drain would
-// overstate the rate at its end; the rate before the trigger alone would too, and more.
+// overstate the rate at its end; the rate before the trigger alone would too, and more. Nor is
+// the rate ever more than over the whole window (AutoWindow, 30 s): a burst, such as a client's
+// connection pool opening 25 connections at once, or a client that means to end the drain
+// early, is 20 arrivals in a few milliseconds, and judged alone would make a traffic of 5/s
+// look like thousands a second and end the drain at the floor while it is still routed
+// (TestAutoQuietBurst). This only lengthens the silence needed after a rise in traffic.
 //
 // The window reaches back before the drain: Record samples the namespace's PassiveOpens counter
 // once a second (History) from the app's start, so the estimate starts from the pod's steady
