@@ -132,10 +132,12 @@ func Catchable() []os.Signal {
 	return append(append([]os.Signal{SIGCHLD}, Early()...), Late()...)
 }
 
-// early are the forwardable signals that must be caught before the app starts: those whose default
-// effect in a Go program would end drainit (HUP, INT, QUIT, TERM, STKFLT) or stop it (TSTP,
-// TTIN, TTOU); CONT; and the ones people and orchestrators actually send (USR1, USR2, WINCH,
-// ALRM).
+// early are the forwardable signals that must be caught before the app starts: those whose
+// default effect in a Go program would end drainit (TERM, INT, HUP, QUIT: the first four, which
+// signals/early registers first; STKFLT) or stop it (TSTP, TTIN, TTOU); CONT; and the ones
+// people and orchestrators actually send (USR1, USR2, WINCH, ALRM), which must reach an app that
+// is up even in its first milliseconds (bench/STARTUP.md measured leaving those five late: −0.25
+// ms start-up, but one sent then was lost).
 var early = []syscall.Signal{
 	SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGSTKFLT,
 	SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT, SIGALRM,

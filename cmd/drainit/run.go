@@ -27,8 +27,8 @@ import (
 // runCmd is the default subcommand: run the app under the supervisor. --help goes to stdout;
 // mistakes and the log go to stderr.
 func runCmd(args []string, stdout io.Writer, stderr *os.File) int {
-	// Registered before main (package early): every signal that matters waits from then on
-	// and reaches the app once it runs.
+	// Registered before main (package early), the rest of them meanwhile: every signal that
+	// matters waits from its registration on and reaches the app once it runs.
 	reg := early.Take()
 	if reg.Err != nil {
 		fmt.Fprintf(stderr, "drainit: %v\n", reg.Err)
@@ -48,6 +48,11 @@ func runCmd(args []string, stdout io.Writer, stderr *os.File) int {
 		fmt.Fprintf(stderr, "drainit: %v\n", err)
 		return 2
 	}
+	// Every early signal registered before the app starts: the registration has run alongside
+	// everything above.
+	reg.Wait()
+	// A trigger that is not early (--triggers PWR) too: a stop request must not be dropped.
+	reg.Register(cfg.Triggers)
 	// The rarely sent rest, once the app has run for lateSignalsAfter: see there.
 	opts.Started = func() { time.AfterFunc(lateSignalsAfter, func() { notifyEach(reg.Sigs, reg.Late()) }) }
 	for _, w := range cfg.Warnings() {
@@ -62,9 +67,10 @@ func runCmd(args []string, stdout io.Writer, stderr *os.File) int {
 }
 
 // lateSignalsAfter is how long after the app's start drainit registers the rarely sent signals
-// (signals.Late: IO, PWR, XCPU, XFSZ, VTALRM, the real-time ones); until then the Go runtime
-// drops them. Each signal.Notify is a round trip between two threads through the runtime's
-// signal-mask thread (40–80 µs in a VM with 2 vCPUs), ~2 ms for these 35, and os/signal
+// (signals.Late: IO, PWR, XCPU, XFSZ, VTALRM, the real-time ones; the triggers among them were
+// registered before the app); until then the Go runtime drops them. Each signal.Notify is a
+// round trip between two threads through the runtime's signal-mask thread (40–80 µs in a VM
+// with 2 vCPUs), ~2 ms for these 35, and os/signal
 // delivers no caught signal to any channel while a Notify call runs (one lock). Registered as
 // drainit started, they competed with the app's start for the CPUs and held back the SIGCHLD
 // of an app that exits at once; registered as the app started, they held back its SIGCHLD

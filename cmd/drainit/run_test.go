@@ -84,3 +84,29 @@ while [ ! -s ` + got + ` ] && [ $i -lt 400 ]; do sleep 0.025; i=$((i+1)); done
 		}
 	}
 }
+
+// A trigger that is not an early signal (PWR here: a UPS daemon's) is registered before the app
+// starts, not with the late ones: the app sends it to drainit as the first thing it does, well
+// before lateSignalsAfter, and it starts the stop sequence.
+// Left to the late registration, the Go runtime would drop it, and the app would run its 5 s.
+func TestTriggerRegisteredBeforeApp(t *testing.T) {
+	defer signal.Reset()
+	stderr, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stderr.Close()
+	start := time.Now()
+	code := runCmd([]string{"--log-format", "json", "--triggers", "TERM,PWR", "--drain-delay", "0", "--",
+		"/bin/sh", "-c", "kill -PWR $PPID; sleep 5"}, os.Stdout, stderr)
+	out, _ := os.ReadFile(stderr.Name())
+	if !strings.Contains(string(out), `"message":"stop sequence started`) {
+		t.Fatalf("PWR sent by the app as it started did not start the stop sequence (exit %d after %s)\n%s",
+			code, time.Since(start).Round(time.Millisecond), out)
+	}
+	// With no --stop-signal the app gets the trigger after the drain, and the shell ends by it,
+	// well before its sleep would.
+	if code != 128+int(syscall.SIGPWR) {
+		t.Errorf("exit %d, want %d (the app ended by the SIGPWR drainit passed on)\n%s", code, 128+int(syscall.SIGPWR), out)
+	}
+}

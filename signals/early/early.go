@@ -21,6 +21,31 @@
 // Go initialises the packages in import-path order as their imports become ready, and this
 // package needs only os/signal, the signals package and what they import, so it comes before
 // the heavy ones.
+//
+// # Four signals here, the rest on a goroutine of its own while drainit starts
+//
+// Each signal.Notify of a signal not yet caught is a round trip between two threads through the
+// runtime's signal-mask thread (60–100 µs each in a VM with 2 vCPUs, the first one more as it
+// starts that thread), and during package initialisation the runtime keeps the main goroutine
+// locked to the main thread, which makes each round trip hand the processor over once more.
+// Registering every early signal here took ~1.1 ms of drainit's start, before anything else.
+//
+// So this package's initialisation registers only TERM, INT, HUP and QUIT, exactly as it always
+// did (first, in that order, on the main thread, right after the same few system calls): their
+// window, in which one of them ends drainit (exit status 2 as PID 1), is what it was. Then it
+// starts a goroutine that registers the rest of signals.Early (STKFLT, USR1, USR2, WINCH, CONT,
+// ALRM, TSTP, TTIN, TTOU) and CHLD while the other packages are initialised and the run subcommand reads its configuration,
+// on the other CPU; the run subcommand waits for it (Registration.Wait) just before it starts
+// the app, so that every early signal is registered before the app exists, as before.
+//
+// The others are registered about as soon as before (the goroutine's round trips are shorter
+// than the main thread's, which makes up for its late start) and none of them ends drainit but
+// STKFLT, which nobody sends.
+//
+// Registering all of them from that goroutine was measured too, and saves ~0.5 ms more, but the
+// goroutine starts 120–170 µs after this package's initialisation (the runtime wakes a thread on
+// the other vCPU for it), and TERM's window grew by as much.
+// bench/STARTUP.md has the measurements.
 package early
 
 import (
@@ -55,37 +80,103 @@ type Registration struct {
 	// Err is the failure to ignore the uncatchable signals (signals.IgnoreUncatchable), for the
 	// log.
 	Err error
+
+	done chan struct{} // closed once every signal above is registered
 }
 
 var (
 	mu    sync.Mutex
-	first = register() // at package initialisation: the point of the package
+	first = start() // at package initialisation: the point of the package
 	taken bool
 )
 
-// register registers the signals and returns where they arrive.
+// ending are the signals registered during this package's initialisation itself, first: those
+// whose default effect would end drainit and that are sent to end a container or a job (TERM,
+// INT, QUIT: a STOPSIGNAL; HUP: a closed terminal). See the package doc.
+var ending = []os.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT}
+
+// start registers ending and starts the goroutine that registers the rest (see the package doc);
+// the registration is complete once done is closed.
+func start() *Registration {
+	r := &Registration{done: make(chan struct{})}
+	now, rest := splitEnding(r.prepare())
+	// os/signal marks a signal wanted, after which the runtime queues it instead of acting on
+	// it, before its round trip, and takes the signals of one call one after the other: TERM's
+	// window ends with the call, INT's after TERM's round trip, and so on.
+	signal.Notify(r.Sigs, now...)
+	go func() {
+		r.notifyRest(rest)
+		close(r.done)
+	}()
+	return r
+}
+
+// splitEnding splits sigs into the ending ones, in ending's order, and the others.
+func splitEnding(sigs []os.Signal) (now, rest []os.Signal) {
+	for _, s := range ending {
+		if slices.Contains(sigs, s) {
+			now = append(now, s)
+		}
+	}
+	for _, s := range sigs {
+		if !slices.Contains(ending, s) {
+			rest = append(rest, s)
+		}
+	}
+	return now, rest
+}
+
+// register registers every early signal at once, on the calling goroutine.
 func register() *Registration {
-	r := &Registration{}
+	r := &Registration{done: make(chan struct{})}
+	sigs := r.prepare()
+	signal.Notify(r.Sigs, sigs...)
+	r.notifyRest(nil)
+	close(r.done)
+	return r
+}
+
+// prepare reads the inherited dispositions, ignores what must stay ignored and makes the
+// channels; it returns the early signals to register.
+func (r *Registration) prepare() []os.Signal {
 	r.Ignored, r.AllSeen = signals.InheritedIgnored()
 	// The signals Go cannot catch would otherwise end drainit at their default action.
 	r.Err = signals.IgnoreUncatchable()
 	r.Sigs = make(chan os.Signal, 2*signals.MaxSignal)
+	r.Chld = make(chan os.Signal, 1)
 	early := signals.Early()
 	if len(r.Ignored) > 0 {
 		early = r.notIgnored(early)
 		// The runtime has its own handler on most of them by now (only HUP and INT are marked
 		// ignored already): SIG_IGN again, which the runtime leaves in place in the app's fork
-		// and exec keeps.
+		// and exec keeps. One system call each, no round trip.
 		for _, s := range r.Ignored {
 			signal.Ignore(s)
 		}
 	}
-	// TERM first: os/signal marks a signal wanted, after which the runtime queues it instead of
-	// acting on it, before its round trip to the runtime's signal goroutine (about 20 µs each).
-	signal.Notify(r.Sigs, early...)
-	r.Chld = make(chan os.Signal, 1)
+	return early
+}
+
+// notifyRest registers sigs for Sigs and CHLD for Chld.
+func (r *Registration) notifyRest(sigs []os.Signal) {
+	if len(sigs) > 0 {
+		signal.Notify(r.Sigs, sigs...)
+	}
 	signal.Notify(r.Chld, unix.SIGCHLD)
-	return r
+}
+
+// Register registers sigs too, but for the ignored ones, before the app starts: the run
+// subcommand's triggers that are not early (--triggers PWR, --stop-signal RTMIN+3), so that no
+// stop request that comes while drainit starts is dropped. Registering a signal already
+// registered costs nothing.
+func (r *Registration) Register(sigs []unix.Signal) {
+	var add []os.Signal
+	for _, s := range sigs {
+		add = append(add, s)
+	}
+	if add = r.notIgnored(add); len(add) > 0 {
+		signal.Notify(r.Sigs, add...)
+	}
 }
 
 // Late lists signals.Late but for the ignored ones, for the run subcommand to register: a
@@ -98,8 +189,9 @@ func (r *Registration) notIgnored(sigs []os.Signal) []os.Signal {
 	return slices.DeleteFunc(sigs, func(s os.Signal) bool { return slices.Contains(r.Ignored, s.(unix.Signal)) })
 }
 
-// Take returns the registration made as drainit started, with whatever has arrived since. A
-// second call (tests run the run subcommand more than once) registers anew.
+// Take returns the registration made as drainit started, with whatever has arrived since. Its
+// fields are set, but part of its signals may still be being registered: Wait for them before
+// starting the app. A second call (tests run the run subcommand more than once) registers anew.
 func Take() *Registration {
 	mu.Lock()
 	defer mu.Unlock()
@@ -108,6 +200,12 @@ func Take() *Registration {
 		return first
 	}
 	return register()
+}
+
+// Wait returns once every early signal and CHLD is registered. The run subcommand calls it
+// just before it starts the app, so that the registration overlaps the rest of drainit's start.
+func (r *Registration) Wait() {
+	<-r.done
 }
 
 // Release gives the registration back, for a subcommand that runs no app: the signals get
@@ -120,6 +218,7 @@ func Release() {
 		return
 	}
 	taken = true
+	<-first.done
 	signal.Stop(first.Chld)
 	signal.Stop(first.Sigs)
 	for {

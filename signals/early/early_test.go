@@ -15,6 +15,7 @@ import (
 // channel they wait in, where os/signal would drop a SIGTERM once the channel was full.
 func TestNotifyKeepsSIGCHLDApart(t *testing.T) {
 	r := Take()
+	r.Wait()
 	chld, sigs := r.Chld, r.Sigs
 	defer signal.Reset()
 	kill := func(sig unix.Signal) {
@@ -25,7 +26,7 @@ func TestNotifyKeepsSIGCHLDApart(t *testing.T) {
 	}
 	deadline := time.After(5 * time.Second)
 	// os/signal hands each signal to every channel registered for it before it takes the next
-	// signal: once SIGCHLD is on its own channel and WINCH, sent after, has arrived, a SIGCHLD
+	// signal: once SIGCHLD is on its own channel and USR1, sent after, has arrived, a SIGCHLD
 	// meant for sigs would have arrived there first.
 	kill(unix.SIGCHLD)
 	select {
@@ -33,8 +34,8 @@ func TestNotifyKeepsSIGCHLDApart(t *testing.T) {
 	case <-deadline:
 		t.Fatal("no SIGCHLD on its own channel")
 	}
-	kill(unix.SIGWINCH)
-	await(t, sigs, unix.SIGWINCH, deadline)
+	kill(unix.SIGUSR1)
+	await(t, sigs, unix.SIGUSR1, deadline)
 
 	// And the point of it: a SIGTERM after a storm of them is received.
 	for range 4 * cap(sigs) {
