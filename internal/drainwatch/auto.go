@@ -34,7 +34,7 @@ const (
 	// come every quarter of the silence it needs, between this and Config.Interval (and never
 	// closer than the CPU budget allows). A poll costs drainit ~0.3 ms of CPU in all on a 2-vCPU
 	// VM, most of it the Go runtime's sleep and wake-up (0.1 ms for a bare 10 ms sleep there):
-	// 1.4% of a core at this interval.
+	// 1.5% of a core at this interval.
 	AutoMinInterval = 20 * time.Millisecond
 	// AutoMaxInterval is the longest time between polls once the rate is known: a poll's count
 	// is dated by the poll, so coarse polls would widen the estimate's windows and lower the
@@ -55,12 +55,16 @@ type bin struct {
 // Estimate is the automatic quiet period's reading of the traffic at the last arrival.
 type Estimate struct {
 	// Rate is new connections per second, from Arrivals over Window (0 when too few).
-	Rate     float64
+	Rate float64
+	// Arrivals is how many new connections the rate rests on (or, when too few, were seen).
 	Arrivals int
-	Window   time.Duration
+	// Window is the time they span, ending at the last arrival.
+	Window time.Duration
 	// Needed is the silence that ends the drain at that rate: AutoStepGuard·ln(1/AutoEpsilon)/Rate,
 	// at least AutoFloor. Zero when there were too few arrivals to tell (Enough is false).
 	Needed time.Duration
+	// Enough says whether the arrivals were enough (AutoMinArrivals, after the first ones in
+	// reach) for a rate.
 	Enough bool
 }
 
@@ -127,8 +131,14 @@ func (e *estimator) estimate() Estimate {
 	// Nor more than over the whole reach: a burst (a client's pool opening its connections at
 	// once) is AutoMinArrivals arrivals in a few milliseconds, a rate the traffic does not have.
 	// The reach starts after the oldest bin with an arrival, which may be mostly the silence
-	// before the traffic began (the app's start), and needs AutoMinArrivals of its own.
-	if r, n, w, ok := e.steady(last); ok && r < est.Rate {
+	// before the traffic began (the app's start), and needs AutoMinArrivals of its own: when the
+	// burst is that bin (no history, or the first traffic in AutoWindow), nothing yet tells a
+	// rate from it, and there are too few arrivals.
+	r, n, w, ok := e.steady(last)
+	if !ok {
+		return Estimate{Arrivals: n, Window: w}
+	}
+	if r < est.Rate {
 		est.Rate, est.Arrivals, est.Window = r, n, w
 	}
 	est.Needed = max(AutoFloor, time.Duration(autoK/est.Rate*float64(time.Second)))
@@ -137,7 +147,7 @@ func (e *estimator) estimate() Estimate {
 
 // steady is the rate from after the oldest bin with an arrival within AutoWindow of last (the
 // last arrival) until last, with the arrivals and the window it rests on; ok is false when
-// fewer than AutoMinArrivals fall in it.
+// fewer than AutoMinArrivals fall in it (n and w then say how many, in how long).
 func (e *estimator) steady(last time.Time) (rate float64, n int, w time.Duration, ok bool) {
 	from := -1 // the oldest bin in reach with an arrival
 	for j := len(e.bins) - 1; j >= 0; j-- {
@@ -157,7 +167,7 @@ func (e *estimator) steady(last time.Time) (rate float64, n int, w time.Duration
 	}
 	w = last.Sub(e.bins[from].end)
 	if n < AutoMinArrivals || w <= 0 {
-		return 0, 0, 0, false
+		return 0, n, max(w, 0), false
 	}
 	// The window ends with an arrival and starts at a bin's end: n-1 arrivals fall inside.
 	return float64(n-1) / w.Seconds(), n, w, true

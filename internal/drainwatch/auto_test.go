@@ -215,6 +215,37 @@ func TestAutoQuietBurst(t *testing.T) {
 			t.Errorf("seed %d: judged at %v, want the traffic's ~5/s", seed, r.Auto)
 		}
 	}
+	// The burst is the first traffic the drain can see (no history, or none within its reach),
+	// with 5/s after it, routed past the maximum. In one poll nothing tells a rate from it: the
+	// drain waits for its maximum. Spread over two polls, the second part counts, but the 20
+	// arrivals after the first poll take a second or more to come: the rate is overstated a few
+	// times, the silence needed is near a second, and never the floor.
+	for seed := range uint64(20) {
+		for _, spread := range []time.Duration{time.Millisecond, 150 * time.Millisecond} {
+			for _, history := range []bool{false, true} {
+				f := newFakeSystem()
+				f.arrivals = poisson(seed, 5, 300*time.Millisecond, 10*time.Second)
+				for i := range 25 {
+					f.arrivals = append(f.arrivals, 150*time.Millisecond+spread*time.Duration(i)/25)
+				}
+				slices.Sort(f.arrivals)
+				cfg := Config{AppPID: 1, Auto: true, Max: 5 * time.Second}
+				var r Result
+				if history {
+					cfg.History = f.history()
+					r = runEnv(t, cfg, f.withCounter())
+				} else {
+					r = f.run(t, cfg)
+				}
+				switch {
+				case spread < 100*time.Millisecond && r.Reason != ReasonMax:
+					t.Errorf("seed %d, burst in one poll, history %v: result %+v (%v), want the maximum", seed, history, r, r.Auto)
+				case r.Reason != ReasonMax && (r.Auto == nil || r.Auto.Needed < 500*time.Millisecond):
+					t.Errorf("seed %d, burst over two polls, history %v: result %+v (%v), want the maximum or 0.5 s of silence at least", seed, history, r, r.Auto)
+				}
+			}
+		}
+	}
 }
 
 // A straggler with 2% of the traffic is outside the model (a step to less than half): the
@@ -247,8 +278,8 @@ func TestAutoQuietStragglerIsOutsideTheModel(t *testing.T) {
 	}
 }
 
-// The polls come every quarter of the silence needed (10 ms at least) once the rate is known:
-// at 200/s about every 23 ms, not every 100 ms.
+// The polls come every quarter of the silence needed (AutoMinInterval at least) once the rate is
+// known: at 200/s, whose silence needed is the 100 ms floor, every 25 ms, not every 100 ms.
 func TestAutoQuietPolls(t *testing.T) {
 	f := newFakeSystem()
 	f.arrivals = poisson(3, 200, -AutoWindow, time.Second)
@@ -281,32 +312,38 @@ func TestEstimator(t *testing.T) {
 	if e.est.Arrivals != 10 {
 		t.Fatalf("a silent poll re-estimated: %+v", e.est)
 	}
+	// 21 arrivals in reach, but the first bin's only start the clock: 11 after them are too few.
 	e.add(at(1200), 100*time.Millisecond, 11)
-	// 21 arrivals over 1.2 s: (21-1)/1.2 = 16.7/s, 18.4/16.7 = 1.1 s needed.
-	if !e.est.Enough || e.est.Arrivals != 21 || e.est.Window != 1200*time.Millisecond || math.Abs(e.est.Rate-20/1.2) > 1e-9 {
-		t.Fatalf("21 arrivals in 1.2s: %+v", e.est)
+	if e.est.Enough || e.est.Arrivals != 11 || e.est.Window != 200*time.Millisecond {
+		t.Fatalf("11 arrivals after the first 10: %+v, want too few, 11 in 200ms", e.est)
 	}
-	if want := time.Duration(autoK / (20 / 1.2) * float64(time.Second)); e.est.Needed != want {
+	e.add(at(1500), 300*time.Millisecond, 10)
+	// 21 after the first bin, over 0.5 s: (21-1)/0.5 = 40/s, below the 20 in the last 0.4 s
+	// ((21-1)/0.4 = 50/s); 18.4/40 = 0.46 s needed.
+	if !e.est.Enough || e.est.Arrivals != 21 || e.est.Window != 500*time.Millisecond || math.Abs(e.est.Rate-20/0.5) > 1e-9 {
+		t.Fatalf("21 arrivals in 0.5s after the first 10: %+v", e.est)
+	}
+	if want := time.Duration(autoK / (20 / 0.5) * float64(time.Second)); e.est.Needed != want {
 		t.Errorf("needed %s, want %s", e.est.Needed, want)
 	}
 	// A burst is not a rate: 40 arrivals in 10 ms are judged at the rate over the whole reach
 	// after the oldest bin with an arrival (which may be mostly the silence before the traffic
-	// began): (51-1)/0.21 s, not 4,000/s.
-	e.add(at(1210), 10*time.Millisecond, 40)
-	if e.est.Window != 210*time.Millisecond || e.est.Arrivals != 51 || math.Abs(e.est.Rate-50/0.21) > 1e-9 {
-		t.Errorf("40 arrivals in 10ms after 21 in 1.2s: %+v, want the rate over the last 0.21s", e.est)
+	// began): (61-1)/0.51 s, not 4,000/s.
+	e.add(at(1510), 10*time.Millisecond, 40)
+	if e.est.Window != 510*time.Millisecond || e.est.Arrivals != 61 || math.Abs(e.est.Rate-60/0.51) > 1e-9 {
+		t.Errorf("40 arrivals in 10ms after 31 in 1.5s: %+v, want the rate over the last 0.51s", e.est)
 	}
 	// The shortest window with enough arrivals follows the steps down, once enough arrivals
-	// have come at the new rate: 20 in the last 2 s (10/s) after the 61 above.
-	e.add(at(3210), 2*time.Second, 20)
+	// have come at the new rate: 20 in the last 2 s (10/s) after the 71 above.
+	e.add(at(3510), 2*time.Second, 20)
 	if e.est.Window != 2*time.Second || math.Abs(e.est.Rate-19/2.0) > 1e-9 {
 		t.Errorf("20 arrivals in the last 2s after a busier second: %+v, want the last 2s' rate", e.est)
 	}
 	// Bins older than the window are forgotten, and not counted.
 	for i := range 100 {
-		e.add(at(1210+(i+1)*1000), time.Second, 0)
+		e.add(at(3510+(i+1)*1000), time.Second, 0)
 	}
-	e.add(at(102000), time.Second, 1)
+	e.add(at(104510), time.Second, 1)
 	if e.est.Enough || e.est.Arrivals != 1 || len(e.bins) > 2*int(AutoWindow/time.Second)+2 {
 		t.Errorf("after 100 s of silence: %+v with %d bins kept, want 1 arrival, too few, bins trimmed", e.est, len(e.bins))
 	}

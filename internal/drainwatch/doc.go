@@ -75,7 +75,7 @@
 // still routed carries at least half of the traffic seen just before. A straggler with less, say
 // 2% of the traffic on a proxy slower than the others, is outside it: its stream is
 // indistinguishable from the end of the others' until its own silence, 2·ln(10⁴)/(its rate),
-// is long (2.3 s for 2% of 200/s), and the drain ends after the others' with it still routing
+// is long (4.6 s for 2% of 200/s), and the drain ends after the others' with it still routing
 // (TestAutoQuietStragglerIsOutsideTheModel). Where such a straggler is known, --drain-min at
 // its delay covers it; a fixed quiet period only makes it less likely.
 //
@@ -90,7 +90,12 @@
 // connection pool opening 25 connections at once, or a client that means to end the drain
 // early, is 20 arrivals in a few milliseconds, and judged alone would make a traffic of 5/s
 // look like thousands a second and end the drain at the floor while it is still routed
-// (TestAutoQuietBurst). This only lengthens the silence needed after a rise in traffic.
+// (TestAutoQuietBurst). That window's first arrivals (its oldest bin that holds any) only start
+// its clock, and it needs 20 arrivals after them: a burst that is the first traffic in reach
+// (no history, or the first connections in 30 s) leaves too few for a rate, and the drain waits
+// for more or for Max. This only lengthens the silence needed after a rise in traffic. A
+// client that opens connections at a steady high rate for a while and then stops does pass for
+// a rate, as nothing tells it from a busy one: --drain-min bounds how early it can end a drain.
 //
 // The window reaches back before the drain: Record samples the namespace's PassiveOpens counter
 // once a second (History) from the app's start, so the estimate starts from the pod's steady
@@ -121,7 +126,7 @@
 // Polls come every quarter of the silence needed (AutoMinInterval, 20 ms, at least;
 // AutoMaxInterval, 50 ms, at most), so that the drain ends within a quarter of it after it is
 // due, and the CPU budget still rules: a passive-opens poll costs ~0.3 ms of drainit's CPU in
-// all (the sample itself 0.02 ms; the rest is the Go runtime's sleep and wake-up), 1.4% of a
+// all (the sample itself 0.02 ms; the rest is the Go runtime's sleep and wake-up), 1.5% of a
 // core at 20 ms.
 //
 // # Cost
