@@ -167,3 +167,26 @@ func TestIgnoredSignalsWithoutEntryPoint(t *testing.T) {
 		}
 	})
 }
+
+// With every signal drainit registers during its initialisation ignored (TERM, INT, HUP, QUIT),
+// none is left to register there; they stay ignored for the app, and the signals registered
+// after them still reach it.
+func TestEndingSignalsAllIgnored(t *testing.T) {
+	eachMode(t, func(t *testing.T, m mode) {
+		launcher := []string{"sh", "-c", `trap "" TERM INT HUP QUIT; exec "$@"`, "sh"}
+		mask, _ := appIgnored(t, spec{mode: m, launcher: launcher})
+		for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT} {
+			if !ignored(mask, sig) {
+				t.Errorf("drainit started with %v ignored, the app has it not ignored (SigIgn %016x)", sig, mask)
+			}
+		}
+		d := start(t, spec{mode: m, launcher: launcher, args: []string{"--triggers", "USR2", "--stop-signal", "TERM", "--drain-delay", "0"}, app: app("signals")})
+		d.stdout.AwaitLine(t, waitTimeout, "the app ready", lines.Containing("ready app "))
+		d.signal(syscall.SIGUSR1)
+		d.stdout.AwaitLine(t, waitTimeout, "the app's SIGUSR1", lines.Containing("got app SIGUSR1"))
+		d.signal(syscall.SIGUSR2)
+		if got := d.wait(waitTimeout); got != (exitStatus{code: 0}) {
+			t.Fatalf("drainit: %v after the trigger USR2, want exit 0\n%s", got, d.dump())
+		}
+	})
+}
