@@ -694,6 +694,20 @@ func (p *parsed) check() *Validation {
 		v.Errors = append(v.Errors, &Error{Option: c.OptionName("drain-min"), Flag: "drain-min", Value: r.DrainMin, Err: fmt.Errorf(
 			"the minimum %s exceeds --drain-max %s", c.DrainMin, c.DrainMax)})
 	}
+	// An option of the other drain is not used (DRAINIT_DRAIN_QUIET=auto alone leaves the fixed
+	// 5 s drain): the log says so at start.
+	if usable("drain") {
+		unused, mode, other := []string{"drain-quiet", "drain-min", "drain-max"}, "fixed", "adaptive"
+		if c.Adaptive {
+			unused, mode, other = []string{"drain-delay"}, "adaptive", "fixed"
+		}
+		for _, f := range unused {
+			if p.from[f] != "" {
+				c.notes = append(c.notes, fmt.Sprintf("%s has no effect: %s is %s, and it applies to %s %s only",
+					p.from[f], c.OptionName("drain"), mode, c.OptionName("drain"), other))
+			}
+		}
+	}
 	drainFlag, drainValue := "drain-delay", r.DrainDelay
 	if c.Adaptive {
 		drainFlag, drainValue = "drain-max", r.DrainMax

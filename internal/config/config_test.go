@@ -184,6 +184,31 @@ func TestHookOptionsAndWarnings(t *testing.T) {
 	}
 }
 
+// An option of the drain not chosen is named at start as having no effect: DRAINIT_DRAIN_QUIET=auto
+// without --drain adaptive would otherwise leave a fixed drain that nothing points out.
+func TestOtherDrainsOptionsNoted(t *testing.T) {
+	c, err := parse(t, []string{"--drain-max", "20s", "app"}, map[string]string{"DRAINIT_DRAIN_QUIET": "auto"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := strings.Join(c.Warnings(), "\n")
+	for _, want := range []string{
+		"DRAINIT_DRAIN_QUIET has no effect: --drain is fixed, and it applies to --drain adaptive only",
+		"--drain-max has no effect: --drain is fixed",
+	} {
+		if !strings.Contains(w, want) {
+			t.Errorf("warnings %q, want %q", w, want)
+		}
+	}
+	c, err = parse(t, []string{"--drain", "adaptive", "--drain-delay", "3s", "--drain-quiet", "auto", "app"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ws := c.Warnings(); len(ws) != 1 || ws[0] != "--drain-delay has no effect: --drain is adaptive, and it applies to --drain fixed only" {
+		t.Errorf("warnings %q, want one on --drain-delay", ws)
+	}
+}
+
 func TestEmptyTerminationLogTurnsItOff(t *testing.T) {
 	c, err := parse(t, []string{"app"}, map[string]string{"DRAINIT_TERMINATION_LOG": ""})
 	if err != nil {
