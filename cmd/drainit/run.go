@@ -54,7 +54,15 @@ func runCmd(args []string, stdout io.Writer, stderr *os.File) int {
 	// A trigger that is not early (--triggers PWR) too: a stop request must not be dropped.
 	reg.Register(cfg.Triggers)
 	// The rarely sent rest, once the app has run for lateSignalsAfter: see there.
-	opts.Started = func() { time.AfterFunc(lateSignalsAfter, func() { notifyEach(reg.Sigs, reg.Late()) }) }
+	var late *time.Timer
+	opts.Started = func() { late = time.AfterFunc(lateSignalsAfter, func() { notifyEach(reg.Sigs, reg.Late()) }) }
+	// An app that is gone within lateSignalsAfter leaves nothing to register them for (and a
+	// test that runs this function again would find them registered to a channel no one reads).
+	defer func() {
+		if late != nil {
+			late.Stop()
+		}
+	}()
 	for _, w := range cfg.Warnings() {
 		log.Warn().Msg(w)
 	}

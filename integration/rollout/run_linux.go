@@ -782,15 +782,15 @@ func (r *Runner) RunJobs(ctx context.Context, jobs []Job) ([]Result, error) {
 	sort.SliceStable(order, func(a, b int) bool {
 		return jobs[order[a]].estimate() > jobs[order[b]].estimate()
 	})
-	for _, i := range order {
+	for k, i := range order {
 		j := jobs[i]
 		load := r.cfg.Rate + r.cfg.KeepAliveRate
 		if j.Cell.Rate > 0 {
 			load = j.Cell.Rate*float64(r.cfg.Pods) + r.cfg.KeepAliveRate
 		}
 		if err := sem.acquire(ctx, load); err != nil {
-			errs[i] = err
-			continue
+			errs[i] = fmt.Errorf("%d of %d runs not started: %w", len(order)-k, len(jobs), err)
+			break // once cancelled, the rest would only repeat the same error
 		}
 		wg.Add(1)
 		go func() {
