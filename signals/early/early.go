@@ -35,8 +35,9 @@
 // window, in which one of them ends drainit (exit status 2 as PID 1), is what it was. Then it
 // starts a goroutine that registers the rest of signals.Early (STKFLT, USR1, USR2, WINCH, CONT,
 // ALRM, TSTP, TTIN, TTOU) and CHLD while the other packages are initialised and the run
-// subcommand reads its configuration, on the other CPU; the run subcommand waits for it (Registration.Wait) just before it starts
-// the app, so that every early signal is registered before the app exists, as before.
+// subcommand reads its configuration, on the other CPU; the run subcommand waits for it
+// (Registration.Wait) just before it starts the app, so that every early signal is registered
+// before the app exists, as before.
 //
 // The others are registered about as soon as before (the goroutine's round trips are shorter
 // than the main thread's, which makes up for its late start: all of them by ~1.5 ms after this
