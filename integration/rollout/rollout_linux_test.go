@@ -236,7 +236,9 @@ func TestAutoDrain(t *testing.T) {
 		t.Fatal(err)
 	}
 	var all []Job
-	for _, c := range []Cell{{Propagation: time.Second, Rate: 200}, TopologyCell(staggered, 200)} {
+	// And a young pod, as the demo's: 50/s after a warm-up of ~0.6 s, and a 0.2 s delay, so that
+	// the drain's own arrivals (~10) are too few and the history's first second must count.
+	for _, c := range []Cell{{Propagation: time.Second, Rate: 200}, TopologyCell(staggered, 200), {Propagation: 200 * time.Millisecond, Rate: 50}} {
 		for rep := 1; rep <= 2; rep++ {
 			all = append(all, Job{s, c, rep})
 		}
@@ -265,8 +267,8 @@ func TestAutoDrain(t *testing.T) {
 			t.Fatalf("%s: drain %+v, want a quiet end judged on a rate, with the history before the drain", where, d)
 		}
 		// Routed counts from the drain's start as the harness dates it, which the preStop call's
-		// few milliseconds blur: at 200/s, a connection or two.
-		if d.Method != string(drainwatch.MethodPassiveOpens) || d.NewConns < d.Routed-1-int(res.PodRate/100) {
+		// few milliseconds blur (up to 20 ms with six runs on two CPUs): at 200/s, a few.
+		if d.Method != string(drainwatch.MethodPassiveOpens) || d.NewConns < d.Routed-1-int(res.PodRate/50) {
 			t.Errorf("%s: %s saw %d of the %d connections sent during the drain", where, d.Method, d.NewConns, d.Routed)
 		}
 		// The last proxy alone sends the pod a third of 200/s at the end behind three proxies.

@@ -69,7 +69,7 @@ func DefaultConfig() Config {
 		Rate:             50,
 		KeepAliveClients: 10,
 		KeepAliveRate:    50,
-		Warmup:           500 * time.Millisecond,
+		Warmup:           1500 * time.Millisecond,
 		Tail:             500 * time.Millisecond,
 		RequestTimeout:   3 * time.Second,
 		Parallel:         1,
@@ -532,7 +532,9 @@ func (r *Runner) Run(ctx context.Context, s Scenario, c Cell, rep int) (Result, 
 	// Warm up: the load has run for Warmup, every keep-alive client has had an answer, and
 	// every pod has had connections, so the stop meets the traffic a pod in service has. That
 	// includes a history of 30 new connections to the pod (1.2 s at the default 25/s, 3 s at
-	// most), as a pod in service has, for the automatic quiet period to start from.
+	// most), and a second and a half of traffic at least, as a pod in service has, for the
+	// automatic quiet period to start from (drainwatch.AutoMinReach: traffic younger than a
+	// second is too young for it to judge).
 	warmup := max(cfg.Warmup, min(3*time.Second, time.Duration(30/(total/float64(cfg.Pods))*float64(time.Second))))
 	begin := time.Now()
 	victim := pods[0]

@@ -30,6 +30,11 @@ const (
 	// AutoWindow is how far back the estimate may look: the history before the drain (History)
 	// is kept this long.
 	AutoWindow = 30 * time.Second
+	// AutoMinReach is the least time the estimate's reach must span: over less, a burst (a
+	// connection pool's 25 connections) can be most of the arrivals, and over a second it is a
+	// modest rate. Traffic that began under a second before the drain ended is too young to
+	// judge: the drain waits for its maximum.
+	AutoMinReach = time.Second
 	// AutoMinInterval is the shortest time between polls with the automatic quiet period: polls
 	// come every quarter of the silence it needs, between this and Config.Interval (and never
 	// closer than the CPU budget allows). A poll costs drainit ~0.3 ms of CPU in all on a 2-vCPU
@@ -63,13 +68,16 @@ type Estimate struct {
 	// Needed is the silence that ends the drain at that rate: AutoStepGuard·ln(1/AutoEpsilon)/Rate,
 	// at least AutoFloor. Zero when there were too few arrivals to tell (Enough is false).
 	Needed time.Duration
-	// Enough says whether the arrivals were enough (AutoMinArrivals, after the first ones in
-	// reach) for a rate.
+	// Enough says whether the arrivals were enough for a rate: AutoMinArrivals, over
+	// AutoMinReach (see estimator.steady).
 	Enough bool
 }
 
 // String says what the estimate rests on, for the log.
 func (e Estimate) String() string {
+	if !e.Enough && e.Arrivals >= AutoMinArrivals {
+		return fmt.Sprintf("%d new connections in %s: too short a time (< %s) to tell a rate from a burst, for silence to prove the traffic stopped", e.Arrivals, e.Window.Round(time.Millisecond), AutoMinReach)
+	}
 	if !e.Enough {
 		return fmt.Sprintf("%d new connections in %s: too few (< %d) for silence to prove the traffic stopped", e.Arrivals, e.Window.Round(time.Millisecond), AutoMinArrivals)
 	}
@@ -130,10 +138,6 @@ func (e *estimator) estimate() Estimate {
 	est.Rate = float64(est.Arrivals-1) / est.Window.Seconds()
 	// Nor more than over the whole reach: a burst (a client's pool opening its connections at
 	// once) is AutoMinArrivals arrivals in a few milliseconds, a rate the traffic does not have.
-	// The reach starts after the oldest bin with an arrival, which may be mostly the silence
-	// before the traffic began (the app's start), and needs AutoMinArrivals of its own: when the
-	// burst is that bin (no history, or the first traffic in AutoWindow), nothing yet tells a
-	// rate from it, and there are too few arrivals.
 	r, n, w, ok := e.steady(last)
 	if !ok {
 		return Estimate{Arrivals: n, Window: w}
@@ -145,9 +149,18 @@ func (e *estimator) estimate() Estimate {
 	return est
 }
 
-// steady is the rate from after the oldest bin with an arrival within AutoWindow of last (the
-// last arrival) until last, with the arrivals and the window it rests on; ok is false when
-// fewer than AutoMinArrivals fall in it (n and w then say how many, in how long).
+// steady is the rate over the whole reach, AutoWindow back from last (the last arrival), with
+// the arrivals and the window it rests on. Its oldest bin that holds an arrival may be mostly the
+// silence before the traffic began (the app's start), or a burst: the arrivals after that bin
+// are what a rate can rest on, and with AutoMinArrivals of them over AutoMinReach the rate is
+// theirs.
+//
+// Otherwise the reach is young (traffic that began a moment ago) and its first arrivals, or a
+// burst after them, may be most of it. The first bin then counts too, over its span, once the
+// reach spans AutoMinReach: a burst is spread over that much at least. And the rate is never above the one
+// after the first bin (on 2 arrivals at least): a burst and then a trickle is judged at the
+// trickle. ok is false otherwise (nothing yet tells a burst from a rate); n and w then say how
+// many were seen, in how long.
 func (e *estimator) steady(last time.Time) (rate float64, n int, w time.Duration, ok bool) {
 	from := -1 // the oldest bin in reach with an arrival
 	for j := len(e.bins) - 1; j >= 0; j-- {
@@ -162,13 +175,24 @@ func (e *estimator) steady(last time.Time) (rate float64, n int, w time.Duration
 	if from < 0 {
 		return 0, 0, 0, false
 	}
+	first := e.bins[from]
+	after := 0
 	for _, b := range e.bins[from+1:] {
-		n += b.n
+		after += b.n
 	}
-	w = last.Sub(e.bins[from].end)
-	if n < AutoMinArrivals || w <= 0 {
+	// Each window ends with an arrival and starts at a bin's edge: n-1 arrivals fall inside
+	// (when the first bin counts, one fewer than in it: the rate errs low).
+	wAfter := last.Sub(first.end)
+	if after >= AutoMinArrivals && wAfter >= AutoMinReach {
+		return float64(after-1) / wAfter.Seconds(), after, wAfter, true
+	}
+	n, w = after+first.n, wAfter+first.span
+	if n < AutoMinArrivals || w < AutoMinReach || wAfter <= 0 {
 		return 0, n, max(w, 0), false
 	}
-	// The window ends with an arrival and starts at a bin's end: n-1 arrivals fall inside.
-	return float64(n-1) / w.Seconds(), n, w, true
+	rate = float64(n-1) / w.Seconds()
+	if r := float64(after-1) / wAfter.Seconds(); after >= 2 && r < rate {
+		rate, n, w = r, after, wAfter
+	}
+	return rate, n, w, true
 }

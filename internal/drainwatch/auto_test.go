@@ -163,6 +163,31 @@ func TestAutoQuietHistory(t *testing.T) {
 	}
 }
 
+// Traffic that began shortly before the drain (a pod stopped soon after it started serving):
+// its history since the app's start holds one bin. With a second of it, the drain ends on the
+// silence; with less, it is too young to judge, and the drain waits for its maximum and says so.
+func TestAutoQuietYoungTraffic(t *testing.T) {
+	for seed := range uint64(20) {
+		for _, c := range []struct {
+			since time.Duration // the app's start, and its traffic's
+			quiet bool
+		}{{-1200 * time.Millisecond, true}, {-500 * time.Millisecond, false}} {
+			f := newFakeSystem()
+			f.arrivals = poisson(seed, 50, c.since, 200*time.Millisecond)
+			h := &History{stop: func() {}}
+			h.add(counterSample{at: f.t0.Add(c.since)})
+			r := runEnv(t, Config{AppPID: 1, Auto: true, Max: 5 * time.Second, History: h}, f.withCounter())
+			last := f.arrivals[len(f.arrivals)-1]
+			switch {
+			case c.quiet && (r.Reason != ReasonQuiet || r.Elapsed < last || r.Elapsed > last+time.Second):
+				t.Errorf("seed %d, traffic since %s: result %+v (%v), want quiet within a second of the last arrival at %s", seed, c.since, r, r.Auto, last)
+			case !c.quiet && (r.Reason != ReasonMax || !strings.Contains(r.Note, "too short a time") && !strings.Contains(r.Note, "too few")):
+				t.Errorf("seed %d, traffic since %s: result %+v, want the maximum, too short a time to judge", seed, c.since, r)
+			}
+		}
+	}
+}
+
 // Traffic that fades in steps (three proxies dropping the pod at 0.3 s, 1 s and 2.5 s, the last
 // ones carrying half of what was left) never ends the drain before the last arrival, over many
 // streams: the step guard holds the first silence after each step to the rate before it, halved.
@@ -312,38 +337,46 @@ func TestEstimator(t *testing.T) {
 	if e.est.Arrivals != 10 {
 		t.Fatalf("a silent poll re-estimated: %+v", e.est)
 	}
-	// 21 arrivals in reach, but the first bin's only start the clock: 11 after them are too few.
 	e.add(at(1200), 100*time.Millisecond, 11)
-	if e.est.Enough || e.est.Arrivals != 11 || e.est.Window != 200*time.Millisecond {
-		t.Fatalf("11 arrivals after the first 10: %+v, want too few, 11 in 200ms", e.est)
+	// 21 arrivals over 1.2 s, the first second's counted whole (a bin of a second or more: a
+	// burst in it would be spread over that second): (21-1)/1.2 = 16.7/s, 18.4/16.7 = 1.1 s.
+	if !e.est.Enough || e.est.Arrivals != 21 || e.est.Window != 1200*time.Millisecond || math.Abs(e.est.Rate-20/1.2) > 1e-9 {
+		t.Fatalf("21 arrivals in 1.2s: %+v", e.est)
 	}
-	e.add(at(1500), 300*time.Millisecond, 10)
-	// 21 after the first bin, over 0.5 s: (21-1)/0.5 = 40/s, below the 20 in the last 0.4 s
-	// ((21-1)/0.4 = 50/s); 18.4/40 = 0.46 s needed.
-	if !e.est.Enough || e.est.Arrivals != 21 || e.est.Window != 500*time.Millisecond || math.Abs(e.est.Rate-20/0.5) > 1e-9 {
-		t.Fatalf("21 arrivals in 0.5s after the first 10: %+v", e.est)
-	}
-	if want := time.Duration(autoK / (20 / 0.5) * float64(time.Second)); e.est.Needed != want {
+	if want := time.Duration(autoK / (20 / 1.2) * float64(time.Second)); e.est.Needed != want {
 		t.Errorf("needed %s, want %s", e.est.Needed, want)
 	}
-	// A burst is not a rate: 40 arrivals in 10 ms are judged at the rate over the whole reach
-	// after the oldest bin with an arrival (which may be mostly the silence before the traffic
-	// began): (61-1)/0.51 s, not 4,000/s.
-	e.add(at(1510), 10*time.Millisecond, 40)
-	if e.est.Window != 510*time.Millisecond || e.est.Arrivals != 61 || math.Abs(e.est.Rate-60/0.51) > 1e-9 {
-		t.Errorf("40 arrivals in 10ms after 31 in 1.5s: %+v, want the rate over the last 0.51s", e.est)
+	// A burst is not a rate: 40 arrivals in 10 ms are judged at the rate over the whole reach:
+	// (61-1)/1.21 s, not 4,000/s.
+	e.add(at(1210), 10*time.Millisecond, 40)
+	if e.est.Window != 1210*time.Millisecond || e.est.Arrivals != 61 || math.Abs(e.est.Rate-60/1.21) > 1e-9 {
+		t.Errorf("40 arrivals in 10ms after 21 in 1.2s: %+v, want the rate over the last 1.21s", e.est)
 	}
 	// The shortest window with enough arrivals follows the steps down, once enough arrivals
-	// have come at the new rate: 20 in the last 2 s (10/s) after the 71 above.
-	e.add(at(3510), 2*time.Second, 20)
+	// have come at the new rate: 20 in the last 2 s (10/s) after the 61 above.
+	e.add(at(3210), 2*time.Second, 20)
 	if e.est.Window != 2*time.Second || math.Abs(e.est.Rate-19/2.0) > 1e-9 {
 		t.Errorf("20 arrivals in the last 2s after a busier second: %+v, want the last 2s' rate", e.est)
 	}
+	// A young reach (traffic that began a moment ago, no history) is too short to tell a rate
+	// from a burst until it spans AutoMinReach; then the first bin counts, but the rate is never
+	// above the one after it.
+	var p estimator
+	p.add(at(100), 100*time.Millisecond, 10)
+	p.add(at(200), 100*time.Millisecond, 11)
+	if p.est.Enough || p.est.Arrivals != 21 || p.est.Window != 200*time.Millisecond || !strings.Contains(p.est.String(), "too short a time") {
+		t.Errorf("21 arrivals in 200ms: %+v (%s), want too short a time", p.est, p.est)
+	}
+	p.add(at(1000), 800*time.Millisecond, 10)
+	// 31 over 1 s: (31-1)/1 = 30/s; after the first bin, (21-1)/0.9 = 22/s, the lower.
+	if !p.est.Enough || p.est.Arrivals != 21 || p.est.Window != 900*time.Millisecond || math.Abs(p.est.Rate-20/0.9) > 1e-9 {
+		t.Errorf("31 arrivals in 1s, 21 of them after the first 100ms: %+v, want 22/s", p.est)
+	}
 	// Bins older than the window are forgotten, and not counted.
 	for i := range 100 {
-		e.add(at(3510+(i+1)*1000), time.Second, 0)
+		e.add(at(1210+(i+1)*1000), time.Second, 0)
 	}
-	e.add(at(104510), time.Second, 1)
+	e.add(at(102000), time.Second, 1)
 	if e.est.Enough || e.est.Arrivals != 1 || len(e.bins) > 2*int(AutoWindow/time.Second)+2 {
 		t.Errorf("after 100 s of silence: %+v with %d bins kept, want 1 arrival, too few, bins trimmed", e.est, len(e.bins))
 	}

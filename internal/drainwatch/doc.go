@@ -90,12 +90,16 @@
 // connection pool opening 25 connections at once, or a client that means to end the drain
 // early, is 20 arrivals in a few milliseconds, and judged alone would make a traffic of 5/s
 // look like thousands a second and end the drain at the floor while it is still routed
-// (TestAutoQuietBurst). That window's first arrivals (its oldest bin that holds any) only start
-// its clock, and it needs 20 arrivals after them: a burst that is the first traffic in reach
-// (no history, or the first connections in 30 s) leaves too few for a rate, and the drain waits
-// for more or for Max. This only lengthens the silence needed after a rise in traffic. A
-// client that opens connections at a steady high rate for a while and then stops does pass for
-// a rate, as nothing tells it from a busy one: --drain-min bounds how early it can end a drain.
+// (TestAutoQuietBurst). That window must span a second at least (AutoMinReach), over which a
+// burst of a connection pool's size is a modest rate; its first arrivals (its oldest bin that
+// holds any) count only when the 20 after them span less, and then the rate is never above the
+// one after them, so that a burst and then a trickle is judged at the trickle. Traffic that
+// began under a second before it ended, a burst that is all the traffic in reach included, is
+// too young to judge: the drain says so and waits for Max (TestAutoQuietYoungTraffic; a pod
+// stopped within a second of starting to serve is rare, and the wait is the safe side). This
+// only lengthens the silence needed after a rise in traffic. A client that opens connections at
+// a steady high rate for a while and then stops does pass for a rate, as nothing tells it from a
+// busy one: --drain-min bounds how early it can end a drain.
 //
 // The window reaches back before the drain: Record samples the namespace's PassiveOpens counter
 // once a second (History) from the app's start, so the estimate starts from the pod's steady
