@@ -608,7 +608,7 @@ func (p *parsed) check() *Validation {
 	if strings.TrimSpace(r.DrainQuiet) == "auto" {
 		c.DrainQuietAuto = true
 	} else if d, err := ParseDuration(r.DrainQuiet); err != nil {
-		if !strings.Contains(err.Error(), "from 0 up") {
+		if !errors.Is(err, errNotFromZero) {
 			err = errors.New("not auto or a duration (use auto, 1s, 500ms or a number of seconds)")
 		}
 		bad("drain-quiet", r.DrainQuiet, err)
@@ -838,6 +838,10 @@ func checkListenAddr(addr string) error {
 	return nil
 }
 
+// errNotFromZero is ParseDuration's error for a duration it read but cannot take (negative,
+// NaN, or too long), as opposed to one it could not read.
+var errNotFromZero = errors.New("not a duration from 0 up")
+
 // ParseDuration reads a Go duration ("500ms", "1m30s") or a bare number of seconds ("30",
 // "0.5"), as pod specs write them. Negative durations are an error.
 func ParseDuration(s string) (time.Duration, error) {
@@ -847,7 +851,7 @@ func ParseDuration(s string) (time.Duration, error) {
 	}
 	if f, err := strconv.ParseFloat(t, 64); err == nil {
 		if f < 0 || math.IsNaN(f) || f > float64(math.MaxInt64/int64(time.Second)) {
-			return 0, errors.New("not a duration from 0 up")
+			return 0, errNotFromZero
 		}
 		return time.Duration(f * float64(time.Second)), nil
 	}
@@ -856,7 +860,7 @@ func ParseDuration(s string) (time.Duration, error) {
 		return 0, errors.New("not a duration (use 30s, 500ms or a number of seconds)")
 	}
 	if d < 0 {
-		return 0, errors.New("not a duration from 0 up")
+		return 0, errNotFromZero
 	}
 	return d, nil
 }
