@@ -106,9 +106,9 @@
 // rate even when the drain sees only a few connections of its own (20/s and a 0.2 s
 // propagation delay: 4). That counter is the app's alone only where the passive-opens method
 // applies; elsewhere (a shared namespace) the estimate rests on the drain's own arrivals. With
-// fewer than 20 arrivals in reach, silence proves nothing: the drain says so (Result.Note) and
-// waits for Max rather than guess; so it does when the silence needed runs past Max (at 1/s,
-// 18 s).
+// fewer than 20 arrivals in reach, or over less than a second, silence proves nothing: the drain
+// says so (Result.Note) and waits for Max rather than guess; so it does when the silence needed
+// runs past Max (at 1/s, 18 s).
 //
 // The floor, AutoFloor (100 ms). A connection is dated by the poll that saw it, at most one
 // poll after it arrived, so the silence measured is never longer than the real one; but the
