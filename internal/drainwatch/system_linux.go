@@ -34,8 +34,7 @@ func systemEnv(cfg Config) env {
 // systemCounter reads the PassiveOpens counter of drainit's network namespace, which is the
 // app's.
 func systemCounter() func() (uint64, error) {
-	r := &passiveOpensReader{path: filepath.Join(procRoot, strconv.Itoa(os.Getpid()), "net", "snmp")}
-	return r.read
+	return proc.NewPassiveOpensReader(procRoot, os.Getpid()).Read
 }
 
 // processCPU is the CPU time, user and system, the whole process has used.
@@ -289,8 +288,7 @@ func passiveOpensSampler(cfg Config, procRoot string, self int, all, watched []l
 			return nil
 		}
 	}
-	r := &passiveOpensReader{path: filepath.Join(procRoot, strconv.Itoa(self), "net", "snmp")}
-	s := &counterSampler{endpoints: endpoints, self: cfg.SelfAccepted, read: r.read}
+	s := &counterSampler{endpoints: endpoints, self: cfg.SelfAccepted, read: proc.NewPassiveOpensReader(procRoot, self).Read}
 	if _, err := s.read(); err != nil {
 		return nil
 	}

@@ -8,10 +8,6 @@
 package proc
 
 import (
-	"bufio"
-	"errors"
-	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -115,49 +111,4 @@ func socketInode(link string) (uint64, bool) {
 	}
 	n, err := strconv.ParseUint(num, 10, 64)
 	return n, err == nil
-}
-
-// PassiveOpens reads the TCP PassiveOpens counter (connections accepted, handshake completed or
-// not) of pid's network namespace from ROOT/PID/net/snmp: a "Tcp:" line of names followed by a
-// "Tcp:" line of values.
-func PassiveOpens(root string, pid int) (uint64, error) {
-	f, err := os.Open(filepath.Join(root, strconv.Itoa(pid), "net", "snmp"))
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	return passiveOpens(f)
-}
-
-// passiveOpens reads the TCP PassiveOpens counter from the text of a net/snmp file. Each line
-// is at most 64 KiB (bufio.Scanner's limit; the real ones are under 300 bytes), so whatever the
-// file holds, little of it is kept.
-func passiveOpens(r io.Reader) (uint64, error) {
-	sc := bufio.NewScanner(r)
-	var names []string
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "Tcp:") {
-			continue
-		}
-		fields := strings.Fields(line)[1:]
-		if names == nil {
-			names = fields
-			continue
-		}
-		for i, n := range names {
-			if n == "PassiveOpens" && i < len(fields) {
-				v, err := strconv.ParseUint(fields[i], 10, 64)
-				if err != nil {
-					return 0, fmt.Errorf("net/snmp: PassiveOpens %q: %w", fields[i], err)
-				}
-				return v, nil
-			}
-		}
-		break
-	}
-	if err := sc.Err(); err != nil {
-		return 0, fmt.Errorf("net/snmp: %w", err)
-	}
-	return 0, errors.New("net/snmp: no Tcp PassiveOpens")
 }

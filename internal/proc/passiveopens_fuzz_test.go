@@ -1,4 +1,4 @@
-package drainwatch
+package proc
 
 import (
 	"strconv"
@@ -7,7 +7,7 @@ import (
 )
 
 // FuzzParsePassiveOpens: whatever /proc/net/snmp holds (another kernel's layout, a truncated
-// read), the poll's parser never panics, and a value it returns is the one the first two "Tcp:"
+// read), the parser never panics, and a value it returns is the one the first two "Tcp:"
 // lines pair with the PassiveOpens name, as a plain split of the text finds it.
 func FuzzParsePassiveOpens(f *testing.F) {
 	f.Add([]byte("Tcp: RtoAlgorithm RtoMin RtoMax MaxConn ActiveOpens PassiveOpens AttemptFails EstabResets CurrEstab\nTcp: 1 200 120000 -1 17 4242 0 0 3\n"))

@@ -1,24 +1,37 @@
-package drainwatch
+package proc
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 
 	"golang.org/x/sys/unix"
 )
 
-// passiveOpensReader reads the PassiveOpens counter from path (a net/snmp file) with plain
-// syscalls into a buffer of its own: os.Open's file registers with the Go poller and the text
-// parser allocates, both for every poll, which polls every 20 ms make count.
-type passiveOpensReader struct {
+// PassiveOpensReader reads the TCP PassiveOpens counter (connections accepted, handshake
+// completed or not) of one network namespace, again and again: with plain syscalls into a
+// buffer of its own, as os.Open's file registers with the Go poller and a text parser
+// allocates, both for every read, which the adaptive drain's polls every 20 ms make count.
+type PassiveOpensReader struct {
 	path string
 	buf  []byte
 }
 
-func (r *passiveOpensReader) read() (uint64, error) {
+// NewPassiveOpensReader reads the counter of pid's network namespace, from ROOT/PID/net/snmp.
+func NewPassiveOpensReader(root string, pid int) *PassiveOpensReader {
+	return &PassiveOpensReader{path: filepath.Join(root, strconv.Itoa(pid), "net", "snmp")}
+}
+
+// PassiveOpens reads the counter once; see PassiveOpensReader.
+func PassiveOpens(root string, pid int) (uint64, error) {
+	return NewPassiveOpensReader(root, pid).Read()
+}
+
+// Read reads the counter now.
+func (r *PassiveOpensReader) Read() (uint64, error) {
 	fd, err := unix.Open(r.path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return 0, &os.PathError{Op: "open", Path: r.path, Err: err}
