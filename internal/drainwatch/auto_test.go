@@ -23,12 +23,15 @@ func poisson(seed uint64, rate float64, from, to time.Duration) []time.Duration 
 	}
 }
 
-// steps is a traffic that fades in steps, as proxies drop the pod one by one: each step is a
-// proxy's share (per second) and when it stops.
-func steps(seed uint64, from time.Duration, proxies ...struct {
+// proxy is one proxy's share of the traffic to the pod, new connections a second, until it drops
+// the pod.
+type proxy struct {
 	rate  float64
 	until time.Duration
-}) []time.Duration {
+}
+
+// steps is a traffic that fades in steps, as proxies drop the pod one by one.
+func steps(seed uint64, from time.Duration, proxies ...proxy) []time.Duration {
 	var out []time.Duration
 	for i, p := range proxies {
 		out = append(out, poisson(seed*31+uint64(i), p.rate, from, p.until)...)
@@ -192,10 +195,6 @@ func TestAutoQuietYoungTraffic(t *testing.T) {
 // ones carrying half of what was left) never ends the drain before the last arrival, over many
 // streams: the step guard holds the first silence after each step to the rate before it, halved.
 func TestAutoQuietSteps(t *testing.T) {
-	type proxy = struct {
-		rate  float64
-		until time.Duration
-	}
 	early := 0
 	const runs = 300
 	for seed := range uint64(runs) {
@@ -277,10 +276,6 @@ func TestAutoQuietBurst(t *testing.T) {
 // drain cannot tell it from the end, and the test documents that it ends early, as the package
 // doc says; --drain-min covers a straggler whose delay is known.
 func TestAutoQuietStragglerIsOutsideTheModel(t *testing.T) {
-	type proxy = struct {
-		rate  float64
-		until time.Duration
-	}
 	early := 0
 	const runs = 50
 	for seed := range uint64(runs) {

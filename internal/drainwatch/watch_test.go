@@ -71,16 +71,7 @@ func (f *fakeSystem) close()              {}
 
 func (f *fakeSystem) run(t *testing.T, cfg Config) Result {
 	t.Helper()
-	select {
-	case r, ok := <-start(context.Background(), cfg.withDefaults(), f.env()):
-		if !ok {
-			t.Fatal("the channel closed without a result")
-		}
-		return r
-	case <-time.After(10 * time.Second):
-		t.Fatal("no result")
-	}
-	return Result{}
+	return runEnv(t, cfg, f.env())
 }
 
 func every(step, until time.Duration) []time.Duration {
