@@ -210,13 +210,6 @@ func run(ctx context.Context, cfg Config, e env, t0 time.Time) (Result, bool) {
 	if e.cpu != nil {
 		cpu0 = e.cpu()
 	}
-	finish := func(r Reason, now time.Time) (Result, bool) {
-		res.Reason, res.Elapsed = r, now.Sub(t0)
-		if e.cpu != nil {
-			res.CPU = e.cpu() - cpu0
-		}
-		return res, true
-	}
 	unavailable := func(err error) (Result, bool) {
 		res.Reason, res.Err, res.Elapsed = ReasonUnavailable, err, e.now().Sub(t0)
 		return res, ctx.Err() == nil
@@ -267,7 +260,11 @@ func run(ctx context.Context, cfg Config, e env, t0 time.Time) (Result, bool) {
 				}
 			}
 		}
-		return finish(r, now)
+		res.Reason, res.Elapsed = r, now.Sub(t0)
+		if e.cpu != nil {
+			res.CPU = e.cpu() - cpu0
+		}
+		return res, true
 	}
 	// The budget is on drainit's whole CPU while draining, and a poll costs more than its
 	// sample: the timer, the Go scheduler's wake-up, the syscalls around it (~0.3 ms a poll in
