@@ -1,9 +1,7 @@
 package rollout
 
 import (
-	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -125,14 +123,10 @@ func (c *cpuSamples) fraction(from, to time.Time) (float64, bool) {
 
 // loadAverage is the one-minute load average (0 if unknown).
 func loadAverage() float64 {
-	b, err := os.ReadFile("/proc/loadavg")
+	l, err := proc.LoadAverage("/proc")
 	if err != nil {
 		return 0
 	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 0
-	}
-	v, _ := strconv.ParseFloat(f[0], 64)
+	v, _ := strconv.ParseFloat(l, 64)
 	return v
 }
