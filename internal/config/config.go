@@ -608,7 +608,7 @@ func (p *parsed) check() *Validation {
 	if strings.TrimSpace(r.DrainQuiet) == "auto" {
 		c.DrainQuietAuto = true
 	} else if d, err := ParseDuration(r.DrainQuiet); err != nil {
-		if !errors.Is(err, errNotFromZero) {
+		if !outOfRange(err) {
 			err = errors.New("not auto or a duration (use auto, 1s, 500ms or a number of seconds)")
 		}
 		bad("drain-quiet", r.DrainQuiet, err)
@@ -838,9 +838,15 @@ func checkListenAddr(addr string) error {
 	return nil
 }
 
-// errNotFromZero is ParseDuration's error for a duration it read but cannot take (negative,
-// NaN, or too long), as opposed to one it could not read.
-var errNotFromZero = errors.New("not a duration from 0 up")
+// ParseDuration's errors for a duration it read but cannot take, as opposed to one it could not
+// read (see outOfRange).
+var (
+	errNegative = errors.New("not a duration from 0 up")
+	errTooLong  = errors.New("too long (at most 2562047h)") // time.Duration's range: 292 years
+)
+
+// outOfRange is whether err is one of ParseDuration's errors for a duration it could read.
+func outOfRange(err error) bool { return errors.Is(err, errNegative) || errors.Is(err, errTooLong) }
 
 // ParseDuration reads a Go duration ("500ms", "1m30s") or a bare number of seconds ("30",
 // "0.5"), as pod specs write them. Negative durations are an error.
@@ -849,18 +855,59 @@ func ParseDuration(s string) (time.Duration, error) {
 	if t == "" {
 		return 0, errors.New("empty duration")
 	}
-	if f, err := strconv.ParseFloat(t, 64); err == nil {
-		if f < 0 || math.IsNaN(f) || f > float64(math.MaxInt64/int64(time.Second)) {
-			return 0, errNotFromZero
+	if f, err := strconv.ParseFloat(t, 64); err == nil && !math.IsNaN(f) {
+		switch {
+		case f < 0:
+			return 0, errNegative
+		case f > float64(math.MaxInt64/int64(time.Second)): // whole seconds: f·1e9 cannot round past it
+			return 0, errTooLong
 		}
 		return time.Duration(f * float64(time.Second)), nil
 	}
 	d, err := time.ParseDuration(t)
-	if err != nil {
+	switch {
+	case err != nil && durationSyntax(t):
+		// time.ParseDuration says "invalid duration" of one that overflows too.
+		if t[0] == '-' {
+			return 0, errNegative
+		}
+		return 0, errTooLong
+	case err != nil:
 		return 0, errors.New("not a duration (use 30s, 500ms or a number of seconds)")
-	}
-	if d < 0 {
-		return 0, errNotFromZero
+	case d < 0:
+		return 0, errNegative
 	}
 	return d, nil
+}
+
+// durationSyntax is whether s is written as time.ParseDuration reads a duration: a sign, then
+// numbers (digits, a point, digits) each with a unit. It does not look at the size.
+func durationSyntax(s string) bool {
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		s = s[1:]
+	}
+	if s == "" {
+		return false
+	}
+	for s != "" {
+		i := strings.IndexFunc(s, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+		if i <= 0 {
+			return false // no number, or a number with no unit
+		}
+		if num := s[:i]; strings.Count(num, ".") > 1 || num == "." {
+			return false
+		}
+		s = s[i:]
+		unit := false
+		for _, u := range []string{"ns", "us", "µs", "μs", "ms", "s", "m", "h"} {
+			if strings.HasPrefix(s, u) {
+				s, unit = s[len(u):], true
+				break
+			}
+		}
+		if !unit {
+			return false
+		}
+	}
+	return true
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -142,9 +143,33 @@ func TestParseDuration(t *testing.T) {
 			t.Errorf("ParseDuration(%q) = %v, %v; want %v", in, d, err, w)
 		}
 	}
-	for _, in := range []string{"", "-1", "-1s", "abc", "NaN", "Inf", "1e300", "5 s"} {
-		if d, err := ParseDuration(in); err == nil {
-			t.Errorf("ParseDuration(%q) = %v, want an error", in, d)
+	// What the error says: a user who wrote 9999999h wrote a duration, too long a one.
+	bad := map[string]string{
+		"": "empty duration", "abc": "not a duration", "NaN": "not a duration", "5 s": "not a duration",
+		"1.2.3s": "not a duration", "+-1s": "not a duration", "1h2": "not a duration",
+		"-1": "not a duration from 0 up", "-1s": "not a duration from 0 up", "-9999999h": "not a duration from 0 up",
+		"Inf": "too long", "1e300": "too long", "9999999h": "too long", "9223372037": "too long",
+		"2562047h47m17s": "too long", "1h9999999999999999999ns": "too long",
+	}
+	for in, want := range bad {
+		d, err := ParseDuration(in)
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("ParseDuration(%q) = %v, %v; want an error %q", in, d, err, want)
+		}
+	}
+	if d, err := ParseDuration("2562047h47m16s"); err != nil || d != 2562047*time.Hour+47*time.Minute+16*time.Second {
+		t.Errorf("the longest duration in whole seconds: %v, %v", d, err)
+	}
+}
+
+func TestDurationSyntax(t *testing.T) {
+	for in, want := range map[string]bool{
+		"1s": true, "-1.5h": true, "+2m3s": true, "1.s": true, ".5ms": true, "3µs": true, "4us": true,
+		"": false, "-": false, "s": false, "1": false, "1x": false, "1..2s": false, ".s": false,
+		"1s2": false, "--1s": false, "1 s": false, "1hs": false,
+	} {
+		if got := durationSyntax(in); got != want {
+			t.Errorf("durationSyntax(%q) = %v, want %v", in, got, want)
 		}
 	}
 }
@@ -154,6 +179,12 @@ func FuzzParseDuration(f *testing.F) {
 		d, err := ParseDuration(s)
 		if err == nil && d < 0 {
 			t.Fatalf("ParseDuration(%q) = %v, negative", s, d)
+		}
+		// Out of range only what is a duration or a number: the rest cannot be read at all.
+		if outOfRange(err) && !durationSyntax(strings.TrimSpace(s)) {
+			if _, ferr := strconv.ParseFloat(strings.TrimSpace(s), 64); ferr != nil {
+				t.Fatalf("ParseDuration(%q): %v, but it is neither a duration nor a number", s, err)
+			}
 		}
 	})
 }
