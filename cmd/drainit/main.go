@@ -35,7 +35,7 @@ func subcommands() map[string]func(args []string) int {
 	return map[string]func([]string) int{
 		"version":   version,
 		"--version": version,
-		"sleep":     func(args []string) int { return sleepCmd(args, os.Stderr) },
+		"sleep":     func(args []string) int { return sleepCmd(args, os.Stdout, os.Stderr) },
 		"prestop":   func(args []string) int { return prestopCmd(args, os.Stdout, os.Stderr) },
 		"check":     func(args []string) int { return checkCmd(args, os.Stdin, os.Stdout, os.Stderr) },
 	}

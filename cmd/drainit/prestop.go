@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -20,26 +21,35 @@ import (
 func prestopCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("drainit prestop", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr := fs.String("addr", defaultControlAddr(os.Getenv(config.EnvPrefix+"HTTP_ADDR")),
-		"the control server's address (default: from DRAINIT_HTTP_ADDR, else 127.0.0.1:8099)")
-	token := fs.String("token", os.Getenv(config.EnvPrefix+"HTTP_TOKEN"), "bearer token (default: DRAINIT_HTTP_TOKEN)")
+	// No default from the environment in the flags themselves: the flag package prints defaults
+	// with the usage, on --help and on any mistyped flag, and a preStop hook's output ends up in
+	// the pod's events, readable by whoever may list events: the token must never be one.
+	addr := fs.String("addr", "", "the control server's address (default: from DRAINIT_HTTP_ADDR, else 127.0.0.1:8099)")
+	token := fs.String("token", "", "bearer token (default: DRAINIT_HTTP_TOKEN)")
 	timeout := fs.String("timeout", "0", "give up after this long (0: never; the kubelet bounds the hook by the grace period)")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "drainit prestop: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if !given["addr"] {
+		*addr = defaultControlAddr(os.Getenv(config.EnvPrefix + "HTTP_ADDR"))
+	}
 	// The token as drainit itself reads it (config.CleanToken), so that a token with a file's
 	// last newline, which drainit trims at start, is trimmed here too, and one drainit refuses is
 	// refused here.
-	tokenName := config.EnvPrefix + "HTTP_TOKEN"
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "token" {
-			tokenName = "--token"
-		}
-	})
+	tokenName := "--token"
+	if !given["token"] {
+		tokenName = config.EnvPrefix + "HTTP_TOKEN"
+		*token = os.Getenv(tokenName)
+	}
 	tok, trimmed, err := config.CleanToken(*token)
 	if err != nil {
 		fmt.Fprintf(stderr, "drainit prestop: %s: %v\n", tokenName, err)

@@ -11,18 +11,44 @@ import (
 )
 
 func TestSleep(t *testing.T) {
-	var errb bytes.Buffer
+	var out, errb bytes.Buffer
 	start := time.Now()
-	if code := sleepCmd([]string{"50ms"}, &errb); code != 0 {
+	if code := sleepCmd([]string{"50ms"}, &out, &errb); code != 0 {
 		t.Fatalf("sleep 50ms: exit %d: %s", code, errb.String())
 	}
 	if d := time.Since(start); d < 50*time.Millisecond {
 		t.Fatalf("sleep 50ms returned after %v", d)
 	}
-	for _, args := range [][]string{nil, {"soon"}, {"-1"}, {"1s", "2s"}} {
+	for _, args := range [][]string{nil, {"soon"}, {"-1"}, {"1s", "2s"}, {"--help", "1s"}} {
 		errb.Reset()
-		if code := sleepCmd(args, &errb); code != 2 || !strings.Contains(errb.String(), "drainit sleep") {
+		if code := sleepCmd(args, &out, &errb); code != 2 || !strings.Contains(errb.String(), "drainit sleep") {
 			t.Errorf("sleep %q: exit %d, %q; want 2 with a message", args, code, errb.String())
+		}
+	}
+	out.Reset()
+	if code := sleepCmd([]string{"--help"}, &out, &errb); code != 0 || !strings.HasPrefix(out.String(), "usage: drainit sleep DURATION") {
+		t.Errorf("sleep --help: exit %d, %q; want 0 and the usage", code, out.String())
+	}
+}
+
+// TestPrestopUsageKeepsTheTokenSecret: a preStop hook's output goes into the pod's events, which
+// more people may read than the Secret the token comes from. The usage, printed on --help and on
+// a mistyped flag, shows no default read from the environment.
+func TestPrestopUsageKeepsTheTokenSecret(t *testing.T) {
+	t.Setenv("DRAINIT_HTTP_TOKEN", "s3cret-token")
+	t.Setenv("DRAINIT_HTTP_ADDR", "127.0.0.1:9")
+	for _, c := range []struct {
+		args []string
+		code int
+	}{{[]string{"--help"}, 0}, {[]string{"-h"}, 0}, {[]string{"--tokn", "x"}, 2}, {[]string{"--timeout"}, 2}} {
+		var out, errb bytes.Buffer
+		code := prestopCmd(c.args, &out, &errb)
+		all := out.String() + errb.String()
+		if code != c.code || !strings.Contains(all, "-token") {
+			t.Errorf("prestop %q: exit %d, %q; want %d and the usage", c.args, code, all, c.code)
+		}
+		if strings.Contains(all, "s3cret") || strings.Contains(all, "127.0.0.1:9") {
+			t.Errorf("prestop %q printed a value from the environment: %q", c.args, all)
 		}
 	}
 }

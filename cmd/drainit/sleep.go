@@ -10,9 +10,14 @@ import (
 
 // sleepCmd is `drainit sleep DURATION`: a preStop exec hook for images that have no sleep(1)
 // (distroless, scratch). Signals keep their default effect, so a SIGTERM ends it at once.
-func sleepCmd(args []string, stderr io.Writer) int {
+func sleepCmd(args []string, stdout, stderr io.Writer) int {
+	const usage = "usage: drainit sleep DURATION (e.g. 5s, 500ms or 5)"
+	if len(args) == 1 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+		fmt.Fprintln(stdout, usage)
+		return 0
+	}
 	if len(args) != 1 {
-		fmt.Fprintln(stderr, "drainit sleep: usage: drainit sleep DURATION (e.g. 5s, 500ms or 5)")
+		fmt.Fprintln(stderr, "drainit sleep: "+usage)
 		return 2
 	}
 	d, err := config.ParseDuration(args[0])
