@@ -51,10 +51,14 @@ func parseHTTP(spec string) (*httpHook, error) {
 		dec := json.NewDecoder(strings.NewReader(s))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&js); err != nil {
-			return nil, fmt.Errorf("%q is not a valid JSON hook (method, url, headers, body): %w", spec, err)
+			// The value is not shown (Redact): the offset says where to look.
+			if se := (*json.SyntaxError)(nil); errors.As(err, &se) {
+				return nil, fmt.Errorf("not a valid JSON hook (method, url, headers, body): %w, at byte %d", err, se.Offset)
+			}
+			return nil, fmt.Errorf("not a valid JSON hook (method, url, headers, body): %w", err)
 		}
 		if _, err := dec.Token(); err != io.EOF {
-			return nil, fmt.Errorf("%q: text after the JSON object", spec)
+			return nil, errors.New("text after the JSON object")
 		}
 	} else {
 		switch f := strings.Fields(s); len(f) {
@@ -63,7 +67,7 @@ func parseHTTP(spec string) (*httpHook, error) {
 		case 2:
 			js.Method, js.URL = f[0], f[1]
 		default:
-			return nil, fmt.Errorf("%q: want URL, METHOD URL, or a JSON object", spec)
+			return nil, errors.New("want URL, METHOD URL, or a JSON object")
 		}
 	}
 	h := &httpHook{method: strings.ToUpper(js.Method), headers: js.Headers, body: js.Body}
@@ -71,7 +75,7 @@ func parseHTTP(spec string) (*httpHook, error) {
 		h.method = "GET"
 	}
 	if !http1.IsToken(h.method) {
-		return nil, fmt.Errorf("%q: bad method %q", spec, js.Method)
+		return nil, fmt.Errorf("bad method %q", clip(js.Method))
 	}
 	u, err := parseHTTPURL(js.URL)
 	if err != nil {
@@ -80,10 +84,10 @@ func parseHTTP(spec string) (*httpHook, error) {
 	h.url = u
 	for k, v := range js.Headers {
 		if !http1.IsToken(k) {
-			return nil, fmt.Errorf("%q: bad header name %q", spec, k)
+			return nil, fmt.Errorf("bad header name %q", clip(k))
 		}
 		if strings.ContainsFunc(v, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
-			return nil, fmt.Errorf("%q: control character in the value of header %q", spec, k)
+			return nil, fmt.Errorf("control character in the value of header %q", k)
 		}
 	}
 	return h, nil
@@ -99,14 +103,6 @@ func parseHTTPURL(s string) (*url.URL, error) {
 		return nil, fmt.Errorf("URL %q: %w", redact(s), err)
 	}
 	return u, nil
-}
-
-// redact hides a password in a URL that may not even parse.
-func redact(s string) string {
-	if u, err := url.Parse(s); err == nil {
-		return u.Redacted()
-	}
-	return s
 }
 
 // httpHook makes one request.

@@ -2,6 +2,7 @@ package hooks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -40,25 +41,27 @@ func ParseProbe(spec string) (Probe, error) {
 	if len(s) >= 6 && strings.EqualFold(s[:6], "tcp://") {
 		rest := s[6:]
 		host, port, err := net.SplitHostPort(rest)
-		if err != nil {
-			return nil, fmt.Errorf("ready probe %q: want tcp://HOST:PORT: %w", spec, err)
+		if ae := (*net.AddrError)(nil); errors.As(err, &ae) {
+			return nil, fmt.Errorf("ready probe: want tcp://HOST:PORT: %s", ae.Err) // not the address again
+		} else if err != nil {
+			return nil, fmt.Errorf("ready probe: want tcp://HOST:PORT: %w", err)
 		}
 		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-			return nil, fmt.Errorf("ready probe %q: bad port %q", spec, port)
+			return nil, fmt.Errorf("ready probe: bad port %q", port)
 		}
 		if strings.ContainsAny(host, "/?#@ ") {
-			return nil, fmt.Errorf("ready probe %q: bad host %q", spec, host)
+			return nil, errors.New("ready probe: bad host (it holds \"/\", \"?\", \"#\", \"@\" or a space)")
 		}
 		return tcpProbe{addr: net.JoinHostPort(host, port)}, nil
 	}
 	if strings.Contains(s, "://") {
 		u, err := parseHTTPURL(s)
 		if err != nil {
-			return nil, fmt.Errorf("ready probe %q: %w", spec, err)
+			return nil, fmt.Errorf("ready probe: %w", err)
 		}
 		return httpProbe{url: u}, nil
 	}
-	return nil, fmt.Errorf("ready probe %q: want tcp://HOST:PORT or an http:// URL", spec)
+	return nil, errors.New("ready probe: want tcp://HOST:PORT or an http:// URL")
 }
 
 // tcpProbe is ready when it can connect.

@@ -130,7 +130,7 @@ func TestBuildOptionsErrors(t *testing.T) {
 		{func(c *config.Config) {
 			c.Hooks = map[config.HookSpec]string{{Stage: config.StagePostStop, Kind: config.HookExec}: `"x`}
 		}, `--post-stop-exec "\"x": exec hook "post-stop-exec"`},
-		{func(c *config.Config) { c.ReadyProbe = "ftp://x" }, `--ready-probe "ftp://x": ready probe "ftp://x"`},
+		{func(c *config.Config) { c.ReadyProbe = "ftp://x" }, `--ready-probe "ftp://x": ready probe: URL "ftp://x": scheme "ftp" not supported`},
 		{func(c *config.Config) { c.HTTPAddr = "8099" }, `--http-addr "8099": listen tcp: address 8099: missing port in address`},
 	} {
 		cfg := &config.Config{}

@@ -255,11 +255,20 @@ func (e *Error) Error() string {
 	if secret(e.Flag) {
 		return fmt.Sprintf("%s: %v", e.Option, e.Err) // the message goes to logs: not the value
 	}
-	return fmt.Sprintf("%s %q: %v", e.Option, e.Value, e.Err)
+	return fmt.Sprintf("%s %q: %v", e.Option, shown(e.Flag, e.Value), e.Err)
 }
 
 // secret says whether the option's value must not be written to the log.
 func secret(flagName string) bool { return flagName == "http-token" }
+
+// shown is an option's value as errors and the log show it: an HTTP hook's or the ready probe's
+// with its password, headers and body masked (hooks.Redact).
+func shown(flagName, value string) string {
+	if flagName == "ready-probe" || strings.HasSuffix(flagName, "-http") {
+		return hooks.Redact(value)
+	}
+	return value
+}
 
 func (e *Error) Unwrap() error { return e.Err }
 
@@ -588,7 +597,7 @@ func (p *parsed) check() *Validation {
 			if secret(o.Flag) {
 				c.notes = append(c.notes, fmt.Sprintf("--%s given, %s ignored", o.Flag, o.Env))
 			} else {
-				c.notes = append(c.notes, fmt.Sprintf("--%s given, %s=%q ignored", o.Flag, o.Env, ev))
+				c.notes = append(c.notes, fmt.Sprintf("--%s given, %s=%q ignored", o.Flag, o.Env, shown(o.Flag, ev)))
 			}
 		}
 		if vs := p.given[o.Flag]; len(vs) > 1 && o.Repeat == RepeatLast {
@@ -596,7 +605,7 @@ func (p *parsed) check() *Validation {
 				c.notes = append(c.notes, fmt.Sprintf("--%s given %d times: the last one is used", o.Flag, len(vs)))
 			} else {
 				c.notes = append(c.notes, fmt.Sprintf("--%s given %d times: the last, %q, is used; %s ignored",
-					o.Flag, len(vs), vs[len(vs)-1], quoteAll(vs[:len(vs)-1])))
+					o.Flag, len(vs), shown(o.Flag, vs[len(vs)-1]), quoteAll(o.Flag, vs[:len(vs)-1])))
 			}
 		}
 	}
@@ -779,11 +788,11 @@ func (p *parsed) check() *Validation {
 	return v
 }
 
-// quoteAll is values quoted and comma-separated, for messages.
-func quoteAll(values []string) string {
+// quoteAll is an option's values as shown, quoted and comma-separated, for messages.
+func quoteAll(flagName string, values []string) string {
 	q := make([]string, len(values))
 	for i, s := range values {
-		q[i] = strconv.Quote(s)
+		q[i] = strconv.Quote(shown(flagName, s))
 	}
 	return strings.Join(q, ", ")
 }

@@ -73,7 +73,7 @@ func TestHooksProbeAndAddressRefusedAtParse(t *testing.T) {
 		{[]string{"--offline-http", "POST", "app"}, nil, `--offline-http "POST": http hook "offline-http": URL "POST"`},
 		{[]string{"app"}, map[string]string{"DRAINIT_ONLINE_EXEC": `/bin/x "a b"`}, `DRAINIT_ONLINE_EXEC "/bin/x \"a b\"": exec hook "online-exec": command`},
 		{[]string{"--post-stop-exec", "[1]", "app"}, nil, `--post-stop-exec "[1]": exec hook "post-stop-exec"`},
-		{[]string{"--ready-probe", "tcp://x", "app"}, nil, `--ready-probe "tcp://x": ready probe "tcp://x": want tcp://HOST:PORT`},
+		{[]string{"--ready-probe", "tcp://x", "app"}, nil, `--ready-probe "tcp://x": ready probe: want tcp://HOST:PORT: missing port in address`},
 		{[]string{"--http-addr", "8099", "app"}, nil, `--http-addr "8099": listen tcp: address 8099: missing port in address`},
 		{[]string{"app"}, map[string]string{"DRAINIT_HTTP_ADDR": ":70000"}, `DRAINIT_HTTP_ADDR ":70000": listen tcp: address 70000: invalid port`},
 	}
@@ -87,6 +87,42 @@ func TestHooksProbeAndAddressRefusedAtParse(t *testing.T) {
 	// Good values pass.
 	if _, err := Parse([]string{"--offline-http", "POST http://127.0.0.1:1/x", "--ready-probe", "tcp://:8080", "--http-addr", ":8099", "app"}, nil, nil); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestHookSecretsNotShown: an HTTP hook's headers and body, and a URL's user info, are not in
+// the error that refuses the option nor in the note that says the flag replaced the variable:
+// both reach the log, the pod's events and drainit check's reports.
+func TestHookSecretsNotShown(t *testing.T) {
+	const tok = "t0ken-s3cret"
+	for _, c := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"--offline-http", `{"url":"http://h/","headers":{"Authorization":"Bearer ` + tok + `"},}`, "app"}, nil,
+			`--offline-http "{…70 bytes, not shown}": http hook "offline-http": not a valid JSON hook`},
+		{[]string{"app"}, map[string]string{"DRAINIT_POST_STOP_HTTP": `{"method":"P T","url":"http://h/","body":"` + tok + `"}`},
+			`DRAINIT_POST_STOP_HTTP "{\"method\":\"P…\",\"url\":\"http://h/\",\"body\":\"xxxxx\"}": http hook "post-stop-http": bad method "P…"`},
+		{[]string{"--ready-probe", "http://u:" + tok + "@127.0.0.1:1/", "app"}, nil,
+			`--ready-probe "http://xxxxx@127.0.0.1:1/": ready probe: URL "http://xxxxx@127.0.0.1:1/": user info in URLs is not supported`},
+		{[]string{"--online-http", "http://u:" + tok + " @h/", "app"}, nil, `--online-http "http://xxxxx@h/": http hook "online-http": bad method "http…"`},
+		{[]string{"--online-http", `{"url":"http://h/","headers":{"Authorization: Bearer ` + tok + `":""}}`, "app"}, nil,
+			`--online-http "{\"url\":\"http://h/\",\"headers\":{\"Authorization…\":\"xxxxx\"}}": http hook "online-http": bad header name "Authorization…"`},
+	} {
+		_, err := Parse(c.args, c.env, nil)
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) || strings.Contains(err.Error(), tok) {
+			t.Errorf("Parse(%q, %v) = %v, want an error starting %q and without the secret", c.args, c.env, err, c.want)
+		}
+	}
+	c, err := Parse([]string{"--offline-http", "http://127.0.0.1:1/x", "app"},
+		map[string]string{"DRAINIT_OFFLINE_HTTP": `{"url":"http://127.0.0.1:1/y","headers":{"X-Consul-Token":"` + tok + `"}}`}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := strings.Join(c.Warnings(), "\n")
+	if !strings.Contains(w, `--offline-http given, DRAINIT_OFFLINE_HTTP=`) || !strings.Contains(w, `xxxxx`) || strings.Contains(w, tok) {
+		t.Errorf("warnings %q: want the replaced variable named, its header masked", w)
 	}
 }
 

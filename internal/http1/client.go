@@ -32,7 +32,9 @@ type Result struct {
 // CheckURL reports whether u is a URL Do can call: http scheme, a host, no user info.
 func CheckURL(u string) (*url.URL, error) {
 	p, err := url.Parse(u)
-	if err != nil {
+	if ue := (*url.Error)(nil); errors.As(err, &ue) {
+		return nil, ue.Err // without the URL, which the caller shows as it may (redacted)
+	} else if err != nil {
 		return nil, err
 	}
 	if p.Scheme != "http" {
