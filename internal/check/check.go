@@ -171,6 +171,9 @@ func (k *containerCheck) drainitConfig() bool {
 	for _, e := range dc.errs {
 		k.add(e.line, Error, RuleDrainitConfig, "drainit will not start: %v", e.err)
 	}
+	for _, s := range dc.strays {
+		k.add(s.line, Warning, RuleDrainitConfig, "%s", s.stray)
+	}
 	return len(dc.errs) == 0 && dc.grace.known && dc.drain.known && dc.margin.known
 }
 

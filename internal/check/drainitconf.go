@@ -44,6 +44,7 @@ type drainitConf struct {
 	line     int                // where the manifest shows drainit: its command, or its first DRAINIT_* variable
 	settings map[string]setting // every option, by flag name
 	errs     []configError      // what drainit refuses to start with
+	strays   []strayVar         // DRAINIT_* variables drainit does not know: it warns, and ignores them
 	// The settings the rules read. drain is the longest drain: --drain-delay, or --drain-max
 	// when the drain is adaptive.
 	grace, drain, margin                  durSetting
@@ -52,6 +53,12 @@ type drainitConf struct {
 	// trigKnown is false when a value comes from somewhere the manifest does not show, or is bad.
 	trig      []syscall.Signal
 	trigKnown bool
+}
+
+// strayVar is a DRAINIT_* variable that is no option's, and the line that sets it.
+type strayVar struct {
+	line  int
+	stray config.Stray
 }
 
 // configError is a mistake drainit refuses to start with, and the line that shows it.
@@ -125,6 +132,10 @@ func findDrainit(c *Container, env envMap) *drainitConf {
 	}
 	for _, e := range v.Errors {
 		dc.errs = append(dc.errs, configError{dc.settingLine(dc.settings[e.Flag]), e})
+	}
+	for _, s := range config.Strays(environ) {
+		ev, _ := env.lookup(s.Name)
+		dc.strays = append(dc.strays, strayVar{ev.Line, s})
 	}
 
 	cfg := v.Config

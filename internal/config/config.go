@@ -372,12 +372,14 @@ type parsed struct {
 	cmd      []string
 	// hidden: an unseen word stands where flags are read, so any option may be set there.
 	hidden bool
+	strays []Stray // DRAINIT_* variables that are no option's
 }
 
 // parseRaw fills a Raw from the environment and the flags, and reports where each value came
 // from so that errors can name what the user actually wrote. It returns flag.ErrHelp for --help.
 func parseRaw(args []string, environ map[string]string) (*parsed, error) {
-	p := &parsed{from: map[string]string{}, arg: map[string]int{}, given: map[string][]string{}, shadowed: map[string]string{}}
+	p := &parsed{from: map[string]string{}, arg: map[string]int{}, given: map[string][]string{}, shadowed: map[string]string{},
+		strays: Strays(environ)}
 	if err := env.ParseWithOptions(&p.raw, env.Options{Prefix: EnvPrefix, Environment: environ}); err != nil {
 		return nil, &Error{Err: fmt.Errorf("environment: %w", err)}
 	}
@@ -609,6 +611,13 @@ func (p *parsed) check() *Validation {
 			}
 		}
 	}
+	for i, st := range p.strays {
+		if i == maxStrayHints {
+			c.notes = append(c.notes, fmt.Sprintf("and %d more DRAINIT_* variables that are not drainit's: ignored", len(p.strays)-i))
+			break
+		}
+		c.notes = append(c.notes, st.String())
+	}
 	dur("grace-period", r.GracePeriod, &c.GracePeriod)
 	dur("drain-delay", r.DrainDelay, &c.DrainDelay)
 	dur("kill-margin", r.KillMargin, &c.KillMargin)
@@ -786,6 +795,100 @@ func (p *parsed) check() *Validation {
 		}
 	}
 	return v
+}
+
+// Stray is a DRAINIT_* variable that is no option's. drainit ignores it, and says so: it is most
+// likely a misspelt option (DRAINIT_GRACE_PERIODS) whose value the user expects to apply. Not an
+// error: a variable a later drainit reads must not stop an earlier one from starting.
+type Stray struct {
+	Name    string
+	Suggest string // the option's variable it is most likely a misspelling of, or ""
+}
+
+func (s Stray) String() string {
+	name := s.Name
+	if len(name) > maxStrayHintLen {
+		name = name[:maxStrayHintLen] + "…"
+	}
+	msg := name + " is not one of drainit's variables: ignored"
+	if s.Suggest != "" {
+		msg += " (" + s.Suggest + "?)"
+	}
+	return msg
+}
+
+// Strays lists the DRAINIT_* variables in environ that are no option's, by name.
+func Strays(environ map[string]string) []Stray {
+	var out []Stray
+	for name := range environ {
+		if strings.HasPrefix(name, EnvPrefix) && !optionEnv(name) {
+			out = append(out, Stray{Name: name})
+		}
+	}
+	slices.SortFunc(out, func(a, b Stray) int { return strings.Compare(a.Name, b.Name) })
+	for i := range out {
+		// Bounded: an environment may hold any number of names, of any length.
+		if i < maxStrayHints && len(out[i].Name) <= maxStrayHintLen {
+			out[i].Suggest = nearestEnv(out[i].Name)
+		}
+	}
+	return out
+}
+
+// How far Strays looks for the option a stray variable misspells: the first few names, short
+// ones (an option's name is under 30 bytes).
+const (
+	maxStrayHints   = 16
+	maxStrayHintLen = 64
+)
+
+func optionEnv(name string) bool {
+	return slices.ContainsFunc(options(), func(o Option) bool { return o.Env == name })
+}
+
+// nearestEnv is the option variable name is likeliest a misspelling of: of those it begins or
+// is the beginning of (DRAINIT_GRACE, DRAINIT_DRAIN_DELAYS), the closest; else the closest within
+// 3 edits; else "".
+func nearestEnv(name string) string {
+	best, dist := "", 4
+	if len(name) >= len(EnvPrefix)+4 {
+		for _, o := range options() {
+			if strings.HasPrefix(o.Env, name) || strings.HasPrefix(name, o.Env) {
+				if d := editDistance(name, o.Env); best == "" || d < dist {
+					best, dist = o.Env, d
+				}
+			}
+		}
+		if best != "" {
+			return best
+		}
+	}
+	for _, o := range options() {
+		if d := editDistance(name, o.Env); d < dist {
+			best, dist = o.Env, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // quoteAll is an option's values as shown, quoted and comma-separated, for messages.

@@ -2,11 +2,13 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestOptionsAreRawsTags: Options is Raw's tags, one entry per field, with unique names.
@@ -227,5 +229,54 @@ func TestValidate(t *testing.T) {
 	v = Validate([]string{"--grace-period=60s"}, nil)
 	if len(v.Errors) != 1 || !errors.Is(v.Errors[0], ErrNoCommand) {
 		t.Errorf("no command: %+v", v.Errors)
+	}
+}
+
+// TestStrayVariables: a DRAINIT_* variable that is no option's is most likely a misspelt one;
+// drainit starts, and its log says which variable it ignored and which it probably meant.
+func TestStrayVariables(t *testing.T) {
+	env := map[string]string{
+		"DRAINIT_GRACE_PERIODS": "60s", "DRAINIT_GRACE": "60s", "DRAINIT_LOGLEVEL": "debug",
+		"DRAINIT_XYZZY": "1", "DRAINIT_DRAIN_DELAY": "3s", "OTHER_GRACE_PERIOD": "1s",
+	}
+	c, err := Parse([]string{"app"}, env, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.GracePeriod != 30*time.Second || c.DrainDelay != 3*time.Second {
+		t.Errorf("grace %v, drain delay %v: the strays changed something", c.GracePeriod, c.DrainDelay)
+	}
+	want := []string{
+		"DRAINIT_GRACE is not one of drainit's variables: ignored (DRAINIT_GRACE_PERIOD?)",
+		"DRAINIT_GRACE_PERIODS is not one of drainit's variables: ignored (DRAINIT_GRACE_PERIOD?)",
+		"DRAINIT_LOGLEVEL is not one of drainit's variables: ignored (DRAINIT_LOG_LEVEL?)",
+		"DRAINIT_XYZZY is not one of drainit's variables: ignored",
+	}
+	if got := c.Warnings(); !reflect.DeepEqual(got, want) {
+		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// Every option's own variable is known.
+	all := map[string]string{}
+	for _, o := range Options() {
+		all[o.Env] = ""
+	}
+	if s := Strays(all); len(s) != 0 {
+		t.Errorf("options' own variables taken for strays: %v", s)
+	}
+	// Many, or long: named, a hint for the first few only, and the log says how many more.
+	many := map[string]string{"DRAINIT_A" + strings.Repeat("X", 1<<20): ""}
+	for i := range 1000 {
+		many[fmt.Sprintf("DRAINIT_V%04d", i)] = ""
+	}
+	c, err = Parse([]string{"app"}, many, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := c.Warnings()
+	if len(w) != maxStrayHints+1 || w[maxStrayHints] != "and 985 more DRAINIT_* variables that are not drainit's: ignored" {
+		t.Errorf("%d warnings, the last %q", len(w), w[len(w)-1])
+	}
+	if want := "DRAINIT_A" + strings.Repeat("X", maxStrayHintLen-len("DRAINIT_A")) + "… is not one of drainit's variables: ignored"; w[0] != want {
+		t.Errorf("the long name: %.200q, want %q", w[0], want)
 	}
 }
