@@ -695,6 +695,19 @@ func (p *parsed) check() *Validation {
 	if c.ExitMap, err = signals.ParseExitMap(r.ExitMap); err != nil {
 		bad("exit-map", r.ExitMap, err)
 	}
+	// SIGSTOP for the stop step suspends the app instead: it would hang, frozen with its
+	// connections open, until the SIGKILL at the deadline.
+	const frozen = "suspends the app rather than stopping it: it would wait frozen for the SIGKILL at the deadline (TERM stops it gracefully, KILL at once)"
+	if c.StopSignal == signals.SIGSTOP {
+		bad("stop-signal", r.StopSignal, errors.New("SIGSTOP "+frozen))
+	} else if c.StopSignal == 0 {
+		for _, t := range c.Triggers {
+			if to, ok := c.Rewrite.Apply(t); ok && to == signals.SIGSTOP {
+				bad("rewrite", r.Rewrite, fmt.Errorf("%s is a trigger, so the app would get SIGSTOP at the stop step, which %s", signals.Name(t), frozen))
+				break
+			}
+		}
+	}
 	switch r.LogFormat {
 	case "", "json", "console":
 		c.LogFormat = r.LogFormat

@@ -63,6 +63,9 @@ func TestErrorsNameTheOptionAndValue(t *testing.T) {
 		{[]string{"--rewrite", "HUP", "app"}, nil, `--rewrite "HUP"`},
 		{[]string{"app"}, map[string]string{"DRAINIT_EXIT_MAP": "143:x"}, `DRAINIT_EXIT_MAP "143:x"`},
 		{[]string{"--triggers", "CHLD", "app"}, nil, `--triggers "CHLD": SIGCHLD cannot be a trigger`},
+		{[]string{"--stop-signal", "19", "app"}, nil, `--stop-signal "19": SIGSTOP suspends the app rather than stopping it`},
+		{[]string{"app"}, map[string]string{"DRAINIT_REWRITE": "HUP:USR1,TERM:STOP"}, `DRAINIT_REWRITE "HUP:USR1,TERM:STOP": SIGTERM is a trigger, so the app would get SIGSTOP at the stop step`},
+		{[]string{"--triggers", "PWR", "--rewrite", "PWR:STOP", "app"}, nil, `--rewrite "PWR:STOP": SIGPWR is a trigger`},
 		{[]string{"--log-level", "loud", "app"}, nil, `--log-level "loud"`},
 		{[]string{"--grace-period", "6s", "app"}, nil, `--grace-period "6s": grace period 6s leaves the app no time to stop: it must exceed drain delay 5s + kill margin 2s`},
 		{[]string{"--drain-delay", "40s", "app"}, nil, `--drain-delay "40s": grace period 30s leaves`},
@@ -325,6 +328,20 @@ func TestAdaptiveDrain(t *testing.T) {
 	} {
 		if _, err := parse(t, bad, nil); err == nil || strings.Contains(err.Error(), "\n") {
 			t.Errorf("Parse(%q) = %v, want a one-line error", bad, err)
+		}
+	}
+}
+
+// TestStopToSIGSTOPOnlyAtTheStopStep: SIGSTOP is refused only where the app would get it to stop;
+// rewriting a job-control signal to it (an app that ignores TSTP) is an ordinary choice.
+func TestStopToSIGSTOPOnlyAtTheStopStep(t *testing.T) {
+	for _, args := range [][]string{
+		{"--rewrite", "TSTP:STOP", "app"},
+		{"--stop-signal", "TERM", "--rewrite", "TERM:STOP", "app"}, // the stop step sends TERM as given
+		{"--stop-signal", "KILL", "app"},
+	} {
+		if _, err := Parse(args, nil, nil); err != nil {
+			t.Errorf("Parse(%q): %v", args, err)
 		}
 	}
 }
