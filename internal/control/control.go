@@ -133,6 +133,9 @@ type Server struct {
 	shedMu   sync.Mutex
 	shedLast time.Time // when the last warning about shed connections was logged
 	shedN    int       // connections shed since
+	// The same for requests refused for their token.
+	refusedLast time.Time
+	refusedN    int
 }
 
 // New builds a server. token, when not empty, is required as "Authorization: Bearer TOKEN" on
@@ -171,6 +174,46 @@ func (s *Server) shed(ip string) {
 	s.shedMu.Unlock()
 	s.log.Warn().Str("remote_ip", ip).Int("shed", n).
 		Msg("control server: closing connections that send no request, to make room (a client holds many open)")
+}
+
+// refused logs a request refused for its token, at most once per shedLogEvery with how many
+// were refused since: a client without the token must not be able to flood drainit's log.
+func (s *Server) refused(r *http1.Request) {
+	s.shedMu.Lock()
+	s.refusedN++
+	now := time.Now()
+	if now.Sub(s.refusedLast) < shedLogEvery {
+		s.shedMu.Unlock()
+		return
+	}
+	n := s.refusedN
+	s.refusedN, s.refusedLast = 0, now
+	s.shedMu.Unlock()
+	s.log.Warn().Str("path", r.Path).Str("remote", r.RemoteAddr).Int("refused", n).
+		Msg("control request without the right token refused")
+}
+
+// sameToken compares in a time that depends on the longer of the two only: not on where they
+// differ, nor on the token's length (subtle.ConstantTimeCompare returns at once on a length that
+// differs).
+func sameToken(got, want string) bool {
+	n := max(len(got), len(want))
+	a, b := make([]byte, n), make([]byte, n)
+	copy(a, got)
+	copy(b, want)
+	return subtle.ConstantTimeCompare(a, b)&subtle.ConstantTimeEq(int32(len(got)), int32(len(want))) == 1
+}
+
+// BearerToken is the token of an Authorization header of the Bearer scheme, as RFC 9110 reads
+// it: the scheme's name in any case, one or more spaces after it. ok is false for another scheme
+// or no token.
+func BearerToken(header string) (token string, ok bool) {
+	scheme, rest, found := strings.Cut(header, " ")
+	if !found || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimLeft(rest, " ")
+	return token, token != ""
 }
 
 // Serve answers on ln until Close. It returns nil once closed.
@@ -246,12 +289,11 @@ func (s *Server) check(r *http1.Request, auth bool, methods ...string) (http1.Re
 	if !auth || s.token == "" {
 		return http1.Response{}, true
 	}
-	got := r.Header.Get("Authorization")
-	if subtle.ConstantTimeCompare([]byte(got), []byte("Bearer "+s.token)) == 1 {
+	if tok, ok := BearerToken(r.Header.Get("Authorization")); ok && sameToken(tok, s.token) {
 		return http1.Response{}, true
 	}
 	// The token is never logged, nor what the client sent in its place.
-	s.log.Warn().Str("path", r.Path).Str("remote", r.RemoteAddr).Msg("control request without the right token refused")
+	s.refused(r)
 	resp := text(401, "unauthorized\n")
 	resp.Header = map[string]string{"WWW-Authenticate": `Bearer realm="drainit"`}
 	return resp, false

@@ -112,7 +112,8 @@ func TestToken(t *testing.T) {
 	}
 	var logs strings.Builder
 	h := New(b, "s3cret", time.Second, zerolog.New(&logs))
-	for _, auth := range []string{"", "Bearer wrong", "Bearer s3cret2", "s3cret", "bearer s3cret"} {
+	for _, auth := range []string{"", "Bearer wrong", "Bearer s3cret2", "Bearer s3cre", "s3cret", "Bearer", "Bearer ",
+		"Bearers3cret", "Basic s3cret", "Bearer s3cret s3cret", "Bearer\ts3cret"} {
 		rec := do(t, h, "POST", "/prestop", map[string]string{"Authorization": auth})
 		if rec.Code != 401 {
 			t.Errorf("Authorization %q: %d, want 401", auth, rec.Code)
@@ -124,8 +125,11 @@ func TestToken(t *testing.T) {
 	if prestops.Load() != 0 {
 		t.Fatal("an unauthorized /prestop reached the backend")
 	}
-	if rec := do(t, h, "POST", "/prestop", map[string]string{"Authorization": "Bearer s3cret"}); rec.Code != 200 {
-		t.Errorf("right token: %d", rec.Code)
+	// RFC 9110: the scheme's name in any case, one or more spaces before the token.
+	for _, auth := range []string{"Bearer s3cret", "bearer s3cret", "BEARER s3cret", "Bearer  s3cret"} {
+		if rec := do(t, h, "POST", "/prestop", map[string]string{"Authorization": auth}); rec.Code != 200 {
+			t.Errorf("Authorization %q: %d, want 200", auth, rec.Code)
+		}
 	}
 	// Health endpoints stay open: the kubelet's probes carry no token.
 	if rec := do(t, h, "GET", "/healthz", nil); rec.Code != 200 {
@@ -133,6 +137,34 @@ func TestToken(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "s3cret") || strings.Contains(logs.String(), "wrong") {
 		t.Errorf("a token reached the log: %s", logs.String())
+	}
+}
+
+// TestRefusedRequestsDoNotFloodTheLog: a client without the token, sending request after
+// request, gets a warning in drainit's log now and then, with the count, not one per request.
+func TestRefusedRequestsDoNotFloodTheLog(t *testing.T) {
+	var logs strings.Builder
+	h := New(&fakeBackend{status: running(true, false)}, "s3cret", time.Second, zerolog.New(&logs))
+	t0 := time.Now()
+	for range 500 {
+		if rec := do(t, h, "GET", "/status", map[string]string{"Authorization": "Bearer x"}); rec.Code != 401 {
+			t.Fatalf("wrong token: %d", rec.Code)
+		}
+	}
+	lines := strings.Count(logs.String(), "without the right token refused")
+	if most := 1 + int(time.Since(t0)/shedLogEvery); lines < 1 || lines > most {
+		t.Errorf("%d warnings for 500 refused requests, want 1 to %d", lines, most)
+	}
+}
+
+func TestSameToken(t *testing.T) {
+	for _, c := range []struct {
+		got, want string
+		same      bool
+	}{{"s3cret", "s3cret", true}, {"s3cre", "s3cret", false}, {"s3cret\x00", "s3cret", false}, {"", "", true}, {"a", "", false}} {
+		if sameToken(c.got, c.want) != c.same {
+			t.Errorf("sameToken(%q, %q) = %v", c.got, c.want, !c.same)
+		}
 	}
 }
 
