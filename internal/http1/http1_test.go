@@ -396,7 +396,7 @@ func TestFullServerShedsFromLargestHolder(t *testing.T) {
 // ShedAfter, even of an address beyond its share) leaves newcomers waiting rather than refusing
 // them, and serves them as soon as a connection ends.
 func TestFullServerWaitsRatherThanRefuses(t *testing.T) {
-	for _, perIP := range []int{2, 1} { // the young connection's address within its share, beyond it
+	for _, perIP := range []int{2, 1} { // the young connection's address within its share, beyond it (no QuickShedRate)
 		t.Run(fmt.Sprintf("share %d", perIP), func(t *testing.T) {
 			release := make(chan struct{})
 			inHandler := make(chan struct{}, 1)
@@ -435,6 +435,39 @@ func TestFullServerWaitsRatherThanRefuses(t *testing.T) {
 	}
 }
 
+// TestFullServerShedsBeyondShareAtOnce: a young connection gets its time to send a request
+// (above), but with QuickShedRate not one of an address beyond its share: a flooder's thousands
+// of connections must not each hold a probe from elsewhere back for ShedAfter in the listen
+// backlog.
+func TestFullServerShedsBeyondShareAtOnce(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	inHandler := make(chan struct{}, 1)
+	h := func(ctx context.Context, r *Request) Response {
+		if r.Path == "/hold" {
+			inHandler <- struct{}{}
+			<-release
+		}
+		return Response{Status: 200}
+	}
+	addr := serveWith(t, &Server{Handler: h, ReadTimeout: 10 * time.Second, HandlerTimeout: 10 * time.Second,
+		WriteTimeout: time.Second, MaxConns: 2, MaxConnsPerIP: 1, ShedAfter: time.Hour, QuickShedRate: 1000})
+	held := dialFrom(t, addr, "127.0.0.2")
+	if _, err := io.WriteString(held, "GET /hold HTTP/1.1\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	<-inHandler
+	young := dialFrom(t, addr, "127.0.0.2") // fills the server; its address is beyond its share
+	// The newcomer is answered though ShedAfter is an hour: the young connection is shed.
+	if got := request(t, dialFrom(t, addr, "127.0.0.1")); got != "HTTP/1.1 200 OK" {
+		t.Fatalf("the newcomer got %q, want 200", got)
+	}
+	_ = young.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := young.Read(make([]byte, 1)); err == nil {
+		t.Fatalf("the young connection beyond its share was not shed: read %d bytes", n)
+	}
+}
+
 // HeaderTimeout cuts a client that does not finish its request head, from the accept, even
 // though ReadTimeout is longer.
 func TestHeaderTimeout(t *testing.T) {
@@ -453,5 +486,26 @@ func TestHeaderTimeout(t *testing.T) {
 	// Cut at the header timeout, give or take scheduling: well before the read timeout.
 	if d < headerTimeout-10*time.Millisecond || d > headerTimeout+2*time.Second {
 		t.Fatalf("cut after %v, want about HeaderTimeout (%v)", d, headerTimeout)
+	}
+}
+
+func TestTokenBucket(t *testing.T) {
+	var b tokenBucket
+	t0 := time.Unix(1000, 0)
+	for i := range 3 { // the burst
+		if ok, _ := b.take(t0, 10, 3); !ok {
+			t.Fatalf("token %d of a burst of 3 missing", i)
+		}
+		b.spend()
+	}
+	ok, next := b.take(t0, 10, 3)
+	if ok || next != t0.Add(100*time.Millisecond) {
+		t.Fatalf("after the burst: %v, next %v; want none until 100ms on", ok, next.Sub(t0))
+	}
+	if ok, _ := b.take(t0.Add(100*time.Millisecond), 10, 3); !ok {
+		t.Fatal("no token at the rate's pace")
+	}
+	if ok, next := b.take(t0, 0, 3); ok || !next.IsZero() {
+		t.Fatal("a rate of 0 gave a token, or a time for one")
 	}
 }

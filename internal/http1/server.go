@@ -61,6 +61,12 @@ type Server struct {
 	// ShedAfter is how long a new connection has to deliver its request before a full server
 	// may shed it (0: 250 ms).
 	ShedAfter time.Duration
+	// QuickShedRate is how many connections a second a full server may shed before their
+	// ShedAfter, of addresses beyond their share (0: none). A full server admits at most
+	// MaxConns/ShedAfter newcomers a second otherwise, and a client of another address waits
+	// in the listen backlog behind a flooder's thousands; each connection shed costs the
+	// server ~80 µs of CPU, so the rate bounds what a flood costs it.
+	QuickShedRate float64
 	// AcceptError, when set, hears of each failed accept (out of file descriptors, say); Serve
 	// retries after retry.
 	AcceptError func(err error, retry time.Duration)
@@ -71,6 +77,7 @@ type Server struct {
 	mu     sync.Mutex
 	ln     net.Listener
 	conns  []*conn        // oldest first
+	quick  tokenBucket    // for QuickShedRate (under mu)
 	perIP  map[string]int // connections in conns, by remote IP
 	room   chan struct{}  // a connection ended: the accept loop may have room again
 	closed bool
@@ -168,11 +175,12 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 }
 
-// admit tracks c. When the server is full it first sheds the oldest connection older than
-// shedAfter that has not delivered its request, of the address holding the most (of one beyond
-// its perIP share, while there is such an address); or else waits, c unread and later newcomers
-// in the listen backlog, until one may be shed or a connection ends. admit returns
-// ErrServerClosed if the server closes meanwhile.
+// admit tracks c. When the server is full it first sheds the oldest connection that has not
+// delivered its request, of the address holding the most (of one beyond its perIP share, while
+// there is such an address), once it is older than shedAfter, or at once for an address beyond
+// its share, within QuickShedRate; or else waits, c unread and later newcomers in the listen
+// backlog, until one may be shed or a connection ends. admit returns ErrServerClosed if the
+// server closes meanwhile.
 func (s *Server) admit(c *conn, limit, perIP int, shedAfter time.Duration) error {
 	for {
 		s.mu.Lock()
@@ -188,17 +196,27 @@ func (s *Server) admit(c *conn, limit, perIP int, shedAfter time.Duration) error
 			for _, n := range s.perIP {
 				beyond = beyond || n > perIP
 			}
+			// Beyond its share, an address's young connections may be shed too, within
+			// QuickShedRate.
+			quick, next := s.quick.take(now, s.QuickShedRate, float64(limit))
 			// conns is oldest first, so the first one seen of each count wins.
 			for _, o := range s.conns {
+				young := now.Sub(o.accepted) < shedAfter
 				switch {
 				case o.busy, beyond && s.perIP[o.ip] <= perIP:
-				case now.Sub(o.accepted) < shedAfter:
+				case young && !(quick && s.perIP[o.ip] > perIP):
 					if wake.IsZero() {
 						wake = o.accepted.Add(shedAfter)
+					}
+					if s.perIP[o.ip] > perIP && !next.IsZero() && next.Before(wake) {
+						wake = next
 					}
 				case shed == nil || s.perIP[o.ip] > s.perIP[shed.ip]:
 					shed = o
 				}
+			}
+			if shed != nil && now.Sub(shed.accepted) < shedAfter {
+				s.quick.spend()
 			}
 			if shed != nil {
 				shed.shed.Store(true)
@@ -401,3 +419,30 @@ func (s *Server) write(c net.Conn, method string, r Response) {
 	}
 	_, _ = io.WriteString(c, b.String())
 }
+
+// tokenBucket paces an action to a rate, with a burst.
+type tokenBucket struct {
+	tokens float64
+	at     time.Time
+}
+
+// take refills the bucket to now at rate (burst at most) and says whether a token is there;
+// if not, next is when one will be (zero for a rate of 0: never).
+func (b *tokenBucket) take(now time.Time, rate, burst float64) (ok bool, next time.Time) {
+	if rate <= 0 {
+		return false, time.Time{}
+	}
+	if !b.at.IsZero() {
+		b.tokens = min(burst, b.tokens+now.Sub(b.at).Seconds()*rate)
+	} else {
+		b.tokens = burst
+	}
+	b.at = now
+	if b.tokens >= 1 {
+		return true, time.Time{}
+	}
+	return false, now.Add(time.Duration((1 - b.tokens) / rate * float64(time.Second)))
+}
+
+// spend uses the token take found.
+func (b *tokenBucket) spend() { b.tokens-- }
