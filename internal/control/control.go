@@ -73,6 +73,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -128,6 +129,9 @@ const (
 	// listen backlog (somaxconn, 4096 by default) at this rate, under a second, for ~40% of a
 	// CPU while a flood lasts (~80 µs a connection shed).
 	quickShedRate = 5000
+	// maxPrestopWaiting bounds the /prestop calls waiting for the drain at once: an eighth of
+	// maxConns, so that probes always find room (the kubelet makes one call per container).
+	maxPrestopWaiting = maxConns / 8
 	// shedLogEvery spaces the warnings about connections shed: a client re-opening hundreds
 	// of connections a second must not flood drainit's log.
 	shedLogEvery = 10 * time.Second
@@ -140,12 +144,30 @@ type Server struct {
 	log   zerolog.Logger
 	srv   *http1.Server
 
-	shedMu   sync.Mutex
-	shedLast time.Time // when the last warning about shed connections was logged
-	shedN    int       // connections shed since
-	// The same for requests refused for their token.
-	refusedLast time.Time
-	refusedN    int
+	// The log's warnings about connections shed and requests refused for their token, and its
+	// lines about /prestop calls: each at most once per shedLogEvery, with the count.
+	shedLog, refusedLog, prestopLog everyOnce
+	// prestopWaiting counts the /prestop calls waiting for the drain (maxPrestopWaiting).
+	prestopWaiting atomic.Int32
+}
+
+// everyOnce lets something through at most once per shedLogEvery, and counts what it held back.
+type everyOnce struct {
+	mu   sync.Mutex
+	last time.Time
+	n    int
+}
+
+// tick counts one; ok says whether to log now, n how many since the last time logged.
+func (e *everyOnce) tick(now time.Time) (n int, ok bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.n++
+	if !e.last.IsZero() && now.Sub(e.last) < shedLogEvery {
+		return 0, false
+	}
+	n, e.n, e.last = e.n, 0, now
+	return n, true
 }
 
 // New builds a server. token, when not empty, is required as "Authorization: Bearer TOKEN" on
@@ -173,35 +195,19 @@ func New(b Backend, token string, maxWait time.Duration, log zerolog.Logger) *Se
 // shed logs, at most once per shedLogEvery, that connections are being closed unanswered to
 // make room: the sign of a client holding many open without sending its request.
 func (s *Server) shed(ip string) {
-	s.shedMu.Lock()
-	s.shedN++
-	now := time.Now()
-	if now.Sub(s.shedLast) < shedLogEvery {
-		s.shedMu.Unlock()
-		return
+	if n, ok := s.shedLog.tick(time.Now()); ok {
+		s.log.Warn().Str("remote_ip", ip).Int("shed", n).
+			Msg("control server: closing connections that send no request, to make room (a client holds many open)")
 	}
-	n := s.shedN
-	s.shedN, s.shedLast = 0, now
-	s.shedMu.Unlock()
-	s.log.Warn().Str("remote_ip", ip).Int("shed", n).
-		Msg("control server: closing connections that send no request, to make room (a client holds many open)")
 }
 
 // refused logs a request refused for its token, at most once per shedLogEvery with how many
 // were refused since: a client without the token must not be able to flood drainit's log.
 func (s *Server) refused(r *http1.Request) {
-	s.shedMu.Lock()
-	s.refusedN++
-	now := time.Now()
-	if now.Sub(s.refusedLast) < shedLogEvery {
-		s.shedMu.Unlock()
-		return
+	if n, ok := s.refusedLog.tick(time.Now()); ok {
+		s.log.Warn().Str("path", r.Path).Str("remote", r.RemoteAddr).Int("refused", n).
+			Msg("control request without the right token refused")
 	}
-	n := s.refusedN
-	s.refusedN, s.refusedLast = 0, now
-	s.shedMu.Unlock()
-	s.log.Warn().Str("path", r.Path).Str("remote", r.RemoteAddr).Int("refused", n).
-		Msg("control request without the right token refused")
 }
 
 // sameToken compares in a time that depends on the longer of the two only: not on where they
@@ -245,7 +251,17 @@ func (s *Server) Handle(ctx context.Context, r *http1.Request) http1.Response {
 		if resp, ok := s.check(r, true, "GET", "POST"); !ok {
 			return resp
 		}
-		s.log.Info().Str("remote", r.RemoteAddr).Str("user_agent", r.Header.Get("User-Agent")).Msg("/prestop called")
+		// A /prestop waits in its handler, where it is never shed: without a cap, callers
+		// holding every connection would starve the kubelet's probes. The drain is under way
+		// by then, which is all one more call could ask for.
+		if s.prestopWaiting.Add(1) > maxPrestopWaiting {
+			s.prestopWaiting.Add(-1)
+			return text(503, "too many /prestop calls waiting; the stop sequence is under way\n")
+		}
+		defer s.prestopWaiting.Add(-1)
+		if n, ok := s.prestopLog.tick(time.Now()); ok {
+			s.log.Info().Str("remote", r.RemoteAddr).Str("user_agent", r.Header.Get("User-Agent")).Int("calls", n).Msg("/prestop called")
+		}
 		st, err := s.b.Prestop(ctx)
 		if err != nil {
 			return text(503, "prestop: "+err.Error()+"\n")

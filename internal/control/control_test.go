@@ -157,6 +157,51 @@ func TestRefusedRequestsDoNotFloodTheLog(t *testing.T) {
 	}
 }
 
+// TestPrestopWaitersCapped: /prestop calls wait in their handler for the drain, where they are
+// never shed; past maxPrestopWaiting the rest are answered 503 at once, so that callers cannot
+// hold every connection the kubelet's probes need. The ones waiting get their answer.
+func TestPrestopWaitersCapped(t *testing.T) {
+	release := make(chan struct{})
+	entered := make(chan struct{}, maxPrestopWaiting+1)
+	b := &fakeBackend{
+		prestop: func(context.Context) (Status, error) {
+			entered <- struct{}{}
+			<-release
+			return Status{Phase: "drained", Drained: true}, nil
+		},
+		status: running(true, true),
+	}
+	h := New(b, "", time.Minute, zerolog.Nop())
+	answers := make(chan int, maxPrestopWaiting)
+	for range maxPrestopWaiting {
+		go func() { answers <- do(t, h, "POST", "/prestop", nil).Code }()
+	}
+	timeout := time.After(10 * time.Second)
+	for i := range maxPrestopWaiting {
+		select {
+		case <-entered:
+		case <-timeout:
+			t.Fatalf("%d of %d /prestop calls reached the backend", i, maxPrestopWaiting)
+		}
+	}
+	if rec := do(t, h, "POST", "/prestop", nil); rec.Code != 503 || !strings.Contains(rec.Body, "too many /prestop calls waiting") {
+		t.Errorf("one /prestop past the cap: %d %q, want 503 at once", rec.Code, rec.Body)
+	}
+	if len(entered) != 0 {
+		t.Errorf("the call past the cap reached the backend")
+	}
+	close(release)
+	for range maxPrestopWaiting {
+		if code := <-answers; code != 200 {
+			t.Errorf("a waiting /prestop got %d, want 200", code)
+		}
+	}
+	// Room again once they are answered.
+	if rec := do(t, h, "POST", "/prestop", nil); rec.Code != 200 {
+		t.Errorf("/prestop after the waiters were answered: %d", rec.Code)
+	}
+}
+
 func TestSameToken(t *testing.T) {
 	for _, c := range []struct {
 		got, want string
