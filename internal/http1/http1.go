@@ -143,16 +143,19 @@ func parseRequest(r *bufio.Reader) (*Request, error) {
 	}
 	if !strings.HasPrefix(target, "/") {
 		// Absolute form (a proxy's request) is legal but drainit is no proxy's origin: take the
-		// path of it.
-		i := strings.Index(target, "://")
-		if i < 0 {
+		// path and query of it. The authority ends at the first "/" or "?" (RFC 3986):
+		// "http://x?/status" asks for "/" with the query "/status", not for /status.
+		scheme, rest, ok := strings.Cut(target, "://")
+		if !ok || !strings.EqualFold(scheme, "http") && !strings.EqualFold(scheme, "https") || strings.Contains(rest, "#") {
 			return nil, fmt.Errorf("%w: bad request target", ErrMalformed)
 		}
-		j := strings.IndexByte(target[i+3:], '/')
-		if j < 0 {
+		switch i := strings.IndexAny(rest, "/?"); {
+		case i < 0:
 			target = "/"
-		} else {
-			target = target[i+3+j:]
+		case rest[i] == '?':
+			target = "/" + rest[i:]
+		default:
+			target = rest[i:]
 		}
 	}
 	if strings.ContainsAny(target, " \x00") {

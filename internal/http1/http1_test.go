@@ -509,3 +509,34 @@ func TestTokenBucket(t *testing.T) {
 		t.Fatal("a rate of 0 gave a token, or a time for one")
 	}
 }
+
+// TestAbsoluteFormTarget: a proxy's absolute-form request target is read as RFC 3986 reads the
+// URI: the authority ends at the first "/" or "?", so "http://x?/status" is "/" with a query,
+// never /status; another scheme, or a fragment, is malformed.
+func TestAbsoluteFormTarget(t *testing.T) {
+	for target, want := range map[string]string{
+		"http://h:1/a/b":        "/a/b",
+		"HTTP://h/a?q=1":        "/a ? q=1",
+		"http://h":              "/",
+		"http://x?/status":      "/ ? /status",
+		"https://h/healthz":     "/healthz",
+		"foo://x/healthz":       "malformed",
+		"garbage/x://y/healthz": "malformed",
+		"http://x/a#/status":    "malformed",
+		"x":                     "malformed",
+	} {
+		r, err := parseRequest(bufio.NewReader(strings.NewReader("GET " + target + " HTTP/1.1\r\n\r\n")))
+		got := "malformed"
+		if err == nil {
+			got = r.Path
+			if r.Query != "" {
+				got += " ? " + r.Query
+			}
+		} else if !errors.Is(err, ErrMalformed) {
+			got = err.Error()
+		}
+		if got != want {
+			t.Errorf("%q: %q, want %q", target, got, want)
+		}
+	}
+}
