@@ -8,8 +8,11 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/drainit/drainit/internal/config"
 	"github.com/drainit/drainit/internal/http1"
@@ -69,6 +72,10 @@ func prestopCmd(args []string, stdout, stderr io.Writer) int {
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 	}
+	if err := checkDialAddr(*addr); err != nil {
+		fmt.Fprintf(stderr, "drainit prestop: --addr %q: %v\n", *addr, err)
+		return 2
+	}
 	call := http1.Call{Method: "POST", URL: "http://" + *addr + "/prestop"}
 	if _, err := http1.CheckURL(call.URL); err != nil {
 		fmt.Fprintf(stderr, "drainit prestop: --addr %q: %v\n", *addr, err)
@@ -83,13 +90,41 @@ func prestopCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "drainit prestop: %v\n", err)
 		return 1
 	}
-	body := strings.TrimSpace(string(res.Body))
+	// The answer is the server's, shown as text: with its control characters escaped, so that
+	// it can neither drive the terminal nor forge lines of the hook's output.
+	body := printable(strings.TrimSpace(string(res.Body)))
 	if res.Status != 200 {
-		fmt.Fprintf(stderr, "drainit prestop: %d %s: %s\n", res.Status, http1.StatusText(res.Status), body)
+		fmt.Fprintf(stderr, "drainit prestop: status %d: %s\n", res.Status, body)
 		return 1
 	}
 	fmt.Fprintf(stdout, "drained after %s: %s\n", time.Since(start).Round(time.Millisecond), body)
 	return 0
+}
+
+// checkDialAddr refuses an --addr that is not HOST:PORT: it is pasted into a URL, where a "/",
+// "?" or "#" would change the path the call goes to.
+func checkDialAddr(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return errors.New("want HOST:PORT")
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("bad port %q", port)
+	}
+	if host == "" || strings.ContainsAny(host, "/?#@ %\\") {
+		return errors.New("want HOST:PORT")
+	}
+	return nil
+}
+
+// printable is s with its control characters and invalid UTF-8 escaped as Go does in a quoted
+// string; the rest as it is.
+func printable(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool { return r == utf8.RuneError || unicode.IsControl(r) }) {
+		return s
+	}
+	q := strconv.QuoteToGraphic(s)
+	return q[1 : len(q)-1]
 }
 
 // defaultControlAddr turns the server's listen address into one to dial: ":8099" and

@@ -162,3 +162,41 @@ func TestPrestopTokenAsDrainitReadsIt(t *testing.T) {
 		}
 	}
 }
+
+// TestPrestopAddrIsHostPort: --addr is pasted into the URL; a "/", "?" or "#" in it would send
+// the call elsewhere than /prestop (POST /x?/prestop), so it is refused with exit 2.
+func TestPrestopAddrIsHostPort(t *testing.T) {
+	for _, addr := range []string{"127.0.0.1:18200/x?", "127.0.0.1:18200#", "127.0.0.1", "h:0", "h:99999", "u@h:1", "a b:1", ":8099"} {
+		var out, errb bytes.Buffer
+		if code := prestopCmd([]string{"--addr", addr}, &out, &errb); code != 2 || !strings.HasPrefix(errb.String(), "drainit prestop: --addr ") {
+			t.Errorf("--addr %q: exit %d, %q; want 2 naming --addr", addr, code, errb.String())
+		}
+	}
+	for _, addr := range []string{"[::1]:1", "localhost:1", "10.0.0.1:8099"} {
+		if err := checkDialAddr(addr); err != nil {
+			t.Errorf("--addr %q refused: %v", addr, err)
+		}
+	}
+}
+
+// TestPrestopAnswerShownAsText: what the server answers goes into the hook's output (the pod's
+// events) and maybe a terminal: its control characters are escaped, so it can neither drive
+// the terminal nor forge a line.
+func TestPrestopAnswerShownAsText(t *testing.T) {
+	for _, status := range []int{200, 302} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(status)
+			w.Write([]byte("\x1b]0;pwned\x07\x1b[2J ok\nforged line\r\xff"))
+		}))
+		var out, errb bytes.Buffer
+		code := prestopCmd([]string{"--addr", strings.TrimPrefix(srv.URL, "http://")}, &out, &errb)
+		srv.Close()
+		all := out.String() + errb.String()
+		if strings.ContainsAny(all, "\x1b\x07\r") || strings.Count(all, "\n") != 1 || !strings.Contains(all, `\x1b]0;pwned`) {
+			t.Errorf("status %d: exit %d, output %q: want one line, control characters escaped", status, code, all)
+		}
+		if status == 302 && (code != 1 || !strings.HasPrefix(errb.String(), "drainit prestop: status 302: ")) {
+			t.Errorf("status 302: exit %d, %q", code, errb.String())
+		}
+	}
+}
