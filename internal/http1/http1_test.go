@@ -540,3 +540,31 @@ func TestAbsoluteFormTarget(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusalNotReset: a request refused before it was read whole (a head too large, a body
+// too large, pipelined requests) gets its answer and then an orderly close, not a reset that
+// would make a client still sending lose the answer.
+func TestRefusalNotReset(t *testing.T) {
+	_, addr := startServer(t, echo, 5*time.Second)
+	for _, c := range []struct{ name, req, want string }{
+		{"head too large", "GET /" + strings.Repeat("a", 1<<20) + " HTTP/1.1\r\n\r\n", "HTTP/1.1 431"},
+		{"body too large", "POST /x HTTP/1.1\r\nContent-Length: 70000\r\n\r\n" + strings.Repeat("b", 70000), "HTTP/1.1 413"},
+		{"pipelined", strings.Repeat("GET /x HTTP/1.1\r\n\r\n", 2000), "HTTP/1.1 200"},
+	} {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+		sent := make(chan error, 1)
+		go func() { _, err := io.WriteString(conn, c.req); sent <- err }()
+		got, err := io.ReadAll(conn)
+		if err != nil || !strings.HasPrefix(string(got), c.want) {
+			t.Errorf("%s: read %.40q, %v; want %q and then an orderly close", c.name, got, err, c.want)
+		}
+		if err := <-sent; err != nil {
+			t.Errorf("%s: sending: %v", c.name, err)
+		}
+		conn.Close()
+	}
+}

@@ -357,15 +357,19 @@ func (s *Server) serveConn(c *conn) {
 			s.write(c, "", Response{Status: 408, Body: []byte("request timeout\n")})
 		case errors.Is(err, ErrHeaderTooLarge):
 			s.write(c, "", Response{Status: 431, Body: []byte("header fields too large\n")})
+			lingerClose(c, br)
 		case errors.Is(err, errChunked):
 			s.write(c, "", Response{Status: 501, Body: []byte("chunked bodies not supported\n")})
+			lingerClose(c, br)
 		default:
 			s.write(c, "", Response{Status: 400, Body: []byte("bad request\n")})
+			lingerClose(c, br)
 		}
 		return
 	}
 	if req.body > MaxBodyBytes {
 		s.write(c, req.Method, Response{Status: 413, Body: []byte("body too large\n")})
+		lingerClose(c, br)
 		return
 	}
 	// Read the body out (it is not used) so that closing the connection does not reset it
@@ -384,6 +388,27 @@ func (s *Server) serveConn(c *conn) {
 	defer cancel()
 	resp := s.Handler(ctx, req)
 	s.write(c, req.Method, resp)
+	if br.Buffered() > 0 { // pipelined requests, which are not answered (Connection: close)
+		lingerClose(c, br)
+	}
+}
+
+// How long, and how much, lingerClose reads after the answer (net/http waits 500 ms too).
+const (
+	lingerTime  = 500 * time.Millisecond
+	lingerBytes = 4 << 20
+)
+
+// lingerClose half-closes c and reads what the client still sends, for a moment, before the
+// close: closing a socket with unread data resets the connection, and a client still sending
+// (a request head or body refused as too large) may then lose the answer it has not read yet
+// (RFC 9112, section 9.6).
+func lingerClose(c *conn, br *bufio.Reader) {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	_ = c.SetReadDeadline(time.Now().Add(lingerTime))
+	_, _ = io.CopyN(io.Discard, br, lingerBytes)
 }
 
 // countingReader counts what was read, to tell a connection opened and left silent (closed
