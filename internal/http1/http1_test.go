@@ -568,3 +568,31 @@ func TestRefusalNotReset(t *testing.T) {
 		conn.Close()
 	}
 }
+
+// TestExpectContinue: a client that sends "Expect: 100-continue" and waits for leave to send
+// its body gets it at once, then the answer.
+func TestExpectContinue(t *testing.T) {
+	_, addr := startServer(t, echo, 5*time.Second)
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(conn, "POST /x HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	if line, err := br.ReadString('\n'); err != nil || strings.TrimSpace(line) != "HTTP/1.1 100 Continue" {
+		t.Fatalf("before the body: %q, %v; want 100 Continue", line, err)
+	}
+	if _, err := br.ReadString('\n'); err != nil { // the 100's empty line
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(conn, "abc"); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := br.ReadString('\n'); err != nil || strings.TrimSpace(line) != "HTTP/1.1 200 OK" {
+		t.Fatalf("after the body: %q, %v; want 200", line, err)
+	}
+}

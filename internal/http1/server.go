@@ -375,8 +375,16 @@ func (s *Server) serveConn(c *conn) {
 	// Read the body out (it is not used) so that closing the connection does not reset it
 	// under the client before it has read the answer.
 	if req.body > 0 {
+		// A client that waits for leave to send its body (curl does for a second) gets it.
+		if strings.EqualFold(req.Header.Get("Expect"), "100-continue") {
+			_ = c.SetWriteDeadline(time.Now().Add(s.WriteTimeout))
+			_, _ = io.WriteString(c, "HTTP/1.1 100 Continue\r\n\r\n")
+		}
 		_ = c.SetReadDeadline(c.accepted.Add(readTimeout))
 		if _, err := io.CopyN(io.Discard, br, req.body); err != nil {
+			if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
+				s.write(c, req.Method, Response{Status: 408, Body: []byte("request timeout\n")})
+			}
 			return
 		}
 	}
