@@ -30,7 +30,8 @@ the document and Helm's "# Source:" path.
 Exit status: 0 no finding at or above the severity threshold, 1 at least one, 2 unreadable or
 malformed input. A file named on the command line that cannot be read or parsed stops the check
 at once; one found in a directory or by a pattern is reported, the other files are still
-checked, and the exit status is 2.
+checked, and the exit status is 2. An input (a file, or standard input) over 64 MiB is not read:
+it counts as one that cannot be read.
 
 Options:
   --format text|json|sarif|junit  one finding per line and a summary on stderr (default); one

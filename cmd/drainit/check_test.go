@@ -6,6 +6,8 @@ import (
 	"encoding/xml"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -406,5 +408,52 @@ func TestCheckCmdLenient(t *testing.T) {
 	}
 	if !strings.Contains(errOut, "drainit check: chart: a Helm chart: its templates are manifests only once rendered: helm template chart | drainit check -\n") {
 		t.Errorf("stderr %q: want the note about the chart", errOut)
+	}
+}
+
+// TestCheckCmdHostileNames: a found file whose name holds a line break and terminal escapes is
+// shown Go-quoted, in its finding on stdout and its problem on stderr: one line each, nothing a
+// terminal would act on.
+func TestCheckCmdHostileNames(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no control characters in Windows file names")
+	}
+	evil := "evil\n\x1b[31mRED\x1b[0m\r\x1b]0;title\a\"q"
+	dir := writeTree(t, map[string]string{
+		evil + ".yaml":        seed65,
+		evil + "-broken.yaml": "apiVersion: v1\nkind: Pod\nspec: [\n",
+	})
+	t.Chdir(dir)
+	code, out, errOut := runCheck(t, "", ".")
+	if code != 2 {
+		t.Errorf("exit %d, want 2 for the broken file", code)
+	}
+	if want := strconv.Quote(evil+".yaml") + ":17: error: "; !strings.HasPrefix(out, want) || strings.Count(out, "\n") != 1 {
+		t.Errorf("stdout %q, want one line starting %q", out, want)
+	}
+	if want := "drainit check: " + strconv.Quote(evil+"-broken.yaml") + ":3: not valid YAML"; !strings.HasPrefix(errOut, want) ||
+		strings.Count(errOut, "\n") != 2 {
+		t.Errorf("stderr %q, want the problem on one line starting %q, then the summary", errOut, want)
+	}
+	if strings.ContainsAny(out+errOut, "\x1b\r\a") {
+		t.Errorf("control characters reach the terminal: %q %q", out, errOut)
+	}
+}
+
+// TestCheckCmdTooLarge: an input over 64 MiB is not read: named, it stops the check with one
+// line naming it; found, it is reported and the other files are still checked.
+func TestCheckCmdTooLarge(t *testing.T) {
+	dir := writeTree(t, map[string]string{"k8s/orders.yaml": seed65, "k8s/huge.yaml": "a: b\n"})
+	huge := filepath.Join(dir, "k8s", "huge.yaml")
+	if err := os.Truncate(huge, 2<<30); err != nil {
+		t.Skipf("no sparse files here: %v", err)
+	}
+	code, out, errOut := runCheck(t, "", huge)
+	if want := "drainit check: " + huge + ": larger than 64 MiB: not read\n"; code != 2 || out != "" || errOut != want {
+		t.Errorf("named: exit %d, stdout %q, stderr %q; want 2, nothing, %q", code, out, errOut, want)
+	}
+	code, out, errOut = runCheck(t, "", filepath.Join(dir, "k8s"))
+	if code != 2 || strings.Count(out, "\n") != 1 || !strings.Contains(errOut, huge+": larger than 64 MiB: not read\n") {
+		t.Errorf("found: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }

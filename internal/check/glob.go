@@ -21,6 +21,7 @@ import (
 type globPattern struct {
 	root  string   // the literal leading directories ("." when there are none)
 	parts []string // the parts from the first one with a metacharacter on
+	abs   bool     // an --exclude pattern from the root directory: it matches absolute paths only
 }
 
 // hasMeta says whether an argument is a pattern rather than a path.
@@ -147,10 +148,12 @@ func splitRel(rel string) []string {
 }
 
 // parseExclude reads an --exclude pattern: like a pattern argument, but matched from its first
-// part against the whole path of a found file as findings show it (k8s/legacy/**, **/kubelet.yaml).
+// part against the whole path of a found file as findings show it (k8s/legacy/**, **/kubelet.yaml,
+// /src/k8s/*.yaml).
 func parseExclude(pattern string) (globPattern, error) {
-	g := globPattern{root: "."}
-	for _, c := range strings.Split(filepath.ToSlash(filepath.Clean(pattern)), "/") {
+	slashed := filepath.ToSlash(filepath.Clean(pattern))
+	g := globPattern{root: ".", abs: strings.HasPrefix(slashed, "/")}
+	for _, c := range strings.Split(slashed, "/") {
 		if c == "" || c == "." {
 			continue
 		}
@@ -167,10 +170,21 @@ func parseExclude(pattern string) (globPattern, error) {
 
 // excluded says whether a found path matches one of the --exclude patterns.
 func excluded(p string, ex []globPattern) bool {
-	rel := filepath.ToSlash(filepath.Clean(p))
+	slashed := filepath.ToSlash(filepath.Clean(p))
+	// An absolute path's components start with the root's empty name, which a relative
+	// pattern's ** may swallow; an absolute pattern's parts start below the root.
+	below, abs := strings.CutPrefix(slashed, "/")
+	below = strings.TrimLeft(below, "/")
 	for _, g := range ex {
-		if g.match(rel) {
-			return true
+		switch {
+		case !g.abs:
+			if g.match(slashed) {
+				return true
+			}
+		case abs:
+			if g.match(below) {
+				return true
+			}
 		}
 	}
 	return false

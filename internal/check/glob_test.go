@@ -2,6 +2,7 @@ package check
 
 import (
 	"path"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -110,10 +111,12 @@ func naiveMatch(parts, comps []string) bool {
 }
 
 // FuzzGlob: parsing any pattern never panics; a parsed pattern's root is literal and its parts
-// are valid; and matching agrees with the naive matcher on any path. Seeds are in
+// are valid; and matching agrees with the naive matcher on any path. Read as an --exclude
+// pattern, it never panics either, and an absolute one matches no relative path. Seeds are in
 // testdata/fuzz/FuzzGlob.
 func FuzzGlob(f *testing.F) {
 	f.Fuzz(func(t *testing.T, pattern, p string) {
+		fuzzExclude(t, pattern, p)
 		g, err := parseGlob(pattern)
 		if err != nil {
 			if !strings.Contains(err.Error(), "pattern") {
@@ -143,4 +146,18 @@ func FuzzGlob(f *testing.F) {
 			t.Fatalf("%q matches %q but its directory would be pruned", pattern, p)
 		}
 	})
+}
+
+// fuzzExclude checks an --exclude pattern against a path as a walk would show it.
+func fuzzExclude(t *testing.T, pattern, p string) {
+	ex, err := parseExclude(pattern)
+	if err != nil {
+		if !strings.HasPrefix(err.Error(), "--exclude") {
+			t.Fatalf("error does not say it is about --exclude: %v", err)
+		}
+		return
+	}
+	if excluded(p, []globPattern{ex}) && ex.abs && !strings.HasPrefix(filepath.ToSlash(filepath.Clean(p)), "/") {
+		t.Fatalf("absolute --exclude %q matches the relative path %q", pattern, p)
+	}
 }

@@ -44,12 +44,13 @@ type Problem struct {
 	Message string `json:"message"`
 }
 
-// String is the problem as stderr shows it: file:line: message.
+// String is the problem as stderr shows it: file:line: message, the file escaped if its name
+// holds control characters.
 func (p Problem) String() string {
 	if p.Line > 0 {
-		return fmt.Sprintf("%s:%d: %s", p.File, p.Line, p.Message)
+		return fmt.Sprintf("%s:%d: %s", displayName(p.File), p.Line, p.Message)
 	}
-	return fmt.Sprintf("%s: %s", p.File, p.Message)
+	return fmt.Sprintf("%s: %s", displayName(p.File), p.Message)
 }
 
 // Inputs is what the command line's arguments hold.
@@ -59,7 +60,8 @@ type Inputs struct {
 	Problems  []Problem // found files that could not be checked
 	Notes     []string  // what a walk left out on purpose, and how to check it
 
-	exclude []globPattern
+	exclude   []globPattern
+	excludedN int // found paths --exclude left out
 }
 
 // input is one file to read.
@@ -102,11 +104,7 @@ func ReadInputs(args []string, stdin io.Reader, opt ReadOptions) (*Inputs, error
 	var ins []input
 	seen := map[string]bool{}
 	add := func(in input) {
-		key := in.path
-		if key != "-" {
-			key = filepath.Clean(key)
-		}
-		if !seen[key] {
+		if key := fileKey(in.path); !seen[key] {
 			seen[key] = true
 			ins = append(ins, in)
 		}
@@ -119,13 +117,9 @@ func ReadInputs(args []string, stdin io.Reader, opt ReadOptions) (*Inputs, error
 		st, err := os.Stat(arg)
 		switch {
 		case err != nil && hasMeta(arg):
-			g, err := parseGlob(arg)
+			files, err := res.expand(arg)
 			if err != nil {
 				return nil, err
-			}
-			files := res.walk(g.root, &g)
-			if len(files) == 0 {
-				return nil, fmt.Errorf("pattern %q matches no file", arg)
 			}
 			for _, f := range files {
 				add(input{path: f, found: true})
@@ -159,36 +153,75 @@ func ReadInputs(args []string, stdin io.Reader, opt ReadOptions) (*Inputs, error
 	return res, nil
 }
 
+// fileKey is what tells two inputs apart: the same file named as k8s/a.yaml and by its
+// absolute path is read once.
+func fileKey(p string) string {
+	if p == "-" {
+		return p
+	}
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return filepath.Clean(p)
+}
+
+// expand lists the files a pattern argument matches. Matching nothing is an error, unless
+// what it met could not be read: then those problems, reported, say why.
+func (res *Inputs) expand(arg string) ([]string, error) {
+	g, err := parseGlob(arg)
+	if err != nil {
+		return nil, err
+	}
+	problems, excluded := len(res.Problems), res.excludedN
+	files := res.walk(g.root, &g)
+	switch {
+	case len(files) > 0 || len(res.Problems) > problems:
+		return files, nil
+	case res.excludedN > excluded:
+		return nil, fmt.Errorf("pattern %q matches no file that --exclude leaves in", arg)
+	}
+	return nil, fmt.Errorf("pattern %q matches no file", arg)
+}
+
+// headSize is how much of a found file is kept to tell, when it does not read, whether it was
+// meant as a manifest: apiVersion and kind open every object, and a manifest's first object
+// starts in its first lines, after a license header at most.
+const headSize = 64 << 10
+
 // read reads one input. A found file's trouble is recorded as a problem, or skipped; a named
 // one's is the error.
 func (res *Inputs) read(in input, stdin io.Reader) ([]Workload, error) {
 	if in.path == "-" {
 		return readStream(stdin)
 	}
-	f, err := os.Open(in.path)
-	if err != nil {
-		err = readFailed(in.path, err)
-		if !in.found {
-			return nil, err
-		}
-		res.problem(err)
-		return nil, nil
-	}
-	defer f.Close()
-	ws, err := Read(in.path, f)
+	ws, head, err := readFile(in.path, in.found)
 	if err == nil || !in.found {
 		return ws, err
 	}
 	var re *ReadError
-	if errors.As(err, &re) && !strings.HasPrefix(re.Msg, "cannot read") {
-		// Not manifests: skipped quietly, unless it looks like one.
-		data, rerr := os.ReadFile(in.path)
-		if rerr == nil && !looksLikeKubernetes(data) {
-			return nil, nil
-		}
+	if errors.As(err, &re) && !unreadable(re) && !looksLikeKubernetes(head) {
+		return nil, nil // not manifests: skipped quietly, unless it looks like one
 	}
 	res.problem(err)
 	return nil, nil
+}
+
+// readFile reads a file once, keeping its head for a found one. A file whose size says it is
+// over maxInput is refused before any of it is read.
+func readFile(path string, found bool) ([]Workload, []byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, readFailed(path, err)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > maxInput {
+		return nil, nil, tooLarge(path)
+	}
+	n := 0
+	if found {
+		n = headSize
+	}
+	return readHead(path, f, n)
 }
 
 func (res *Inputs) problem(err error) {
@@ -244,6 +277,9 @@ func (res *Inputs) walk(root string, g *globPattern) []string {
 	var files []string
 	var kustomizations []string
 	lookHidden := g != nil && g.allowsHidden()
+	if st, err := os.Stat(root); g != nil && err == nil && !st.IsDir() {
+		return nil // a pattern matches below a directory: "deploy.yaml/**" matches nothing
+	}
 	if st, err := os.Lstat(root); err == nil && st.Mode()&fs.ModeSymlink != 0 {
 		// A link named as the directory to walk is followed: the walk starts below it.
 		root += string(filepath.Separator)
@@ -274,6 +310,7 @@ func (res *Inputs) walk(root string, g *globPattern) []string {
 			}
 		}
 		if p != root && excluded(p, res.exclude) {
+			res.excludedN++
 			if d.IsDir() {
 				return filepath.SkipDir
 			}
@@ -324,10 +361,13 @@ func exists(p string) bool {
 	return err == nil
 }
 
-// kustomizationFile is the kustomization file in dir, or "".
+// kustomizationFile is the kustomization file in dir, or "". Only a regular file (after links)
+// counts: a pipe would block the walk and a link to a device feed it without end; the walk
+// skips either, as it skips them anywhere.
 func kustomizationFile(dir string) string {
 	for _, name := range []string{"kustomization.yaml", "kustomization.yml", "Kustomization"} {
-		if p := filepath.Join(dir, name); exists(p) {
+		p := filepath.Join(dir, name)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
 			return p
 		}
 	}
@@ -376,10 +416,12 @@ func (res *Inputs) note(s string) {
 }
 
 func (res *Inputs) noteChart(chart string) {
+	chart = displayName(chart)
 	res.note(fmt.Sprintf("%s: a Helm chart: its templates are manifests only once rendered: helm template %s | drainit check -", chart, chart))
 }
 
 func (res *Inputs) notePatches(dir string) {
+	dir = displayName(dir)
 	res.note(fmt.Sprintf("%s: kustomize patches left out (partial objects): kubectl kustomize %s | drainit check -", dir, dir))
 }
 
@@ -420,7 +462,7 @@ func patchedBy(file string) string {
 // kustomizePatches reads the patch files a kustomization names. A kustomization that does not
 // parse names none: it is read as a file of the walk like any other, and reported if broken.
 func kustomizePatches(file string) []string {
-	data, err := os.ReadFile(file)
+	data, err := readSmall(file)
 	if err != nil {
 		return nil
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -359,5 +360,103 @@ func TestWalkLinkedRoot(t *testing.T) {
 		if want := []string{"api/deploy.yml", "api/service.yaml", "web/deployment.yaml"}; !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: read %q, want %q", arg, got, want)
 		}
+	}
+}
+
+// TestTextEscapesNames: text output shows a file name with control characters, or bytes that
+// are not UTF-8, Go-quoted, so that a name cannot act on the terminal or split a line; other
+// names, spaces and accents included, are shown as they are.
+func TestTextEscapesNames(t *testing.T) {
+	evil := "evil\n\x1b[31mRED\x1b[0m\r\x1b]0;title\a\"q.yaml"
+	for name, want := range map[string]string{
+		evil:                `"evil\n\x1b[31mRED\x1b[0m\r\x1b]0;title\a\"q.yaml"`,
+		"bad\xffutf8.yaml":  `"bad\xffutf8.yaml"`,
+		"rlo\u202eyaml.txt": `"rlo\u202eyaml.txt"`,
+		"k8s/my app/é.yaml": "k8s/my app/é.yaml",
+		StdinName:           StdinName,
+	} {
+		rs := []Result{{Finding: Finding{File: name, Line: 3, Severity: Error, Rule: RuleNoDrain, Kind: "Pod", Name: "p", Message: "m"}}}
+		var out bytes.Buffer
+		if err := WriteTextResults(&out, rs); err != nil {
+			t.Fatal(err)
+		}
+		if got := out.String(); !strings.HasPrefix(got, want+":3: error: ") || strings.Count(got, "\n") != 1 {
+			t.Errorf("finding line %q, want it to start with %s", got, want)
+		}
+		if got := (Problem{File: name, Line: 3, Message: "m"}).String(); got != want+":3: m" {
+			t.Errorf("problem %q", got)
+		}
+		if got := (&ReadError{File: name, Msg: "m"}).Error(); got != want+": m" {
+			t.Errorf("read error %q", got)
+		}
+	}
+	rs := []Result{{Finding: Finding{File: StdinName, Line: 3, Severity: Error, Rule: RuleNoDrain, Kind: "Pod", Name: "p", Message: "m"},
+		Document: 2, Source: "x/\x1b]0;t\a.yaml"}}
+	var out bytes.Buffer
+	if err := WriteTextResults(&out, rs); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); !strings.HasSuffix(got, ` [document 2, "x/\x1b]0;t\a.yaml"]`+"\n") {
+		t.Errorf("Helm source from the stream not escaped: %q", got)
+	}
+}
+
+// TestExcludeAbsolute: an absolute --exclude pattern matches the absolute paths a walk of an
+// absolute directory shows, and no relative path.
+func TestExcludeAbsolute(t *testing.T) {
+	root, err := filepath.Abs("testdata/tree")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex := filepath.Join(root, "apps", "*", "*.y*ml")
+	in := readTree(t, []string{root}, ReadOptions{Exclude: []string{ex}})
+	for _, p := range in.Paths {
+		if strings.Contains(filepath.ToSlash(p), "/apps/") {
+			t.Errorf("%s read despite --exclude %s", p, ex)
+		}
+	}
+	in = readTree(t, []string{"testdata/tree/apps"}, ReadOptions{Exclude: []string{"/**/apps/**"}})
+	if len(in.Paths) != 3 {
+		t.Errorf("an absolute pattern left out relative paths: read %q", in.Paths)
+	}
+}
+
+// TestPatternProblems: a pattern whose only matches cannot be read is no "matches no file":
+// they are reported as problems, as a walk reports them. A pattern whose matches --exclude
+// leaves out says so.
+func TestPatternProblems(t *testing.T) {
+	dir := t.TempDir()
+	for link, target := range map[string]string{"self.yaml": "self.yaml", "gone.yaml": "nowhere.yaml"} {
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Skipf("no symbolic links here: %v", err)
+		}
+	}
+	for _, name := range []string{"self", "gone"} {
+		in := readTree(t, []string{filepath.Join(dir, name+"*.yaml")}, ReadOptions{})
+		if len(in.Problems) != 1 || in.Problems[0].File != filepath.Join(dir, name+".yaml") ||
+			!strings.HasPrefix(in.Problems[0].Message, "cannot read: ") {
+			t.Errorf("%s: problems %+v", name, in.Problems)
+		}
+	}
+	_, err := ReadInputs([]string{"testdata/tree/apps/*/*.y*ml"}, nil, ReadOptions{Exclude: []string{"**/apps/*/*"}})
+	if want := `pattern "testdata/tree/apps/*/*.y*ml" matches no file that --exclude leaves in`; fmt.Sprint(err) != want {
+		t.Errorf("all excluded: %v, want %s", err, want)
+	}
+}
+
+// TestSameFileTwice: a file named by a relative and an absolute path, or found again by a
+// walk, is read once; a pattern below a file matches nothing, not the file.
+func TestSameFileTwice(t *testing.T) {
+	abs, err := filepath.Abs("testdata/tree/apps/web/deployment.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := readTree(t, []string{"testdata/tree/apps/web/deployment.yaml", abs, "testdata/tree/apps/web"}, ReadOptions{})
+	if len(in.Paths) != 1 || len(in.Workloads) != 1 {
+		t.Errorf("read %q", in.Paths)
+	}
+	if _, err := ReadInputs([]string{"testdata/tree/apps/web/deployment.yaml/**"}, nil, ReadOptions{}); err == nil ||
+		!strings.HasSuffix(err.Error(), "matches no file") {
+		t.Errorf("a pattern below a file: %v", err)
 	}
 }

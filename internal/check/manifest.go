@@ -123,9 +123,9 @@ type ReadError struct {
 
 func (e *ReadError) Error() string {
 	if e.Line > 0 {
-		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+		return fmt.Sprintf("%s:%d: %s", displayName(e.File), e.Line, e.Msg)
 	}
-	return fmt.Sprintf("%s: %s", e.File, e.Msg)
+	return fmt.Sprintf("%s: %s", displayName(e.File), e.Msg)
 }
 
 // maxListDepth bounds nested List objects; kubectl never nests them, a fuzzer might.

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
+	"unicode/utf8"
 )
 
 // Counts tallies findings by severity; ignored findings are counted apart, whatever their
@@ -54,12 +56,28 @@ func WriteTextResults(w io.Writer, rs []Result) error {
 		if r.Ignored {
 			continue
 		}
-		if _, err := fmt.Fprintf(w, "%s:%d: %s: %s: %s (%s)%s\n", r.File, r.Line, r.Severity, subject(r.Finding), r.Message, r.Rule,
+		if _, err := fmt.Fprintf(w, "%s:%d: %s: %s: %s (%s)%s\n", displayName(r.File), r.Line, r.Severity, subject(r.Finding), r.Message, r.Rule,
 			streamSuffix(r)); err != nil {
 			return fmt.Errorf("write findings: %w", err)
 		}
 	}
 	return nil
+}
+
+// displayName is a file name as text output shows it: as it is, unless it holds what a terminal
+// would act on or a reader could not see (an escape sequence, a carriage return, a line break
+// that would split a finding's line, a right-to-left override, bytes that are not UTF-8); then
+// Go-quoted, every such character escaped.
+func displayName(name string) string {
+	if !utf8.ValidString(name) {
+		return strconv.Quote(name)
+	}
+	for _, r := range name {
+		if !strconv.IsPrint(r) {
+			return strconv.Quote(name)
+		}
+	}
+	return name
 }
 
 // subject is what a finding is about: its container, or the object for a pod-level finding.
@@ -77,7 +95,7 @@ func streamSuffix(r Result) string {
 	case r.Document == 0:
 		return ""
 	case r.Source != "":
-		return fmt.Sprintf(" [document %d, %s]", r.Document, r.Source)
+		return fmt.Sprintf(" [document %d, %s]", r.Document, displayName(r.Source))
 	}
 	return fmt.Sprintf(" [document %d]", r.Document)
 }

@@ -42,13 +42,30 @@ import (
 // having the wrong shape is a *ReadError, as is an error reading in.
 //
 // Read streams: it holds one document, or one item of a List, at a time, not the file. When in
-// is an io.Seeker (a file) it may seek back to where in was when Read started.
+// is an io.Seeker (a file) it may seek back to where in was when Read started. It reads at most
+// 64 MiB (maxInput): input that goes on past that is a *ReadError saying so, whatever it holds.
 func Read(file string, in io.Reader) ([]Workload, error) {
+	ws, _, err := readHead(file, in, 0)
+	return ws, err
+}
+
+// readHead is Read, which also returns the input's first bytes, up to headSize, for a look at
+// what did not read.
+func readHead(file string, in io.Reader, headSize int) ([]Workload, []byte, error) {
+	lim := newLimited(in, headSize)
+	ws, err := readLimited(file, lim)
+	if lim.over {
+		// Whatever the readers made of the failed read (the YAML parser calls it an input
+		// error), the input is too large.
+		return nil, lim.head, tooLarge(file)
+	}
+	return ws, lim.head, err
+}
+
+func readLimited(file string, in *limited) ([]Workload, error) {
 	src := &source{br: bufio.NewReaderSize(in, 32<<10)}
-	if rs, ok := in.(io.ReadSeeker); ok {
-		if pos, err := rs.Seek(0, io.SeekCurrent); err == nil {
-			src.seeker, src.start = rs, pos
-		}
+	if pos, err := in.Seek(0, io.SeekCurrent); err == nil {
+		src.seeker, src.start = in, pos
 	}
 	s := &streamer{r: &reader{file: file}, src: src}
 	ws, err := s.run()
