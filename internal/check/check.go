@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/drainit/drainit/internal/config"
+	"github.com/drainit/drainit/internal/control"
 )
 
 // Severity says how bad a finding is: errors make `drainit check` exit 1.
@@ -246,10 +247,17 @@ func (k *containerCheck) controlServer() {
 	case auth == nil:
 		k.add(h.Line, Error, RulePreStopToken, "%s is set but the preStop httpGet sends no Authorization header: %s; "+
 			"add httpHeaders: [{name: Authorization, value: \"Bearer <token>\"}]", dc.token.src, consequence)
-	case dc.token.known && strings.TrimSpace(auth.Value) != "Bearer "+cleanToken(dc.token.raw):
+	case dc.token.known && !bearerIs(auth.Value, cleanToken(dc.token.raw)):
 		k.add(h.Line, Error, RulePreStopToken, "the preStop httpGet's Authorization header is not \"Bearer \" followed by %s's value: %s",
 			dc.token.src, consequence)
 	}
+}
+
+// bearerIs says whether an Authorization header carries token as drainit's control server reads
+// it (control.BearerToken: the scheme's name in any case, spaces after it).
+func bearerIs(header, token string) bool {
+	got, ok := control.BearerToken(strings.TrimSpace(header))
+	return ok && got == token
 }
 
 // preStopGrace reports a preStop that takes the whole grace period by itself. It says whether it

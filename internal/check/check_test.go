@@ -715,3 +715,16 @@ func TestPrestopTokenTrimmed(t *testing.T) {
 		}
 	}
 }
+
+// TestBearerIsAsTheServerReads: the prestop-token rule takes the header as drainit's control
+// server does, so it flags only what the server would refuse.
+func TestBearerIsAsTheServerReads(t *testing.T) {
+	for header, want := range map[string]bool{
+		"Bearer s3cret": true, "bearer s3cret": true, "BEARER  s3cret": true, " Bearer s3cret ": true,
+		"Bearer s3cre": false, "Basic s3cret": false, "s3cret": false, "Bearer": false,
+	} {
+		if got := bearerIs(header, "s3cret"); got != want {
+			t.Errorf("bearerIs(%q) = %v, want %v", header, got, want)
+		}
+	}
+}
