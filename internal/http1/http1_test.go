@@ -392,29 +392,38 @@ func TestFullServerShedsFromLargestHolder(t *testing.T) {
 	}
 }
 
+// fullServer starts a server of two connections, both from 127.0.0.2: held, whose request
+// waits in its handler until release is closed, and young, which sends nothing. perIP and quick
+// are its MaxConnsPerIP and QuickShedRate; ShedAfter is an hour.
+func fullServer(t *testing.T, perIP int, quick float64) (addr string, held, young net.Conn, release chan struct{}) {
+	t.Helper()
+	release = make(chan struct{})
+	inHandler := make(chan struct{}, 1)
+	h := func(ctx context.Context, r *Request) Response {
+		if r.Path == "/hold" {
+			inHandler <- struct{}{}
+			<-release
+		}
+		return Response{Status: 200}
+	}
+	addr = serveWith(t, &Server{Handler: h, ReadTimeout: 10 * time.Second, HandlerTimeout: 10 * time.Second,
+		WriteTimeout: time.Second, MaxConns: 2, MaxConnsPerIP: perIP, ShedAfter: time.Hour, QuickShedRate: quick})
+	held = dialFrom(t, addr, "127.0.0.2")
+	if _, err := io.WriteString(held, "GET /hold HTTP/1.1\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	<-inHandler
+	young = dialFrom(t, addr, "127.0.0.2") // fills the server
+	return addr, held, young, release
+}
+
 // A full server with nothing it may shed (a request in its handler, connections younger than
 // ShedAfter, even of an address beyond its share) leaves newcomers waiting rather than refusing
 // them, and serves them as soon as a connection ends.
 func TestFullServerWaitsRatherThanRefuses(t *testing.T) {
 	for _, perIP := range []int{2, 1} { // the young connection's address within its share, beyond it (no QuickShedRate)
 		t.Run(fmt.Sprintf("share %d", perIP), func(t *testing.T) {
-			release := make(chan struct{})
-			inHandler := make(chan struct{}, 1)
-			h := func(ctx context.Context, r *Request) Response {
-				if r.Path == "/hold" {
-					inHandler <- struct{}{}
-					<-release
-				}
-				return Response{Status: 200}
-			}
-			addr := serveWith(t, &Server{Handler: h, ReadTimeout: 10 * time.Second, HandlerTimeout: 10 * time.Second,
-				WriteTimeout: time.Second, MaxConns: 2, MaxConnsPerIP: perIP, ShedAfter: time.Hour})
-			held := dialFrom(t, addr, "127.0.0.2")
-			if _, err := io.WriteString(held, "GET /hold HTTP/1.1\r\n\r\n"); err != nil {
-				t.Fatal(err)
-			}
-			<-inHandler
-			young := dialFrom(t, addr, "127.0.0.2") // fills the server; too young to shed
+			addr, held, young, release := fullServer(t, perIP, 0) // young: too young to shed
 			newcomer := dialFrom(t, addr, "127.0.0.1")
 			waiting := make(chan string, 1)
 			go func() { waiting <- request(t, newcomer) }()
@@ -440,24 +449,8 @@ func TestFullServerWaitsRatherThanRefuses(t *testing.T) {
 // of connections must not each hold a probe from elsewhere back for ShedAfter in the listen
 // backlog.
 func TestFullServerShedsBeyondShareAtOnce(t *testing.T) {
-	release := make(chan struct{})
+	addr, _, young, release := fullServer(t, 1, 1000) // young: its address is beyond its share
 	defer close(release)
-	inHandler := make(chan struct{}, 1)
-	h := func(ctx context.Context, r *Request) Response {
-		if r.Path == "/hold" {
-			inHandler <- struct{}{}
-			<-release
-		}
-		return Response{Status: 200}
-	}
-	addr := serveWith(t, &Server{Handler: h, ReadTimeout: 10 * time.Second, HandlerTimeout: 10 * time.Second,
-		WriteTimeout: time.Second, MaxConns: 2, MaxConnsPerIP: 1, ShedAfter: time.Hour, QuickShedRate: 1000})
-	held := dialFrom(t, addr, "127.0.0.2")
-	if _, err := io.WriteString(held, "GET /hold HTTP/1.1\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	<-inHandler
-	young := dialFrom(t, addr, "127.0.0.2") // fills the server; its address is beyond its share
 	// The newcomer is answered though ShedAfter is an hour: the young connection is shed.
 	if got := request(t, dialFrom(t, addr, "127.0.0.1")); got != "HTTP/1.1 200 OK" {
 		t.Fatalf("the newcomer got %q, want 200", got)
