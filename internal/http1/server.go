@@ -355,16 +355,18 @@ func (s *Server) serveConn(c *conn) {
 			return // nothing was sent: nothing to answer
 		case errors.As(err, &ne) && ne.Timeout():
 			s.write(c, "", Response{Status: 408, Body: []byte("request timeout\n")})
-		case errors.Is(err, ErrHeaderTooLarge):
-			s.write(c, "", Response{Status: 431, Body: []byte("header fields too large\n")})
-			lingerClose(c, br)
-		case errors.Is(err, errChunked):
-			s.write(c, "", Response{Status: 501, Body: []byte("chunked bodies not supported\n")})
-			lingerClose(c, br)
-		default:
-			s.write(c, "", Response{Status: 400, Body: []byte("bad request\n")})
-			lingerClose(c, br)
+			return // a client too slow to send its head: no lingering for it
 		}
+		// Refused before all of it was read: the rest is read out after the answer.
+		resp := Response{Status: 400, Body: []byte("bad request\n")}
+		switch {
+		case errors.Is(err, ErrHeaderTooLarge):
+			resp = Response{Status: 431, Body: []byte("header fields too large\n")}
+		case errors.Is(err, errChunked):
+			resp = Response{Status: 501, Body: []byte("chunked bodies not supported\n")}
+		}
+		s.write(c, "", resp)
+		lingerClose(c, br)
 		return
 	}
 	if req.body > MaxBodyBytes {
