@@ -264,7 +264,8 @@ func secret(flagName string) bool { return flagName == "http-token" }
 // shown is an option's value as errors and the log show it: an HTTP hook's or the ready probe's
 // with its password, headers and body masked (hooks.Redact).
 func shown(flagName, value string) string {
-	if flagName == "ready-probe" || strings.HasSuffix(flagName, "-http") {
+	httpHook := slices.ContainsFunc(hookSpecs, func(h HookSpec) bool { return h.Kind == HookHTTP && h.Flag() == flagName })
+	if httpHook || flagName == "ready-probe" {
 		return hooks.Redact(value)
 	}
 	return value

@@ -126,8 +126,8 @@ const (
 	shedAfter = 250 * time.Millisecond
 	// quickShedRate is how many connections a second of an address beyond its share a full
 	// server sheds before their shedAfter: a probe from elsewhere waits behind at most the
-	// listen backlog (somaxconn, 4096 by default) at this rate, under a second, for ~40% of a
-	// CPU while a flood lasts (~80 µs a connection shed).
+	// listen backlog (somaxconn, 4096 by default) at this rate, under a second, for ~50% of a
+	// CPU while a flood lasts (~80 µs a connection shed, these and the ones past their grace).
 	quickShedRate = 5000
 	// maxPrestopWaiting bounds the /prestop calls waiting for the drain at once: an eighth of
 	// maxConns, so that probes always find room (the kubelet makes one call per container).
