@@ -422,7 +422,7 @@ func (m *machine) drainWatched(now time.Time, r drainwatch.Result) []action {
 	ev := m.event(now, zerolog.InfoLevel, fmt.Sprintf("drain ended: %s, %d new connections", r.Reason, r.NewConns)).
 		Str("reason", string(r.Reason)).Int("new_connections", r.NewConns).Str("method", string(r.Method)).
 		Int("listeners", len(r.Watched)).Int("polls", r.Polls).Dur("longest_poll_gap", r.Interval).
-		Dur("silence", r.Silence).Dur("cpu", r.CPU)
+		Dur("baseline", r.Baseline).Dur("silence", r.Silence).Dur("cpu", r.CPU)
 	if r.Elapsed > 0 {
 		// drainit's CPU while watching, as a share of one core: the budget is 2%.
 		ev = ev.Float64("cpu_share", math.Round(r.CPU.Seconds()/r.Elapsed.Seconds()*1e4)/1e4)

@@ -16,9 +16,12 @@ type DrainLog struct {
 	NewConns int     `json:"new_connections"`
 	Method   string  `json:"method,omitempty"` // passive-opens, sock-diag or proc-net-tcp
 	Drained  Seconds `json:"drained_seconds"`  // from the start of the drain wait to its end
-	// Routed is how many connections the Balancer sent the pod during the drain (the harness's
-	// count, to hold NewConns against: fewer seen than routed means the watch missed some; one
-	// either way is the two clocks' few milliseconds at the drain's start).
+	// Baseline is how long after the drain's start drainit took its baseline: connections that
+	// came before it are counted as there already (drainit's log, to the millisecond).
+	Baseline Seconds `json:"baseline_seconds"`
+	// Routed is how many connections the Balancer sent the pod from drainit's baseline to the
+	// drain's end (the harness's count, to hold NewConns against: fewer seen than routed means
+	// the watch missed some; one either way is the two clocks' millisecond at the baseline).
 	Routed int `json:"routed_during_drain"`
 	// ClientClosedFirst counts those of them the client closed first (Route.ClientClosedFirst):
 	// they left no TIME_WAIT behind, so a snapshot of the table saw them only while they were
@@ -71,6 +74,7 @@ func parseDrainLog(out []byte) *DrainLog {
 			NewConns int      `json:"new_connections"`
 			Method   string   `json:"method"`
 			Drained  int64    `json:"drained"` // milliseconds (cmd/drainit's zerolog settings)
+			Baseline int64    `json:"baseline"`
 			Silence  int64    `json:"silence"`
 			CPU      int64    `json:"cpu"`
 			CPUShare float64  `json:"cpu_share"`
@@ -86,7 +90,7 @@ func parseDrainLog(out []byte) *DrainLog {
 		case msgAdaptiveOver:
 			ms := func(v int64) Seconds { return Seconds(float64(v) / 1000) }
 			d := &DrainLog{Reason: e.Reason, NewConns: e.NewConns, Method: e.Method, Drained: ms(e.Drained),
-				Silence: ms(e.Silence), CPU: ms(e.CPU), CPUShare: e.CPUShare}
+				Baseline: ms(e.Baseline), Silence: ms(e.Silence), CPU: ms(e.CPU), CPUShare: e.CPUShare}
 			if e.Rate != nil {
 				d.Auto, d.Rate, d.History, d.Why = true, *e.Rate, e.History, e.Why
 				if e.Needed > 0 {

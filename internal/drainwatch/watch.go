@@ -131,8 +131,11 @@ type Result struct {
 	Reason   Reason
 	NewConns int           // new connections seen during the drain
 	Elapsed  time.Duration // from Start to the end
-	Method   Method        // "" if unavailable before anything was watched
-	Watched  []Endpoint    // the listening endpoints watched
+	// Baseline is how long after Start the baseline was taken: a connection that came in
+	// between counts as there already, not as new (on a loaded machine, tens of milliseconds).
+	Baseline time.Duration
+	Method   Method     // "" if unavailable before anything was watched
+	Watched  []Endpoint // the listening endpoints watched
 	Polls    int
 	Interval time.Duration // the longest time between two polls
 	// Silence is how long before the end the last new connection was seen (or the baseline
@@ -235,6 +238,7 @@ func run(ctx context.Context, cfg Config, e env, t0 time.Time) (Result, bool) {
 	// the baseline, unseen as new, and must still be followed by a whole quiet period.
 	sch := schedule{start: t0, last: e.now(), quiet: cfg.Quiet, min: cfg.Min, max: cfg.Max}
 	sch.prev = sch.last
+	res.Baseline = sch.last.Sub(t0)
 	if cfg.Auto {
 		sch.auto = &estimator{}
 		// The counter before the drain is the app's alone only where passive-opens applies.
