@@ -35,6 +35,11 @@ type DrainLog struct {
 	// time over the watch (the process's, both from its log, to the millisecond).
 	Silence Seconds `json:"silence_seconds"`
 	CPU     Seconds `json:"cpu_seconds"`
+	// Polls is how many times drainit read the counter or the table, and PollGap the longest
+	// time between two reads (its log's longest_poll_gap): a poll late on a busy machine, or
+	// spaced out to keep drainit's CPU within its budget.
+	Polls   int     `json:"polls"`
+	PollGap Seconds `json:"longest_poll_gap_seconds"`
 	// CPUShare is drainit's CPU over the watch as a share of one core (its log's cpu_share, to
 	// 0.01%; 0 when it did not say).
 	CPUShare float64 `json:"cpu_share"`
@@ -75,6 +80,8 @@ func parseDrainLog(out []byte) *DrainLog {
 			Method   string   `json:"method"`
 			Drained  int64    `json:"drained"` // milliseconds (cmd/drainit's zerolog settings)
 			Baseline int64    `json:"baseline"`
+			Polls    int      `json:"polls"`
+			PollGap  int64    `json:"longest_poll_gap"`
 			Silence  int64    `json:"silence"`
 			CPU      int64    `json:"cpu"`
 			CPUShare float64  `json:"cpu_share"`
@@ -90,7 +97,7 @@ func parseDrainLog(out []byte) *DrainLog {
 		case msgAdaptiveOver:
 			ms := func(v int64) Seconds { return Seconds(float64(v) / 1000) }
 			d := &DrainLog{Reason: e.Reason, NewConns: e.NewConns, Method: e.Method, Drained: ms(e.Drained),
-				Baseline: ms(e.Baseline), Silence: ms(e.Silence), CPU: ms(e.CPU), CPUShare: e.CPUShare}
+				Baseline: ms(e.Baseline), Polls: e.Polls, PollGap: ms(e.PollGap), Silence: ms(e.Silence), CPU: ms(e.CPU), CPUShare: e.CPUShare}
 			if e.Rate != nil {
 				d.Auto, d.Rate, d.History, d.Why = true, *e.Rate, e.History, e.Why
 				if e.Needed > 0 {
