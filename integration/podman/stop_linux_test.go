@@ -86,11 +86,10 @@ func TestStopDrainsThenStopsTheApp(t *testing.T) {
 
 // An app that ignores SIGTERM is SIGKILLed by drainit at the grace period minus the kill margin,
 // before podman's own SIGKILL at its stop timeout: drainit itself lives on to log its summary and
-// exit 137 (the app's status: killed), and `podman stop` returns before its timeout.
+// exit 137 (the app's status: killed), and `podman stop` returns without its SIGKILL.
 func TestAppIgnoringTermIsKilledByDrainitBeforePodman(t *testing.T) {
 	h := need(t)
-	// Not parallel: the stop must take less than podman's 5 s timeout, of which drainit uses 4 s,
-	// and podman's own start-up counts in what the test measures.
+	// Not parallel: the stop must take less than podman's 5 s timeout, of which drainit uses 4 s.
 	const grace, drain, margin, stopTimeout = 5 * time.Second, time.Second, time.Second, 5
 	id := h.start(t, []string{"--env=DRAINIT_GRACE_PERIOD=5s", "--env=DRAINIT_DRAIN_DELAY=1s", "--env=DRAINIT_KILL_MARGIN=1s"},
 		"--", "/testapp", "ignore-term")
@@ -102,12 +101,11 @@ func TestAppIgnoringTermIsKilledByDrainitBeforePodman(t *testing.T) {
 	o := h.logs(t, id)
 
 	// What podman saw first: these hold whatever drainit logged. podman's SIGKILL would also
-	// give 137; drainit's summary line shows that drainit itself lived to exit.
+	// give 137; drainit's summary line shows that drainit itself lived to exit. How long the
+	// podman command took is only logged: its own start-up and clean-up count in it (2 s on a
+	// busy machine), not in its timeout, whose expiry its warning says.
 	if strings.Contains(stderr, podmanKilled) {
 		t.Errorf("podman had to SIGKILL the container: %s", stderr)
-	}
-	if took >= grace {
-		t.Errorf("podman stop took %s, want less than the grace period and podman's timeout, %s", took, grace)
 	}
 	if code != 137 {
 		t.Errorf("container exit code %d, want 137", code)
