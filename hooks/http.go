@@ -26,7 +26,8 @@ const errSnippet = 256
 // triple the binary); reach a TLS endpoint from an exec hook. The hook succeeds on a 2xx status;
 // redirects are not followed. It never goes through a proxy: hooks call agents on loopback and
 // the pod network, and a container's HTTP_PROXY is for the app's own traffic. Run is bounded by
-// its context only, and reads at most a few hundred bytes of a failed response's body.
+// its context only; it returns as soon as a 2xx answer's head has come (the body is not waited
+// for), and keeps at most a few hundred bytes of a failed response's body.
 func ParseHTTP(name, spec string) (Hook, error) {
 	h, err := parseHTTP(spec)
 	if err != nil {
@@ -121,7 +122,8 @@ func (h *httpHook) Name() string { return h.name }
 func (h *httpHook) Run(ctx context.Context) error {
 	start := time.Now()
 	what := h.method + " " + h.url.Redacted()
-	res, err := http1.Do(ctx, http1.Call{Method: h.method, URL: h.url.String(), Header: h.headers, Body: []byte(h.body)})
+	res, err := http1.Do(ctx, http1.Call{Method: h.method, URL: h.url.String(), Header: h.headers, Body: []byte(h.body),
+		SuccessHeadOnly: true})
 	if err != nil {
 		if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
 			// The connection's deadline is ctx's and can fire a moment before ctx reports it.

@@ -1,6 +1,7 @@
 package hooks
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -134,5 +135,84 @@ func TestHTTPHookTimeout(t *testing.T) {
 	}
 	if took := time.Since(start); took < timeout {
 		t.Errorf("Run returned after %v, before the %v timeout", took, timeout)
+	}
+}
+
+// holdingServer answers every connection with answer once the request head has come, then holds
+// the connection open, sending nothing more, until the test ends. It returns the server's URL.
+func holdingServer(t *testing.T, answer string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := make(chan struct{})
+	t.Cleanup(func() { close(end); ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					line, err := br.ReadString('\n')
+					if err != nil {
+						return
+					}
+					if line == "\r\n" {
+						break
+					}
+				}
+				_, _ = io.WriteString(c, answer)
+				<-end
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String() + "/x"
+}
+
+// A 2xx answer is success as soon as its head has come: a body that never ends (a stream, a
+// length never filled, no length on a connection kept open) does not hold a hook or the probe
+// until its deadline.
+func TestHTTPSuccessNotHeldByItsBody(t *testing.T) {
+	t.Parallel()
+	const timeout = 2 * time.Second
+	for name, answer := range map[string]string{
+		"length never filled":  "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nab",
+		"endless chunks":       "HTTP/1.1 202 Accepted\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n",
+		"no length, kept open": "HTTP/1.1 200 OK\r\nConnection: keep-alive\r\n\r\nab",
+	} {
+		u := holdingServer(t, answer)
+		probe, err := ParseProbe(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for what, run := range map[string]func(context.Context) error{
+			"hook": mustHTTP(t, "PUT "+u).Run, "probe": probe.Check,
+		} {
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			start := time.Now()
+			err := run(ctx)
+			took := time.Since(start)
+			cancel()
+			if err != nil || took > timeout/2 {
+				t.Errorf("%s, %s: %v after %v; want success at once, not at the %v deadline", name, what, err, took, timeout)
+			}
+		}
+	}
+}
+
+// A failed answer's body is still read for the error, up to the deadline when it never ends.
+func TestHTTPFailureStillShowsItsBody(t *testing.T) {
+	t.Parallel()
+	u := holdingServer(t, "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 100\r\n\r\nagent busy")
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	err := mustHTTP(t, "PUT "+u).Run(ctx)
+	if err == nil || !strings.Contains(err.Error(), "503") || !strings.Contains(err.Error(), "agent busy") {
+		t.Errorf("Run = %v, want the 503 and the body that came", err)
 	}
 }

@@ -84,7 +84,7 @@ type httpProbe struct{ url *url.URL }
 func (p httpProbe) String() string { return p.url.Redacted() }
 
 func (p httpProbe) Check(ctx context.Context) error {
-	res, err := http1.Do(ctx, http1.Call{Method: "GET", URL: p.url.String()})
+	res, err := http1.Do(ctx, http1.Call{Method: "GET", URL: p.url.String(), SuccessHeadOnly: true})
 	if err != nil {
 		return err
 	}

@@ -21,9 +21,16 @@ type Call struct {
 	URL    string // http:// only
 	Header map[string]string
 	Body   []byte
+	// SuccessHeadOnly makes Do return as soon as the head of a 2xx answer has come, without
+	// reading its body: for callers that only ask whether the call succeeded (hooks, the ready
+	// probe). A server that answers 2xx and then keeps its body coming (a stream, a length it
+	// never fills, no length on a connection it keeps open) would otherwise hold them until their
+	// deadline for a result already known. Other answers' bodies are still read, for the error.
+	SuccessHeadOnly bool
 }
 
-// Result is the answer to a Call: the status and at most MaxBodyBytes of the body.
+// Result is the answer to a Call: the status and at most MaxBodyBytes of the body (none for a
+// 2xx answer to a SuccessHeadOnly call).
 type Result struct {
 	Status int
 	Body   []byte
@@ -107,7 +114,7 @@ func Do(ctx context.Context, c Call) (Result, error) {
 	if _, err := conn.Write(b.Bytes()); err != nil {
 		return Result{}, ctxErr(ctx, err)
 	}
-	res, err := readResponse(bufio.NewReaderSize(conn, 4096), method)
+	res, err := readResponse(bufio.NewReaderSize(conn, 4096), method, c.SuccessHeadOnly)
 	if err != nil {
 		return Result{}, ctxErr(ctx, fmt.Errorf("reading the answer: %w", err))
 	}
@@ -119,10 +126,10 @@ func Do(ctx context.Context, c Call) (Result, error) {
 const maxInterim = 5
 
 // readResponse reads the answer to a request made with method from r: the head of the final
-// response (interim 1xx ones skipped) and at most MaxBodyBytes of its body. Whatever the server
-// sends, it reads at most (maxInterim+1)·MaxHeaderBytes of heads and, of a body, MaxBodyBytes and
+// response (interim 1xx ones skipped) and at most MaxBodyBytes of its body (none of a 2xx answer
+// with successHeadOnly, see Call). Whatever the server sends, it reads at most (maxInterim+1)·MaxHeaderBytes of heads and, of a body, MaxBodyBytes and
 // the bounded framing around them (see readChunked), and holds no more than that.
-func readResponse(r *bufio.Reader, method string) (Result, error) {
+func readResponse(r *bufio.Reader, method string, successHeadOnly bool) (Result, error) {
 	for range maxInterim + 1 {
 		status, h, err := head(r)
 		if err != nil {
@@ -140,6 +147,9 @@ func readResponse(r *bufio.Reader, method string) (Result, error) {
 		res := Result{Status: code}
 		if method == "HEAD" || code == 101 || code == 204 || code == 304 {
 			return res, nil // no body, whatever the fields say (RFC 9112 6.3)
+		}
+		if successHeadOnly && code >= 200 && code <= 299 {
+			return res, nil // the caller has its answer; the connection is closed unread
 		}
 		// The status is what matters: a body cut short after it is no failure of the call.
 		if te := h["Transfer-Encoding"]; len(te) > 0 {

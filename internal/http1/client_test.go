@@ -44,7 +44,7 @@ func TestReadResponse(t *testing.T) {
 		if c.head {
 			method = "HEAD"
 		}
-		res, err := readResponse(bufio.NewReaderSize(strings.NewReader(c.in), 4096), method)
+		res, err := readResponse(bufio.NewReaderSize(strings.NewReader(c.in), 4096), method, false)
 		if err != nil || res.Status != c.status || string(res.Body) != c.body {
 			t.Errorf("%s: %d %q, %v; want %d %q", c.name, res.Status, res.Body, err, c.status, c.body)
 		}
@@ -56,7 +56,7 @@ func TestReadResponse(t *testing.T) {
 		"HTTP/1.1 200 OK\r\nNo colon\r\n\r\n", "HTTP/1.1 200 OK\r\nX: a\r\n folded\r\n\r\n",
 		strings.Repeat("HTTP/1.1 100 Continue\r\n\r\n", maxInterim+1) + "HTTP/1.1 200 OK\r\n\r\n",
 	} {
-		if res, err := readResponse(bufio.NewReaderSize(strings.NewReader(bad), 4096), "GET"); err == nil {
+		if res, err := readResponse(bufio.NewReaderSize(strings.NewReader(bad), 4096), "GET", false); err == nil {
 			t.Errorf("%.60q read as %d %q", bad, res.Status, res.Body)
 		}
 	}
@@ -143,7 +143,7 @@ func TestReadResponseBounded(t *testing.T) {
 		src := &endless{prefix: []byte(c.prefix), unit: []byte(c.unit)}
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		res, err := readResponse(bufio.NewReaderSize(src, 4096), "GET")
+		res, err := readResponse(bufio.NewReaderSize(src, 4096), "GET", false)
 		runtime.ReadMemStats(&after)
 		if c.err != nil && !errors.Is(err, c.err) || c.err == nil && (err != nil || res.Status != 200) {
 			t.Errorf("%s: %d, %v; want error %v", c.name, res.Status, err, c.err)
@@ -161,6 +161,27 @@ func TestReadResponseBounded(t *testing.T) {
 	}
 }
 
+// With successHeadOnly, a 2xx answer's endless body is not read at all (one buffer's worth at
+// most: what came with the head), while a failure's body still is, up to MaxBodyBytes.
+func TestReadResponseSuccessHeadOnly(t *testing.T) {
+	for head, wantBody := range map[string]int{
+		"HTTP/1.1 200 OK\r\nContent-Length: 4611686018427387904\r\n\r\n": 0,
+		"HTTP/1.1 204 No Content\r\n\r\n":                                0,
+		"HTTP/1.1 503 Service Unavailable\r\n\r\n":                       MaxBodyBytes,
+		"HTTP/1.1 302 Found\r\nLocation: http://elsewhere/\r\n\r\n":      MaxBodyBytes,
+		"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\n\r\n":      0,
+	} {
+		src := &endless{prefix: []byte(head), unit: []byte("x")}
+		res, err := readResponse(bufio.NewReaderSize(src, 4096), "GET", true)
+		if err != nil || len(res.Body) != wantBody {
+			t.Errorf("%q: %d with %d bytes of body, %v; want %d bytes", head, res.Status, len(res.Body), err, wantBody)
+		}
+		if wantBody == 0 && src.n > 4096 {
+			t.Errorf("%q: read %d bytes, want no more than one buffer", head, src.n)
+		}
+	}
+}
+
 // FuzzReadResponse feeds arbitrary bytes to the client as a server's answer to a GET or a HEAD.
 // Nothing may panic; a failure is ErrMalformed, ErrHeaderTooLarge or the answer cut short; an
 // answer read has a final status (101, or 200 to 999), at most MaxBodyBytes of body taken from
@@ -174,7 +195,7 @@ func FuzzReadResponse(f *testing.F) {
 		if head {
 			method = "HEAD"
 		}
-		res, err := readResponse(bufio.NewReaderSize(bytes.NewReader(data), 4096), method)
+		res, err := readResponse(bufio.NewReaderSize(bytes.NewReader(data), 4096), method, false)
 		if err != nil {
 			if !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrHeaderTooLarge) && !errors.Is(err, io.EOF) {
 				t.Fatalf("%q: unexpected kind of error %v", data, err)
