@@ -146,7 +146,7 @@ func newLogger(w *os.File, format, level string, quiet bool) zerolog.Logger {
 	zerolog.DurationFieldInteger = true
 	var out io.Writer = w
 	if format == "console" || (format == "" && isTerminal(w)) {
-		out = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000"}
+		out = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000", FormatPrepare: escapeMessage}
 	}
 	if quiet {
 		out = &quietWriter{out: out}
@@ -156,6 +156,19 @@ func newLogger(w *os.File, format, level string, quiet bool) zerolog.Logger {
 		lvl = zerolog.InfoLevel
 	}
 	return zerolog.New(out).Level(lvl).With().Timestamp().Str("logger", "drainit").Logger()
+}
+
+// escapeMessage escapes the control characters in a console line's message (see printable). A
+// message can be an exec hook's output line, whose bytes may come from anywhere (a server's
+// answer the hook prints): on a terminal they must neither drive it (clear it, retitle it) nor,
+// with a carriage return, write over the line's own time and level. JSON lines need nothing
+// (JSON escapes them), nor do field values, which the console writer quotes when they hold such
+// characters.
+func escapeMessage(ev map[string]any) error {
+	if m, ok := ev[zerolog.MessageFieldName].(string); ok {
+		ev[zerolog.MessageFieldName] = printable(m)
+	}
+	return nil
 }
 
 // levelGiven reports whether the user chose the log level (--log-level or DRAINIT_LOG_LEVEL):

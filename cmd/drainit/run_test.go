@@ -46,6 +46,34 @@ func TestQuietWriter(t *testing.T) {
 	}
 }
 
+// On a terminal (console format), a message's control characters reach it escaped: an exec
+// hook's output line can neither drive the terminal nor write over the line's time and level.
+func TestConsoleEscapesMessages(t *testing.T) {
+	t.Setenv("NO_COLOR", "1") // the writer's own colours aside, no control byte may reach the file
+	f, err := os.Create(filepath.Join(t.TempDir(), "console"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	log := newLogger(f, "console", "info", false)
+	const line = "\x1b[2J\x1b]0;owned\x07ok\rFAKE INF app exited"
+	log.Info().Str("hook", "offline-exec").Str("stream", "stdout").Msg(line)
+	log.Info().Str("hook", "offline-exec").Msg("plain words")
+	got, err := os.ReadFile(f.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.TrimSuffix(string(got), "\n")
+	if i := strings.IndexFunc(text, func(r rune) bool { return r < ' ' && r != '\n' || r == 0x7f }); i >= 0 {
+		t.Errorf("control character %q reached the terminal:\n%q", text[i], got)
+	}
+	for _, want := range []string{`\x1b[2J\x1b]0;owned\aok\rFAKE INF app exited`, "plain words"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the terminal shows %q, without %q", got, want)
+		}
+	}
+}
+
 // The rarely sent signals (signals.Late: PWR, IO, the real-time ones...) are registered a while
 // after the app has started (lateSignalsAfter) rather than while drainit starts, so that their
 // registration does not compete with the app's start; they must still reach the app. The app
