@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
+	"github.com/drainit/drainit/internal/proc"
 	"github.com/drainit/drainit/signals"
 )
 
@@ -109,22 +110,62 @@ func (h *execHook) start(log *zerolog.Logger) (*hookProcess, error) {
 }
 
 // stop ends the hook's process group after its context ended: SIGTERM, SIGKILL after
-// termGrace unless everything is gone, and a bounded wait for the exit status.
+// termGrace unless everything is gone (the hook's process, whatever holds its output, every
+// member of its group), and a bounded wait for the exit status.
 func (h *execHook) stop(p *hookProcess, why error) error {
 	// The group cannot have been reused yet: the leader's pid stays taken until the reaper has
 	// collected it and, after that, for as long as any member lives.
 	_ = unix.Kill(-p.pid, unix.SIGTERM)
 	how := "SIGTERM"
-	if !p.await(true, time.After(termGrace), nil) {
+	if !p.stopped(time.Now().Add(termGrace)) {
 		_ = unix.Kill(-p.pid, unix.SIGKILL)
 		how = "SIGTERM, then SIGKILL"
-		if !p.await(true, time.After(killWait), nil) && p.exit != nil {
+		if !p.stopped(time.Now().Add(killWait)) && p.exit != nil {
 			h.children.forget(p.pid)
 			how += " (its exit was never reported)"
 		}
 	}
 	p.closeOutput()
 	return fmt.Errorf("exec hook %q: %w; its process group got %s", h.name, why, how)
+}
+
+// stopped waits until the process has exited, its output is closed and its group has no member
+// left that can run, or until deadline, and reports whether all that happened.
+func (p *hookProcess) stopped(deadline time.Time) bool {
+	return p.await(true, time.After(time.Until(deadline)), nil) && groupGone(p.pid, time.After(time.Until(deadline)))
+}
+
+// groupGone waits until process group pgid has no member left that can still run, or until
+// timeout fires, and reports whether it emptied. A member that ignores SIGTERM need not hold the
+// hook's output, so neither the leader's exit nor the end of the output says it is gone, and the
+// kernel tells of no such event: hence the polling.
+func groupGone(pgid int, timeout <-chan time.Time) bool {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !groupEmpty(pgid) {
+		select {
+		case <-tick.C:
+		case <-timeout:
+			return false
+		}
+	}
+	return true
+}
+
+// groupEmpty reports whether process group pgid has no member that can still run. A zombie
+// counts as gone: an orphan of the hook is reaped at once only where drainit is its subreaper,
+// and by the system's init, in its own time, elsewhere. kill with signal 0 answers at no cost
+// once the group is empty; only while it finds members is /proc read.
+func groupEmpty(pgid int) bool {
+	if unix.Kill(-pgid, 0) == unix.ESRCH {
+		return true
+	}
+	for _, pid := range proc.Pids("/proc") {
+		if st, err := proc.ReadStat("/proc", pid); err == nil && st.PGID == pgid && !st.Gone() {
+			return false
+		}
+	}
+	return true
 }
 
 // status turns the hook's wait status into Run's result.

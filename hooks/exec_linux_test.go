@@ -133,29 +133,35 @@ func TestExecWithoutChildrenStartsNothing(t *testing.T) {
 }
 
 // A hook whose child ignores SIGTERM: the whole group gets SIGTERM, then SIGKILL after the
-// grace, and both processes are dead when Run returns.
+// grace, and both processes are dead when Run returns; whether or not the child holds the hook's
+// output (quiet-tree: it does not, and only the group tells that it is still there).
 func TestExecCancelKillsProcessGroup(t *testing.T) {
 	t.Parallel()
-	log, buf := newLog()
-	ctx, cancel := context.WithCancel(log.WithContext(context.Background()))
-	defer cancel()
-	done := runAsync(ctx, helperHook(t, "offline-exec", "tree"))
-	child, gc := pidFromLog(t, buf, "child"), pidFromLog(t, buf, "gc")
-	t.Cleanup(func() { _ = unix.Kill(gc, unix.SIGKILL) })
+	for _, mode := range []string{"tree", "quiet-tree"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			log, buf := newLog()
+			ctx, cancel := context.WithCancel(log.WithContext(context.Background()))
+			defer cancel()
+			done := runAsync(ctx, helperHook(t, "offline-exec", mode))
+			child, gc := pidFromLog(t, buf, "child"), pidFromLog(t, buf, "gc")
+			t.Cleanup(func() { _ = unix.Kill(gc, unix.SIGKILL) })
 
-	cancelled := time.Now()
-	cancel()
-	err := result(t, done)
-	took := time.Since(cancelled)
-	if !gone(child) || !gone(gc) {
-		t.Errorf("after Run returned: hook process gone %v, its child (ignores SIGTERM) gone %v", gone(child), gone(gc))
-	}
-	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "cancelled after") ||
-		!strings.Contains(err.Error(), "SIGTERM, then SIGKILL") {
-		t.Errorf("Run = %v, want it cancelled, and stopped with SIGTERM then SIGKILL", err)
-	}
-	if took < termGrace {
-		t.Errorf("SIGKILL came %v after the end of ctx, before the %v grace", took, termGrace)
+			cancelled := time.Now()
+			cancel()
+			err := result(t, done)
+			took := time.Since(cancelled)
+			if !gone(child) || !gone(gc) {
+				t.Errorf("after Run returned: hook process gone %v, its child (ignores SIGTERM) gone %v", gone(child), gone(gc))
+			}
+			if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "cancelled after") ||
+				!strings.Contains(err.Error(), "SIGTERM, then SIGKILL") {
+				t.Errorf("Run = %v, want it cancelled, and stopped with SIGTERM then SIGKILL", err)
+			}
+			if took < termGrace {
+				t.Errorf("SIGKILL came %v after the end of ctx, before the %v grace", took, termGrace)
+			}
+		})
 	}
 }
 

@@ -20,7 +20,8 @@ import (
 //	sleep             print "ready <pid>", then sleep (until killed)
 //	ignore-term       ignore SIGTERM, print "gc <pid>", then sleep (until SIGKILL)
 //	tree              start ignore-term in the same process group, wait for it to say so,
-//	                  print "child <pid>", then sleep
+//	                  print "child <pid>", then sleep; ignore-term's stderr is the hook's
+//	quiet-tree        tree, but ignore-term holds nothing of the hook's output
 //	leave             start sleep sharing stdout, print "leftover <pid>", exit 0
 //	http PROXY URL    with HTTP_PROXY=PROXY, run an HTTP hook POSTing to URL; exit 1 on error
 func helper(args []string) int {
@@ -47,13 +48,16 @@ func helper(args []string) int {
 		fmt.Printf("gc %d\n", os.Getpid())
 		time.Sleep(time.Hour)
 		return 0
-	case "tree":
+	case "tree", "quiet-tree":
 		r, w, err := os.Pipe()
 		if err != nil {
 			return 1
 		}
 		gc := exec.Command(os.Args[0], "hooks-helper", "ignore-term")
-		gc.Stdout, gc.Stderr = w, os.Stderr
+		gc.Stdout = w
+		if args[0] == "tree" {
+			gc.Stderr = os.Stderr
+		}
 		if err := gc.Start(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
