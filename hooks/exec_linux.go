@@ -2,6 +2,7 @@ package hooks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -93,7 +94,12 @@ func (h *execHook) start(log *zerolog.Logger) (*hookProcess, error) {
 	closeAll(w[:]...) // the hook's copies are the only write ends left: EOF once its group is gone
 	if err != nil {
 		closeAll(r[:]...)
-		return nil, err
+		// execve's errors name no file. LookPath has found this one, so ENOENT is about another:
+		// the interpreter on its #! line (or an ELF's loader).
+		if errors.Is(err, unix.ENOENT) {
+			return nil, fmt.Errorf("%s: %w (a missing interpreter on its #! line?)", path, err)
+		}
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	p := &hookProcess{pid: pid, exit: exit, readers: make(chan struct{}), out: r}
 	p.outDone = p.readers

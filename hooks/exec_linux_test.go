@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -105,9 +106,19 @@ func TestExecFailureStatus(t *testing.T) {
 func TestExecMissingBinary(t *testing.T) {
 	t.Parallel()
 	log, _ := newLog()
+	// Files that exist but cannot run: execve's error is named with the file, and an ENOENT
+	// with the interpreter it is about.
+	dir := t.TempDir()
+	for name, text := range map[string]string{"bad-interp": "#!/nonexistent/interp\n", "bad-format": "\x00\x01\x02"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for spec, want := range map[string]string{
 		"/nonexistent/deregister --id x": "no such file or directory",
 		"drainit-test-no-such-command":   "not found in $PATH",
+		dir + "/bad-interp":              dir + "/bad-interp: no such file or directory (a missing interpreter on its #! line?)",
+		dir + "/bad-format":              dir + "/bad-format: exec format error",
 	} {
 		h, err := ParseExec("offline-exec", spec, children())
 		if err != nil {
