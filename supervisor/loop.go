@@ -209,8 +209,11 @@ func (s *Supervisor) loop(ctx context.Context, m *machine) int {
 			case actSignal:
 				s.send(a.to, a.sig)
 			case actRunHooks:
-				hctx, c := context.WithCancel(ctx)
-				if !a.deadline.IsZero() {
+				var hctx context.Context
+				var c context.CancelFunc
+				if a.deadline.IsZero() {
+					hctx, c = context.WithCancel(ctx)
+				} else {
 					hctx, c = context.WithDeadline(ctx, a.deadline)
 				}
 				cancel[a.stage] = c
