@@ -26,8 +26,9 @@
 // later unless everything is gone by then: the group's every member, and every process holding
 // the hook's output (one that left the group with setsid can only be waited for). Run returns
 // once the hook's process has been reaped and every process holding its output has exited, or
-// at most [Overrun] after the context ended. A hook that exits on its own but leaves processes behind is not waited for: its output
-// is read for one more second, and they are left to the supervisor.
+// at most [Overrun] after the context ended. A hook that exits on its own but leaves processes
+// behind is not waited for: its output is read for one more second, and they are left to the
+// supervisor.
 package hooks
 
 import (

@@ -127,8 +127,9 @@ const maxInterim = 5
 
 // readResponse reads the answer to a request made with method from r: the head of the final
 // response (interim 1xx ones skipped) and at most MaxBodyBytes of its body (none of a 2xx answer
-// with successHeadOnly, see Call). Whatever the server sends, it reads at most (maxInterim+1)·MaxHeaderBytes of heads and, of a body, MaxBodyBytes and
-// the bounded framing around them (see readChunked), and holds no more than that.
+// with successHeadOnly, see Call). Whatever the server sends, it reads at most
+// (maxInterim+1)·MaxHeaderBytes of heads and, of a body, MaxBodyBytes and the bounded framing
+// around them (see readChunked), and holds no more than that.
 func readResponse(r *bufio.Reader, method string, successHeadOnly bool) (Result, error) {
 	for range maxInterim + 1 {
 		status, h, err := head(r)
