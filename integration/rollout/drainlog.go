@@ -19,8 +19,8 @@ type DrainLog struct {
 	// Baseline is how long after the drain's start drainit took its baseline: connections that
 	// came before it are counted as there already (drainit's log, to the millisecond).
 	Baseline Seconds `json:"baseline_seconds"`
-	// Routed is how many connections the Balancer sent the pod from drainit's baseline to the
-	// drain's end (the harness's count, to hold NewConns against: fewer seen than routed means
+	// Routed is how many connections the Balancer sent the pod from drainit's baseline to its
+	// answer to the preStop call (the harness's count, to hold NewConns against: fewer seen than routed means
 	// the watch missed some; one either way is the two clocks' millisecond at the baseline).
 	Routed int `json:"routed_during_drain"`
 	// ClientClosedFirst counts those of them the client closed first (Route.ClientClosedFirst):

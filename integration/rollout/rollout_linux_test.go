@@ -273,8 +273,19 @@ func TestAutoDrain(t *testing.T) {
 		if d.Reason != "quiet" || !d.Auto || !d.History || d.SilenceNeeded == nil {
 			t.Fatalf("%s: drain %+v, want a quiet end judged on a rate, with the history before the drain", where, d)
 		}
+		if d.Method != string(drainwatch.MethodPassiveOpens) {
+			t.Errorf("%s: drainit watched with %s, want %s in the pod's own network namespace", where, d.Method, drainwatch.MethodPassiveOpens)
+		}
+		if d.Silence < *d.SilenceNeeded {
+			t.Errorf("%s: the drain waited %.3fs of silence, less than the %.3fs needed", where, float64(d.Silence), float64(*d.SilenceNeeded))
+		}
+		if res.Noisy {
+			// The harness stalled: the traffic was not what the cell asked for, and the harness
+			// dated drainit's baseline late (it maps drainit's clock through the /prestop answer).
+			continue
+		}
 		// Routed counts from drainit's baseline (its log, to the millisecond: one either way).
-		if d.Method != string(drainwatch.MethodPassiveOpens) || d.NewConns < d.Routed-1 {
+		if d.NewConns < d.Routed-1 {
 			t.Errorf("%s: %s saw %d of the %d connections sent after its baseline (%.3fs into the drain)", where, d.Method, d.NewConns, d.Routed, float64(d.Baseline))
 		}
 		// The rate at the end is the last proxy's part of the cell's (a third, behind three
@@ -293,9 +304,6 @@ func TestAutoDrain(t *testing.T) {
 		}
 		if n := d.SilenceNeeded.Duration(); n < drainwatch.AutoFloor || n > time.Duration(2*math.Log(1e4)/low*float64(time.Second)) {
 			t.Errorf("%s: silence needed %s", where, n)
-		}
-		if d.Silence < *d.SilenceNeeded {
-			t.Errorf("%s: the drain waited %.3fs of silence, less than the %.3fs needed", where, float64(d.Silence), float64(*d.SilenceNeeded))
 		}
 		// It saw the last connections: the drain ended the silence needed after the last one sent
 		// to the pod, less a poll (AutoMaxInterval), unless the harness's own stall made it.

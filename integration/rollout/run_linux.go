@@ -679,7 +679,7 @@ func (r *Runner) Run(ctx context.Context, s Scenario, c Cell, rep int) (Result, 
 		// drainit answers /prestop as its drain ends, so it took its baseline Drained - Baseline
 		// before the kubelet had the answer, or a little later as the harness dates it (the
 		// answer takes a few milliseconds to arrive): the connections sent to the pod from then
-		// on are those drainit had to see. Those before the baseline it counts as there already,
+		// until the answer are those drainit had to see. Those before the baseline it counts as there already,
 		// and the quiet counts from the baseline (on a loaded machine tens of milliseconds after
 		// the drain's start).
 		from := rec.PreStopEnd.Add(-(res.Drain.Drained - res.Drain.Baseline).Duration())
@@ -689,7 +689,7 @@ func (r *Runner) Run(ctx context.Context, s Scenario, c Cell, rep int) (Result, 
 				continue
 			}
 			last = rt.At
-			if !rt.At.Before(from) {
+			if !rt.At.Before(from) && rt.At.Before(rec.PreStopEnd) {
 				res.Drain.Routed++
 				if rt.ClientClosedFirst {
 					res.Drain.ClientClosedFirst++
