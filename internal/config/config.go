@@ -624,6 +624,11 @@ func (p *parsed) check() *Validation {
 	dur("kill-margin", r.KillMargin, &c.KillMargin)
 	dur("cleanup-wait", r.CleanupWait, &c.CleanupWait)
 	dur("hook-timeout", r.HookTimeout, &c.HookTimeout)
+	if c.HookTimeout == 0 && !v.Settings["hook-timeout"].Bad {
+		// Only the stop has a deadline: a post-stop hook after the app's own exit, or an online
+		// hook, would have no limit at all, and a hung one would keep the container from exiting.
+		bad("hook-timeout", r.HookTimeout, errors.New("must be more than 0: a hook needs a limit of its own"))
+	}
 	if strings.TrimSpace(r.DrainQuiet) == "auto" {
 		c.DrainQuietAuto = true
 	} else if d, err := ParseDuration(r.DrainQuiet); err != nil {
