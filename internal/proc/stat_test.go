@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -57,8 +58,16 @@ func TestLiveProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.State != 'R' || s.PPID != os.Getppid() || s.PGID != syscall.Getpgrp() || s.Gone() {
-		t.Errorf("ReadStat(self) = %+v; want running, parent %d, group %d", s, os.Getppid(), syscall.Getpgrp())
+	// /proc/PID/stat shows the main thread's state, which sleeps while this test runs on
+	// another thread: the state is checked on this thread's own entry, under /proc/PID/task.
+	if s.PPID != os.Getppid() || s.PGID != syscall.Getpgrp() || s.Gone() {
+		t.Errorf("ReadStat(self) = %+v; want parent %d, group %d", s, os.Getppid(), syscall.Getpgrp())
+	}
+	runtime.LockOSThread()
+	th, err := ReadStat(filepath.Join("/proc", strconv.Itoa(self), "task"), syscall.Gettid())
+	runtime.UnlockOSThread()
+	if err != nil || th.State != 'R' || th.PGID != syscall.Getpgrp() {
+		t.Errorf("ReadStat of this thread = %+v, %v; want running, group %d", th, err, syscall.Getpgrp())
 	}
 
 	cmd := exec.Command("sleep", "30")
