@@ -37,7 +37,9 @@
 //
 //   - cut: cut in flight. The pod had read the request (its side closed with a FIN, not the RST a
 //     socket closed with unread data sends) and had had it for at least Balancer.CutAfter (a
-//     fifth of the app's request time) — it was working on it.
+//     fifth of the app's request time) — it was working on it. Surely so: the harness's own
+//     lateness in the run (its timers' worst) is taken off the time it saw, since it may have
+//     seen the close that much late.
 //   - dropped: the pod closed the connection as the request arrived: read within CutAfter (Go's
 //     http.Server drops a request it reads once Shutdown has begun) or never read. This is
 //     HTTP/1.1's keep-alive race, which clients answer by retrying on a reused connection.

@@ -139,7 +139,7 @@ func TestDrainitLosesNothing(t *testing.T) {
 		}
 		where := fmt.Sprintf("%s, propagation %vs, run %d", res.Scenario, res.Propagation, res.Rep)
 		if lost(t, res) {
-			t.Errorf("%s: %d failed %v, %d cut; failures %+v", where, res.Failed, res.ByKind, res.Cut, res.Failures)
+			t.Errorf("%s: %d failed %v, %d cut; failures %+v; drops %+v (timers %.0fms late)", where, res.Failed, res.ByKind, res.Cut, res.Failures, res.Drops, float64(res.TimerLate)*1000)
 		}
 		if res.Killed {
 			t.Errorf("%s: the kubelet had to SIGKILL", where)
@@ -170,7 +170,7 @@ func TestAdaptiveDrain(t *testing.T) {
 		p := res.Propagation.Duration()
 		where := fmt.Sprintf("propagation %vs, run %d", res.Propagation, res.Rep)
 		if lost(t, res) {
-			t.Errorf("%s: %d failed %v, %d cut; failures %+v", where, res.Failed, res.ByKind, res.Cut, res.Failures)
+			t.Errorf("%s: %d failed %v, %d cut; failures %+v; drops %+v (timers %.0fms late)", where, res.Failed, res.ByKind, res.Cut, res.Failures, res.Drops, float64(res.TimerLate)*1000)
 		}
 		if res.Killed || res.ExitStatus != 0 || res.PreStopError != "" {
 			t.Errorf("%s: SIGKILLed %v, exit status %d, preStop error %q", where, res.Killed, res.ExitStatus, res.PreStopError)
@@ -222,7 +222,7 @@ func TestAdaptiveDrainHostNetwork(t *testing.T) {
 	for _, res := range runJobs(t, r, jobs(t, time.Second, 2, "drainit-adaptive")) {
 		where := fmt.Sprintf("run %d", res.Rep)
 		if lost(t, res) || res.Killed {
-			t.Errorf("%s: %d failed %v, %d cut; failures %+v", where, res.Failed, res.ByKind, res.Cut, res.Failures)
+			t.Errorf("%s: %d failed %v, %d cut; failures %+v; drops %+v (timers %.0fms late)", where, res.Failed, res.ByKind, res.Cut, res.Failures, res.Drops, float64(res.TimerLate)*1000)
 		}
 		if d := res.Drain; d == nil || d.Reason != "quiet" || d.Method != string(drainwatch.MethodSockDiag) {
 			t.Errorf("%s: drain %+v, want a quiet end watched with sock-diag", where, d)
@@ -268,7 +268,7 @@ func TestAutoDrain(t *testing.T) {
 			where, float64(res.Stop), d.Reason, float64(d.Drained), d.Rate, float64(needed), float64(d.Silence), float64(d.QuietAfterLast),
 			d.NewConns, d.Routed, float64(d.Baseline), cpu*100, res.Noisy, float64(res.TimerLate)*1000)
 		if lost(t, res) || res.Killed {
-			t.Errorf("%s: %d failed %v, %d cut, SIGKILL %v; failures %+v", where, res.Failed, res.ByKind, res.Cut, res.Killed, res.Failures)
+			t.Errorf("%s: %d failed %v, %d cut, SIGKILL %v; failures %+v; drops %+v (timers %.0fms late)", where, res.Failed, res.ByKind, res.Cut, res.Killed, res.Failures, res.Drops, float64(res.TimerLate)*1000)
 		}
 		if d.Reason != "quiet" || !d.Auto || !d.History || d.SilenceNeeded == nil {
 			t.Fatalf("%s: drain %+v, want a quiet end judged on a rate, with the history before the drain", where, d)
@@ -361,7 +361,7 @@ func TestNginx(t *testing.T) {
 			}
 		default:
 			if lost(t, res) {
-				t.Errorf("%s: %d failed %v, %d cut; failures %+v", where, res.Failed, res.ByKind, res.Cut, res.Failures)
+				t.Errorf("%s: %d failed %v, %d cut; failures %+v; drops %+v (timers %.0fms late)", where, res.Failed, res.ByKind, res.Cut, res.Failures, res.Drops, float64(res.TimerLate)*1000)
 			}
 			// The SIGQUIT started the drain rather than reaching nginx at once: the pod served
 			// for at least the propagation delay.
