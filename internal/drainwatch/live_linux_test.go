@@ -159,20 +159,30 @@ func dial(t *testing.T, addr string, keep bool) {
 }
 
 func TestLiveTableMethods(t *testing.T) {
-	pid, line := child(t, "listen")
-	var p4, p6 int
-	if _, err := fmt.Sscanf(line, "ports %d %d", &p4, &p6); err != nil || p4 == 0 {
-		t.Fatalf("helper said %q", line)
-	}
-	v4 := fmt.Sprintf("127.0.0.1:%d", p4)
-	v6 := fmt.Sprintf("[::1]:%d", p6)
 	// Another app on the same port at another address, as the rollout harness's pods are: its
-	// connections are not the app's.
-	other, err := net.Listen("tcp", fmt.Sprintf("127.0.0.2:%d", p4))
-	if err != nil {
-		t.Fatalf("a second listener on port %d: %v", p4, err)
+	// connections are not the app's. The helper's port may be taken on 127.0.0.2 (as a client's
+	// local port, by tests running beside this one): then another helper, another port.
+	var (
+		pid, p4, p6 int
+		other       net.Listener
+	)
+	for try := 1; other == nil; try++ {
+		var line string
+		pid, line = child(t, "listen")
+		if _, err := fmt.Sscanf(line, "ports %d %d", &p4, &p6); err != nil || p4 == 0 {
+			t.Fatalf("helper said %q", line)
+		}
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.2:%d", p4))
+		switch {
+		case err == nil:
+			other = ln
+		case !errors.Is(err, unix.EADDRINUSE) || try == 5:
+			t.Fatalf("a second listener on port %d: %v", p4, err)
+		}
 	}
 	defer other.Close()
+	v4 := fmt.Sprintf("127.0.0.1:%d", p4)
+	v6 := fmt.Sprintf("[::1]:%d", p6)
 	go func() {
 		for {
 			c, err := other.Accept()
