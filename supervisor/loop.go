@@ -127,14 +127,51 @@ func (s *Supervisor) Run(ctx context.Context) (int, error) {
 		defer stop()
 		s.history = drainwatch.Record(hctx, s.accepted)
 	}
-	code := s.loop(ctx, m)
+	sigs := make(chan unix.Signal)
+	go relaySignals(s.sigs, sigs, s.done)
+	code := s.loop(ctx, m, sigs)
 	close(s.done)
 	writeTerminationLog(s.cfg.TerminationLog, m.summaryLine)
 	return code, nil
 }
 
-// loop is the one goroutine that owns the machine. It returns drainit's exit status.
-func (s *Supervisor) loop(ctx context.Context, m *machine) int {
+// relaySignals takes every signal from in as soon as os/signal delivers it and hands it to the
+// loop on out, until done is closed. os/signal drops a signal whose channel is full, and the loop
+// takes one signal per turn and signals the app before it takes the next: under a flood of
+// forwarded signals (a few processes sending 20 distinct ones in a loop) the channel filled and
+// a SIGTERM sent meanwhile was dropped, and no stop sequence ever started. Here a signal never
+// waits for the loop's work: repeats of a signal the loop has not taken yet are coalesced, as
+// the kernel coalesces a pending signal, so what waits is at most one of each signal, in the
+// order they first came.
+func relaySignals(in <-chan os.Signal, out chan<- unix.Signal, done <-chan struct{}) {
+	var queued [signals.MaxSignal + 1]bool
+	var order []unix.Signal // the signals queued, oldest first: each at most once
+	for {
+		var send chan<- unix.Signal // nil, so never ready, while nothing waits
+		var next unix.Signal
+		if len(order) > 0 {
+			send, next = out, order[0]
+		}
+		select {
+		case s := <-in:
+			sig, ok := s.(unix.Signal)
+			if !ok || sig < 1 || sig > signals.MaxSignal || queued[sig] {
+				continue
+			}
+			queued[sig] = true
+			order = append(order, sig)
+		case send <- next:
+			queued[next] = false
+			order = append(order[:0], order[1:]...)
+		case <-done:
+			return
+		}
+	}
+}
+
+// loop is the one goroutine that owns the machine, taking signals from sigs (relaySignals). It
+// returns drainit's exit status.
+func (s *Supervisor) loop(ctx context.Context, m *machine, sigs <-chan unix.Signal) int {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	var armed time.Time
@@ -173,9 +210,9 @@ func (s *Supervisor) loop(ctx context.Context, m *machine) int {
 		select {
 		case <-s.chld:
 			acts = s.reaped(m, waitFlags)
-		case sig := <-s.sigs:
-			acts = m.signal(time.Now(), sig.(unix.Signal))
-			suspend = s.suspendsOn(sig.(unix.Signal)) && len(acts) > 0
+		case sig := <-sigs:
+			acts = m.signal(time.Now(), sig)
+			suspend = s.suspendsOn(sig) && len(acts) > 0
 		case <-timer.C:
 			armed = time.Time{}
 			acts = m.tick(time.Now())

@@ -36,14 +36,22 @@ type fakeProcesses struct {
 	exits  []exit
 	none   bool
 	notify chan sent // every signal, also sent here (buffered) for tests that wait for one
+	// gate, when not nil, holds every signal to the app until it is closed: a loop slow to
+	// signal, as under a flood.
+	gate chan struct{}
 }
 
 func newFake() *fakeProcesses { return &fakeProcesses{notify: make(chan sent, 64)} }
 
-func (f *fakeProcesses) adopt() error                        { return nil }
-func (f *fakeProcesses) start([]string, bool) (int, error)   { return fakeApp, nil }
-func (f *fakeProcesses) signal(_ int, s unix.Signal, _ bool) { f.record(sent{s, false}) }
-func (f *fakeProcesses) signalAll(_ int, s unix.Signal)      { f.record(sent{s, true}) }
+func (f *fakeProcesses) adopt() error                      { return nil }
+func (f *fakeProcesses) start([]string, bool) (int, error) { return fakeApp, nil }
+func (f *fakeProcesses) signal(_ int, s unix.Signal, _ bool) {
+	if f.gate != nil {
+		<-f.gate
+	}
+	f.record(sent{s, false})
+}
+func (f *fakeProcesses) signalAll(_ int, s unix.Signal) { f.record(sent{s, true}) }
 func (f *fakeProcesses) record(s sent) {
 	f.mu.Lock()
 	f.sent = append(f.sent, s)
@@ -274,5 +282,41 @@ func TestLoopRecycledPid(t *testing.T) {
 	}
 	if apps, exits := r.log.count("app exited"), r.log.count("drainit exiting"); apps != 1 || exits != 1 {
 		t.Errorf("%d \"app exited\" and %d \"drainit exiting\" events, want one each:\n%s", apps, exits, r.log.b.String())
+	}
+}
+
+// TestLoopSignalFloodKeepsTrigger: while the loop is busy forwarding a signal (held here by the
+// fake), a flood of other signals must still be taken off the channel os/signal delivers to, or
+// os/signal drops what comes next, a SIGTERM among it. Each send below is what os/signal would
+// have dropped had the channel been full; once the loop goes on, the SIGTERM starts the stop
+// sequence.
+func TestLoopSignalFloodKeepsTrigger(t *testing.T) {
+	r := newRun(t, Options{}, func(c *config.Config) { c.DrainDelay = 0 })
+	r.fake.gate = make(chan struct{})
+	r.start(t)
+	send := func(sig unix.Signal) {
+		t.Helper()
+		select {
+		case r.sigs <- sig:
+		case <-time.After(2 * time.Second):
+			close(r.fake.gate)
+			t.Fatalf("the signal channel stayed full while the loop forwarded a signal: os/signal would drop %s", signals.Name(sig))
+		}
+	}
+	for range 100 {
+		for _, sig := range []unix.Signal{unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH, unix.SIGHUP} {
+			send(sig)
+		}
+	}
+	send(unix.SIGTERM)
+	close(r.fake.gate)
+	r.awaitSignal(t, sent{unix.SIGTERM, false}, 5*time.Second)
+	r.appExits(killedBy(unix.SIGTERM))
+	if code := r.wait(t, 5*time.Second); code != 128+int(unix.SIGTERM) {
+		t.Fatalf("exit %d, want 143", code)
+	}
+	// Repeats the loop had not taken yet were coalesced: far fewer forwards than sends.
+	if n := len(r.fake.signals()); n > 20 {
+		t.Errorf("%d signals forwarded for 4 kinds flooded while the loop was held, want them coalesced", n)
 	}
 }

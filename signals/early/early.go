@@ -69,9 +69,11 @@ type Registration struct {
 	// orphans (measured: 3000 released at once filled a shared channel of 128) can never crowd
 	// a SIGTERM out of the channel the other signals wait in, where os/signal would drop it.
 	Chld chan os.Signal
-	// Sigs holds two of each signal, more than the runtime can have pending at once (it
-	// coalesces repeats of the same signal). signals.Early are registered for it; signals.Late
-	// are for the run subcommand to add (see there for why they wait).
+	// Sigs has room for two of each signal. The runtime coalesces repeats of a signal only
+	// until os/signal has delivered it, and drops one that finds the channel full: the room is
+	// for what arrives before the supervisor runs, which from then on takes each signal off the
+	// channel as it comes (supervisor.relaySignals). signals.Early are registered for it;
+	// signals.Late are for the run subcommand to add (see there for why they wait).
 	Sigs chan os.Signal
 	// Ignored are the signals that were ignored when drainit started (signals.InheritedIgnored):
 	// they are not registered and stay ignored, so that the app inherits them ignored as exec
