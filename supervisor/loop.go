@@ -337,18 +337,22 @@ func (s *Supervisor) reaped(m *machine, waitFlags int) []action {
 }
 
 // send delivers a signal: toApp follows --forward (the app's group, or the app alone);
-// toEverything reaches the app's group and every other process drainit can end.
+// toEverything reaches the app's group and every other process drainit can end. Once the app has
+// been reaped, its pid may be given to another process: the app alone then gets nothing, and the
+// app's group is reached only through what drainit knows to be its own (linuxProcesses).
 func (s *Supervisor) send(to target, sig unix.Signal) {
 	ev := s.log.Debug().Str("signal", signals.Name(sig))
 	switch {
 	case to == toEverything:
 		ev.Int("pgid", s.appPid).Msg("signal to everything")
-		s.proc.signalAll(s.appPid, sig)
+		s.proc.signalAll(s.appPid, sig, s.appReaped)
+	case s.cfg.Forward == config.ForwardChild && s.appReaped:
+		ev.Int("pid", s.appPid).Msg("not forwarding: the app has exited")
 	case s.cfg.Forward == config.ForwardChild:
 		ev.Int("pid", s.appPid).Msg("forwarding signal to the app")
-		s.proc.signal(s.appPid, sig, false)
+		s.proc.signal(s.appPid, sig, false, false)
 	default:
 		ev.Int("pgid", s.appPid).Msg("forwarding signal to the app's process group")
-		s.proc.signal(s.appPid, sig, true)
+		s.proc.signal(s.appPid, sig, true, s.appReaped)
 	}
 }

@@ -45,13 +45,13 @@ func newFake() *fakeProcesses { return &fakeProcesses{notify: make(chan sent, 64
 
 func (f *fakeProcesses) adopt() error                      { return nil }
 func (f *fakeProcesses) start([]string, bool) (int, error) { return fakeApp, nil }
-func (f *fakeProcesses) signal(_ int, s unix.Signal, _ bool) {
+func (f *fakeProcesses) signal(_ int, s unix.Signal, _, _ bool) {
 	if f.gate != nil {
 		<-f.gate
 	}
 	f.record(sent{s, false})
 }
-func (f *fakeProcesses) signalAll(_ int, s unix.Signal) { f.record(sent{s, true}) }
+func (f *fakeProcesses) signalAll(_ int, s unix.Signal, _ bool) { f.record(sent{s, true}) }
 func (f *fakeProcesses) record(s sent) {
 	f.mu.Lock()
 	f.sent = append(f.sent, s)

@@ -18,10 +18,12 @@ type processes interface {
 	// start starts the app in a process group of its own (the terminal's foreground group when
 	// foreground) and returns its pid, which is also the group's id.
 	start(argv []string, foreground bool) (pid int, err error)
-	// signal sends sig to the app's group, or to the app alone.
-	signal(app int, sig unix.Signal, groupWide bool)
-	// signalAll sends sig to the app's group and then to every other process drainit can end.
-	signalAll(app int, sig unix.Signal)
+	// signal sends sig to the app's group, or to the app alone. reaped says the app has been
+	// reaped: its pid, and its group's id once the group is empty, may be a stranger's by now.
+	signal(app int, sig unix.Signal, groupWide, reaped bool)
+	// signalAll sends sig to the app's group (unless reaped, as for signal) and then to every
+	// other process drainit can end.
+	signalAll(app int, sig unix.Signal, reaped bool)
 	// reap collects every child that has changed state, without blocking; none reports that no
 	// child is left at all.
 	reap(extraFlags int) (exits []exit, none bool)
@@ -43,20 +45,43 @@ func (linuxProcesses) start(argv []string, foreground bool) (int, error) {
 	return spawn(argv, foreground)
 }
 
-func (linuxProcesses) signal(app int, sig unix.Signal, groupWide bool) {
-	if !groupWide {
+func (p linuxProcesses) signal(app int, sig unix.Signal, groupWide, reaped bool) {
+	switch {
+	case !groupWide:
 		_ = unix.Kill(app, sig)
-		return
+	case reaped && !p.pid1:
+		signalGroupLeft(app, sig)
+	default:
+		// The app leads its own group (setsid or setpgid at spawn), so its pgid is its pid.
+		// ESRCH only means the group is already gone. As PID 1, a group that got the number
+		// again after the app's can only be the namespace's, which drainit is ending anyway.
+		_ = unix.Kill(-app, sig)
 	}
-	// The app leads its own group (setsid or setpgid at spawn), so its pgid is its pid. ESRCH
-	// only means the group is already gone.
-	_ = unix.Kill(-app, sig)
+}
+
+// signalGroupLeft sends sig to what is left of the app's group after the app has been reaped,
+// as a subreaper: each of drainit's descendants in group pgid. kill(-pgid) could reach a
+// stranger: once the group's last member is gone the kernel gives the number out again, and
+// outside a PID namespace of its own drainit shares the numbers with the whole machine (seen: a
+// forwarded SIGUSR1, and the cleanup's SIGKILL, ended an unrelated process that had the reaped
+// app's pid as its own group's id). No member is missed: a process joins a group only in its own
+// session, and the members of the app's session descend from the app, which drainit adopts as a
+// subreaper.
+func signalGroupLeft(pgid int, sig unix.Signal) {
+	for _, d := range proc.Descendants("/proc", os.Getpid()) {
+		if st, err := proc.ReadStat("/proc", d); err == nil && st.PGID == pgid {
+			_ = unix.Kill(d, sig)
+		}
+	}
 }
 
 // signalAll reaches, after the app's group, as PID 1 all of the PID namespace, as a subreaper
-// every descendant found in /proc.
-func (p linuxProcesses) signalAll(app int, sig unix.Signal) {
-	_ = unix.Kill(-app, sig)
+// every descendant found in /proc. Once the app has been reaped its group is left out (see
+// signalGroupLeft): what is left of it is among the rest.
+func (p linuxProcesses) signalAll(app int, sig unix.Signal, reaped bool) {
+	if !reaped {
+		_ = unix.Kill(-app, sig)
+	}
 	if p.pid1 {
 		_ = unix.Kill(-1, sig)
 		return

@@ -1,0 +1,148 @@
+package supervisor
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
+
+	"github.com/drainit/drainit/internal/config"
+)
+
+// TestMain lets the test binary double as the helper programs of the process tests:
+// `<test binary> supervisor-helper MODE`.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 2 && os.Args[1] == "supervisor-helper" {
+		os.Exit(helper(os.Args[2]))
+	}
+	os.Exit(m.Run())
+}
+
+// helper modes:
+//
+//	stranger-parent  start a stranger in a session of its own, then exit at once, so that the
+//	                 stranger is no descendant of the test
+//	stranger         print "ready <pid>", then "got <signal number>" for each of HUP, USR1 and
+//	                 TERM; print "bye" and exit on WINCH (or exit 1 after a minute)
+func helper(mode string) int {
+	switch mode {
+	case "stranger-parent":
+		c := exec.Command(os.Args[0], "supervisor-helper", "stranger")
+		c.Stdout, c.Stderr = os.Stdout, os.Stderr
+		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := c.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		return 0
+	case "stranger":
+		c := make(chan os.Signal, 8)
+		signal.Notify(c, unix.SIGHUP, unix.SIGUSR1, unix.SIGTERM, unix.SIGWINCH)
+		fmt.Printf("ready %d\n", os.Getpid())
+		for {
+			select {
+			case s := <-c:
+				if s == unix.SIGWINCH {
+					fmt.Println("bye")
+					return 0
+				}
+				fmt.Printf("got %d\n", s.(unix.Signal))
+			case <-time.After(time.Minute):
+				return 1
+			}
+		}
+	}
+	return 2
+}
+
+// TestSignalsSpareReapedAppsPid: once the app has been reaped, its pid, and its group's id once
+// the group is empty, can be given to any process on the machine (drainit as a subreaper shares
+// the numbers with it). Here a stranger leads a group with that id: it is no descendant of
+// drainit (the test), and must get none of the signals drainit sends the app's group, the app
+// alone, or everything. The old code reached it with kill(-pgid) and kill(pid).
+func TestSignalsSpareReapedAppsPid(t *testing.T) {
+	// A pipe of the test's own: Wait closes the one StdoutPipe makes once the parent has exited,
+	// while the stranger still writes to it.
+	out, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	parent := exec.Command(os.Args[0], "supervisor-helper", "stranger-parent")
+	parent.Stdout, parent.Stderr = w, os.Stderr
+	err = parent.Start()
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 8)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	next := func() string {
+		t.Helper()
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatal("the stranger's output ended")
+			}
+			return l
+		case <-time.After(10 * time.Second):
+			t.Fatal("the stranger said nothing for 10 s")
+		}
+		return ""
+	}
+	pid, err := strconv.Atoi(strings.TrimPrefix(next(), "ready "))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Kill(pid, unix.SIGKILL) })
+	if err := parent.Wait(); err != nil {
+		t.Fatalf("stranger-parent: %v", err)
+	}
+	if pgid, err := unix.Getpgid(pid); err != nil || pgid != pid {
+		t.Fatalf("the stranger's group is %d (%v), want its own, %d", pgid, err, pid)
+	}
+
+	// drainit as a subreaper whose app had the stranger's pid and has been reaped.
+	cfg := &config.Config{Forward: config.ForwardGroup}
+	s := newWith(cfg, Options{}, zerolog.Nop(), nil, nil, linuxProcesses{pid1: false}, false)
+	s.appPid, s.appReaped = pid, true
+	s.send(toApp, unix.SIGUSR1)
+	s.send(toEverything, unix.SIGTERM)
+	cfg.Forward = config.ForwardChild
+	s.send(toApp, unix.SIGHUP)
+
+	// WINCH last: the kernel hands a process its pending signals lowest number first, so any
+	// of the three above that reached the stranger is printed before WINCH ends it.
+	if err := unix.Kill(pid, unix.SIGWINCH); err != nil {
+		t.Fatalf("the stranger is gone already: %v", err)
+	}
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatal("the stranger ended without saying bye")
+			}
+			if l == "bye" {
+				return
+			}
+			t.Errorf("the stranger (not drainit's, with the reaped app's pid) %s", l)
+		case <-time.After(10 * time.Second):
+			t.Fatal("the stranger did not end on SIGWINCH within 10 s")
+		}
+	}
+}
