@@ -320,3 +320,32 @@ func TestLoopSignalFloodKeepsTrigger(t *testing.T) {
 		t.Errorf("%d signals forwarded for 4 kinds flooded while the loop was held, want them coalesced", n)
 	}
 }
+
+// TestLoopPrestopAfterAppExited: the app has exited and drainit is ending what it left behind
+// when /prestop comes, and then again (the kubelet retrying, a second caller). Both are
+// answered at once, drained; the second used to wait until drainit exited.
+func TestLoopPrestopAfterAppExited(t *testing.T) {
+	r := newRun(t, Options{}, func(c *config.Config) { c.CleanupWait = time.Minute })
+	r.start(t)
+	r.fake.exit(exited(3), false) // leftovers still run
+	r.chld <- unix.SIGCHLD
+	r.awaitSignal(t, sent{unix.SIGTERM, true}, 5*time.Second) // the cleanup has begun
+	for i := 1; i <= 2; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		st, err := r.s.Prestop(ctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("/prestop #%d after the app exited: %v", i, err)
+		}
+		if !st.Drained || st.Running {
+			t.Errorf("/prestop #%d answered drained=%v running=%v, want drained, not running", i, st.Drained, st.Running)
+		}
+	}
+	r.fake.mu.Lock()
+	r.fake.none = true
+	r.fake.mu.Unlock()
+	r.chld <- unix.SIGCHLD
+	if code := r.wait(t, 5*time.Second); code != 3 {
+		t.Fatalf("exit %d, want the app's 3", code)
+	}
+}

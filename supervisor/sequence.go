@@ -268,13 +268,15 @@ func (m *machine) signal(now time.Time, sig unix.Signal) []action {
 // prestop handles a /prestop request: it starts the sequence (t0 = now) or joins the one under way.
 // The caller's answer is due at the next actDrained, or at once when drained is already true.
 func (m *machine) prestop(now time.Time) []action {
+	if m.drained {
+		// A retry, or a second caller: the drain is over (drained comes only after a trigger),
+		// whether the app still runs or not, and the answer is due at once.
+		return []action{actDrained{}}
+	}
 	if m.appExited {
 		return m.lateTrigger(now, 0)
 	}
 	if !m.t0.IsZero() {
-		if m.drained {
-			return []action{actDrained{}}
-		}
 		return nil
 	}
 	m.t0, m.deadline = now, now.Add(m.timing.Grace)
