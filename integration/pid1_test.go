@@ -605,3 +605,36 @@ func TestUncatchableSignalsDoNotEndDrainit(t *testing.T) {
 		stopSignals(t, d)
 	})
 }
+
+// An app that is stopped when the stop comes (SIGSTOP from someone, Ctrl-Z with no shell above
+// drainit) still shuts down gracefully: drainit follows the stop signal with SIGCONT, so the app
+// handles its SIGTERM at once rather than keeping it pending until the SIGKILL at the kill point.
+func TestStoppedAppStopsGracefully(t *testing.T) {
+	requireRoot(t)
+	eachMode(t, func(t *testing.T, m mode) {
+		t.Parallel()
+		d := startIn(t, m, []string{"--drain-delay", "0s", "--grace-period", "30s"}, app("slow-stop", "0s")...)
+		d.stdout.AwaitPID(t, waitTimeout, "ready app")
+		kids := proc.Children("/proc", d.pid)
+		if len(kids) != 1 {
+			t.Fatalf("drainit's children %v, want the app alone\n%s", kids, d.dump())
+		}
+		if err := syscall.Kill(kids[0], syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		waitUntil(t, waitTimeout, "the app stopped", func() bool {
+			st, err := proc.ReadStat("/proc", kids[0])
+			return err == nil && st.State == 'T'
+		})
+		d.signal(syscall.SIGTERM)
+		d.stdout.AwaitExact(t, waitTimeout, "got app SIGTERM")
+		if got := d.wait(waitTimeout); got != (exitStatus{code: 0}) {
+			t.Fatalf("drainit: %v, want exit 0, the app's own after its SIGTERM\n%s", got, d.dump())
+		}
+		for _, e := range d.logs() {
+			if e.msg() == "app still running: SIGKILL to everything" {
+				t.Errorf("drainit had to SIGKILL the stopped app\n%s", d.dump())
+			}
+		}
+	})
+}

@@ -340,7 +340,31 @@ func (s *Supervisor) reaped(m *machine, waitFlags int) []action {
 // toEverything reaches the app's group and every other process drainit can end. Once the app has
 // been reaped, its pid may be given to another process: the app alone then gets nothing, and the
 // app's group is reached only through what drainit knows to be its own (linuxProcesses).
+//
+// The stop signal (toAppStop) and the clean-up's SIGTERM (toEverything) are followed by SIGCONT,
+// as systemd does: an app that is stopped (Ctrl-Z under `docker run -it`, a debugger, SIGSTOP
+// from someone) and handles the signal would otherwise keep it pending, and its graceful
+// shutdown would never run before the SIGKILL. Forwarded signals resume nothing: job control
+// stays the user's.
 func (s *Supervisor) send(to target, sig unix.Signal) {
+	s.deliver(to, sig)
+	if (to == toAppStop || to == toEverything) && !holdsStopped(sig) {
+		s.deliver(to, unix.SIGCONT)
+	}
+}
+
+// holdsStopped reports whether sig needs no SIGCONT after it: SIGKILL ends a stopped process as
+// it is, SIGCONT is one, and a stop signal would be undone by one.
+func holdsStopped(sig unix.Signal) bool {
+	switch sig {
+	case unix.SIGKILL, unix.SIGCONT, unix.SIGSTOP, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU:
+		return true
+	}
+	return false
+}
+
+// deliver sends one signal to a target (toAppStop as toApp).
+func (s *Supervisor) deliver(to target, sig unix.Signal) {
 	ev := s.log.Debug().Str("signal", signals.Name(sig))
 	switch {
 	case to == toEverything:

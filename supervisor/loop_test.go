@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -347,5 +348,25 @@ func TestLoopPrestopAfterAppExited(t *testing.T) {
 	r.chld <- unix.SIGCHLD
 	if code := r.wait(t, 5*time.Second); code != 3 {
 		t.Fatalf("exit %d, want the app's 3", code)
+	}
+}
+
+// TestLoopStopSignalResumesTheApp: the stop signal is followed by SIGCONT, so that a stopped app
+// that handles it shuts down gracefully rather than waiting for the SIGKILL; a forwarded signal
+// resumes nothing (job control stays the user's).
+func TestLoopStopSignalResumesTheApp(t *testing.T) {
+	r := newRun(t, Options{}, func(c *config.Config) { c.DrainDelay = 50 * time.Millisecond })
+	r.start(t)
+	r.sigs <- unix.SIGUSR1
+	r.awaitSignal(t, sent{unix.SIGUSR1, false}, 5*time.Second)
+	r.sigs <- unix.SIGTERM
+	r.awaitSignal(t, sent{unix.SIGCONT, false}, 5*time.Second)
+	r.appExits(exited(0))
+	if code := r.wait(t, 5*time.Second); code != 0 {
+		t.Fatalf("exit %d, want the app's 0", code)
+	}
+	want := []sent{{unix.SIGUSR1, false}, {unix.SIGTERM, false}, {unix.SIGCONT, false}}
+	if got := r.fake.signals(); !slices.Equal(got, want) {
+		t.Errorf("signals sent %v, want %v", got, want)
 	}
 }

@@ -84,6 +84,7 @@ type target int
 
 const (
 	toApp        target = iota // the app per --forward: its group, or it alone
+	toAppStop                  // as toApp, the stop signal: SIGCONT follows (see Supervisor.send)
 	toEverything               // the app's group, then every other process drainit may reap
 )
 
@@ -464,7 +465,7 @@ func (m *machine) enterStopping(now time.Time) []action {
 	}
 	m.event(now, zerolog.InfoLevel, "stop "+signals.Name(sig)).Str("signal", signals.Name(sig)).
 		Time("kill_at", m.wake.UTC()).Msg("stop signal sent")
-	return append(acts, actSignal{toApp, sig})
+	return append(acts, actSignal{toAppStop, sig})
 }
 
 // enterKilling is the kill point (or a third Ctrl-C) with the app still running.

@@ -75,7 +75,7 @@ func TestFullSequenceWithHooks(t *testing.T) {
 	}
 	// Ticks before the wake time do nothing.
 	want(t, m.tick(at(15.9)))
-	want(t, m.tick(at(16)), actSignal{toApp, unix.SIGTERM})
+	want(t, m.tick(at(16)), actSignal{toAppStop, unix.SIGTERM})
 	wantPhase(t, m, PhaseStopping)
 	if !m.wake.Equal(at(38)) {
 		t.Fatalf("kill at %v, want deadline - margin = 38s", m.wake.Sub(epoch))
@@ -116,9 +116,9 @@ func TestStopSignalChoice(t *testing.T) {
 		trigger unix.Signal
 		want    []action
 	}{
-		{"trigger as received", func(*config.Config) {}, unix.SIGINT, []action{actSignal{toApp, unix.SIGINT}}},
-		{"--stop-signal replaces it", func(c *config.Config) { c.StopSignal = unix.SIGQUIT }, unix.SIGTERM, []action{actSignal{toApp, unix.SIGQUIT}}},
-		{"rewritten", func(c *config.Config) { c.Rewrite = signals.Rewrite{unix.SIGTERM: unix.SIGUSR2} }, unix.SIGTERM, []action{actSignal{toApp, unix.SIGUSR2}}},
+		{"trigger as received", func(*config.Config) {}, unix.SIGINT, []action{actSignal{toAppStop, unix.SIGINT}}},
+		{"--stop-signal replaces it", func(c *config.Config) { c.StopSignal = unix.SIGQUIT }, unix.SIGTERM, []action{actSignal{toAppStop, unix.SIGQUIT}}},
+		{"rewritten", func(c *config.Config) { c.Rewrite = signals.Rewrite{unix.SIGTERM: unix.SIGUSR2} }, unix.SIGTERM, []action{actSignal{toAppStop, unix.SIGUSR2}}},
 		{"rewritten to nothing", func(c *config.Config) { c.Rewrite = signals.Rewrite{unix.SIGTERM: 0} }, unix.SIGTERM, nil},
 	}
 	for _, c := range cases {
@@ -148,12 +148,12 @@ func TestStopSignalStartsTheSequence(t *testing.T) {
 	want(t, m.signal(at(0), unix.SIGQUIT))
 	wantPhase(t, m, PhaseDraining)
 	want(t, m.tick(at(4.9)))
-	want(t, m.tick(at(5)), actSignal{toApp, unix.SIGQUIT})
+	want(t, m.tick(at(5)), actSignal{toAppStop, unix.SIGQUIT})
 	wantPhase(t, m, PhaseStopping)
 	// The kubelet's SIGTERM stops it the same way.
 	m = newParsed("--stop-signal", "QUIT")
 	want(t, m.signal(at(0), unix.SIGTERM))
-	want(t, m.tick(at(5)), actSignal{toApp, unix.SIGQUIT})
+	want(t, m.tick(at(5)), actSignal{toAppStop, unix.SIGQUIT})
 
 	m = newParsed()
 	want(t, m.signal(at(0), unix.SIGQUIT), actSignal{toApp, unix.SIGQUIT})
@@ -166,7 +166,7 @@ func TestStopSignalStartsTheSequence(t *testing.T) {
 func TestEscalationBeforeDeadline(t *testing.T) {
 	m := newTestMachine(false, true)
 	m.signal(at(0), unix.SIGTERM)
-	want(t, m.tick(at(5)), actSignal{toApp, unix.SIGTERM})
+	want(t, m.tick(at(5)), actSignal{toAppStop, unix.SIGTERM})
 	// The app ignores SIGTERM: at deadline - margin everything gets SIGKILL.
 	want(t, m.tick(at(28)), actSignal{toEverything, unix.SIGKILL})
 	wantPhase(t, m, PhaseKilling)
@@ -192,7 +192,7 @@ func TestHooksLongerThanBudgetSkipDrain(t *testing.T) {
 	// Hooks that end at the kill point itself: the stop signal goes out at once.
 	m = newTestMachine(true, false)
 	m.signal(at(0), unix.SIGTERM)
-	want(t, m.hooksDone(at(28), config.StageOffline, "1 ok"), actSignal{toApp, unix.SIGTERM})
+	want(t, m.hooksDone(at(28), config.StageOffline, "1 ok"), actSignal{toAppStop, unix.SIGTERM})
 }
 
 func TestRepeatedTriggersJoin(t *testing.T) {
@@ -213,7 +213,7 @@ func TestCtrlCTwiceAndThrice(t *testing.T) {
 	m := newTestMachine(true, false)
 	m.signal(at(0), unix.SIGINT)
 	// The second Ctrl-C skips the rest of the offline hooks and the drain.
-	want(t, m.signal(at(1), unix.SIGINT), actCancelHooks{config.StageOffline}, actSignal{toApp, unix.SIGINT})
+	want(t, m.signal(at(1), unix.SIGINT), actCancelHooks{config.StageOffline}, actSignal{toAppStop, unix.SIGINT})
 	wantPhase(t, m, PhaseStopping)
 	// Late hook results are ignored.
 	want(t, m.hooksDone(at(1.5), config.StageOffline, "1 ok"))
@@ -226,7 +226,7 @@ func TestCtrlCTwiceAndThrice(t *testing.T) {
 	m.signal(at(0), unix.SIGTERM)
 	want(t, m.signal(at(1), unix.SIGINT))
 	wantPhase(t, m, PhaseDraining)
-	want(t, m.signal(at(2), unix.SIGINT), actSignal{toApp, unix.SIGTERM})
+	want(t, m.signal(at(2), unix.SIGINT), actSignal{toAppStop, unix.SIGTERM})
 }
 
 func TestAppExitsInEachPhase(t *testing.T) {
@@ -339,7 +339,7 @@ func TestPrestopThenKubeletSignal(t *testing.T) {
 		t.Fatal("/prestop after the drain not answered at once")
 	}
 	// The kubelet's SIGTERM: straight to the stop step, no second drain.
-	want(t, m.signal(at(16.3), unix.SIGTERM), actSignal{toApp, unix.SIGTERM})
+	want(t, m.signal(at(16.3), unix.SIGTERM), actSignal{toAppStop, unix.SIGTERM})
 	wantPhase(t, m, PhaseStopping)
 	if !m.wake.Equal(at(38)) {
 		t.Fatalf("kill at %v, want /prestop time + grace - margin", m.wake.Sub(epoch))
@@ -357,7 +357,7 @@ func TestPrestopSignalDuringDrain(t *testing.T) {
 	if !drainedIn(acts) {
 		t.Fatal("/prestop not answered at the end of the drain")
 	}
-	want(t, acts, actSignal{toApp, unix.SIGQUIT})
+	want(t, acts, actSignal{toAppStop, unix.SIGQUIT})
 }
 
 func TestPrestopWithoutSignal(t *testing.T) {
@@ -367,7 +367,7 @@ func TestPrestopWithoutSignal(t *testing.T) {
 	m.prestop(at(0))
 	m.tick(at(5))
 	wantPhase(t, m, PhaseDrained)
-	want(t, m.tick(at(28)), actSignal{toApp, unix.SIGTERM})
+	want(t, m.tick(at(28)), actSignal{toAppStop, unix.SIGTERM})
 	want(t, m.tick(at(30)), actSignal{toEverything, unix.SIGKILL})
 }
 
@@ -406,7 +406,7 @@ func TestAdaptiveDrainEndsWhenQuiet(t *testing.T) {
 	wantPhase(t, m, PhaseDraining)
 	// The watcher saw traffic stop after 2.4 s: the stop signal goes out then, not at 5 s or 15 s.
 	want(t, m.drainWatched(at(2.4), drainwatch.Result{Reason: drainwatch.ReasonQuiet, NewConns: 7}),
-		actSignal{toApp, unix.SIGTERM})
+		actSignal{toAppStop, unix.SIGTERM})
 	if s := m.summary(at(3)); !strings.Contains(s, "drain ended: quiet, 7 new connections +2.4s") {
 		t.Errorf("summary %q does not say what ended the drain", s)
 	}
@@ -425,7 +425,7 @@ func TestAdaptiveDrainLogsTheRate(t *testing.T) {
 	want(t, m.drainWatched(at(1.2), drainwatch.Result{Reason: drainwatch.ReasonQuiet, NewConns: 210, Silence: 104 * time.Millisecond,
 		HistoryUsed: true, CPU: 15 * time.Millisecond, Elapsed: 1200 * time.Millisecond,
 		Auto: &drainwatch.Estimate{Rate: 198.44, Arrivals: 20, Window: 96 * time.Millisecond, Needed: 100 * time.Millisecond, Enough: true}}),
-		actSignal{toApp, unix.SIGTERM})
+		actSignal{toAppStop, unix.SIGTERM})
 	for _, w := range []string{`"message":"adaptive drain over"`, `"rate":198.4`, `"rate_arrivals":20`, `"silence_needed":100`, `"silence":104`, `"history":true`, `"cpu":15`, `"cpu_share":0.0125`} {
 		if !strings.Contains(buf.String(), w) {
 			t.Errorf("log lacks %s:\n%s", w, buf.String())
@@ -449,7 +449,7 @@ func TestAdaptiveDrainFallsBackToFixed(t *testing.T) {
 	if !m.wake.Equal(at(5)) {
 		t.Fatalf("fallback drain ends at %v, want the fixed 5s", m.wake.Sub(epoch))
 	}
-	want(t, m.tick(at(5)), actSignal{toApp, unix.SIGTERM})
+	want(t, m.tick(at(5)), actSignal{toAppStop, unix.SIGTERM})
 }
 
 func TestAdaptiveDrainBounds(t *testing.T) {
@@ -460,7 +460,7 @@ func TestAdaptiveDrainBounds(t *testing.T) {
 		t.Fatalf("backstop at %v, want the kill point", m.wake.Sub(epoch))
 	}
 	// A watcher that never answers: the backstop ends the drain.
-	want(t, m.tick(at(8)), actSignal{toApp, unix.SIGTERM})
+	want(t, m.tick(at(8)), actSignal{toAppStop, unix.SIGTERM})
 
 	// --drain-min gives way to the kill point too: the watcher runs to it, rather than refusing
 	// a minimum above its maximum (which would mean the fixed delay instead).
@@ -472,7 +472,7 @@ func TestAdaptiveDrainBounds(t *testing.T) {
 	// The second Ctrl-C still skips the drain; the watcher's late answer changes nothing.
 	m = newTestMachine(false, false, adaptive)
 	m.signal(at(0), unix.SIGINT)
-	want(t, m.signal(at(1), unix.SIGINT), actSignal{toApp, unix.SIGINT})
+	want(t, m.signal(at(1), unix.SIGINT), actSignal{toAppStop, unix.SIGINT})
 	want(t, m.drainWatched(at(2), drainwatch.Result{Reason: drainwatch.ReasonQuiet}))
 	wantPhase(t, m, PhaseStopping)
 }
