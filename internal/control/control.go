@@ -112,7 +112,7 @@ type Backend interface {
 // The server's limits (see the package doc for why these values).
 const (
 	// headerTimeout bounds how long a client may take to send its request head, from its
-	// connection's accept.
+	// connection's accept (a server starved past it still reads what came: http1.Server).
 	headerTimeout = 2 * time.Second
 	// readTimeout bounds the whole request, a body included; it is also the write timeout.
 	readTimeout = 5 * time.Second

@@ -589,3 +589,36 @@ func TestExpectContinue(t *testing.T) {
 		t.Fatalf("after the body: %q, %v; want 200", line, err)
 	}
 }
+
+// A server that gets to a connection late, its deadlines already past (drainit starved of CPU:
+// a container throttled at its CPU limit, a loaded node), still answers the request the client
+// sent in time: the kubelet's /prestop call must not be closed unanswered (it saw EOF).
+func TestLateServerStillReadsWhatCameInTime(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	sc, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(client, "GET /prestop HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{Handler: echo, HeaderTimeout: time.Second, ReadTimeout: 2 * time.Second,
+		HandlerTimeout: time.Second, WriteTimeout: time.Second, ctx: context.Background()}
+	// Accepted a minute ago, as far as the server's clock goes: both deadlines are long past.
+	s.serveConn(&conn{Conn: sc, ip: "127.0.0.1", accepted: time.Now().Add(-time.Minute)})
+	sc.Close()
+	_ = client.SetReadDeadline(time.Now().Add(10 * time.Second))
+	line, _ := bufio.NewReader(client).ReadString('\n')
+	if got := strings.TrimSpace(line); got != "HTTP/1.1 200 OK" {
+		t.Fatalf("a request sent in time, read late: %q, want 200 (an empty line: closed unanswered)", got)
+	}
+}

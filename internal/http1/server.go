@@ -342,7 +342,7 @@ func (s *Server) serveConn(c *conn) {
 	if headTimeout <= 0 || headTimeout > readTimeout {
 		headTimeout = readTimeout
 	}
-	_ = c.SetReadDeadline(c.accepted.Add(headTimeout))
+	_ = c.SetReadDeadline(notBeforeNow(c.accepted.Add(headTimeout)))
 	cr := &countingReader{r: c}
 	br := bufio.NewReaderSize(cr, requestBufferSize)
 	req, err := parseRequest(br)
@@ -382,7 +382,7 @@ func (s *Server) serveConn(c *conn) {
 			_ = c.SetWriteDeadline(time.Now().Add(s.WriteTimeout))
 			_, _ = io.WriteString(c, "HTTP/1.1 100 Continue\r\n\r\n")
 		}
-		_ = c.SetReadDeadline(c.accepted.Add(readTimeout))
+		_ = c.SetReadDeadline(notBeforeNow(c.accepted.Add(readTimeout)))
 		if _, err := io.CopyN(io.Discard, br, req.body); err != nil {
 			if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
 				s.write(c, req.Method, Response{Status: 408, Body: []byte("request timeout\n")})
@@ -401,6 +401,21 @@ func (s *Server) serveConn(c *conn) {
 	if br.Buffered() > 0 { // pipelined requests, which are not answered (Connection: close)
 		lingerClose(c, br)
 	}
+}
+
+// lateRead is how long a read may still wait once the server comes to it after its deadline.
+const lateRead = 100 * time.Millisecond
+
+// notBeforeNow is a read deadline that counts from the accept, but leaves the server a moment
+// to read what is already there when it comes to it late. Go fails a read at once, without
+// reading, once its deadline has passed: a server starved of CPU (a container throttled at its
+// CPU limit, a node stalling it for seconds) would close unanswered the request a client sent in
+// time, the kubelet's /prestop among them. A client that is slow itself gains lateRead at most.
+func notBeforeNow(deadline time.Time) time.Time {
+	if late := time.Now().Add(lateRead); deadline.Before(late) {
+		return late
+	}
+	return deadline
 }
 
 // How long, and how much, lingerClose reads after the answer (net/http waits 500 ms too).
