@@ -30,3 +30,28 @@ func TestCounterSampler(t *testing.T) {
 		t.Errorf("no self counter: %d new, want 3", got)
 	}
 }
+
+// A counter that goes backwards (a 32-bit unsigned long wrapping on a 32-bit kernel, or a
+// reading from another network namespace) cannot say how many arrived. The poll counts one
+// arrival, so that the quiet period starts over, never a negative or an enormous number, which
+// would hide the arrivals from the schedule or make the automatic quiet period's rate absurd.
+func TestCounterSamplerBackwards(t *testing.T) {
+	var opens uint64
+	s := &counterSampler{read: func() (uint64, error) { return opens, nil }}
+	for i, step := range []struct {
+		opens uint64
+		want  int
+	}{
+		{1<<32 - 3, 0}, // the baseline, just under a 32-bit wrap
+		{1<<32 - 1, 2},
+		{4, 1}, // wrapped: five arrived, but a reset looks the same
+		{6, 2}, // and the count goes on from the new reading
+		{1 << 40, 1<<40 - 6},
+		{10, 1}, // a 64-bit counter gone backwards: a reset
+	} {
+		opens = step.opens
+		if got, err := s.sample(); err != nil || got != step.want {
+			t.Errorf("poll %d (PassiveOpens %d): %d, %v; want %d", i, step.opens, got, err, step.want)
+		}
+	}
+}
