@@ -11,6 +11,10 @@ const (
 	bcSCond = 7 // the local end matches an inet_diag_hostcond: family, address prefix, port
 
 	afUnspec, afInet, afInet6 = 0, 2, 10 // the address families, as Linux numbers them
+
+	// maxFilterLen is the longest program an INET_DIAG_REQ_BYTECODE attribute holds: its
+	// length, header (4 bytes) included, is a u16.
+	maxFilterLen = 1<<16 - 1 - 4
 )
 
 // endpointFilter compiles "the local end is one of eps" (not empty). Each op is {code, yes, no}:
@@ -26,6 +30,12 @@ const (
 // endpoint with any address is AF_UNSPEC with no address; an IPv4 address also matches the
 // v4-mapped form in IPv6 sockets. The filter lets through at least what Endpoint.matches takes
 // (an IPv4 wildcard also lets IPv6 sockets on its port through): the detector decides.
+//
+// The filter travels in one netlink attribute, whose length is 16 bits, and the "no" jumps are
+// 16 bits too: with thousands of endpoints (about 3,270 of 16-byte tests) the program cannot be
+// said. Then endpointFilter returns nil, no filter: the kernel sends every socket and the
+// detector picks, at a cost the CPU budget accounts for. (Cut to 16 bits, the lengths made a
+// request whose meaning depended on how the kernel read the truncated attribute.)
 func endpointFilter(eps []Endpoint) []byte {
 	cond := func(e Endpoint) (family, bits byte, addr []byte) {
 		switch a := e.Addr; {
@@ -46,6 +56,9 @@ func endpointFilter(eps []Endpoint) []byte {
 		if i < len(eps)-1 {
 			total += 4 // the jump
 		}
+	}
+	if total > maxFilterLen {
+		return nil
 	}
 	b := make([]byte, 0, total)
 	ne := binary.NativeEndian

@@ -162,3 +162,32 @@ func TestEndpointFilter(t *testing.T) {
 		}
 	}
 }
+
+// TestEndpointFilterMany: thousands of endpoints (an app listening on a port range) give a
+// filter that fits its netlink attribute and that the kernel would take, or no filter at all;
+// never one whose lengths were cut to 16 bits.
+func TestEndpointFilterMany(t *testing.T) {
+	for _, n := range []int{1000, 3000, 4000, 20000} {
+		eps := make([]Endpoint, n)
+		for i := range eps {
+			eps[i] = Endpoint{netip.AddrFrom4([4]byte{127, 0, byte(i >> 8), byte(i)}), uint16(10000 + i%50000)}
+		}
+		bc := endpointFilter(eps)
+		if bc == nil {
+			continue // no filter: the detector sees every socket
+		}
+		if len(bc)+4 > 1<<16-1 {
+			t.Errorf("%d endpoints: a %d-byte filter does not fit a netlink attribute", n, len(bc))
+			continue
+		}
+		if !bcAudit(bc) {
+			t.Errorf("%d endpoints: the kernel would refuse the filter", n)
+			continue
+		}
+		for _, e := range []Endpoint{eps[0], eps[n-1]} {
+			if !bcRun(bc, Socket{Local: netip.AddrPortFrom(e.Addr, e.Port)}) {
+				t.Errorf("%d endpoints: %s dropped by the filter, but watched", n, e)
+			}
+		}
+	}
+}
