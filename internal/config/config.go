@@ -48,7 +48,7 @@ const EnvPrefix = "DRAINIT_"
 // once on the command line does (see Option.Repeat).
 type Raw struct {
 	GracePeriod    string `env:"GRACE_PERIOD" flag:"grace-period" envDefault:"30s" help:"match the pod's terminationGracePeriodSeconds (or docker stop -t); the stop sequence ends by then"`
-	DrainDelay     string `env:"DRAIN_DELAY" flag:"drain-delay" envDefault:"5s" help:"fixed drain wait after the offline hooks, while the app still serves"`
+	DrainDelay     string `env:"DRAIN_DELAY" flag:"drain-delay" envDefault:"5s" help:"fixed drain wait after the offline hooks, while the app still serves; with --drain adaptive, the wait when the app's connections cannot be watched"`
 	Drain          string `env:"DRAIN" flag:"drain" envDefault:"fixed" help:"fixed (wait --drain-delay) or adaptive (until no new connection for --drain-quiet, within --drain-min and --drain-max)"`
 	DrainQuiet     string `env:"DRAIN_QUIET" flag:"drain-quiet" envDefault:"1s" help:"adaptive drain: end once no new connection has arrived for this long; auto: for a silence that follows the traffic (2·ln(10⁴)/rate of new connections, at least 100ms)"`
 	DrainMin       string `env:"DRAIN_MIN" flag:"drain-min" envDefault:"0s" help:"adaptive drain: never shorter than this"`
@@ -731,17 +731,14 @@ func (p *parsed) check() *Validation {
 		v.Errors = append(v.Errors, &Error{Option: c.OptionName("drain-min"), Flag: "drain-min", Value: r.DrainMin, Err: fmt.Errorf(
 			"the minimum %s exceeds --drain-max %s", c.DrainMin, c.DrainMax)})
 	}
-	// An option of the other drain is not used (DRAINIT_DRAIN_QUIET=auto alone leaves the fixed
-	// 5 s drain): the log says so at start.
-	if usable("drain") {
-		unused, mode, other := []string{"drain-quiet", "drain-min", "drain-max"}, "fixed", "adaptive"
-		if c.Adaptive {
-			unused, mode, other = []string{"drain-delay"}, "adaptive", "fixed"
-		}
-		for _, f := range unused {
+	// An option of the adaptive drain is not used by the fixed one (DRAINIT_DRAIN_QUIET=auto alone
+	// leaves the fixed 5 s drain): the log says so at start. Not the other way round: the adaptive
+	// drain falls back to --drain-delay when the app's connections cannot be watched.
+	if usable("drain") && !c.Adaptive {
+		for _, f := range []string{"drain-quiet", "drain-min", "drain-max"} {
 			if p.from[f] != "" {
-				c.notes = append(c.notes, fmt.Sprintf("%s has no effect: %s is %s, and it applies to %s %s only",
-					p.from[f], c.OptionName("drain"), mode, c.OptionName("drain"), other))
+				c.notes = append(c.notes, fmt.Sprintf("%s has no effect: %s is fixed, and it applies to %s adaptive only",
+					p.from[f], c.OptionName("drain"), c.OptionName("drain")))
 			}
 		}
 	}
