@@ -161,7 +161,7 @@ func findDrainit(c *Container, env envMap) *drainitConf {
 // drainit then runs no app.
 func drainitArgs(words []word, env envMap) (args []word, line int, whole, found bool) {
 	for i, w := range words {
-		if path.Base(w.s) == "drainit" {
+		if isDrainit(w.s) && !(i > 0 && isFlagValue(words[0].s, words[i-1].s)) {
 			if i+1 < len(words) && isSubcommand(words[i+1].s) {
 				return nil, 0, false, false
 			}
@@ -177,8 +177,13 @@ func drainitArgs(words []word, env envMap) (args []word, line int, whole, found 
 				ws = ws[1:]
 			}
 			for j, s := range ws {
-				if path.Base(s) != "drainit" || (j+1 < len(ws) && isSubcommand(ws[j+1])) {
+				if !isDrainit(s) || (j+1 < len(ws) && isSubcommand(ws[j+1])) {
 					continue
+				}
+				if j > 0 && !isLauncher(ws[0]) {
+					// Not run, but handled: "cp /drainit /shared/", "[ -x /drainit ]". The
+					// script's drainit, if any, is in a later command.
+					break
 				}
 				for _, rest := range ws[j+1:] {
 					args = append(args, word{env.expandShellUnseen(rest), w.line})
@@ -188,6 +193,32 @@ func drainitArgs(words []word, env envMap) (args []word, line int, whole, found 
 		}
 	}
 	return nil, 0, false, false
+}
+
+// isDrainit says whether a word names drainit's binary. A flag is never the binary, even
+// when its value is a path to it ("--config=/etc/drainit").
+func isDrainit(s string) bool {
+	return !strings.HasPrefix(s, "-") && path.Base(s) == "drainit"
+}
+
+// isFlagValue says whether a word is the value of the flag before it, and so not a program:
+// "/app --service-name drainit". In front of a launcher (tini -s drainit) a flag is taken as
+// the launcher's own switch, as before: those take no value before the program.
+func isFlagValue(first, prev string) bool {
+	return !isLauncher(first) && strings.HasPrefix(prev, "-") && prev != "--" && !strings.Contains(prev, "=")
+}
+
+// isLauncher says whether a program runs the command that follows its own arguments: drainit
+// after one of them runs, drainit after any other program is only that program's argument. A
+// switch, not a map: package-level maps cost drainit's start (TestStartPathInitsAreSmall).
+func isLauncher(prog string) bool {
+	switch path.Base(prog) {
+	case "tini", "tini-static", "dumb-init", "catatonit", "docker-init", "env", "nice", "ionice",
+		"nohup", "setsid", "chrt", "taskset", "setpriv", "gosu", "su-exec", "chpst", "runuser",
+		"s6-setuidgid", "exec", "command":
+		return true
+	}
+	return false
 }
 
 // isSubcommand says whether a first argument makes drainit do something other than run an app.

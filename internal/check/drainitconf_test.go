@@ -230,3 +230,14 @@ func TestUnseenValues(t *testing.T) {
 		})
 	}
 }
+
+// TestDrainitWord: "drainit" as the value of an app's flag is no drainit (it was read as one,
+// and the app's flags reported as drainit's), and a script that copies drainit before running
+// the copy is read at the command that runs it (it was read at the cp, and the flags missed).
+func TestDrainitWord(t *testing.T) {
+	_, fs := checkFile(t, "testdata/rules/drainit-word.yaml")
+	checkFindings(t, fs, []wantFinding{
+		{11, Error, RuleDrainitGrace, "copied", []string{"--grace-period=90s"}},
+		{24, Error, RuleDrainitGrace, "tini", []string{"--grace-period=90s"}},
+	})
+}
