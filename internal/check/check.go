@@ -19,6 +19,7 @@ package check
 
 import (
 	"fmt"
+	"net"
 	"sort"
 	"strconv"
 	"strings"
@@ -113,8 +114,10 @@ type containerCheck struct {
 	grace time.Duration
 	ps    preStop
 	dc    *drainitConf // nil: drainit does not run the app
-	app   *appTime     // nil: unknown
-	out   []Finding
+	// hostNet: the pod uses the node's network, where the kubelet's localhost is the pod's.
+	hostNet bool
+	app     *appTime // nil: unknown
+	out     []Finding
 }
 
 func (k *containerCheck) add(line int, sev Severity, rule, format string, args ...any) {
@@ -127,7 +130,7 @@ func (k *containerCheck) add(line int, sev Severity, rule, format string, args .
 func checkContainer(w *Workload, c *Container) []Finding {
 	env := newEnvMap(c)
 	words := argv(c, env)
-	k := &containerCheck{c: c, grace: w.Grace}
+	k := &containerCheck{c: c, grace: w.Grace, hostNet: w.HostNetwork}
 	k.dc = findDrainit(c, env)
 	k.ps = analyzePreStop(c, env, k.dc)
 	if k.ps.kind == hookDrainit && k.dc == nil {
@@ -178,6 +181,48 @@ func (k *containerCheck) drainitConfig() bool {
 	return len(dc.errs) == 0 && dc.grace.known && dc.drain.known && dc.margin.known
 }
 
+// httpMisses reports a preStop httpGet aimed at drainit's port that cannot start its drain: a
+// path other than /prestop (drainit answers 404, or only reports for /healthz, /readyz and
+// /status), a host that is the node's loopback (the kubelet sends the request from the node),
+// or no host while drainit listens on loopback only (the kubelet sends it to the pod's IP).
+func (k *containerCheck) httpMisses() bool {
+	dc, g, line := k.dc, k.ps.http, k.c.PreStop.Line
+	if g == nil || dc.port() == 0 {
+		return false // `drainit prestop`, or an address the manifest does not show
+	}
+	const after = "the kubelet records FailedPreStopHook or nothing at all, and the drain starts only at SIGTERM"
+	if p, _, _ := strings.Cut(g.Path, "?"); p != "/prestop" {
+		k.add(line, Error, RulePreStopServer, "the preStop httpGet goes to drainit's control server with path %q, but only "+
+			"/prestop starts the drain (drainit answers 404 to other paths, and /healthz, /readyz and /status only report): "+
+			"%s; set path: /prestop", g.Path, after)
+		return true
+	}
+	if !k.hostNet && isLoopbackHost(g.Host) {
+		k.add(line, Error, RulePreStopServer, "the preStop httpGet has host %q, but the kubelet sends the request from the node, "+
+			"where %s is the node's own loopback, not the pod's: the request fails or reaches something else, %s; remove host "+
+			"(the kubelet then uses the pod's IP)", g.Host, g.Host, after)
+		return true
+	}
+	host, _, _ := splitPort(dc.httpAddr.raw)
+	if !k.hostNet && g.Host == "" && isLoopbackHost(host) {
+		k.add(line, Error, RulePreStopServer, "drainit's control server listens on loopback only (%s %q), but the kubelet sends "+
+			"the preStop httpGet to the pod's IP: the connection is refused, %s; set %s to \":%d\", or use an exec "+
+			"preStop [\"/drainit\", \"prestop\"], which calls it from inside the container", dc.httpAddr.src, dc.httpAddr.raw,
+			after, dc.httpAddr.src, dc.port())
+		return true
+	}
+	return false
+}
+
+// isLoopbackHost says whether a host name or address is the loopback interface.
+func isLoopbackHost(h string) bool {
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(h, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
 // noShell reports an exec preStop that needs a shell or sleep(1) in an image that has neither.
 func (k *containerCheck) noShell() {
 	if k.ps.shell == "" || !isShellless(k.c.Image) {
@@ -221,6 +266,11 @@ func (k *containerCheck) controlServer() {
 		k.add(h.Line, Error, RulePreStopServer, "the preStop hook asks drainit's control server to drain, but DRAINIT_HTTP_ADDR "+
 			"(or --http-addr) is not set, so the server is off: %s, the kubelet records FailedPreStopHook and the drain starts only at SIGTERM; "+
 			"set DRAINIT_HTTP_ADDR=:%d", what, exampleControlPort)
+		return
+	}
+	if k.httpMisses() {
+		// The hook fails or does nothing: no drain, and no delay, before the stop signal.
+		k.ps = preStop{kind: hookOther, line: k.ps.line, exact: true, desc: k.ps.desc}
 		return
 	}
 	if k.ps.http != nil && strings.EqualFold(k.ps.http.Scheme, "HTTPS") {

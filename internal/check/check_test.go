@@ -728,3 +728,16 @@ func TestBearerIsAsTheServerReads(t *testing.T) {
 		}
 	}
 }
+
+// TestPreStopHTTPMisses: an httpGet to drainit's port that cannot start the drain (another path,
+// the node's loopback as host, drainit listening on loopback while the kubelet calls the pod's
+// IP) was taken for a working drain; each is a prestop-server error, and hostNetwork makes
+// loopback right.
+func TestPreStopHTTPMisses(t *testing.T) {
+	_, fs := checkFile(t, "testdata/rules/prestop-http-miss.yaml")
+	checkFindings(t, fs, []wantFinding{
+		{12, Error, RulePreStopServer, "path", []string{`path "/readyz"`, "only /prestop starts the drain"}},
+		{17, Error, RulePreStopServer, "node-loopback", []string{`host "localhost"`, "node's own loopback"}},
+		{22, Error, RulePreStopServer, "listens-on-loopback", []string{`loopback only (DRAINIT_HTTP_ADDR "127.0.0.1:8099")`, `":8099"`}},
+	})
+}

@@ -26,6 +26,10 @@ type Workload struct {
 	GraceSet  bool
 	GraceLine int // 0 when unset
 
+	// HostNetwork is spec.hostNetwork: the pod shares the node's network, so an httpGet hook
+	// to localhost reaches the pod's containers.
+	HostNetwork bool
+
 	Containers []Container
 
 	// Ignores are the drainit.io/ignore annotations of the object and of its pod template.
@@ -323,6 +327,11 @@ func (r *reader) podSpec(spec *yaml.Node, path string, w *Workload) error {
 			return r.errorf(g, join(path, "terminationGracePeriodSeconds"), "must be 0 or more, got %d", secs)
 		}
 		w.Grace, w.GraceSet, w.GraceLine = seconds(secs), true, g.Line
+	}
+	if hn, err := r.get(spec, "hostNetwork", path); err != nil {
+		return err
+	} else if hn != nil {
+		w.HostNetwork = hn.Kind == yaml.ScalarNode && hn.Tag == "!!bool" && hn.Value == "true"
 	}
 	items, err := r.seq(spec, "containers", path)
 	if err != nil {
