@@ -16,8 +16,8 @@ const checkUsage = `Usage: drainit check [OPTIONS] [PATH...]
        kubectl kustomize DIR | drainit check -
 
 Checks the termination timing of the pod templates in Kubernetes manifests (Pod, Deployment,
-StatefulSet, DaemonSet, ReplicaSet, Job, CronJob, and List objects of them; several documents per
-file): preStop against terminationGracePeriodSeconds, the app's shutdown time, drainit's own
+StatefulSet, DaemonSet, ReplicaSet, Job, CronJob, Argo Rollout, and List objects of them; several
+documents per file): preStop against terminationGracePeriodSeconds, the app's shutdown time, drainit's own
 settings and control server.
 
 PATH is a file; a directory, searched recursively for *.yaml, *.yml and *.json (hidden files and
@@ -109,7 +109,7 @@ func checkCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if len(ws) == 0 {
-		fmt.Fprintln(stderr, "drainit check: no pod templates found (Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob)")
+		fmt.Fprintln(stderr, "drainit check: no pod templates found (Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob, Argo Rollout)")
 	} else if opt.format == "text" {
 		fmt.Fprintln(stderr, "drainit check: "+summary(in, rs))
 	}

@@ -741,3 +741,12 @@ func TestPreStopHTTPMisses(t *testing.T) {
 		{22, Error, RulePreStopServer, "listens-on-loopback", []string{`loopback only (DRAINIT_HTTP_ADDR "127.0.0.1:8099")`, `":8099"`}},
 	})
 }
+
+// TestArgoRollout: an Argo Rollout's pod template is read like a Deployment's (it was skipped:
+// "no pod templates found"); a Rollout of another group is not.
+func TestArgoRollout(t *testing.T) {
+	_, fs := checkFile(t, "testdata/rules/rollout.yaml")
+	checkFindings(t, fs, []wantFinding{
+		{13, Error, RulePreStopGrace, "app", []string{"preStop 20s", "terminationGracePeriodSeconds 10s"}},
+	})
+}

@@ -263,6 +263,13 @@ func (r *reader) object(obj *yaml.Node, path string, depth int) error {
 		specPath = []string{"spec", "template", "spec"}
 	case "CronJob":
 		specPath = []string{"spec", "jobTemplate", "spec", "template", "spec"}
+	case "Rollout":
+		// Argo Rollouts' Deployment: the same template. Another group's Rollout is not one.
+		av, err := r.optStr(obj, "apiVersion", path)
+		if err != nil || !strings.HasPrefix(av, "argoproj.io/") {
+			return err
+		}
+		specPath = []string{"spec", "template", "spec"}
 	case "ConfigMap":
 		r.configMap(obj, path)
 		return nil
