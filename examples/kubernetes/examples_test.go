@@ -79,6 +79,12 @@ func checkDeployment(t *testing.T, file string, d *appsv1.Deployment) string {
 		t.Errorf("%s: drainit would refuse its settings: %v", file, err)
 		return ""
 	}
+	// The kubelet runs httpGet probes from the node: a host of loopback is the node's own.
+	for what, p := range map[string]*corev1.Probe{"readinessProbe": c.ReadinessProbe, "livenessProbe": c.LivenessProbe, "startupProbe": c.StartupProbe} {
+		if p != nil && p.HTTPGet != nil && (p.HTTPGet.Host == "127.0.0.1" || p.HTTPGet.Host == "localhost" || p.HTTPGet.Host == "::1") {
+			t.Errorf("%s: the %s's host %s is the node's loopback, where the kubelet probes from, not the pod's", file, what, p.HTTPGet.Host)
+		}
+	}
 	pre := c.Lifecycle.PreStop
 	var form string
 	want := podGrace
