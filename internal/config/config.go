@@ -636,6 +636,10 @@ func (p *parsed) check() *Validation {
 			err = errors.New("not auto or a duration (use auto, 1s, 500ms or a number of seconds)")
 		}
 		bad("drain-quiet", r.DrainQuiet, err)
+	} else if d == 0 {
+		// 0 would end the drain at the first poll that saw nothing new: no quiet at all. (The
+		// drain watcher took it for its default, 1 s, in silence.)
+		bad("drain-quiet", r.DrainQuiet, errors.New("must be more than 0, or auto"))
 	} else {
 		c.DrainQuiet = d
 	}

@@ -68,6 +68,7 @@ func TestErrorsNameTheOptionAndValue(t *testing.T) {
 		{[]string{"--triggers", "PWR", "--rewrite", "PWR:STOP", "app"}, nil, `--rewrite "PWR:STOP": SIGPWR is a trigger`},
 		{[]string{"--log-level", "loud", "app"}, nil, `--log-level "loud"`},
 		{[]string{"--hook-timeout", "0", "app"}, nil, `--hook-timeout "0": must be more than 0`},
+		{[]string{"--drain", "adaptive", "--drain-quiet", "0s", "app"}, nil, `--drain-quiet "0s": must be more than 0, or auto`},
 		{[]string{"app"}, map[string]string{"DRAINIT_HOOK_TIMEOUT": "0s"}, `DRAINIT_HOOK_TIMEOUT "0s": must be more than 0`},
 		{[]string{"--grace-period", "6s", "app"}, nil, `--grace-period "6s": grace period 6s leaves the app no time to stop: it must exceed drain delay 5s + kill margin 2s`},
 		{[]string{"--drain-delay", "40s", "app"}, nil, `--drain-delay "40s": grace period 30s leaves`},
