@@ -143,4 +143,6 @@
 // measurements); nor before the process's CPU since Start, setup included (finding the
 // listeners, the baseline: a few milliseconds), is 2% of the time since. A big table makes the
 // polls rarer, not costlier; a connection is then seen later, which only makes the drain longer.
+// The setup itself is not budgeted: on a table of 42,000 sockets read as text (proc-net-tcp) it
+// cost ~170 ms of CPU, 4.4% of a 4 s drain, 1.2% of the default 15 s maximum.
 package drainwatch
