@@ -41,17 +41,18 @@ const (
 
 // The rules' ids, as findings carry them.
 const (
-	RuleGraceZero       = "grace-zero"             // terminationGracePeriodSeconds: 0
-	RulePreStopGrace    = "prestop-exceeds-grace"  // the preStop alone takes the whole grace period
-	RuleShutdownGrace   = "shutdown-exceeds-grace" // preStop + the app's shutdown do not fit
-	RuleDrainitConfig   = "drainit-config"         // drainit would refuse its configuration
-	RuleDrainitGrace    = "drainit-grace-mismatch" // drainit's grace period is not the pod's
-	RulePreStopServer   = "prestop-server"         // preStop aimed at a control server that is off or elsewhere
-	RulePreStopToken    = "prestop-token"          // preStop without the control server's token
-	RuleNoShell         = "no-shell"               // exec preStop needs sh/sleep in an image without them
-	RuleNoDrain         = "no-drain"               // nothing delays the stop for endpoint removal
-	RuleSpringDuration  = "spring-duration"        // a Spring Boot shutdown timeout that is likely wrong
-	minGraceAfterSignal = 2 * time.Second          // the kubelet's minimumGracePeriodInSeconds
+	RuleGraceZero        = "grace-zero"             // terminationGracePeriodSeconds: 0
+	RulePreStopGrace     = "prestop-exceeds-grace"  // the preStop alone takes the whole grace period
+	RuleShutdownGrace    = "shutdown-exceeds-grace" // preStop + the app's shutdown do not fit
+	RuleDrainitConfig    = "drainit-config"         // drainit would refuse its configuration
+	RuleDrainitGrace     = "drainit-grace-mismatch" // drainit's grace period is not the pod's
+	RulePreStopServer    = "prestop-server"         // preStop aimed at a control server that is off or elsewhere
+	RulePreStopToken     = "prestop-token"          // preStop without the control server's token
+	RuleProbeUnreachable = "probe-unreachable"      // a probe of drainit's control server the kubelet cannot reach
+	RuleNoShell          = "no-shell"               // exec preStop needs sh/sleep in an image without them
+	RuleNoDrain          = "no-drain"               // nothing delays the stop for endpoint removal
+	RuleSpringDuration   = "spring-duration"        // a Spring Boot shutdown timeout that is likely wrong
+	minGraceAfterSignal  = 2 * time.Second          // the kubelet's minimumGracePeriodInSeconds
 
 	RuleStopSignalNotTrigger = "stop-signal-not-trigger" // lifecycle.stopSignal is not one of drainit's triggers
 	RuleStopSignalImageQuit  = "stop-signal-image-quit"  // nginx/php-fpm image (by name) whose SIGQUIT is no trigger
@@ -143,6 +144,7 @@ func checkContainer(w *Workload, c *Container) []Finding {
 	drainitOK := k.drainitConfig()
 	k.noShell()
 	k.controlServer()
+	k.probes()
 	k.stopSignal()
 	if w.Grace > 0 {
 		if !k.preStopGrace() {
@@ -197,21 +199,62 @@ func (k *containerCheck) httpMisses() bool {
 			"%s; set path: /prestop", g.Path, after)
 		return true
 	}
-	if !k.hostNet && isLoopbackHost(g.Host) {
-		k.add(line, Error, RulePreStopServer, "the preStop httpGet has host %q, but the kubelet sends the request from the node, "+
+	return k.unreachable(g, line, RulePreStopServer, "the preStop httpGet", after,
+		", or use an exec preStop [\"/drainit\", \"prestop\"], which calls it from inside the container")
+}
+
+// unreachable reports an httpGet the kubelet sends to drainit's control server that cannot
+// reach it: a host that is the node's loopback (the kubelet sends the request from the node), or
+// no host while drainit listens on loopback only (the kubelet sends it to the pod's IP). what
+// names the request, after says what follows, orElse is another fix for the second. With the
+// node's network the node's loopback is the pod's, and neither is wrong. It says whether it
+// reported.
+func (k *containerCheck) unreachable(g *HTTPGet, line int, rule, what, after, orElse string) bool {
+	if k.hostNet {
+		return false
+	}
+	if isLoopbackHost(g.Host) {
+		k.add(line, Error, rule, "%s has host %q, but the kubelet sends the request from the node, "+
 			"where %s is the node's own loopback, not the pod's: the request fails or reaches something else, %s; remove host "+
-			"(the kubelet then uses the pod's IP)", g.Host, g.Host, after)
+			"(the kubelet then uses the pod's IP)", what, g.Host, g.Host, after)
 		return true
 	}
+	dc := k.dc
 	host, _, _ := splitPort(dc.httpAddr.raw)
-	if !k.hostNet && g.Host == "" && isLoopbackHost(host) {
-		k.add(line, Error, RulePreStopServer, "drainit's control server listens on loopback only (%s %q), but the kubelet sends "+
-			"the preStop httpGet to the pod's IP: the connection is refused, %s; set %s to \":%d\", or use an exec "+
-			"preStop [\"/drainit\", \"prestop\"], which calls it from inside the container", dc.httpAddr.src, dc.httpAddr.raw,
-			after, dc.httpAddr.src, dc.port())
+	if g.Host == "" && isLoopbackHost(host) {
+		k.add(line, Error, rule, "drainit's control server listens on loopback only (%s %q), but the kubelet sends "+
+			"%s to the pod's IP: the connection is refused, %s; set %s to \":%d\"%s", dc.httpAddr.src, dc.httpAddr.raw,
+			what, after, dc.httpAddr.src, dc.port(), orElse)
 		return true
 	}
 	return false
+}
+
+// probeFailure is what follows when a probe of that kind cannot reach drainit. A function,
+// not a map: a package-level map is built at every container start (inits_linux_test.go).
+func probeFailure(kind string) string {
+	switch kind {
+	case "readinessProbe":
+		return "the probe fails, and the pod never becomes ready (it gets no traffic, and a rollout waits on it)"
+	case "livenessProbe":
+		return "the probe fails, and the kubelet restarts the container every failureThreshold failures"
+	}
+	return "the probe fails, and the kubelet restarts the container every failureThreshold failures " +
+		"(its readiness and liveness probes never start)"
+}
+
+// probes reports a readiness, liveness or startup probe aimed at drainit's control server that
+// the kubelet's request cannot reach. A probe of another port is the app's.
+func (k *containerCheck) probes() {
+	if k.dc == nil || k.dc.port() == 0 {
+		return
+	}
+	for _, p := range k.c.Probes {
+		if p.HTTP == nil || resolvePort(p.HTTP, k.c.Ports) != k.dc.port() {
+			continue
+		}
+		k.unreachable(p.HTTP, p.Line, RuleProbeUnreachable, "the "+p.Kind+" httpGet", probeFailure(p.Kind), "")
+	}
 }
 
 // isLoopbackHost says whether a host name or address is the loopback interface.

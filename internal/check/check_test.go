@@ -750,3 +750,17 @@ func TestArgoRollout(t *testing.T) {
 		{13, Error, RulePreStopGrace, "app", []string{"preStop 20s", "terminationGracePeriodSeconds 10s"}},
 	})
 }
+
+// TestProbeUnreachable: a readiness, liveness or startup probe of drainit's control port with
+// the node's loopback as host, or with no host while drainit listens on loopback only, never
+// reaches the pod (the kubelet probes from the node, to the pod's IP); each is a
+// probe-unreachable error, on the probe's line. hostNetwork makes loopback right, and a probe of
+// the app's port is the app's.
+func TestProbeUnreachable(t *testing.T) {
+	_, fs := checkFile(t, "testdata/rules/probe-unreachable.yaml")
+	checkFindings(t, fs, []wantFinding{
+		{13, Error, RuleProbeUnreachable, "readiness-loopback", []string{`readinessProbe httpGet has host "127.0.0.1"`, "node's own loopback", "never becomes ready"}},
+		{18, Error, RuleProbeUnreachable, "liveness-localhost", []string{`livenessProbe httpGet has host "localhost"`, "restarts the container"}},
+		{24, Error, RuleProbeUnreachable, "listens-on-loopback", []string{`loopback only (DRAINIT_HTTP_ADDR "127.0.0.1:8099")`, "sends the startupProbe httpGet to the pod's IP", `":8099"`}},
+	})
+}

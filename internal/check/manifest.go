@@ -66,6 +66,9 @@ type Container struct {
 
 	PreStop *Handler // nil when there is none
 
+	// Probes are the readinessProbe, livenessProbe and startupProbe that are set, in that order.
+	Probes []Probe
+
 	// StopSignal is lifecycle.stopSignal as written (Kubernetes 1.33+): the signal the runtime
 	// stops the container with instead of the image's STOPSIGNAL. StopSignalLine is 0 when it is
 	// unset; a value set to "" still has its line, since the API server rejects it.
@@ -111,6 +114,12 @@ type HTTPGet struct {
 	Host     string
 	Scheme   string
 	Headers  []Header
+}
+
+// Probe is one of a container's probes, read as a Handler: its httpGet is what the rules look at.
+type Probe struct {
+	Kind string // readinessProbe, livenessProbe or startupProbe
+	*Handler
 }
 
 // Header is one of an httpGet hook's httpHeaders.
@@ -433,6 +442,20 @@ func (r *reader) container(n *yaml.Node, path string) (Container, error) {
 		c.Ports = append(c.Ports, port)
 	}
 	r.mounts(n, path, &c)
+	for _, kind := range []string{"readinessProbe", "livenessProbe", "startupProbe"} {
+		pn, err := r.mapping(n, kind, path)
+		if err != nil {
+			return c, err
+		}
+		if pn == nil {
+			continue
+		}
+		h, err := r.handler(pn, join(path, kind))
+		if err != nil {
+			return c, err
+		}
+		c.Probes = append(c.Probes, Probe{Kind: kind, Handler: h})
+	}
 	lc, err := r.mapping(n, "lifecycle", path)
 	if err != nil || lc == nil {
 		return c, err

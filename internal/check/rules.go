@@ -65,6 +65,12 @@ var registry = []RuleInfo{
 		Fix:     "Add an Authorization header to the httpGet's httpHeaders, \"Bearer \" followed by the token drainit expects.",
 	},
 	{
+		ID: RuleProbeUnreachable, Severity: Error,
+		Short:   "a probe of drainit's control server that the kubelet cannot reach",
+		Catches: "A readinessProbe, livenessProbe or startupProbe httpGet to drainit's control port (by number, or by a name among the container's ports) with a host of localhost or another loopback address (the kubelet sends probes from the node, where that is the node's loopback, not the pod's), or with no host while drainit listens on loopback only (the kubelet calls the pod's IP): the probe fails, so the pod never becomes ready, or the kubelet restarts the container again and again. Not reported with hostNetwork: true, where the node's loopback is the pod's.",
+		Fix:     "Remove the probe's host, and let drainit's control server listen on the pod's IP: DRAINIT_HTTP_ADDR=:8099.",
+	},
+	{
 		ID: RuleNoShell, Severity: Error,
 		Short:   "an exec preStop needs a shell or sleep the image does not have",
 		Catches: "An exec preStop hook that runs sh, bash or sleep in an image known to have neither (distroless without :debug, Chainguard static, scratch): the hook fails at once (FailedPreStopHook) and the stop goes on with no delay.",
