@@ -341,14 +341,15 @@ func (s *Supervisor) reaped(m *machine, waitFlags int) []action {
 // been reaped, its pid may be given to another process: the app alone then gets nothing, and the
 // app's group is reached only through what drainit knows to be its own (linuxProcesses).
 //
-// The stop signal (toAppStop) and the clean-up's SIGTERM (toEverything) are followed by SIGCONT,
-// as systemd does: an app that is stopped (Ctrl-Z under `docker run -it`, a debugger, SIGSTOP
-// from someone) and handles the signal would otherwise keep it pending, and its graceful
-// shutdown would never run before the SIGKILL. Forwarded signals resume nothing: job control
-// stays the user's.
+// The stop signal (toAppStop) and the clean-up's SIGTERM (toEverything) are followed by SIGCONT
+// when what they reach is stopped: an app that is stopped (Ctrl-Z under `docker run -it`, a
+// debugger, SIGSTOP from someone) and handles the signal would otherwise keep it pending, and its
+// graceful shutdown would never run before the SIGKILL. (Not to a running app: it would get a
+// SIGCONT it may report or act on, before or after the stop signal, in no order it can rely on.)
+// Forwarded signals resume nothing: job control stays the user's.
 func (s *Supervisor) send(to target, sig unix.Signal) {
 	s.deliver(to, sig)
-	if (to == toAppStop || to == toEverything) && !holdsStopped(sig) {
+	if (to == toAppStop || to == toEverything) && !holdsStopped(sig) && s.proc.stopped(s.appPid, s.appReaped, to == toEverything) {
 		s.deliver(to, unix.SIGCONT)
 	}
 }

@@ -40,6 +40,7 @@ type fakeProcesses struct {
 	// gate, when not nil, holds every signal to the app until it is closed: a loop slow to
 	// signal, as under a flood.
 	gate chan struct{}
+	stop bool // what stopped reports: the app stopped by job control
 }
 
 func newFake() *fakeProcesses { return &fakeProcesses{notify: make(chan sent, 64)} }
@@ -58,6 +59,11 @@ func (f *fakeProcesses) record(s sent) {
 	f.sent = append(f.sent, s)
 	f.mu.Unlock()
 	f.notify <- s
+}
+func (f *fakeProcesses) stopped(int, bool, bool) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.stop
 }
 func (f *fakeProcesses) reap(int) (exits []exit, none bool) {
 	f.mu.Lock()
@@ -351,22 +357,29 @@ func TestLoopPrestopAfterAppExited(t *testing.T) {
 	}
 }
 
-// TestLoopStopSignalResumesTheApp: the stop signal is followed by SIGCONT, so that a stopped app
-// that handles it shuts down gracefully rather than waiting for the SIGKILL; a forwarded signal
-// resumes nothing (job control stays the user's).
+// TestLoopStopSignalResumesTheApp: the stop signal is followed by SIGCONT when the app is stopped,
+// so that it shuts down gracefully rather than waiting for the SIGKILL, and only then; a forwarded
+// signal resumes nothing (job control stays the user's).
 func TestLoopStopSignalResumesTheApp(t *testing.T) {
-	r := newRun(t, Options{}, func(c *config.Config) { c.DrainDelay = 50 * time.Millisecond })
-	r.start(t)
-	r.sigs <- unix.SIGUSR1
-	r.awaitSignal(t, sent{unix.SIGUSR1, false}, 5*time.Second)
-	r.sigs <- unix.SIGTERM
-	r.awaitSignal(t, sent{unix.SIGCONT, false}, 5*time.Second)
-	r.appExits(exited(0))
-	if code := r.wait(t, 5*time.Second); code != 0 {
-		t.Fatalf("exit %d, want the app's 0", code)
-	}
-	want := []sent{{unix.SIGUSR1, false}, {unix.SIGTERM, false}, {unix.SIGCONT, false}}
-	if got := r.fake.signals(); !slices.Equal(got, want) {
-		t.Errorf("signals sent %v, want %v", got, want)
+	for _, stopped := range []bool{true, false} {
+		r := newRun(t, Options{}, func(c *config.Config) { c.DrainDelay = 50 * time.Millisecond })
+		r.fake.stop = stopped
+		r.start(t)
+		r.sigs <- unix.SIGUSR1
+		r.awaitSignal(t, sent{unix.SIGUSR1, false}, 5*time.Second)
+		r.sigs <- unix.SIGTERM
+		r.awaitSignal(t, sent{unix.SIGTERM, false}, 5*time.Second)
+		r.appExits(exited(0))
+		if code := r.wait(t, 5*time.Second); code != 0 {
+			t.Fatalf("exit %d, want the app's 0", code)
+		}
+		// A running app gets no SIGCONT: it would see one it has no use for.
+		want := []sent{{unix.SIGUSR1, false}, {unix.SIGTERM, false}}
+		if stopped {
+			want = append(want, sent{unix.SIGCONT, false})
+		}
+		if got := r.fake.signals(); !slices.Equal(got, want) {
+			t.Errorf("app stopped %v: signals sent %v, want %v", stopped, got, want)
+		}
 	}
 }

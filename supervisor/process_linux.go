@@ -27,6 +27,9 @@ type processes interface {
 	// reap collects every child that has changed state, without blocking; none reports that no
 	// child is left at all.
 	reap(extraFlags int) (exits []exit, none bool)
+	// stopped reports whether the app (unless reaped), or with everything any process drainit
+	// can end, is stopped by job control (SIGSTOP, SIGTSTP) or a tracer.
+	stopped(app int, reaped, everything bool) bool
 }
 
 // linuxProcesses is processes on the real kernel.
@@ -99,3 +102,20 @@ func (p linuxProcesses) signalAll(app int, sig unix.Signal, reaped bool) {
 }
 
 func (linuxProcesses) reap(extraFlags int) ([]exit, bool) { return reap(extraFlags) }
+
+func (linuxProcesses) stopped(app int, reaped, everything bool) bool {
+	isStopped := func(pid int) bool {
+		st, err := proc.ReadStat("/proc", pid)
+		return err == nil && (st.State == 'T' || st.State == 't')
+	}
+	if !everything {
+		return !reaped && isStopped(app)
+	}
+	// As PID 1 its descendants are the namespace's every process; as a subreaper, what it may end.
+	for _, pid := range proc.Descendants("/proc", os.Getpid()) {
+		if isStopped(pid) {
+			return true
+		}
+	}
+	return false
+}
