@@ -624,7 +624,7 @@ func TestStoppedAppStopsGracefully(t *testing.T) {
 		}
 		waitUntil(t, waitTimeout, "the app stopped", func() bool {
 			st, err := proc.ReadStat("/proc", kids[0])
-			return err == nil && st.State == 'T'
+			return err == nil && st.Stopped()
 		})
 		d.signal(syscall.SIGTERM)
 		d.stdout.AwaitExact(t, waitTimeout, "got app SIGTERM")

@@ -106,7 +106,7 @@ func (linuxProcesses) reap(extraFlags int) ([]exit, bool) { return reap(extraFla
 func (linuxProcesses) stopped(app int, reaped, everything bool) bool {
 	isStopped := func(pid int) bool {
 		st, err := proc.ReadStat("/proc", pid)
-		return err == nil && (st.State == 'T' || st.State == 't')
+		return err == nil && st.Stopped()
 	}
 	if !everything {
 		return !reaped && isStopped(app)

@@ -31,6 +31,10 @@ func (s Stat) Gone() bool {
 	return s.State == 'Z' || s.State == 'X' || s.Flags&PFExiting != 0
 }
 
+// Stopped reports whether the process is stopped: by job control (SIGSTOP, SIGTSTP), state T,
+// or by a tracer, state t. A signal it catches then waits until it is continued.
+func (s Stat) Stopped() bool { return s.State == 'T' || s.State == 't' }
+
 // ReadStat reads ROOT/PID/stat (root is "/proc" but for tests). The error wraps os.ErrNotExist
 // once the process is gone (reaped).
 func ReadStat(root string, pid int) (Stat, error) {

@@ -28,6 +28,11 @@ func TestParseStat(t *testing.T) {
 	if err != nil || !exiting.Gone() {
 		t.Errorf("a process with PF_EXITING: %+v, %v; want Gone", exiting, err)
 	}
+	for state, stopped := range map[byte]bool{'T': true, 't': true, 'S': false, 'R': false, 'Z': false} {
+		if got := (Stat{State: state}).Stopped(); got != stopped {
+			t.Errorf("state %c: Stopped() = %v, want %v", state, got, stopped)
+		}
+	}
 	for _, bad := range []string{
 		"", "4242 no parenthesis S 1 1 1 0 -1 0",
 		"1 (a) S 1 1 1 0 -1", // too few fields
