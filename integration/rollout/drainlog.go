@@ -20,8 +20,9 @@ type DrainLog struct {
 	// came before it are counted as there already (drainit's log, to the millisecond).
 	Baseline Seconds `json:"baseline_seconds"`
 	// Routed is how many connections the Balancer sent the pod from drainit's baseline to its
-	// answer to the preStop call (the harness's count, to hold NewConns against: fewer seen than routed means
-	// the watch missed some; one either way is the two clocks' millisecond at the baseline).
+	// answer to the preStop call (the harness's count, to hold NewConns against: fewer seen than
+	// routed means the watch missed some; one either way is the two clocks' millisecond at the
+	// baseline).
 	Routed int `json:"routed_during_drain"`
 	// ClientClosedFirst counts those of them the client closed first (Route.ClientClosedFirst):
 	// they left no TIME_WAIT behind, so a snapshot of the table saw them only while they were

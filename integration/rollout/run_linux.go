@@ -685,11 +685,11 @@ func (r *Runner) Run(ctx context.Context, s Scenario, c Cell, rep int) (Result, 
 	}
 	if res.Drain != nil && res.Drain.Reason != "fallback" && !rec.PreStopEnd.IsZero() {
 		// drainit answers /prestop as its drain ends, so it took its baseline Drained - Baseline
-		// before the kubelet had the answer, or a little later as the harness dates it (the
-		// answer takes a few milliseconds to arrive): the connections sent to the pod from then
-		// until the answer are those drainit had to see. Those before the baseline it counts as there already,
-		// and the quiet counts from the baseline (on a loaded machine tens of milliseconds after
-		// the drain's start).
+		// before the kubelet had the answer, or a little later as the harness dates it (the answer
+		// takes a few milliseconds to arrive): the connections sent to the pod from then until the
+		// answer are those drainit had to see. Those before the baseline it counts as there
+		// already, and the quiet counts from the baseline (on a loaded machine tens of milliseconds
+		// after the drain's start).
 		from := rec.PreStopEnd.Add(-(res.Drain.Drained - res.Drain.Baseline).Duration())
 		var last time.Time
 		for _, rt := range all {
