@@ -2,7 +2,6 @@ package hooks
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
+	"github.com/drainit/drainit/internal/execerr"
 	"github.com/drainit/drainit/internal/proc"
 	"github.com/drainit/drainit/signals"
 )
@@ -94,12 +94,8 @@ func (h *execHook) start(log *zerolog.Logger) (*hookProcess, error) {
 	closeAll(w[:]...) // the hook's copies are the only write ends left: EOF once its group is gone
 	if err != nil {
 		closeAll(r[:]...)
-		// execve's errors name no file. LookPath has found this one, so ENOENT is about another:
-		// the interpreter on its #! line (or an ELF's loader).
-		if errors.Is(err, unix.ENOENT) {
-			return nil, fmt.Errorf("%s: %w (a missing interpreter on its #! line?)", path, err)
-		}
-		return nil, fmt.Errorf("%s: %w", path, err)
+		_, err := execerr.Explain(path, err)
+		return nil, err
 	}
 	p := &hookProcess{pid: pid, exit: exit, readers: make(chan struct{}), out: r}
 	p.outDone = p.readers

@@ -106,8 +106,8 @@ func TestExecFailureStatus(t *testing.T) {
 func TestExecMissingBinary(t *testing.T) {
 	t.Parallel()
 	log, _ := newLog()
-	// Files that exist but cannot run: execve's error is named with the file, and an ENOENT
-	// with the interpreter it is about.
+	// Files that exist but cannot run: execve's error is named with the file, and explained as
+	// the app's is (internal/execerr): an ENOENT with the interpreter it is about.
 	dir := t.TempDir()
 	for name, text := range map[string]string{"bad-interp": "#!/nonexistent/interp\n", "bad-format": "\x00\x01\x02"} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o755); err != nil {
@@ -117,8 +117,8 @@ func TestExecMissingBinary(t *testing.T) {
 	for spec, want := range map[string]string{
 		"/nonexistent/deregister --id x": "no such file or directory",
 		"drainit-test-no-such-command":   "not found in $PATH",
-		dir + "/bad-interp":              dir + "/bad-interp: no such file or directory (a missing interpreter on its #! line?)",
-		dir + "/bad-format":              dir + "/bad-format: exec format error",
+		dir + "/bad-interp":              dir + "/bad-interp: no such file or directory: the interpreter its #! line names, /nonexistent/interp, does not exist",
+		dir + "/bad-format":              dir + "/bad-format: exec format error: not a program, and no #! line says what runs it",
 	} {
 		h, err := ParseExec("offline-exec", spec, children())
 		if err != nil {

@@ -9,6 +9,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/drainit/drainit/internal/execerr"
 )
 
 // StartError is the app failing to start. Code is what drainit exits with: 127 when the command
@@ -81,26 +83,8 @@ func spawn(argv []string, foreground bool) (int, error) {
 		Sys:   attr,
 	})
 	if err != nil {
-		code, err := execFailure(path, err)
+		code, err := execerr.Explain(path, err)
 		return 0, &StartError{argv[0], code, err}
 	}
 	return pid, nil
-}
-
-// execFailure is the status and the reason for an exec that failed with err. ENOENT for a file
-// that exists means its interpreter is missing (a script's #! line, or the loader a dynamically
-// linked program names, as in an image FROM scratch): "no such file" would send the user looking
-// for the wrong file. EACCES for a directory says so. The statuses are a shell's: 127 and 126.
-func execFailure(path string, err error) (int, error) {
-	var st unix.Stat_t
-	exists := unix.Stat(path, &st) == nil
-	switch {
-	case errors.Is(err, unix.ENOENT) && exists:
-		return 127, fmt.Errorf("%s exists, but the interpreter it names (its #! line, or the dynamic loader of a program not linked statically) was not found", path)
-	case errors.Is(err, unix.ENOENT):
-		return 127, errors.New("no such file")
-	case errors.Is(err, unix.EACCES) && exists && st.Mode&unix.S_IFMT == unix.S_IFDIR:
-		return 126, fmt.Errorf("%s is a directory", path)
-	}
-	return 126, err
 }

@@ -21,7 +21,7 @@ func TestSpawnFailureSaysWhy(t *testing.T) {
 		code       int
 		says       string
 	}{
-		{"missing interpreter", script, 127, "interpreter"},
+		{"missing interpreter", script, 127, "the interpreter its #! line names, " + filepath.Join(dir, "no-such-interpreter") + ", does not exist"},
 		{"directory", dir, 126, "is a directory"},
 		{"missing file", filepath.Join(dir, "no-such-app"), 127, "no such file"},
 	} {

@@ -337,6 +337,7 @@ type event struct {
 	Signal  string   `json:"signal"`
 	Status  *int     `json:"status"`
 	Summary string   `json:"summary"`
+	Error   string   `json:"error"`
 	// The fixed drain's length, in milliseconds.
 	DrainDelay *int64 `json:"drain_delay"`
 	// "app started": the app's pid, and whether drainit is PID 1.

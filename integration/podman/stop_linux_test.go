@@ -1,7 +1,10 @@
 package podman
 
 import (
+	"debug/elf"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -201,6 +204,57 @@ func TestExitStatusPassesThrough(t *testing.T) {
 			}
 			if done := h.logs(t, id).event(t, "drainit exiting"); done.Status == nil || *done.Status != code {
 				t.Errorf("drainit logged exit status %v, the container's is %d", done.Status, code)
+			}
+		})
+	}
+}
+
+// TestCannotStartInScratchImage: the two mistakes of an image FROM scratch, a dynamically linked
+// app (its loader is not in the image) and a script (no shell), are each said for what they are:
+// the file that is missing is named, not the app that is there. Exit 127, as a shell's.
+func TestCannotStartInScratchImage(t *testing.T) {
+	h := need(t)
+	t.Parallel()
+	dynamic, loader := "", ""
+	for _, name := range []string{"true", "ls"} {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			continue
+		}
+		if f, err := elf.Open(p); err == nil {
+			for _, prog := range f.Progs {
+				if prog.Type == elf.PT_INTERP {
+					b, _ := io.ReadAll(prog.Open())
+					dynamic, loader = p, strings.TrimRight(string(b), "\x00")
+				}
+			}
+			f.Close()
+		}
+		if loader != "" {
+			break
+		}
+	}
+	if loader == "" {
+		t.Fatal("no dynamically linked program on the host to run in the image")
+	}
+	script := filepath.Join(t.TempDir(), "run.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nexec /testapp sleep 1m\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ name, host, says string }{
+		{"dynamic app", dynamic, "the dynamic loader it names, " + loader + ", does not exist"},
+		{"script", script, "the interpreter its #! line names, /bin/sh, does not exist"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			id := h.start(t, []string{"-v", c.host + ":/app:ro"}, "--", "/app")
+			code, _ := h.exited(t, id)
+			if code != 127 {
+				t.Errorf("container exit code %d, want 127", code)
+			}
+			e := h.logs(t, id).event(t, "app not started")
+			if !strings.Contains(e.Error, "/app: no such file or directory: "+c.says) {
+				t.Errorf("drainit logged %q; want it to say %q", e.Error, c.says)
 			}
 		})
 	}
