@@ -33,6 +33,18 @@ const (
 	EventUnread EventKind = "unread"
 )
 
+// closedKind is what a request the pod closed unanswered, having read it, was: cut in flight
+// when the pod surely had it for cutAfter, even had the harness's own timers come late by up to
+// late (the harness may have seen the close that much after it happened); dropped on arrival
+// otherwise. The Balancer decides with late = 0, as it goes; a run decides again with its worst
+// lateness, once known.
+func closedKind(held, late, cutAfter time.Duration) EventKind {
+	if held-late >= cutAfter {
+		return EventCut
+	}
+	return EventDropped
+}
+
 // DefaultCutAfter is the Balancer's CutAfter unless set.
 const DefaultCutAfter = 20 * time.Millisecond
 
@@ -369,14 +381,11 @@ func (f *flow) fromPod() {
 			if since := f.awaitingSince(); !since.IsZero() {
 				// A FIN means the pod had read everything it was sent; a RST that it closed the
 				// socket with the request unread.
-				switch {
-				case !eof:
-					f.b.record(EventUnread, f.addr, f.ep, since)
-				case time.Since(since) >= f.b.CutAfter:
-					f.b.record(EventCut, f.addr, f.ep, since)
-				default:
-					f.b.record(EventDropped, f.addr, f.ep, since)
+				kind := EventUnread
+				if eof {
+					kind = closedKind(time.Since(since), 0, f.b.CutAfter)
 				}
+				f.b.record(kind, f.addr, f.ep, since)
 			}
 			if eof {
 				_ = f.client.CloseWrite()

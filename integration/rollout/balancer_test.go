@@ -331,3 +331,23 @@ func TestBalancerClientResetAfterAnswerIsAClose(t *testing.T) {
 		})
 	}
 }
+
+// TestClosedKindNetOfLateness: a close counts as a cut only when the pod had the request for
+// CutAfter even if the harness saw the close as late as its timers came late.
+func TestClosedKindNetOfLateness(t *testing.T) {
+	const cutAfter = 20 * time.Millisecond
+	for _, c := range []struct {
+		held, late time.Duration
+		want       EventKind
+	}{
+		{30 * time.Millisecond, 0, EventCut},
+		{30 * time.Millisecond, 5 * time.Millisecond, EventCut},
+		{30 * time.Millisecond, 15 * time.Millisecond, EventDropped},
+		{cutAfter, 0, EventCut},
+		{cutAfter - time.Nanosecond, 0, EventDropped},
+	} {
+		if got := closedKind(c.held, c.late, cutAfter); got != c.want {
+			t.Errorf("closedKind(held %s, late %s, cutAfter %s) = %s, want %s", c.held, c.late, cutAfter, got, c.want)
+		}
+	}
+}

@@ -608,12 +608,11 @@ func (r *Runner) Run(ctx context.Context, s Scenario, c Cell, rep int) (Result, 
 	}
 	for _, lb := range lbs {
 		for _, e := range lb.Events() {
-			if e.Kind == EventCut && e.At.Sub(e.Delivered)-worst < cfg.CutAfter {
-				// The harness saw the pod close the connection late, but no later than its own
-				// timers came late: the pod may have closed it within CutAfter of the request,
-				// as one closing an idle connection does. A cut is a request the pod surely
-				// had for CutAfter.
-				e.Kind = EventDropped
+			if e.Kind == EventCut {
+				// The harness may have seen the pod close the connection as late as its own
+				// timers came: the pod may have closed it within CutAfter of the request, as
+				// one closing an idle connection does.
+				e.Kind = closedKind(e.At.Sub(e.Delivered), worst, cfg.CutAfter)
 			}
 			switch e.Kind {
 			case EventCut:
