@@ -23,7 +23,7 @@ import (
 // kubelet then records FailedPreStopHook), 2 for bad usage.
 func prestopCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("drainit prestop", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard) // a mistake is one line (below): it ends up in a pod event
 	// No default from the environment in the flags themselves: the flag package prints defaults
 	// with the usage, on --help and on any mistyped flag, and a preStop hook's output ends up in
 	// the pod's events, readable by whoever may list events: the token must never be one.
@@ -32,8 +32,11 @@ func prestopCmd(args []string, stdout, stderr io.Writer) int {
 	timeout := fs.String("timeout", "0", "give up after this long (0: never; the kubelet bounds the hook by the grace period)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stdout)
+			fs.Usage()
 			return 0
 		}
+		fmt.Fprintf(stderr, "drainit prestop: %v (drainit prestop --help)\n", err)
 		return 2
 	}
 	if fs.NArg() > 0 {

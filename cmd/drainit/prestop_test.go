@@ -19,7 +19,10 @@ func TestSleep(t *testing.T) {
 	if d := time.Since(start); d < 50*time.Millisecond {
 		t.Fatalf("sleep 50ms returned after %v", d)
 	}
-	for _, args := range [][]string{nil, {"soon"}, {"-1"}, {"1s", "2s"}, {"--help", "1s"}} {
+	if code := sleepCmd([]string{"--", "1ms"}, &out, &errb); code != 0 {
+		t.Errorf("sleep -- 1ms: exit %d, %q; want 0, as sleep(1)", code, errb.String())
+	}
+	for _, args := range [][]string{nil, {"soon"}, {"-1"}, {"1s", "2s"}, {"--help", "1s"}, {"--"}, {"--", "--", "1s"}} {
 		errb.Reset()
 		if code := sleepCmd(args, &out, &errb); code != 2 || !strings.Contains(errb.String(), "drainit sleep") {
 			t.Errorf("sleep %q: exit %d, %q; want 2 with a message", args, code, errb.String())
@@ -32,20 +35,28 @@ func TestSleep(t *testing.T) {
 }
 
 // TestPrestopUsageKeepsTheTokenSecret: a preStop hook's output goes into the pod's events, which
-// more people may read than the Secret the token comes from. The usage, printed on --help and on
-// a mistyped flag, shows no default read from the environment.
+// more people may read than the Secret the token comes from. The usage, printed on --help, and
+// the one line a mistyped flag gets show no default read from the environment.
 func TestPrestopUsageKeepsTheTokenSecret(t *testing.T) {
 	t.Setenv("DRAINIT_HTTP_TOKEN", "s3cret-token")
 	t.Setenv("DRAINIT_HTTP_ADDR", "127.0.0.1:9")
 	for _, c := range []struct {
 		args []string
 		code int
-	}{{[]string{"--help"}, 0}, {[]string{"-h"}, 0}, {[]string{"--tokn", "x"}, 2}, {[]string{"--timeout"}, 2}} {
+		says string
+	}{
+		{[]string{"--help"}, 0, "-token"}, {[]string{"-h"}, 0, "-token"},
+		{[]string{"--tokn", "x"}, 2, "drainit prestop: flag provided but not defined: -tokn (drainit prestop --help)\n"},
+		{[]string{"--timeout"}, 2, "drainit prestop: flag needs an argument: -timeout (drainit prestop --help)\n"},
+	} {
 		var out, errb bytes.Buffer
 		code := prestopCmd(c.args, &out, &errb)
 		all := out.String() + errb.String()
-		if code != c.code || !strings.Contains(all, "-token") {
-			t.Errorf("prestop %q: exit %d, %q; want %d and the usage", c.args, code, all, c.code)
+		if code != c.code || !strings.Contains(all, c.says) {
+			t.Errorf("prestop %q: exit %d, %q; want %d and %q", c.args, code, all, c.code, c.says)
+		}
+		if c.code == 2 && (out.Len() > 0 || strings.Count(errb.String(), "\n") != 1) {
+			t.Errorf("prestop %q: stdout %q, stderr %q; want one line on stderr", c.args, out.String(), errb.String())
 		}
 		if strings.Contains(all, "s3cret") || strings.Contains(all, "127.0.0.1:9") {
 			t.Errorf("prestop %q printed a value from the environment: %q", c.args, all)

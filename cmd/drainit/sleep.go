@@ -16,6 +16,9 @@ func sleepCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, usage)
 		return 0
 	}
+	if len(args) == 2 && args[0] == "--" {
+		args = args[1:] // the end of options, as sleep(1) takes it
+	}
 	if len(args) != 1 {
 		fmt.Fprintln(stderr, "drainit sleep: "+usage)
 		return 2
