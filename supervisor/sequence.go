@@ -242,11 +242,22 @@ func (m *machine) signal(now time.Time, sig unix.Signal) []action {
 		// The kubelet's signal after a /prestop: the drain has happened (or is happening) already;
 		// the stop step follows as soon as it is over.
 		m.trigger = sig
-		m.event(now, zerolog.InfoLevel, "signal "+signals.Name(sig)).Str("signal", signals.Name(sig)).
-			Msg("stop signal after /prestop")
-		if m.phase == PhaseDrained {
+		e := m.event(now, zerolog.InfoLevel, "signal "+signals.Name(sig)).Str("signal", signals.Name(sig))
+		switch m.phase {
+		case PhaseDrained:
+			e.Msg("stop signal after /prestop")
 			return m.enterStopping(now)
+		case PhaseStopping:
+			// drainit stopped the app itself, no signal having come by the kill point, and gave
+			// it until the deadline as if no runtime were counting. This signal says one is: the
+			// runtime's preStop wait ended when the drain did, at the kill point, and its SIGKILL
+			// comes at the deadline, where drainit's own would race it and the post-stop hooks
+			// and the summary would be lost. Back to the kill point, as on every other path.
+			m.wake = m.killAt()
+			e.Time("kill_at", m.wake.UTC()).Msg("stop signal after /prestop")
+			return nil
 		}
+		e.Msg("stop signal after /prestop")
 		return nil
 	}
 	// A repeated trigger joins the sequence under way; only Ctrl-C pressed again means "faster".

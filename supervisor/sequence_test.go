@@ -371,6 +371,30 @@ func TestPrestopWithoutSignal(t *testing.T) {
 	want(t, m.tick(at(30)), actSignal{toEverything, unix.SIGKILL})
 }
 
+// TestPrestopSignalAfterDrainitStopped: the drain ran to the kill point (slow offline hooks), so
+// no signal had come when it ended and drainit stopped the app itself, leaving it until the
+// deadline. The kubelet's SIGTERM, sent as soon as its preStop wait ended, comes just after: the
+// kubelet's SIGKILL is due at the deadline, so drainit's must come at the kill point, not race
+// the kubelet's there.
+func TestPrestopSignalAfterDrainitStopped(t *testing.T) {
+	m := newTestMachine(true, false)
+	m.prestop(at(0))
+	m.hooksDone(at(26), config.StageOffline, "1 failed")
+	if acts := m.tick(at(28)); !drainedIn(acts) {
+		t.Fatalf("the drain ended at the kill point but /prestop was not answered: %#v", acts)
+	}
+	wantPhase(t, m, PhaseDrained)
+	want(t, m.tick(at(28)), actSignal{toAppStop, unix.SIGTERM})
+	want(t, m.signal(at(28.01), unix.SIGTERM))
+	if !m.wake.Equal(at(28)) {
+		t.Fatalf("after the kubelet's SIGTERM the kill comes at %v, want the kill point, 28s", m.wake.Sub(epoch))
+	}
+	want(t, m.tick(at(28.01)), actSignal{toEverything, unix.SIGKILL})
+	if n := strings.Count(m.summary(at(28.02)), "stop SIGTERM"); n != 1 {
+		t.Errorf("the stop signal is in the summary %d times, want once: %s", n, m.summary(at(28.02)))
+	}
+}
+
 func TestPrestopAnsweredWhenAppExits(t *testing.T) {
 	m := newTestMachine(true, false)
 	m.prestop(at(0))
