@@ -242,6 +242,9 @@ func (m *machine) signal(now time.Time, sig unix.Signal) []action {
 		// The kubelet's signal after a /prestop: the drain has happened (or is happening) already;
 		// the stop step follows as soon as it is over.
 		m.trigger = sig
+		if sig == unix.SIGINT {
+			m.sigints = 1 // the first Ctrl-C, though not the first trigger
+		}
 		e := m.event(now, zerolog.InfoLevel, "signal "+signals.Name(sig)).Str("signal", signals.Name(sig))
 		switch m.phase {
 		case PhaseDrained:

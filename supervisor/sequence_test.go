@@ -227,6 +227,15 @@ func TestCtrlCTwiceAndThrice(t *testing.T) {
 	want(t, m.signal(at(1), unix.SIGINT))
 	wantPhase(t, m, PhaseDraining)
 	want(t, m.signal(at(2), unix.SIGINT), actSignal{toAppStop, unix.SIGTERM})
+
+	// After a /prestop, the first Ctrl-C is the signal the stop waits for, and it counts: the
+	// second skips the drain, the third kills (it took a third and a fourth).
+	m = newTestMachine(false, false)
+	m.prestop(at(0))
+	want(t, m.signal(at(1), unix.SIGINT))
+	wantPhase(t, m, PhaseDraining)
+	want(t, m.signal(at(2), unix.SIGINT), actSignal{toAppStop, unix.SIGINT})
+	want(t, m.signal(at(3), unix.SIGINT), actSignal{toEverything, unix.SIGKILL})
 }
 
 func TestAppExitsInEachPhase(t *testing.T) {
