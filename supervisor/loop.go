@@ -185,8 +185,17 @@ func (s *Supervisor) loop(ctx context.Context, m *machine, sigs <-chan unix.Sign
 	ready := make(chan struct{}, 1)
 	onlineCtx, stopOnline := context.WithCancel(ctx)
 	defer stopOnline()
-	if !m.ready {
-		go s.becomeReady(onlineCtx, ready)
+	// lastStage is closed when the hook stage started last has ended: each stage waits for the
+	// one before it (see runStage).
+	online := make(chan struct{})
+	lastStage, lastName := (<-chan struct{})(online), "online"
+	if m.ready {
+		close(online)
+	} else {
+		go func() {
+			defer close(online)
+			s.becomeReady(onlineCtx, ready)
+		}()
 	}
 
 	// The adaptive drain's watcher, while one runs.
@@ -254,8 +263,11 @@ func (s *Supervisor) loop(ctx context.Context, m *machine, sigs <-chan unix.Sign
 					hctx, c = context.WithDeadline(ctx, a.deadline)
 				}
 				cancel[a.stage] = c
+				after, afterName, ended := lastStage, lastName, make(chan struct{})
+				lastStage, lastName = ended, a.stage.String()
 				go func(st config.HookStage, hs []hooks.Hook) {
-					o := hooks.RunAll(hctx, s.log.With().Str("phase", st.String()).Logger(), s.opts.HookTimeout, hs)
+					o := s.runStage(hctx, st, hs, after, afterName)
+					close(ended)
 					hookDone <- stageDone{st, o}
 				}(a.stage, stageHooks[a.stage])
 			case actHooksDeadline:
@@ -287,6 +299,26 @@ func (s *Supervisor) loop(ctx context.Context, m *machine, sigs <-chan unix.Sign
 			s.suspend()
 		}
 	}
+}
+
+// runStage runs a stage's hooks once the stage before it (after, named afterName) has ended. A
+// trigger cancels the online hooks and the app's exit the offline hooks, but a cancelled exec
+// hook runs on for up to hooks.Overrun while its processes are stopped, and an HTTP hook's
+// request may be under way: an offline hook (deregister) started at once could finish before
+// the online hook (register) it undoes, and leave a stopped pod registered. The wait is bounded
+// by that overrun, and by ctx, which the stage's deadline ends.
+func (s *Supervisor) runStage(ctx context.Context, st config.HookStage, hs []hooks.Hook, after <-chan struct{}, afterName string) hooks.Outcome {
+	log := s.log.With().Str("phase", st.String()).Logger()
+	select {
+	case <-after:
+	default:
+		log.Info().Str("after", afterName).Msg("waiting for the earlier hooks to end")
+		select {
+		case <-after:
+		case <-ctx.Done():
+		}
+	}
+	return hooks.RunAll(ctx, log, s.opts.HookTimeout, hs)
 }
 
 // becomeReady waits for the ready probe, runs the online hooks, and reports on ready.

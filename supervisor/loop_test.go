@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -381,5 +382,108 @@ func TestLoopStopSignalResumesTheApp(t *testing.T) {
 		if got := r.fake.signals(); !slices.Equal(got, want) {
 			t.Errorf("app stopped %v: signals sent %v, want %v", stopped, got, want)
 		}
+	}
+}
+
+// lingeringHook is an online hook that, once cancelled, runs on until released: an exec hook's
+// process finishing its registration in the SIGTERM grace drainit gives it.
+type lingeringHook struct {
+	started, cancelled, release chan struct{}
+	done                        atomic.Bool
+}
+
+func (h *lingeringHook) Name() string { return "online-test" }
+
+func (h *lingeringHook) Run(ctx context.Context) error {
+	close(h.started)
+	<-ctx.Done()
+	close(h.cancelled)
+	<-h.release
+	h.done.Store(true)
+	return ctx.Err()
+}
+
+// afterHook reports, when it runs, whether the online hook had ended by then.
+type afterHook struct {
+	online *lingeringHook
+	ran    chan bool
+}
+
+func (h *afterHook) Name() string { return "later-test" }
+
+func (h *afterHook) Run(context.Context) error {
+	h.ran <- h.online.done.Load()
+	return nil
+}
+
+// TestLoopHookStagesInOrder: a trigger (or the app's exit) while the online hooks run cancels
+// them, but a cancelled hook may still be finishing (registering the pod). The offline hooks
+// (deregistering it), or the post-stop hooks, start only once it has ended, or the pod would be
+// left registered.
+func TestLoopHookStagesInOrder(t *testing.T) {
+	for _, stage := range []string{"offline", "post-stop"} {
+		t.Run(stage, func(t *testing.T) {
+			on := &lingeringHook{started: make(chan struct{}), cancelled: make(chan struct{}), release: make(chan struct{})}
+			later := &afterHook{online: on, ran: make(chan bool, 1)}
+			opts := Options{Online: []hooks.Hook{on}, HookTimeout: time.Minute}
+			if stage == "offline" {
+				opts.Offline = []hooks.Hook{later}
+			} else {
+				opts.PostStop = []hooks.Hook{later}
+			}
+			r := newRun(t, opts, func(c *config.Config) { c.GracePeriod = time.Minute })
+			r.start(t)
+			awaitClosed(t, on.started, "the online hook did not start")
+			if stage == "offline" {
+				r.sigs <- unix.SIGTERM
+			} else {
+				r.appExits(exited(5))
+			}
+			awaitClosed(t, on.cancelled, "the online hook was not cancelled")
+			deadline := time.After(5 * time.Second)
+			poll := time.NewTicker(2 * time.Millisecond)
+			defer poll.Stop()
+		waiting:
+			for {
+				select {
+				case <-later.ran:
+					close(on.release)
+					t.Fatalf("the %s hook ran while the cancelled online hook still ran", stage)
+				case <-poll.C:
+					if r.log.count("waiting for the earlier hooks to end") > 0 {
+						break waiting
+					}
+				case <-deadline:
+					close(on.release)
+					t.Fatalf("neither the %s hook ran nor did drainit wait for the online hook", stage)
+				}
+			}
+			close(on.release)
+			select {
+			case done := <-later.ran:
+				if !done {
+					t.Fatalf("the %s hook ran before the online hook had ended", stage)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("the %s hook did not run once the online hook had ended", stage)
+			}
+			if stage == "offline" {
+				r.awaitSignal(t, sent{unix.SIGTERM, false}, 5*time.Second)
+				r.appExits(exited(5))
+			}
+			if code := r.wait(t, 5*time.Second); code != 5 {
+				t.Fatalf("exit %d, want the app's 5", code)
+			}
+		})
+	}
+}
+
+// awaitClosed waits for ch to be closed, failing the test with what after 5 s.
+func awaitClosed(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(5 * time.Second):
+		t.Fatal(what)
 	}
 }
