@@ -468,10 +468,15 @@ func (m *machine) enterStopping(now time.Time) []action {
 	m.phase = PhaseStopping
 	m.stopSentAt = now
 	sig, ok := m.stopSignal, true
-	if sig == 0 && m.trigger == 0 {
-		sig = unix.SIGTERM
-	} else if sig == 0 {
-		sig, ok = m.rewrite.Apply(m.trigger)
+	if sig == 0 {
+		// With no signal after /prestop, drainit stops the app as the runtime's SIGTERM would
+		// have: through --rewrite too, or the app would get TERM or QUIT (nginx's fast or
+		// graceful stop) depending on which came first, the kubelet's SIGTERM or the kill point.
+		trigger := m.trigger
+		if trigger == 0 {
+			trigger = unix.SIGTERM
+		}
+		sig, ok = m.rewrite.Apply(trigger)
 	}
 	if !ok {
 		m.event(now, zerolog.WarnLevel, "stop").Msg("stop signal dropped by --rewrite; the app is killed at the deadline")

@@ -378,6 +378,12 @@ func TestPrestopWithoutSignal(t *testing.T) {
 	wantPhase(t, m, PhaseDrained)
 	want(t, m.tick(at(28)), actSignal{toAppStop, unix.SIGTERM})
 	want(t, m.tick(at(30)), actSignal{toEverything, unix.SIGKILL})
+
+	// The SIGTERM drainit stands in for goes through --rewrite, as the kubelet's would have.
+	m = newTestMachine(false, false, func(c *config.Config) { c.Rewrite = signals.Rewrite{unix.SIGTERM: unix.SIGQUIT} })
+	m.prestop(at(0))
+	m.tick(at(5))
+	want(t, m.tick(at(28)), actSignal{toAppStop, unix.SIGQUIT})
 }
 
 // TestPrestopSignalAfterDrainitStopped: the drain ran to the kill point (slow offline hooks), so
