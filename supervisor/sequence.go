@@ -31,7 +31,9 @@ import (
 //	done       the post-stop hooks' end         exit with the app's status       -                        -
 //
 // Any phase: the app's exit leads to cleanup (or straight to post-stop when it left nothing);
-// a trigger after the app's exit sets the deadline without draining (lateTrigger).
+// a trigger after the app's exit sets the deadline without draining (lateTrigger). When no
+// signal has followed a /prestop by killAt, drainit stops the app itself and its stopping timer
+// is the deadline, until a signal comes and brings it back to killAt.
 
 // Phase is where the supervisor is in the app's life.
 type Phase int
