@@ -481,7 +481,8 @@ func (m *machine) enterStopping(now time.Time) []action {
 		sig, ok = m.rewrite.Apply(trigger)
 	}
 	if !ok {
-		m.event(now, zerolog.WarnLevel, "stop").Msg("stop signal dropped by --rewrite; the app is killed at the deadline")
+		m.event(now, zerolog.WarnLevel, "stop").Time("kill_at", m.wake.UTC()).
+			Msg("stop signal dropped by --rewrite; the app gets SIGKILL at kill_at")
 		return acts
 	}
 	m.event(now, zerolog.InfoLevel, "stop "+signals.Name(sig)).Str("signal", signals.Name(sig)).

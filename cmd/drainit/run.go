@@ -94,7 +94,7 @@ func notifyEach(c chan<- os.Signal, sigs []os.Signal) {
 }
 
 // logIgnored says which signals drainit keeps ignored for the app, and warns when that defeats
-// the stop signal: the app would never see it and be killed at the deadline. One ignored trigger
+// the stop signal: the app would never see it and be killed at the kill point. One ignored trigger
 // is no warning (a script's background job has INT ignored, and TERM still triggers); all of them
 // ignored is, since then no signal starts the stop sequence.
 //
@@ -116,7 +116,7 @@ func logIgnored(log zerolog.Logger, cfg *config.Config, ignored []unix.Signal, a
 	log.Info().Strs("signals", names).Msg("signals ignored when drainit started stay ignored for the app and are not forwarded")
 	if slices.Contains(ignored, cfg.StopSignal) {
 		log.Warn().Str("signal", signals.Name(cfg.StopSignal)).
-			Msg("the stop signal was ignored when drainit started and stays ignored for the app: it will be killed at the deadline")
+			Msg("the stop signal was ignored when drainit started and stays ignored for the app: it will only be killed, --kill-margin before the deadline")
 	}
 	if len(cfg.Triggers) > 0 && !slices.ContainsFunc(cfg.Triggers, func(s unix.Signal) bool { return !slices.Contains(ignored, s) }) {
 		log.Warn().Msg("every trigger signal was ignored when drainit started: no signal starts the stop sequence, only a /prestop request")
