@@ -374,11 +374,13 @@ func (m *machine) enterOffline(now time.Time) []action {
 }
 
 // cancelOffline stops offline hooks still running, when the sequence moves past them.
-func (m *machine) cancelOffline() []action {
+func (m *machine) cancelOffline(now time.Time) []action {
 	if !m.hooksRunning[config.StageOffline] {
 		return nil
 	}
 	m.hooksRunning[config.StageOffline] = false
+	// Their own end is no longer waited for (hooksDone ignores it): the timeline says now.
+	m.timeline = append(m.timeline, mark{now, "offline hooks: cancelled"})
 	return []action{actCancelHooks{config.StageOffline}}
 }
 
@@ -459,7 +461,7 @@ func (m *machine) drainWatched(now time.Time, r drainwatch.Result) []action {
 }
 
 func (m *machine) enterStopping(now time.Time) []action {
-	acts := m.cancelOffline()
+	acts := m.cancelOffline(now)
 	acts = append(acts, m.markDrained()...)
 	m.wake = m.killAt()
 	if m.phase == PhaseDrained && m.trigger == 0 {
@@ -492,7 +494,7 @@ func (m *machine) enterStopping(now time.Time) []action {
 
 // enterKilling is the kill point (or a third Ctrl-C) with the app still running.
 func (m *machine) enterKilling(now time.Time) []action {
-	acts := m.cancelOffline()
+	acts := m.cancelOffline(now)
 	acts = append(acts, m.markDrained()...)
 	acts = append(acts, m.killEverything(now)...)
 	m.event(now, zerolog.WarnLevel, "SIGKILL").Msg("app still running: SIGKILL to everything")
@@ -537,7 +539,7 @@ func (m *machine) appExit(now time.Time, ws unix.WaitStatus) []action {
 	}
 	m.appExited = true
 	m.appStatus = signals.ExitCode(ws)
-	acts := m.cancelOffline()
+	acts := m.cancelOffline(now)
 	if !m.t0.IsZero() {
 		acts = append(acts, m.markDrained()...) // no app left to drain
 	}

@@ -270,6 +270,10 @@ func TestAppExitsInEachPhase(t *testing.T) {
 				if _, ok := acts[0].(actCancelHooks); !ok {
 					t.Fatalf("offline hooks not cancelled when the app exited: %#v", acts)
 				}
+				// Their end is no longer waited for: the summary says they were cut short.
+				if s := m.summary(at(7)); !strings.Contains(s, "offline hooks: cancelled +7s") {
+					t.Errorf("summary %q does not say the offline hooks were cancelled", s)
+				}
 			}
 			want(t, m.tick(at(100))) // no timer left that could act
 			want(t, m.hooksDone(at(8), config.StagePostStop, "1 ok"), actExit{139})
