@@ -1,8 +1,10 @@
 package integration
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -105,6 +107,9 @@ type spec struct {
 	// namespace (pod.Fork).
 	launcher []string
 	bin      string // drainit's binary; drainitBin when empty
+	// logGone: the reader of drainit's stderr reads its first line and closes the pipe, as a log
+	// collector that went away; drainitRun.stderr then holds that line only.
+	logGone bool
 }
 
 // drainitRun is a running (or finished) drainit.
@@ -178,7 +183,16 @@ func start(t *testing.T, s spec) *drainitRun {
 		errR.Close()
 		t.Fatalf("starting %q: %v", argv, err)
 	}
-	d := watch(t, s.mode, cmd, lines.Read("stdout", outR), lines.Read("stderr", errR))
+	var stderr io.ReadCloser = errR
+	if s.logGone {
+		first, err := bufio.NewReader(errR).ReadString('\n')
+		errR.Close()
+		if err != nil {
+			t.Fatalf("drainit's first log line: %q, %v", first, err)
+		}
+		stderr = io.NopCloser(strings.NewReader(first))
+	}
+	d := watch(t, s.mode, cmd, lines.Read("stdout", outR), lines.Read("stderr", stderr))
 	if s.mode != pid1 {
 		return d
 	}

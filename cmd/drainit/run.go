@@ -144,9 +144,12 @@ func newLogger(w *os.File, format, level string, quiet bool) zerolog.Logger {
 	zerolog.TimestampFunc = func() time.Time { return time.Now().UTC() }
 	zerolog.DurationFieldUnit = time.Millisecond
 	zerolog.DurationFieldInteger = true
-	var out io.Writer = w
+	var out io.Writer = logFile(w)
+	// zerolog reports a failed write on os.Stderr itself, fd 2, which the runtime would end drainit
+	// for (see logFile); and where the log cannot be written there is no one to tell.
+	zerolog.ErrorHandler = func(error) {}
 	if format == "console" || (format == "" && isTerminal(w)) {
-		out = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000", FormatPrepare: escapeMessage}
+		out = zerolog.ConsoleWriter{Out: out, TimeFormat: "15:04:05.000", FormatPrepare: escapeMessage}
 	}
 	if quiet {
 		out = &quietWriter{out: out}
@@ -156,6 +159,20 @@ func newLogger(w *os.File, format, level string, quiet bool) zerolog.Logger {
 		lvl = zerolog.InfoLevel
 	}
 	return zerolog.New(out).Level(lvl).With().Timestamp().Str("logger", "drainit").Logger()
+}
+
+// logFile is w through a descriptor of drainit's own (close-on-exec), for the log. The Go runtime
+// ends a program whose write to fd 1 or 2 fails with EPIPE, as a shell's tools end; drainit must
+// outlive its log's reader (a log collector restarted, `drainit … 2>&1 | tee` whose tee died),
+// or it leaves the app unstopped and unreaped, or, as PID 1, ends the container with no stop
+// sequence. On another descriptor the write fails with EPIPE, and only that line is lost.
+// (Notifying SIGPIPE would do too, at the cost of one more registration on the start path.)
+func logFile(w *os.File) *os.File {
+	fd, err := unix.FcntlInt(w.Fd(), unix.F_DUPFD_CLOEXEC, 3)
+	if err != nil {
+		return w
+	}
+	return os.NewFile(uintptr(fd), w.Name())
 }
 
 // escapeMessage escapes the control characters in a console line's message (see printable). A
