@@ -155,6 +155,13 @@ func TestArithmeticEdges(t *testing.T) {
 		{"one second over", "39", "image: x\n" + strings.ReplaceAll(spring, "%s", "30s") + "lifecycle: {preStop: {sleep: {seconds: 10}}}", "error:shutdown-exceeds-grace"},
 		{"graceful default 30s", "35", "image: x\nenv: [{name: SERVER_SHUTDOWN, value: graceful}]\nlifecycle: {preStop: {sleep: {seconds: 10}}}", "error:shutdown-exceeds-grace"},
 		{"shell variable resolved", "30", "image: x\nenv: [{name: DELAY, value: '40'}]\nlifecycle: {preStop: {exec: {command: [sh, -c, 'sleep $DELAY']}}}", "error:prestop-exceeds-grace"},
+		{"sh -c -- script", "30", "image: x\nlifecycle: {preStop: {exec: {command: [sh, -c, --, 'sleep 40']}}}", "error:prestop-exceeds-grace"},
+		{"bash -c script", "30", "image: x\nlifecycle: {preStop: {exec: {command: [/bin/bash, -c, 'sleep 40']}}}", "error:prestop-exceeds-grace"},
+		{"sh -c -e script", "30", "image: x\nlifecycle: {preStop: {exec: {command: [sh, -c, -e, 'sleep 40']}}}", "error:prestop-exceeds-grace"},
+		{"sh -o pipefail -ec script", "30", "image: x\nlifecycle: {preStop: {exec: {command: [sh, -o, pipefail, -ec, 'sleep 40']}}}", "error:prestop-exceeds-grace"},
+		{"busybox sleep in a script", "30", "image: x\nlifecycle: {preStop: {exec: {command: [sh, -c, 'busybox sleep 40']}}}", "error:prestop-exceeds-grace"},
+		{"sh with a script file: not read", "30", "image: x\nlifecycle: {preStop: {exec: {command: [sh, --, /drain.sh]}}}", ""},
+		{"sh option it does not know: not guessed", "30", "image: x\nlifecycle: {preStop: {exec: {command: [sh, -c, -k, 'sleep 40']}}}", ""},
 		{"unknown variable: no guess", "30", "image: x\nlifecycle: {preStop: {exec: {command: [sh, -c, 'sleep ${DELAY}']}}}", ""},
 		{"drainit fits", "8", "image: x\ncommand: [/drainit, --grace-period=8s, --, /app]", ""},
 		{"drainit drain+margin = grace", "7", "image: x\ncommand: [/drainit, --grace-period=7s, --, /app]", "error:drainit-config"},
@@ -298,11 +305,55 @@ func TestScriptSleep(t *testing.T) {
 		{"sleep 2 # and a comment; sleep 100", 2 * time.Second, true},
 		{"sleep ${D:-5}", 0, false},
 		{"/drainit sleep 1500ms", 1500 * time.Millisecond, true},
+		{"busybox sleep 6", 6 * time.Second, true},
+		{"/bin/busybox sleep 6 && sleep 1", 7 * time.Second, true},
 	}
 	for _, c := range cases {
 		got, exact := scriptSleep(c.script, envMap{})
 		if got != c.want || exact != c.exact {
 			t.Errorf("scriptSleep(%q) = %v, %v; want %v, %v", c.script, got, exact, c.want, c.exact)
+		}
+	}
+}
+
+// TestShellScript: the script of sh -c is the first operand after all the options, as the
+// shells read their arguments; what it cannot place stays not understood.
+func TestShellScript(t *testing.T) {
+	cases := []struct {
+		prog string
+		args []string
+		want string // "" for not understood
+	}{
+		{"sh", []string{"-c", "sleep 5"}, "sleep 5"},
+		{"sh", []string{"-c", "--", "sleep 5"}, "sleep 5"},
+		{"sh", []string{"-c", "-", "sleep 5"}, "sleep 5"},
+		{"sh", []string{"-ec", "--", "sleep 5"}, "sleep 5"},
+		{"sh", []string{"-e", "-c", "sleep 5"}, "sleep 5"},
+		{"sh", []string{"-c", "-e", "sleep 5"}, "sleep 5"},
+		{"sh", []string{"-c", "+x", "sleep 5"}, "sleep 5"},
+		{"sh", []string{"-o", "pipefail", "-c", "sleep 5"}, "sleep 5"},
+		{"sh", []string{"-eo", "pipefail", "-c", "sleep 5"}, "sleep 5"},
+		{"sh", []string{"-c", "sleep 5", "--"}, "sleep 5"},
+		{"sh", []string{"-c", "sleep 5", "name", "arg"}, "sleep 5"},
+		{"bash", []string{"--norc", "--noprofile", "-lc", "sleep 5"}, "sleep 5"},
+		{"bash", []string{"--rcfile", "/etc/rc", "-c", "sleep 5"}, "sleep 5"},
+		{"bash", []string{"-O", "extglob", "-c", "sleep 5"}, "sleep 5"},
+		{"sh", []string{"/drain.sh"}, ""},
+		{"sh", []string{"-e", "/drain.sh"}, ""},
+		{"sh", []string{"--", "/drain.sh"}, ""},
+		{"sh", []string{"-c"}, ""},
+		{"sh", []string{"-c", "--"}, ""},
+		{"sh", []string{"-c", ""}, ""},
+		{"sh", []string{"-c", "-o"}, ""},
+		{"sh", []string{"-c", "-k", "sleep 5"}, ""},
+		{"sh", []string{"--norc", "-c", "sleep 5"}, ""},
+		{"bash", []string{"--unknown", "-c", "sleep 5"}, ""},
+		{"sh", []string{"+c", "sleep 5"}, ""},
+	}
+	for _, c := range cases {
+		got, ok := shellScript(c.prog, c.args)
+		if got != c.want || ok != (c.want != "") {
+			t.Errorf("shellScript(%q, %q) = %q, %v; want %q", c.prog, c.args, got, ok, c.want)
 		}
 	}
 }

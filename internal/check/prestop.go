@@ -100,7 +100,7 @@ func analyzeExec(h *Handler, env envMap, ps preStop) preStop {
 		ps.kind, ps.desc = hookDrainit, quoteCmd(h.Exec)
 		ps.addr, _ = flagValue(argv[2:], "addr")
 	case shells[prog] && prog != "busybox":
-		script, ok := shellScript(argv[1:])
+		script, ok := shellScript(prog, argv[1:])
 		if !ok {
 			return ps
 		}
@@ -113,17 +113,54 @@ func analyzeExec(h *Handler, env envMap, ps preStop) preStop {
 	return ps
 }
 
-// shellScript finds the script in a shell's arguments: the one after -c (or -ec, -xc, …).
-func shellScript(args []string) (string, bool) {
-	for i, a := range args {
-		if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "c") && i+1 < len(args) {
-			return args[i+1], true
-		}
-		if !strings.HasPrefix(a, "-") {
-			return "", false // a script file: not read
+// shellScript finds the script in a shell's arguments as the shells read them (POSIX sh's
+// synopsis, bash's and dash's option parsing): -c may stand anywhere among the options, alone or
+// in a cluster (-c, -ec, -xc), and the script is then the first operand, after the other options
+// (-e, +x, -o pipefail, bash's --norc), a "--" or a "-" that ends them. No -c: the operand is a
+// script file, which is not read. An option it does not know stops it: the script is then not
+// understood, rather than guessed at.
+func shellScript(prog string, args []string) (string, bool) {
+	cmd := false
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--" || a == "-":
+			if cmd && i+1 < len(args) {
+				return args[i+1], true
+			}
+			return "", false
+		case prog == "bash" && bashLongNoArg[a]:
+		case prog == "bash" && (a == "--rcfile" || a == "--init-file"):
+			i++ // the file
+		case len(a) > 1 && (a[0] == '-' || a[0] == '+') && a[1] != '-':
+			for _, f := range a[1:] {
+				switch {
+				case f == 'c' && a[0] == '-':
+					cmd = true
+				case f == 'o' || (f == 'O' && prog == "bash"):
+					i++ // the option's name: -o pipefail, +o errexit
+				case !strings.ContainsRune(shellFlags, f):
+					return "", false
+				}
+			}
+		default:
+			if !cmd || a == "" {
+				return "", false // a script file, or nothing to run
+			}
+			return a, true
 		}
 	}
 	return "", false
+}
+
+// shellFlags are the single-letter options of sh (POSIX set, plus -s and -l of bash, dash and
+// busybox ash) that take no value and leave the script where it is.
+const shellFlags = "abCefhilmnpsuvxEBHPT"
+
+// bashLongNoArg are bash's long options that take no value.
+var bashLongNoArg = map[string]bool{
+	"--norc": true, "--noprofile": true, "--login": true, "--posix": true, "--noediting": true,
+	"--restricted": true, "--verbose": true,
 }
 
 // scriptSleep estimates how long a shell script runs: the sum of its top-level sleeps. It is a
@@ -134,7 +171,7 @@ func scriptSleep(script string, env envMap) (total time.Duration, exact bool) {
 	depth := 0
 	for _, cmd := range shellCommands(script) {
 		words := cmd.words
-		for len(words) > 0 && (words[0] == "exec" || words[0] == "command") {
+		for len(words) > 0 && (words[0] == "exec" || words[0] == "command" || path.Base(words[0]) == "busybox") {
 			words = words[1:]
 		}
 		if len(words) == 0 {
