@@ -129,7 +129,7 @@ func shellScript(prog string, args []string) (string, bool) {
 				return args[i+1], true
 			}
 			return "", false
-		case prog == "bash" && bashLongNoArg[a]:
+		case prog == "bash" && bashLongNoArg(a):
 		case prog == "bash" && (a == "--rcfile" || a == "--init-file"):
 			i++ // the file
 		case len(a) > 1 && (a[0] == '-' || a[0] == '+') && a[1] != '-':
@@ -157,10 +157,14 @@ func shellScript(prog string, args []string) (string, bool) {
 // busybox ash) that take no value and leave the script where it is.
 const shellFlags = "abCefhilmnpsuvxEBHPT"
 
-// bashLongNoArg are bash's long options that take no value.
-var bashLongNoArg = map[string]bool{
-	"--norc": true, "--noprofile": true, "--login": true, "--posix": true, "--noediting": true,
-	"--restricted": true, "--verbose": true,
+// bashLongNoArg says whether a is one of bash's long options that take no value. A switch, not
+// a map: a package-level map is built at every container start (inits_linux_test.go).
+func bashLongNoArg(a string) bool {
+	switch a {
+	case "--norc", "--noprofile", "--login", "--posix", "--noediting", "--restricted", "--verbose":
+		return true
+	}
+	return false
 }
 
 // scriptSleep estimates how long a shell script runs: the sum of its top-level sleeps. It is a
