@@ -177,6 +177,38 @@ func TestCheckCmdBadInput(t *testing.T) {
 	}
 }
 
+// TestCheckCmdNumberForms: a grace period written as kubectl's YAML reading takes it (3e1, 30.0)
+// is checked with the value the API server stores; a negative one, which the API server stores
+// too, is a grace-negative error; a fraction, which it refuses, is bad input.
+func TestCheckCmdNumberForms(t *testing.T) {
+	pod := func(grace, sleep string) string {
+		return "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  terminationGracePeriodSeconds: " + grace +
+			"\n  containers:\n  - name: c\n    image: x\n    lifecycle: {preStop: {sleep: {seconds: " + sleep + "}}}\n"
+	}
+	cases := []struct {
+		grace, sleep string
+		code         int
+		want         string
+	}{
+		{"3e1", "30.0", 1, `:9: error: container "c": preStop 30s (sleep action) ≥ terminationGracePeriodSeconds 30s`},
+		{"0x28", "3e1", 0, ""},
+		{"-5", "0", 1, `:5: error: Pod "p": terminationGracePeriodSeconds is -5: the API server accepts it with a warning and deletes the pod with a grace period of 1s instead`},
+		{"30.5", "5", 2, `:5: spec.terminationGracePeriodSeconds: want a whole number, got "30.5"`},
+		{"30", "1e19", 2, `:9: spec.containers[0].lifecycle.preStop.sleep.seconds: "1e19" is out of range: the API server reads it as a 64-bit integer`},
+	}
+	for _, c := range cases {
+		f := writeFile(t, "pod.yaml", pod(c.grace, c.sleep))
+		code, out, errOut := runCheck(t, "", f)
+		got := out
+		if c.code == 2 {
+			got = errOut
+		}
+		if code != c.code || c.want != "" && !strings.Contains(got, f+c.want) || c.want == "" && out != "" {
+			t.Errorf("grace %s, sleep %s: exit %d, stdout %q, stderr %q; want %d and %q", c.grace, c.sleep, code, out, errOut, c.code, c.want)
+		}
+	}
+}
+
 func TestCheckCmdHelpAndNothingFound(t *testing.T) {
 	if code, out, _ := runCheck(t, "", "--help"); code != 0 || !strings.Contains(out, "Usage: drainit check") {
 		t.Errorf("--help: exit %d, stdout %q", code, out)

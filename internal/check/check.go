@@ -42,6 +42,7 @@ const (
 // The rules' ids, as findings carry them.
 const (
 	RuleGraceZero        = "grace-zero"             // terminationGracePeriodSeconds: 0
+	RuleGraceNegative    = "grace-negative"         // terminationGracePeriodSeconds below 0, taken as 1
 	RulePreStopGrace     = "prestop-exceeds-grace"  // the preStop alone takes the whole grace period
 	RuleShutdownGrace    = "shutdown-exceeds-grace" // preStop + the app's shutdown do not fit
 	RuleDrainitConfig    = "drainit-config"         // drainit would refuse its configuration
@@ -92,6 +93,14 @@ func checkWorkload(w *Workload) []Finding {
 			"every delete becomes a force delete; the API forgets the pod at once while its containers still run" + sts +
 			", the preStop hook gets at most 1s and the app 2s before SIGKILL; " +
 			"give it the seconds the app needs to stop (the default is 30)"})
+	}
+	if w.GraceSet && w.Grace < 0 {
+		// pkg/api/pod/warnings.go warns and stores the value; the pod strategy's
+		// CheckGracefulDelete deletes with 1s instead (kubernetes.md).
+		out = append(out, Finding{Line: w.GraceLine, Severity: Error, Rule: RuleGraceNegative, Message: fmt.Sprintf(
+			"terminationGracePeriodSeconds is %d: the API server accepts it with a warning and deletes the pod with a grace "+
+				"period of 1s instead, so the preStop hook gets at most 1s and the app 2s before SIGKILL; "+
+				"give it the seconds the app needs to stop (the default is 30)", int64(w.Grace/time.Second))})
 	}
 	out = append(out, istioPod(w)...)
 	for i := range w.Containers {

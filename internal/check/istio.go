@@ -198,7 +198,7 @@ func istioPod(w *Workload) []Finding {
 // istioContainer reports a container that needs the network longer than the sidecar stays: its
 // preStop, drainit's drain and its app's shutdown, all counted from the start of the pod's stop.
 func (k *containerCheck) istioContainer(w *Workload) {
-	if k.grace == 0 || k.c.Name == "istio-proxy" {
+	if k.grace <= 0 || k.c.Name == "istio-proxy" {
 		return
 	}
 	p := istioOf(w)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -335,13 +336,12 @@ func (r *reader) podSpec(spec *yaml.Node, path string, w *Workload) error {
 		return err
 	}
 	if g != nil {
-		secs, err := r.int(g, join(path, "terminationGracePeriodSeconds"))
+		secs, err := r.int(g, join(path, "terminationGracePeriodSeconds"), 64)
 		if err != nil {
 			return err
 		}
-		if secs < 0 {
-			return r.errorf(g, join(path, "terminationGracePeriodSeconds"), "must be 0 or more, got %d", secs)
-		}
+		// A negative value is stored as written (the API server only warns), and reported by
+		// the grace-negative rule.
 		w.Grace, w.GraceSet, w.GraceLine = seconds(secs), true, g.Line
 	}
 	if hn, err := r.get(spec, "hostNetwork", path); err != nil {
@@ -433,7 +433,7 @@ func (r *reader) container(n *yaml.Node, path string) (Container, error) {
 		if num, err := r.get(pn, "containerPort", p); err != nil {
 			return c, err
 		} else if num != nil {
-			v, err := r.int(num, join(p, "containerPort"))
+			v, err := r.int(num, join(p, "containerPort"), 32)
 			if err != nil {
 				return c, err
 			}
@@ -497,7 +497,7 @@ func (r *reader) handler(n *yaml.Node, path string) (*Handler, error) {
 		if s == nil {
 			return nil, r.errorf(sl, join(path, "sleep"), "seconds is missing")
 		}
-		if h.Sleep, err = r.int(s, join(path, "sleep.seconds")); err != nil {
+		if h.Sleep, err = r.int(s, join(path, "sleep.seconds"), 64); err != nil {
 			return nil, err
 		}
 		if h.Sleep < 0 {
@@ -533,8 +533,12 @@ func (r *reader) handler(n *yaml.Node, path string) (*Handler, error) {
 		if port.Kind != yaml.ScalarNode {
 			return nil, r.errorf(port, join(p, "port"), "want a number or a name, got %s", describe(port))
 		}
-		if port.Tag == "!!int" {
-			v, err := r.int(port, join(p, "port"))
+		if port.Tag == "!!bool" || port.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle) == 0 && yaml11Bool(port.Value) {
+			// kubectl's YAML 1.1 reads yes, on, y as booleans, which the API server refuses here.
+			return nil, r.errorf(port, join(p, "port"), "want a number or a name, got %s", describe(port))
+		}
+		if port.Tag == "!!int" || port.Tag == "!!float" {
+			v, err := r.int(port, join(p, "port"), 32)
 			if err != nil {
 				return nil, err
 			}
@@ -706,15 +710,61 @@ func (r *reader) optStr(m *yaml.Node, key, path string) (string, error) {
 	return r.str(v, join(path, key))
 }
 
-func (r *reader) int(n *yaml.Node, path string) (int64, error) {
-	if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
-		return 0, r.errorf(n, path, "want a whole number, got %s", describe(n))
+// int reads an integer field of bits bits (32 or 64) as the API server gets it. kubectl, and the
+// API server itself for a YAML body, turn YAML into JSON through sigs.k8s.io/yaml, whose YAML 1.1
+// reading takes 0x1e, 0o36, 036 and 1_000 as integers and 3e1, 30.0 and 30. as floats, and whose
+// JSON writes a float that is whole as an integer literal (30); the JSON decoder then takes an
+// integer literal that fits the field. So a whole number in any of those forms is read, with
+// the value the API server stores; a fraction, a string, .inf or a number too large is not.
+// kubernetes.md has the sources; numbers_test.go holds this against sigs.k8s.io/yaml.
+func (r *reader) int(n *yaml.Node, path string, bits int) (int64, error) {
+	notWhole := func() error {
+		return r.errorf(n, path, "want a whole number, got %s", describe(n))
+	}
+	tooLarge := func() error {
+		return r.errorf(n, path, "%s is out of range: the API server reads it as a %d-bit integer", describe(n), bits)
+	}
+	if n.Kind != yaml.ScalarNode {
+		return 0, notWhole()
 	}
 	var v int64
-	if err := n.Decode(&v); err != nil {
-		return 0, r.errorf(n, path, "want a whole number, got %q", n.Value)
+	var f float64
+	switch n.Tag {
+	case "!!int":
+		if err := n.Decode(&v); err != nil {
+			if n.Decode(&f) == nil {
+				return 0, tooLarge() // beyond int64, as uint64 or float
+			}
+			return 0, notWhole() // !!int 3e1: kubectl cannot convert it either
+		}
+	case "!!float":
+		if err := n.Decode(&f); err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f != math.Trunc(f) {
+			return 0, notWhole()
+		}
+		// encoding/json writes the float's shortest decimal form, 'f' below 1e21: the integer
+		// the API server gets is that one (9.223372036854775e18 is 9223372036854775000, not
+		// the float's exact 9223372036854774784).
+		var err error
+		if v, err = strconv.ParseInt(strconv.FormatFloat(f, 'f', -1, 64), 10, 64); err != nil || math.Abs(f) >= 1e21 {
+			return 0, tooLarge()
+		}
+	default:
+		return 0, notWhole()
+	}
+	if bits == 32 && (v < math.MinInt32 || v > math.MaxInt32) {
+		return 0, tooLarge()
 	}
 	return v, nil
+}
+
+// yaml11Bool says whether a plain scalar is one YAML 1.1 (sigs.k8s.io/yaml, kubectl's reading)
+// takes as a boolean where yaml.v3 sees a string. A switch, not a map: see bashLongNoArg.
+func yaml11Bool(s string) bool {
+	switch s {
+	case "y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "on", "On", "ON", "off", "Off", "OFF":
+		return true
+	}
+	return false
 }
 
 // resolve follows aliases to the node they name; nil for a dangling or circular alias chain.
@@ -778,5 +828,5 @@ func join(path, field string) string {
 
 func seconds(s int64) time.Duration {
 	const maxSecs = int64(1<<63-1) / int64(time.Second)
-	return time.Duration(min(s, maxSecs)) * time.Second
+	return time.Duration(max(min(s, maxSecs), -maxSecs)) * time.Second
 }

@@ -27,6 +27,12 @@ var registry = []RuleInfo{
 		Fix:     "Set terminationGracePeriodSeconds to the seconds the app needs to stop (the default is 30).",
 	},
 	{
+		ID: RuleGraceNegative, Severity: Error,
+		Short:   "terminationGracePeriodSeconds is negative",
+		Catches: "A negative grace period is stored by the API server with a warning, and every delete of the pod then uses a grace period of 1s: the preStop hook gets at most 1s and the app 2s before SIGKILL.",
+		Fix:     "Set terminationGracePeriodSeconds to the seconds the app needs to stop (the default is 30).",
+	},
+	{
 		ID: RulePreStopGrace, Severity: Error,
 		Short:   "the preStop hook alone takes the whole grace period",
 		Catches: "A preStop sleep (the sleep action, an exec sleep, sh -c 'sleep N', drainit sleep) as long as terminationGracePeriodSeconds or longer: the kubelet stops waiting for the hook when the grace period ends and the app gets only the kubelet's 2s minimum between SIGTERM and SIGKILL.",
