@@ -209,6 +209,32 @@ func TestCheckCmdNumberForms(t *testing.T) {
 	}
 }
 
+// TestCheckCmdSidecar: a native sidecar whose stop does not fit after the main container's is an
+// error (exit 1); a plain init container is not reported, not even as no-drain.
+func TestCheckCmdSidecar(t *testing.T) {
+	f := writeFile(t, "sidecar.yaml", `apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  terminationGracePeriodSeconds: 30
+  initContainers:
+    - {name: setup, image: x, command: [/setup]}
+    - name: proxy
+      image: proxy:1
+      restartPolicy: Always
+      command: [uvicorn, proxy:app, --timeout-graceful-shutdown, "15"]
+  containers:
+    - name: web
+      image: web:1
+      lifecycle: {preStop: {sleep: {seconds: 20}}}
+`)
+	code, out, _ := runCheck(t, "", f)
+	want := f + `:11: error: container "proxy": native sidecar (an init container with restartPolicy: Always): the kubelet sends it its stop signal only once the containers before it have stopped, and container "web" may take 20s; then app shutdown 15s`
+	if code != 1 || !strings.HasPrefix(out, want) || strings.Count(out, "\n") != 1 {
+		t.Errorf("exit %d, stdout %q; want 1 and one line starting %q", code, out, want)
+	}
+}
+
 func TestCheckCmdHelpAndNothingFound(t *testing.T) {
 	if code, out, _ := runCheck(t, "", "--help"); code != 0 || !strings.Contains(out, "Usage: drainit check") {
 		t.Errorf("--help: exit %d, stdout %q", code, out)

@@ -6,7 +6,9 @@
 //
 // The model of a stop is the kubelet's (see docs/kubelet-stop-sequence.md): the
 // preStop hook runs first; the app then gets max(grace - preStop, 2s) between the stop signal
-// and SIGKILL.
+// and SIGKILL. A native sidecar (an init container with restartPolicy Always) gets its stop
+// signal only once the main containers have stopped, within the same grace period; what the
+// check takes from the kubelet and the API server is in kubernetes.md, with its sources.
 //
 // drainit's own settings (its flags in command and args, its DRAINIT_* variables) are read by
 // drainit's parser and validation (internal/config), not by the check: every configuration
@@ -45,6 +47,7 @@ const (
 	RuleGraceNegative    = "grace-negative"         // terminationGracePeriodSeconds below 0, taken as 1
 	RulePreStopGrace     = "prestop-exceeds-grace"  // the preStop alone takes the whole grace period
 	RuleShutdownGrace    = "shutdown-exceeds-grace" // preStop + the app's shutdown do not fit
+	RuleSidecarGrace     = "sidecar-exceeds-grace"  // a native sidecar's stop does not fit after the containers'
 	RuleDrainitConfig    = "drainit-config"         // drainit would refuse its configuration
 	RuleDrainitGrace     = "drainit-grace-mismatch" // drainit's grace period is not the pod's
 	RulePreStopServer    = "prestop-server"         // preStop aimed at a control server that is off or elsewhere
@@ -103,12 +106,26 @@ func checkWorkload(w *Workload) []Finding {
 				"give it the seconds the app needs to stop (the default is 30)", int64(w.Grace/time.Second))})
 	}
 	out = append(out, istioPod(w)...)
+	// The main containers stop at once; the sidecars, last declared first, each once the main
+	// containers and the sidecars declared after it have stopped (kubernetes.md).
+	var before stopBefore
 	for i := range w.Containers {
 		c := &w.Containers[i]
-		for _, f := range checkContainer(w, c) {
-			f.Container = c.Name
-			out = append(out, f)
+		if c.Sidecar {
+			continue
 		}
+		fs, end := checkContainerAfter(w, c, stopBefore{})
+		before = before.later(end, c)
+		out = append(out, named(fs, c)...)
+	}
+	for i := len(w.Containers) - 1; i >= 0; i-- {
+		c := &w.Containers[i]
+		if !c.Sidecar {
+			continue
+		}
+		fs, end := checkContainerAfter(w, c, before)
+		before = before.later(end, c)
+		out = append(out, named(fs, c)...)
 	}
 	for i := range out {
 		out[i].File, out[i].Kind, out[i].Name = w.File, w.Kind, w.Name
@@ -116,6 +133,31 @@ func checkWorkload(w *Workload) []Finding {
 	// In file order, so that the output reads along with the manifest.
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Line < out[j].Line })
 	return out
+}
+
+// named marks findings as the container's.
+func named(fs []Finding, c *Container) []Finding {
+	for i := range fs {
+		fs[i].Container = c.Name
+	}
+	return fs
+}
+
+// stopBefore is what the kubelet waits for before it sends a native sidecar its stop signal:
+// the main containers, and the sidecars declared after it, to have stopped. d is when the last
+// of them may end, counted from the start of the pod's stop as the timing rules count (the
+// preStop, drainit's drain, the app's known shutdown), at most the grace period; who names it.
+type stopBefore struct {
+	d   time.Duration
+	who *Container
+}
+
+// later is b, or c's stop when that ends later.
+func (b stopBefore) later(end time.Duration, c *Container) stopBefore {
+	if end > b.d {
+		return stopBefore{d: end, who: c}
+	}
+	return b
 }
 
 // containerCheck holds what the rules know about one container.
@@ -138,6 +180,13 @@ func (k *containerCheck) add(line int, sev Severity, rule, format string, args .
 }
 
 func checkContainer(w *Workload, c *Container) []Finding {
+	out, _ := checkContainerAfter(w, c, stopBefore{})
+	return out
+}
+
+// checkContainerAfter applies the rules to one container, a native sidecar's stop coming after
+// before's, and says when the container's stop may end, for the sidecars that wait for it.
+func checkContainerAfter(w *Workload, c *Container, before stopBefore) ([]Finding, time.Duration) {
 	env := newEnvMap(c)
 	words := argv(c, env)
 	k := &containerCheck{c: c, grace: w.Grace, hostNet: w.HostNetwork}
@@ -156,8 +205,8 @@ func checkContainer(w *Workload, c *Container) []Finding {
 	k.probes()
 	k.stopSignal()
 	if w.Grace > 0 {
-		if !k.preStopGrace() {
-			k.shutdownGrace(drainitOK)
+		if !k.preStopGrace() && !k.shutdownGrace(drainitOK) && c.Sidecar && (k.dc == nil || drainitOK) {
+			k.sidecarGrace(before)
 		}
 		if drainitOK {
 			k.drainitGrace()
@@ -167,12 +216,14 @@ func checkContainer(w *Workload, c *Container) []Finding {
 		k.out = append(k.out, *springWarning)
 	}
 	k.appRules(w, app)
-	if k.dc == nil && k.ps.kind == hookNone && w.Kind != "Job" && w.Kind != "CronJob" {
+	// A sidecar gets its stop signal once the main containers have stopped: its endpoint's
+	// removal has long been under way.
+	if k.dc == nil && k.ps.kind == hookNone && !c.Sidecar && w.Kind != "Job" && w.Kind != "CronJob" {
 		k.add(c.Line, Info, RuleNoDrain, "no preStop hook and no drainit: the app gets SIGTERM at once, while its endpoint removal is still "+
 			"reaching kube-proxy and the load balancers, so new connections can land on a stopping app; add a preStop sleep "+
 			"(5-10s, within terminationGracePeriodSeconds %s) or run the app under drainit", fmtDur(w.Grace))
 	}
-	return k.out
+	return k.out, k.stopEnd(before)
 }
 
 // drainitConfig reports what drainit refuses to start with (it exits 2 before starting the app,
@@ -419,14 +470,15 @@ func (k *containerCheck) appParts() string {
 }
 
 // shutdownGrace reports a stop that cannot fit in the grace period: the preStop plus the app's
-// known shutdown time (and drainit's drain and kill margin when drainit runs the app).
-func (k *containerCheck) shutdownGrace(drainitOK bool) {
+// known shutdown time (and drainit's drain and kill margin when drainit runs the app). It says
+// whether it reported.
+func (k *containerCheck) shutdownGrace(drainitOK bool) bool {
 	if k.dc != nil && !drainitOK {
-		return // drainit will not start at all; that is the finding
+		return false // drainit will not start at all; that is the finding
 	}
 	total, ok := k.needs()
 	if !ok {
-		return
+		return false
 	}
 	grace, ps, dc := k.grace, k.ps, k.dc
 	// What the kubelet leaves after the preStop, and what has to fit in it.
@@ -436,7 +488,7 @@ func (k *containerCheck) shutdownGrace(drainitOK bool) {
 	}
 	// With drainit and no known app time, the app still needs some time: equal is too little.
 	if after < window || (after == window && (dc == nil || k.app != nil)) {
-		return
+		return false
 	}
 	var sum string
 	if ps.kind == hookSleep {
@@ -471,7 +523,7 @@ func (k *containerCheck) shutdownGrace(drainitOK bool) {
 		k.add(line, Error, RuleShutdownGrace, "grace %s, %s = %s → needs more than %s plus the app's own shutdown: %s; "+
 			"raise terminationGracePeriodSeconds (and drainit's grace period with it) or shorten the drain",
 			fmtDur(grace), sum, fmtDur(total), fmtDur(total), why)
-		return
+		return true
 	}
 	also := ""
 	if dc != nil {
@@ -479,6 +531,62 @@ func (k *containerCheck) shutdownGrace(drainitOK bool) {
 	}
 	k.add(line, Error, RuleShutdownGrace, "grace %s, %s → needs %ds: %s, so it is SIGKILLed mid-shutdown; "+
 		"set terminationGracePeriodSeconds to at least %d%s", fmtDur(grace), sum, need, why, need, also)
+	return true
+}
+
+// stopEnd is when the container's stop may end, counted from the start of the pod's stop: its
+// preStop sleep, or for a sidecar the later of that and before, then drainit's drain, the app's
+// known shutdown and drainit's kill margin; at most the grace period, where the kubelet's
+// SIGKILL ends it. A drainit preStop's drain runs during the hook, whose length is not known.
+func (k *containerCheck) stopEnd(before stopBefore) time.Duration {
+	if k.grace <= 0 {
+		return 0
+	}
+	total, _ := k.needs()
+	if k.c.Sidecar && k.ps.kind != hookDrainit {
+		total = addDur(max(k.preStopSleep(), before.d), total-k.preStopSleep())
+	}
+	return min(total, k.grace)
+}
+
+// preStopSleep is how long the preStop keeps the kubelet waiting, at least: 0 unless it sleeps.
+func (k *containerCheck) preStopSleep() time.Duration {
+	if k.ps.kind == hookSleep {
+		return k.ps.min
+	}
+	return 0
+}
+
+// sidecarGrace reports a native sidecar whose stop does not fit in what the grace period leaves
+// after the containers it waits for: the kubelet runs its preStop when the pod's stop starts,
+// beside the main containers', but sends its stop signal only once they (and the sidecars
+// declared after it) have stopped, all within the one grace period
+// (kuberuntime_termination_order.go, killContainer).
+func (k *containerCheck) sidecarGrace(before stopBefore) {
+	pre := k.preStopSleep()
+	total, ok := k.needs()
+	if !ok || k.ps.kind == hookDrainit || before.who == nil || before.d <= pre {
+		return // nothing known after the signal, or its own preStop outlasts the others: shutdownGrace's case
+	}
+	own := total - pre
+	need := addDur(before.d, own)
+	if need <= k.grace {
+		return
+	}
+	who := fmt.Sprintf("container %q", before.who.Name)
+	if before.who.Sidecar {
+		who = fmt.Sprintf("sidecar %q", before.who.Name)
+	}
+	line := k.c.Line
+	if k.app != nil {
+		line = k.app.line
+	}
+	k.add(line, Error, RuleSidecarGrace, "native sidecar (an init container with restartPolicy: Always): the kubelet sends it its stop "+
+		"signal only once the containers before it have stopped, and %s may take %s; then %s → needs %ds, but grace %s leaves it "+
+		"max(%s - %s, %s) = %s before SIGKILL, so it is SIGKILLed mid-shutdown; set terminationGracePeriodSeconds to at least %d, "+
+		"or shorten %s's stop",
+		who, fmtDur(before.d), k.appParts(), ceilSeconds(need), fmtDur(k.grace), fmtDur(k.grace), fmtDur(before.d),
+		fmtDur(minGraceAfterSignal), fmtDur(max(k.grace-before.d, minGraceAfterSignal)), ceilSeconds(need), who)
 }
 
 func (k *containerCheck) appTime() time.Duration {
@@ -510,6 +618,13 @@ func (k *containerCheck) drainitGrace() {
 	case hookOther:
 		exact = false
 		because = fmt.Sprintf("the kubelet sends SIGKILL at most %s after SIGTERM, less whatever the preStop hook takes", fmtDur(grace))
+	}
+	if k.c.Sidecar && ps.kind != hookDrainit {
+		// Its stop signal waits for the other containers, whose stop the manifest bounds but
+		// does not fix: the window is at most this, and a shorter grace period may be right.
+		exact = false
+		because = fmt.Sprintf("as a native sidecar it gets SIGTERM only once the main containers have stopped, and the kubelet's "+
+			"SIGKILL comes at most %s after that (terminationGracePeriodSeconds, less its preStop)", fmtDur(window))
 	}
 	g := dc.grace.d
 	what := fmt.Sprintf("drainit's grace period is %s (%s=%s)", fmtDur(g), dc.grace.src, dc.grace.raw)

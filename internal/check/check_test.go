@@ -93,7 +93,7 @@ func TestEveryRuleHasACase(t *testing.T) {
 	}
 	for _, r := range []string{RuleGraceZero, RulePreStopGrace, RuleShutdownGrace, RuleDrainitConfig, RuleDrainitGrace,
 		RulePreStopServer, RulePreStopToken, RuleNoShell, RuleNoDrain, RuleSpringDuration,
-		RuleStopSignalNotTrigger, RuleStopSignalImageQuit, RuleStopSignalInvalid} {
+		RuleStopSignalNotTrigger, RuleStopSignalImageQuit, RuleStopSignalInvalid, RuleGraceNegative, RuleSidecarGrace} {
 		if !seen[r] {
 			t.Errorf("rule %s fires in no testdata/rules manifest", r)
 		}
@@ -258,6 +258,65 @@ func TestReaderFields(t *testing.T) {
 		if c.Image != "app:1" || c.PreStop == nil || !c.PreStop.IsSleep || c.PreStop.Sleep != 20 {
 			t.Errorf("merged container %q: %+v", c.Name, c)
 		}
+	}
+}
+
+// TestReadSidecars: init containers with restartPolicy Always are read after the containers,
+// marked as sidecars; the others are not read at all.
+func TestReadSidecars(t *testing.T) {
+	ws, _ := checkFile(t, "testdata/rules/sidecar.yaml")
+	var got []string
+	for _, c := range ws[1].Containers {
+		got = append(got, fmt.Sprintf("%s:%v", c.Name, c.Sidecar))
+	}
+	if want := "web:false,log-shipper:true,proxy:true"; strings.Join(got, ",") != want {
+		t.Errorf("containers %s, want %s", strings.Join(got, ","), want)
+	}
+	if n := len(ws[0].Containers); n != 2 || ws[0].Containers[1].Name != "proxy" {
+		t.Errorf("the plain init container is read: %+v", ws[0].Containers)
+	}
+	_, err := Read("p.yaml", strings.NewReader("kind: Pod\nspec:\n  initContainers: [{name: s, restartPolicy: Always, command: sh}]\n"))
+	if err == nil || !strings.Contains(err.Error(), "p.yaml:3: spec.initContainers[0].command: want a list of strings") {
+		t.Errorf("a sidecar's fields are read as a container's: %v", err)
+	}
+	if _, err := Read("p.yaml", strings.NewReader("kind: Pod\nspec:\n  initContainers: [{name: i, command: sh}]\n")); err != nil {
+		t.Errorf("a plain init container's fields are not read: %v", err)
+	}
+}
+
+// TestSidecarArithmetic: a sidecar's stop counts after the main containers', and one second
+// more or less flips it.
+func TestSidecarArithmetic(t *testing.T) {
+	pod := func(grace, mainStop, sidecar string) string {
+		return "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  terminationGracePeriodSeconds: " + grace +
+			"\n  containers:\n  - name: app\n    image: x\n    lifecycle: {preStop: {sleep: {seconds: " + mainStop + "}}}" +
+			"\n  initContainers:\n  - name: side\n    image: x\n    restartPolicy: Always\n" + indent(sidecar, "    ") + "\n"
+	}
+	const uvicorn10 = "command: [uvicorn, a:app, --timeout-graceful-shutdown, '10']"
+	cases := []struct {
+		name, grace, mainStop, sidecar, want string
+	}{
+		{"fits exactly", "30", "20", uvicorn10, ""},
+		{"one second over", "30", "21", uvicorn10, "error:sidecar-exceeds-grace"},
+		{"its own preStop outlasts the app's: shutdown-exceeds-grace", "30", "5", uvicorn10 + "\nlifecycle: {preStop: {sleep: {seconds: 25}}}", "error:shutdown-exceeds-grace"},
+		{"its preStop runs beside the app's", "30", "20", uvicorn10 + "\nlifecycle: {preStop: {sleep: {seconds: 15}}}", ""},
+		{"no preStop, no drainit: no no-drain", "30", "5", "command: [/proxy]", ""},
+		{"unknown stop: nothing to add", "30", "29", "command: [/proxy]", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ws, err := Read("p.yaml", strings.NewReader(pod(c.grace, c.mainStop, c.sidecar)))
+			if err != nil {
+				t.Fatalf("Read: %v", err)
+			}
+			if got := rules(Check(ws)); got != c.want {
+				t.Errorf("got %q, want %q; findings: %+v", got, c.want, Check(ws))
+			}
+		})
+	}
+	plain := strings.Replace(pod("30", "25", uvicorn10), "restartPolicy: Always", "restartPolicy: OnFailure", 1)
+	if ws, err := Read("p.yaml", strings.NewReader(plain)); err != nil || rules(Check(ws)) != "" {
+		t.Errorf("an init container without restartPolicy Always: %v, %+v", err, Check(ws))
 	}
 }
 

@@ -75,7 +75,8 @@ func istioOf(w *Workload) *istioProxy {
 	p := &istioProxy{drain: istioDefaultDrain, minDrain: istioDefaultMinDrain, known: true}
 	for i := range w.Containers {
 		if w.Containers[i].Name == "istio-proxy" {
-			p.regular = true
+			p.regular = !w.Containers[i].Sidecar
+			p.native = w.Containers[i].Sidecar
 			if evidence == 0 {
 				evidence = w.Containers[i].Line
 			}
@@ -198,7 +199,7 @@ func istioPod(w *Workload) []Finding {
 // istioContainer reports a container that needs the network longer than the sidecar stays: its
 // preStop, drainit's drain and its app's shutdown, all counted from the start of the pod's stop.
 func (k *containerCheck) istioContainer(w *Workload) {
-	if k.grace <= 0 || k.c.Name == "istio-proxy" {
+	if k.grace <= 0 || k.c.Name == "istio-proxy" || k.c.Sidecar {
 		return
 	}
 	p := istioOf(w)

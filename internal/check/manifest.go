@@ -31,6 +31,8 @@ type Workload struct {
 	// to localhost reaches the pod's containers.
 	HostNetwork bool
 
+	// Containers are the pod's containers, then its native sidecars (Container.Sidecar) in the
+	// order of initContainers.
 	Containers []Container
 
 	// Ignores are the drainit.io/ignore annotations of the object and of its pod template.
@@ -75,6 +77,11 @@ type Container struct {
 	// unset; a value set to "" still has its line, since the API server rejects it.
 	StopSignal     string
 	StopSignalLine int
+
+	// Sidecar says it is an init container with restartPolicy Always, a native sidecar: it runs
+	// beside the containers, and the kubelet stops it after them (kubernetes.md). Init
+	// containers without it have exited before the pod runs, and are not read.
+	Sidecar bool
 
 	mounts []mount       // volumeMounts (appread.go)
 	files  []mountedConf // ConfigMap entries of the same input mounted into it
@@ -349,22 +356,45 @@ func (r *reader) podSpec(spec *yaml.Node, path string, w *Workload) error {
 	} else if hn != nil {
 		w.HostNetwork = hn.Kind == yaml.ScalarNode && hn.Tag == "!!bool" && hn.Value == "true"
 	}
-	items, err := r.seq(spec, "containers", path)
+	if err := r.containers(spec, path, "containers", w); err != nil {
+		return err
+	}
+	if err := r.containers(spec, path, "initContainers", w); err != nil {
+		return err
+	}
+	r.volumes(spec, path, w)
+	return nil
+}
+
+// containers appends the pod's containers, or of its initContainers the native sidecars: those
+// with restartPolicy Always, and nothing else (podutil.IsRestartableInitContainer; the API server
+// refuses any other value). Plain init containers are not read.
+func (r *reader) containers(spec *yaml.Node, path, key string, w *Workload) error {
+	items, err := r.seq(spec, key, path)
 	if err != nil {
 		return err
 	}
 	for i, it := range items {
-		p := fmt.Sprintf("%s[%d]", join(path, "containers"), i)
+		p := fmt.Sprintf("%s[%d]", join(path, key), i)
 		if it.Kind != yaml.MappingNode {
 			return r.errorf(it, p, "want a container (a mapping), got %s", describe(it))
+		}
+		sidecar := key == "initContainers"
+		if sidecar {
+			if rp, err := r.optStr(it, "restartPolicy", p); err != nil || rp != "Always" {
+				if err != nil {
+					return err
+				}
+				continue
+			}
 		}
 		c, err := r.container(it, p)
 		if err != nil {
 			return err
 		}
+		c.Sidecar = sidecar
 		w.Containers = append(w.Containers, c)
 	}
-	r.volumes(spec, path, w)
 	return nil
 }
 

@@ -45,6 +45,12 @@ var registry = []RuleInfo{
 		Fix:     "Raise terminationGracePeriodSeconds to the sum the message gives (and drainit's --grace-period with it), or shorten the preStop or the drain.",
 	},
 	{
+		ID: RuleSidecarGrace, Severity: Error,
+		Short:   "a native sidecar's stop does not fit after the main containers'",
+		Catches: "A native sidecar (an init container with restartPolicy: Always) gets its stop signal only once the main containers, and the sidecars declared after it, have stopped, within the same terminationGracePeriodSeconds: the time they may take (preStop, drainit's drain, the app's known shutdown), then the sidecar's own drain and shutdown, add up to more than the grace period, and the sidecar is SIGKILLed mid-shutdown.",
+		Fix:     "Raise terminationGracePeriodSeconds to the sum the message gives, or shorten the main containers' stop or the sidecar's.",
+	},
+	{
 		ID: RuleDrainitConfig, Severity: Error,
 		Mixed:   "a warning for a DRAINIT_* variable drainit does not know: it starts, and ignores it",
 		Short:   "drainit refuses its configuration",
