@@ -157,6 +157,7 @@ func TestArithmeticEdges(t *testing.T) {
 		{"shell variable resolved", "30", "image: x\nenv: [{name: DELAY, value: '40'}]\nlifecycle: {preStop: {exec: {command: [sh, -c, 'sleep $DELAY']}}}", "error:prestop-exceeds-grace"},
 		{"sh -c -- script", "30", "image: x\nlifecycle: {preStop: {exec: {command: [sh, -c, --, 'sleep 40']}}}", "error:prestop-exceeds-grace"},
 		{"bash -c script", "30", "image: x\nlifecycle: {preStop: {exec: {command: [/bin/bash, -c, 'sleep 40']}}}", "error:prestop-exceeds-grace"},
+		{"drainit sleep --", "30", "image: x\nlifecycle: {preStop: {exec: {command: [/drainit, sleep, --, 40s]}}}", "error:prestop-exceeds-grace"},
 		{"sh -c -e script", "30", "image: x\nlifecycle: {preStop: {exec: {command: [sh, -c, -e, 'sleep 40']}}}", "error:prestop-exceeds-grace"},
 		{"sh -o pipefail -ec script", "30", "image: x\nlifecycle: {preStop: {exec: {command: [sh, -o, pipefail, -ec, 'sleep 40']}}}", "error:prestop-exceeds-grace"},
 		{"busybox sleep in a script", "30", "image: x\nlifecycle: {preStop: {exec: {command: [sh, -c, 'busybox sleep 40']}}}", "error:prestop-exceeds-grace"},
@@ -364,6 +365,8 @@ func TestScriptSleep(t *testing.T) {
 		{"sleep 2 # and a comment; sleep 100", 2 * time.Second, true},
 		{"sleep ${D:-5}", 0, false},
 		{"/drainit sleep 1500ms", 1500 * time.Millisecond, true},
+		{"/drainit sleep -- 2", 2 * time.Second, true},
+		{"/drainit sleep -- -- 2", 0, false},
 		{"busybox sleep 6", 6 * time.Second, true},
 		{"/bin/busybox sleep 6 && sleep 1", 7 * time.Second, true},
 	}

@@ -90,8 +90,8 @@ func analyzeExec(h *Handler, env envMap, ps preStop) preStop {
 			ps.desc = quoteCmd(h.Exec)
 		}
 	case prog == "drainit" && len(argv) > 1 && argv[1] == "sleep":
-		if len(argv) == 3 {
-			if d, err := config.ParseDuration(argv[2]); err == nil {
+		if arg, ok := drainitSleepArg(argv[2:]); ok {
+			if d, err := config.ParseDuration(arg); err == nil {
 				ps.kind, ps.min, ps.exact = hookSleep, d, true
 				ps.desc = quoteCmd(h.Exec)
 			}
@@ -153,6 +153,18 @@ func shellScript(prog string, args []string) (string, bool) {
 	return "", false
 }
 
+// drainitSleepArg is the duration argument of `drainit sleep`'s arguments, as it reads them: one
+// argument, or "--" and one.
+func drainitSleepArg(args []string) (string, bool) {
+	if len(args) == 2 && args[0] == "--" {
+		args = args[1:]
+	}
+	if len(args) != 1 {
+		return "", false
+	}
+	return args[0], true
+}
+
 // shellFlags are the single-letter options of sh (POSIX set, plus -s and -l of bash, dash and
 // busybox ash) that take no value and leave the script where it is.
 const shellFlags = "abCefhilmnpsuvxEBHPT"
@@ -200,10 +212,12 @@ func scriptSleep(script string, env envMap) (total time.Duration, exact bool) {
 		switch {
 		case prog == "sleep":
 			d, ok = sleepArgs(env.expandShell(words[1:]))
-		case prog == "drainit" && len(words) == 3 && words[1] == "sleep":
-			var err error
-			d, err = config.ParseDuration(env.expandShell(words[2:])[0])
-			ok = err == nil
+		case prog == "drainit" && len(words) > 1 && words[1] == "sleep":
+			if arg, found := drainitSleepArg(env.expandShell(words[2:])); found {
+				var err error
+				d, err = config.ParseDuration(arg)
+				ok = err == nil
+			}
 		}
 		if !ok || depth > 0 || cmd.background {
 			exact = false
