@@ -68,7 +68,7 @@ type Raw struct {
 	PostStopExec   string `env:"POST_STOP_EXEC" flag:"post-stop-exec" envDefault:"" repeat:"refuse" help:"command run after the app has exited"`
 	PostStopHTTP   string `env:"POST_STOP_HTTP" flag:"post-stop-http" envDefault:"" repeat:"refuse" help:"HTTP call after the app has exited"`
 	HookTimeout    string `env:"HOOK_TIMEOUT" flag:"hook-timeout" envDefault:"10s" help:"how long each hook may take (also bounded by the grace deadline)"`
-	ReadyProbe     string `env:"READY_PROBE" flag:"ready-probe" envDefault:"" help:"when the app is ready: tcp://HOST:PORT or http(s)://... (2xx); default: at once"`
+	ReadyProbe     string `env:"READY_PROBE" flag:"ready-probe" envDefault:"" help:"when the app is ready: tcp://HOST:PORT or http://... (2xx; plain HTTP only); default: at once"`
 	HTTPAddr       string `env:"HTTP_ADDR" flag:"http-addr" envDefault:"" help:"control server address, e.g. :8099 (/prestop, /healthz, /readyz, /status); off when empty"`
 	HTTPToken      string `env:"HTTP_TOKEN" flag:"http-token" envDefault:"" help:"bearer token required by /prestop and /status"`
 	LogFormat      string `env:"LOG_FORMAT" flag:"log-format" envDefault:"" help:"json or console (default: console on a terminal, else json)"`

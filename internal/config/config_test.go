@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"errors"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -134,6 +135,30 @@ func TestHelpListsEveryOption(t *testing.T) {
 		for _, s := range []string{"--" + o.Flag, o.Env} {
 			if !strings.Contains(usage.String(), s) {
 				t.Errorf("--help does not mention %s", s)
+			}
+		}
+	}
+}
+
+// TestHelpSchemesAccepted: a URL scheme the help offers for an option is one its value may use
+// (the help once offered http(s):// for --ready-probe, which refuses https).
+func TestHelpSchemesAccepted(t *testing.T) {
+	scheme := regexp.MustCompile(`([a-z]+)(\(s\))?://`)
+	for _, o := range Options() {
+		for _, m := range scheme.FindAllStringSubmatch(o.Help, -1) {
+			names := []string{m[1]}
+			if m[2] != "" {
+				names = append(names, m[1]+"s")
+			}
+			for _, n := range names {
+				value := n + "://127.0.0.1:8080/"
+				if n == "tcp" {
+					value = "tcp://127.0.0.1:8080"
+				}
+				env := map[string]string{o.Env: value}
+				if _, err := parse(t, []string{"app"}, env); err != nil {
+					t.Errorf("--%s's help offers %s://, which it refuses: %v", o.Flag, n, err)
+				}
 			}
 		}
 	}
