@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -55,6 +56,9 @@ type Supervisor struct {
 	appPid     int
 	appReaped  bool                // the app's exit has been collected: appPid is no longer the app's
 	history    *drainwatch.History // the traffic before the drain, for --drain-quiet auto (nil: none)
+	// t0 is the machine's first trigger, once there is one, for the hooks' goroutines: their
+	// lines are events of the stop sequence and carry its elapsed, as the machine's do.
+	t0 atomic.Pointer[time.Time]
 }
 
 // stageDone is a stage's hooks having all run.
@@ -243,6 +247,10 @@ func (s *Supervisor) loop(ctx context.Context, m *machine, sigs <-chan unix.Sign
 			waiters = append(waiters, r.reply)
 			acts = m.prestop(time.Now())
 		}
+		if !m.t0.IsZero() && s.t0.Load() == nil {
+			t0 := m.t0
+			s.t0.Store(&t0)
+		}
 		if !m.t0.IsZero() || m.appExited {
 			stopOnline()
 		}
@@ -308,7 +316,7 @@ func (s *Supervisor) loop(ctx context.Context, m *machine, sigs <-chan unix.Sign
 // the online hook (register) it undoes, and leave a stopped pod registered. The wait is bounded
 // by that overrun, and by ctx, which the stage's deadline ends.
 func (s *Supervisor) runStage(ctx context.Context, st config.HookStage, hs []hooks.Hook, after <-chan struct{}, afterName string) hooks.Outcome {
-	log := s.log.With().Str("phase", st.String()).Logger()
+	log := s.log.With().Str("phase", st.String()).Logger().Hook(elapsedHook{&s.t0})
 	select {
 	case <-after:
 	default:
@@ -321,9 +329,20 @@ func (s *Supervisor) runStage(ctx context.Context, st config.HookStage, hs []hoo
 	return hooks.RunAll(ctx, log, s.opts.HookTimeout, hs)
 }
 
+// elapsedHook adds the stop sequence's elapsed (since its first trigger, once there is one) to
+// each line logged from another goroutine than the machine's.
+type elapsedHook struct{ t0 *atomic.Pointer[time.Time] }
+
+// Run implements zerolog.Hook.
+func (h elapsedHook) Run(e *zerolog.Event, _ zerolog.Level, _ string) {
+	if t0 := h.t0.Load(); t0 != nil {
+		e.Dur("elapsed", time.Since(*t0))
+	}
+}
+
 // becomeReady waits for the ready probe, runs the online hooks, and reports on ready.
 func (s *Supervisor) becomeReady(ctx context.Context, ready chan<- struct{}) {
-	log := s.log.With().Str("phase", "online").Logger()
+	log := s.log.With().Str("phase", "online").Logger().Hook(elapsedHook{&s.t0})
 	if s.opts.Probe != nil {
 		if err := hooks.WaitReady(ctx, s.opts.Probe, log); err != nil {
 			log.Warn().Err(err).Msg("the app never became ready")

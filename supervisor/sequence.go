@@ -436,7 +436,7 @@ func (m *machine) drainWatched(now time.Time, r drainwatch.Result) []action {
 		return nil // the drain already ended another way
 	}
 	if r.Reason == drainwatch.ReasonUnavailable {
-		m.log.Warn().Str("phase", m.phase.String()).Err(r.Err).Dur("drain_delay", m.timing.DrainDelay).
+		m.log.Warn().Str("phase", m.phase.String()).Dur("elapsed", now.Sub(m.t0)).Err(r.Err).Dur("drain_delay", m.timing.DrainDelay).
 			Msg("cannot watch the app's connections: falling back to the fixed drain delay")
 		return m.fixedDrain(now, m.timing.DrainDelay, " (fixed, fallback)")
 	}

@@ -493,6 +493,25 @@ func TestAdaptiveDrainFallsBackToFixed(t *testing.T) {
 		t.Fatalf("fallback drain ends at %v, want the fixed 5s", m.wake.Sub(epoch))
 	}
 	want(t, m.tick(at(5)), actSignal{toAppStop, unix.SIGTERM})
+
+	// The warning is an event of the stop sequence: it says when, as the others do.
+	var buf bytes.Buffer
+	m = newTestMachine(false, false, adaptive)
+	m.log = zerolog.New(&buf)
+	m.signal(at(1), unix.SIGTERM)
+	m.drainWatched(at(1.25), drainwatch.Result{Reason: drainwatch.ReasonUnavailable})
+	warned := false
+	for l := range strings.SplitSeq(buf.String(), "\n") {
+		if strings.Contains(l, "cannot watch") {
+			warned = true
+			if !strings.Contains(l, `"elapsed":250`) {
+				t.Errorf("the fallback's warning does not say when it came: %s", l)
+			}
+		}
+	}
+	if !warned {
+		t.Errorf("no warning about the fallback:\n%s", buf.String())
+	}
 }
 
 func TestAdaptiveDrainBounds(t *testing.T) {
