@@ -36,3 +36,34 @@ func TestStopSequenceEventsCarryPhaseAndElapsed(t *testing.T) {
 		t.Fatalf("stop sequence started: %v, %d lines of the hooks, want 6\n%s", started, hookLines, d.dump())
 	}
 }
+
+// TestPostStopHooksAfterSIGKILL: post-stop hooks must end 2 s (hooks.Overrun) before the
+// deadline, the time drainit keeps to end an exec hook's processes and exit before the runtime's
+// SIGKILL. After drainit had to SIGKILL the app at the kill point, the hooks therefore get the
+// kill margin less 2 s: none with the default 2 s, as the README says, and 1 s with 3 s.
+func TestPostStopHooksAfterSIGKILL(t *testing.T) {
+	for _, c := range []struct {
+		margin string
+		ran    bool
+	}{{"2s", false}, {"3s", true}} {
+		t.Run("kill margin "+c.margin, func(t *testing.T) {
+			t.Parallel()
+			d := start(t, spec{mode: subreaper, app: app("ignore-term"), args: []string{"--grace-period", "4s",
+				"--drain-delay", "0", "--kill-margin", c.margin, "--log-format", "json",
+				"--post-stop-exec", `["/bin/sh","-c","echo post-stop ran"]`}})
+			d.stdout.AwaitPrefix(t, waitTimeout, "ready app")
+			d.signal(syscall.SIGTERM)
+			if got := d.wait(waitTimeout); got != (exitStatus{code: 128 + 9}) {
+				t.Fatalf("drainit: %v, want 137 (the app SIGKILLed)\n%s", got, d.dump())
+			}
+			ran, skipped := false, false
+			for _, e := range d.logs() {
+				ran = ran || (e.str("hook") == "post-stop-exec" && e.msg() == "post-stop ran")
+				skipped = skipped || (e.str("hook") == "post-stop-exec" && e.msg() == "hook skipped: no time left")
+			}
+			if ran != c.ran || skipped == c.ran {
+				t.Errorf("kill margin %s: the post-stop hook ran %v, skipped %v; want ran %v\n%s", c.margin, ran, skipped, c.ran, d.dump())
+			}
+		})
+	}
+}
