@@ -190,3 +190,45 @@ func TestEndingSignalsAllIgnored(t *testing.T) {
 		}
 	})
 }
+
+// An ignored trigger does not start the stop sequence (README, "Ignored signals are inherited"):
+// started with INT ignored, drainit neither drains nor passes on a SIGINT, and TERM, the other
+// trigger, still stops the app.
+func TestIgnoredTriggerStartsNothing(t *testing.T) {
+	eachMode(t, func(t *testing.T, m mode) {
+		launcher := []string{"sh", "-c", `trap "" INT; exec "$@"`, "sh"}
+		d := start(t, spec{mode: m, launcher: launcher, args: []string{"--drain-delay", "0"}, app: app("signals")})
+		d.stdout.AwaitLine(t, waitTimeout, "the app ready", lines.Containing("ready app "))
+		d.signal(syscall.SIGINT)
+		// Signals are handled in the order they come: once the app has the USR1 sent after it,
+		// a SIGINT taken as a trigger would have been logged.
+		d.signal(syscall.SIGUSR1)
+		d.stdout.AwaitLine(t, waitTimeout, "the app's SIGUSR1", lines.Containing("got app SIGUSR1"))
+		if n := d.stderr.Count(func(s string) bool { return strings.Contains(s, "stop sequence started") }); n != 0 {
+			t.Fatalf("a SIGINT ignored at start started the stop sequence\n%s", d.dump())
+		}
+		d.signal(syscall.SIGTERM)
+		if got := d.wait(waitTimeout); got != (exitStatus{code: 0}) {
+			t.Fatalf("drainit: %v after SIGTERM, want exit 0\n%s", got, d.dump())
+		}
+		if n := d.stdout.Count(func(s string) bool { return strings.Contains(s, "got app SIGINT") }); n != 0 {
+			t.Errorf("the app got the SIGINT ignored at drainit's start\n%s", d.dump())
+		}
+	})
+}
+
+// A --stop-signal that was ignored when drainit started stays ignored for the app, which will
+// only be killed at the kill point: drainit warns, once (README, "Ignored signals are inherited").
+func TestIgnoredStopSignalWarns(t *testing.T) {
+	eachMode(t, func(t *testing.T, m mode) {
+		launcher := []string{"sh", "-c", `trap "" QUIT; exec "$@"`, "sh"}
+		_, d := appIgnored(t, spec{mode: m, launcher: launcher, args: []string{"--stop-signal", "QUIT"}})
+		if n := d.stderr.Count(func(s string) bool { return strings.Contains(s, "the stop signal was ignored") }); n != 1 {
+			t.Errorf("%d warnings that the stop signal was ignored, want 1\n%s", n, d.dump())
+		}
+		_, d = appIgnored(t, spec{mode: m, launcher: launcher})
+		if n := d.stderr.Count(func(s string) bool { return strings.Contains(s, "the stop signal was ignored") }); n != 0 {
+			t.Errorf("a warning about the stop signal, with QUIT no stop signal\n%s", d.dump())
+		}
+	})
+}

@@ -163,6 +163,28 @@ func TestStopSignalStartsTheSequence(t *testing.T) {
 	}
 }
 
+// With --triggers= and no --stop-signal every signal is forwarded, as dumb-init does, and only
+// /prestop starts the stop sequence (README: "What starts it").
+func TestNoTriggersForwardsEverything(t *testing.T) {
+	c, err := config.Parse([]string{"--triggers=", "app"}, nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newMachine(c, false, false, epoch, zerolog.Nop())
+	for _, sig := range []unix.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGINT, unix.SIGINT, unix.SIGQUIT} {
+		want(t, m.signal(at(1), sig), actSignal{toApp, sig})
+	}
+	wantPhase(t, m, PhaseRunning)
+	if !m.t0.IsZero() {
+		t.Fatal("a signal started the stop sequence with no trigger")
+	}
+	m.prestop(at(2))
+	wantPhase(t, m, PhaseDraining)
+	if !m.deadline.Equal(at(32)) {
+		t.Fatalf("deadline %v, want the /prestop's time + grace", m.deadline.Sub(epoch))
+	}
+}
+
 func TestEscalationBeforeDeadline(t *testing.T) {
 	m := newTestMachine(false, true)
 	m.signal(at(0), unix.SIGTERM)
