@@ -72,7 +72,7 @@ type Raw struct {
 	HTTPAddr       string `env:"HTTP_ADDR" flag:"http-addr" envDefault:"" help:"control server address, e.g. :8099 (/prestop, /healthz, /readyz, /status); off when empty"`
 	HTTPToken      string `env:"HTTP_TOKEN" flag:"http-token" envDefault:"" help:"bearer token required by /prestop and /status"`
 	LogFormat      string `env:"LOG_FORMAT" flag:"log-format" envDefault:"" help:"json or console (default: console on a terminal, else json)"`
-	LogLevel       string `env:"LOG_LEVEL" flag:"log-level" envDefault:"info" help:"debug, info, warn or error"`
+	LogLevel       string `env:"LOG_LEVEL" flag:"log-level" envDefault:"info" help:"debug, info, warn or error (on a terminal with no level set: warnings and errors, and the stop sequence once it starts)"`
 	TerminationLog string `env:"TERMINATION_LOG" flag:"termination-log" envDefault:"/dev/termination-log" help:"file for the stop summary, written if it exists and is writable (empty: off)"`
 }
 

@@ -91,8 +91,9 @@ func splitTopLevel(s string) []string {
 
 // TestREADMEOptionsTable: every option is in the README's table, under its own variable, with
 // the default the code declares. A default in parentheses ("(off)", "(trigger)") describes an
-// option that is unset by default; a value, with what follows it in parentheses left out, is
-// the declared default (durations compared as durations: "0" is "0s").
+// option that is unset by default; a value is the declared default (durations compared as
+// durations: "0" is "0s"), and what follows it in parentheses, which qualifies it, is in the
+// option's --help.
 func TestREADMEOptionsTable(t *testing.T) {
 	// Options unset by default whose effective value the README gives: the code decides it
 	// at start (the log format by whether stderr is a terminal).
@@ -115,8 +116,12 @@ func TestREADMEOptionsTable(t *testing.T) {
 		got := r.def
 		if strings.HasPrefix(got, "(") {
 			got = "" // described, not a value
-		} else if v, _, ok := strings.Cut(got, " ("); ok {
+		} else if v, qual, ok := strings.Cut(got, " ("); ok {
 			got = v
+			// What qualifies the default is in --help too, which users read instead.
+			if qual = strings.TrimSuffix(qual, ")"); !strings.Contains(o.Help, qual) {
+				t.Errorf("README: --%s defaults to %s (%s); --help does not say %q", o.Flag, v, qual, qual)
+			}
 		}
 		if got == want {
 			continue
