@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -56,9 +55,6 @@ type Supervisor struct {
 	appPid     int
 	appReaped  bool                // the app's exit has been collected: appPid is no longer the app's
 	history    *drainwatch.History // the traffic before the drain, for --drain-quiet auto (nil: none)
-	// t0 is the machine's first trigger, once there is one, for the hooks' goroutines: their
-	// lines are events of the stop sequence and carry its elapsed, as the machine's do.
-	t0 atomic.Pointer[time.Time]
 }
 
 // stageDone is a stage's hooks having all run.
@@ -247,10 +243,6 @@ func (s *Supervisor) loop(ctx context.Context, m *machine, sigs <-chan unix.Sign
 			waiters = append(waiters, r.reply)
 			acts = m.prestop(time.Now())
 		}
-		if !m.t0.IsZero() && s.t0.Load() == nil {
-			t0 := m.t0
-			s.t0.Store(&t0)
-		}
 		if !m.t0.IsZero() || m.appExited {
 			stopOnline()
 		}
@@ -273,11 +265,11 @@ func (s *Supervisor) loop(ctx context.Context, m *machine, sigs <-chan unix.Sign
 				cancel[a.stage] = c
 				after, afterName, ended := lastStage, lastName, make(chan struct{})
 				lastStage, lastName = ended, a.stage.String()
-				go func(st config.HookStage, hs []hooks.Hook) {
-					o := s.runStage(hctx, st, hs, after, afterName)
+				go func(st config.HookStage, hs []hooks.Hook, t0 time.Time) {
+					o := s.runStage(hctx, st, hs, after, afterName, t0)
 					close(ended)
 					hookDone <- stageDone{st, o}
-				}(a.stage, stageHooks[a.stage])
+				}(a.stage, stageHooks[a.stage], m.t0)
 			case actHooksDeadline:
 				t := time.AfterFunc(time.Until(a.deadline), cancel[a.stage])
 				defer t.Stop()
@@ -315,8 +307,8 @@ func (s *Supervisor) loop(ctx context.Context, m *machine, sigs <-chan unix.Sign
 // request may be under way: an offline hook (deregister) started at once could finish before
 // the online hook (register) it undoes, and leave a stopped pod registered. The wait is bounded
 // by that overrun, and by ctx, which the stage's deadline ends.
-func (s *Supervisor) runStage(ctx context.Context, st config.HookStage, hs []hooks.Hook, after <-chan struct{}, afterName string) hooks.Outcome {
-	log := s.log.With().Str("phase", st.String()).Logger().Hook(elapsedHook{&s.t0})
+func (s *Supervisor) runStage(ctx context.Context, st config.HookStage, hs []hooks.Hook, after <-chan struct{}, afterName string, t0 time.Time) hooks.Outcome {
+	log := s.log.With().Str("phase", st.String()).Logger().Hook(elapsedHook{t0})
 	select {
 	case <-after:
 	default:
@@ -329,20 +321,22 @@ func (s *Supervisor) runStage(ctx context.Context, st config.HookStage, hs []hoo
 	return hooks.RunAll(ctx, log, s.opts.HookTimeout, hs)
 }
 
-// elapsedHook adds the stop sequence's elapsed (since its first trigger, once there is one) to
-// each line logged from another goroutine than the machine's.
-type elapsedHook struct{ t0 *atomic.Pointer[time.Time] }
+// elapsedHook adds the stop sequence's elapsed, since its first trigger t0, to each line a hook
+// stage logs: they are events of the stop sequence, as the machine's are. The loop hands t0 to
+// the stage as it starts it; zero (post-stop hooks after the app's own exit, with no stop
+// sequence) adds nothing.
+type elapsedHook struct{ t0 time.Time }
 
 // Run implements zerolog.Hook.
 func (h elapsedHook) Run(e *zerolog.Event, _ zerolog.Level, _ string) {
-	if t0 := h.t0.Load(); t0 != nil {
-		e.Dur("elapsed", time.Since(*t0))
+	if !h.t0.IsZero() {
+		e.Dur("elapsed", time.Since(h.t0))
 	}
 }
 
 // becomeReady waits for the ready probe, runs the online hooks, and reports on ready.
 func (s *Supervisor) becomeReady(ctx context.Context, ready chan<- struct{}) {
-	log := s.log.With().Str("phase", "online").Logger().Hook(elapsedHook{&s.t0})
+	log := s.log.With().Str("phase", "online").Logger()
 	if s.opts.Probe != nil {
 		if err := hooks.WaitReady(ctx, s.opts.Probe, log); err != nil {
 			log.Warn().Err(err).Msg("the app never became ready")
