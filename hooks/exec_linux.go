@@ -2,6 +2,7 @@ package hooks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -50,7 +51,7 @@ func (h *execHook) Run(ctx context.Context) error {
 	if !p.await(false, nil, ctx.Done()) {
 		p.poll()
 		if p.exit != nil || p.outDone != nil {
-			return h.stop(p, ended(ctx, time.Since(start)))
+			return h.stop(p, ended(ctx, time.Since(start)), errors.Is(context.Cause(ctx), ErrLastDeadline))
 		}
 		// It ended just as ctx did: report what it did.
 	}
@@ -113,16 +114,22 @@ func (h *execHook) start(log *zerolog.Logger) (*hookProcess, error) {
 
 // stop ends the hook's process group after its context ended: SIGTERM, SIGKILL after
 // termGrace unless everything is gone (the hook's process, whatever holds its output, every
-// member of its group), and a bounded wait for the exit status.
-func (h *execHook) stop(p *hookProcess, why error) error {
+// member of its group), and a bounded wait for the exit status. At the last deadline
+// (ErrLastDeadline) it is SIGKILL at once and a shorter wait.
+func (h *execHook) stop(p *hookProcess, why error, last bool) error {
 	// The group cannot have been reused yet: the leader's pid stays taken until the reaper has
 	// collected it and, after that, for as long as any member lives.
-	_ = unix.Kill(-p.pid, unix.SIGTERM)
-	how := "SIGTERM"
-	if !p.stopped(time.Now().Add(termGrace)) {
+	how, wait := "SIGKILL", lastKillWait
+	if !last {
+		_ = unix.Kill(-p.pid, unix.SIGTERM)
+		how, wait = "SIGTERM", killWait
+	}
+	if last || !p.stopped(time.Now().Add(termGrace)) {
 		_ = unix.Kill(-p.pid, unix.SIGKILL)
-		how = "SIGTERM, then SIGKILL"
-		if !p.stopped(time.Now().Add(killWait)) && p.exit != nil {
+		if !last {
+			how = "SIGTERM, then SIGKILL"
+		}
+		if !p.stopped(time.Now().Add(wait)) && p.exit != nil {
 			h.children.forget(p.pid)
 			how += " (its exit was never reported)"
 		}

@@ -176,6 +176,33 @@ func TestExecCancelKillsProcessGroup(t *testing.T) {
 	}
 }
 
+// At the last deadline (the post-stop hooks', which the runtime's SIGKILL follows) the group gets
+// SIGKILL at once, with no SIGTERM grace: the time is the hook's, and then drainit's to exit.
+func TestExecLastDeadlineKillsAtOnce(t *testing.T) {
+	t.Parallel()
+	log, buf := newLog()
+	const timeout = 200 * time.Millisecond
+	ctx, cancel := context.WithDeadlineCause(log.WithContext(context.Background()), time.Now().Add(timeout), ErrLastDeadline)
+	defer cancel()
+	done := runAsync(ctx, helperHook(t, "post-stop-exec", "tree"))
+	child, gc := pidFromLog(t, buf, "child"), pidFromLog(t, buf, "gc")
+	t.Cleanup(func() { _ = unix.Kill(gc, unix.SIGKILL) })
+	<-ctx.Done()
+	ended := time.Now()
+	err := result(t, done)
+	took := time.Since(ended)
+	if !gone(child) || !gone(gc) {
+		t.Errorf("after Run returned: hook process gone %v, its child (ignores SIGTERM) gone %v", gone(child), gone(gc))
+	}
+	if !errors.Is(err, ErrLastDeadline) || !strings.HasSuffix(err.Error(), "its process group got SIGKILL") {
+		t.Errorf("Run = %v, want it ended by the last deadline, with SIGKILL alone", err)
+	}
+	// SIGKILL at once: Run returns within the wait after it, not after the SIGTERM grace.
+	if took >= termGrace {
+		t.Errorf("Run returned %v after the last deadline, as if SIGTERM had been given its %v grace", took, termGrace)
+	}
+}
+
 func TestExecTimeout(t *testing.T) {
 	t.Parallel()
 	log, buf := newLog()

@@ -26,13 +26,16 @@
 // later unless everything is gone by then: the group's every member, and every process holding
 // the hook's output (one that left the group with setsid can only be waited for). Run returns
 // once the hook's process has been reaped and every process holding its output has exited, or
-// at most [Overrun] after the context ended. A hook that exits on its own but leaves processes
+// at most [Overrun] after the context ended; at the last deadline ([ErrLastDeadline]) the group
+// gets SIGKILL at once, and Run returns [LastOverrun] after it at most. A hook that exits on its
+// own but leaves processes
 // behind is not waited for: its output is read for one more second, and they are left to the
 // supervisor.
 package hooks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -51,6 +54,22 @@ const (
 // wait after SIGKILL. A caller that must be done by a deadline gives hooks a context that ends
 // Overrun before it.
 const Overrun = termGrace + killWait
+
+// ErrLastDeadline, as the cause of a context's end, says that the runtime's SIGKILL follows the
+// deadline closely and every moment before it is the hook's: an exec hook then still running is
+// SIGKILLed at once, without the SIGTERM grace, and Run outlives its context by LastOverrun at
+// most. It is the post-stop hooks' deadline, which without it would have to leave Overrun (2 s)
+// unused: after drainit had to SIGKILL the app, the default kill margin of 2 s would leave them
+// nothing.
+var ErrLastDeadline = errors.New("the stop's deadline is near")
+
+// LastOverrun is Overrun for a context that ended with ErrLastDeadline: the wait after SIGKILL,
+// shortened, since the exit status and the last of the output matter less than exiting before
+// the runtime's SIGKILL.
+const LastOverrun = lastKillWait
+
+// lastKillWait is killWait for a context that ended with ErrLastDeadline.
+const lastKillWait = 300 * time.Millisecond
 
 // Hook is one action. Run returns when the action is done, failed, or ctx ended; it must not
 // outlive ctx by more than the time it takes to kill what it started (Overrun at most). It logs

@@ -176,7 +176,7 @@ func (s *Supervisor) loop(ctx context.Context, m *machine, sigs <-chan unix.Sign
 	timer.Stop()
 	var armed time.Time
 	hookDone := make(chan stageDone, 2)
-	var cancel [stageCount]context.CancelFunc
+	var cancel [stageCount]context.CancelCauseFunc // each stage's hooks' context, with why it ends
 	stageHooks := [stageCount][]hooks.Hook{config.StageOffline: s.opts.Offline, config.StagePostStop: s.opts.PostStop}
 	var waiters []chan Snapshot // /prestop callers waiting for the end of the drain
 
@@ -226,7 +226,7 @@ func (s *Supervisor) loop(ctx context.Context, m *machine, sigs <-chan unix.Sign
 			armed = time.Time{}
 			acts = m.tick(time.Now())
 		case d := <-hookDone:
-			cancel[d.stage]()
+			cancel[d.stage](nil)
 			acts = m.hooksDone(time.Now(), d.stage, d.outcome.String())
 		case <-ready:
 			m.setReady(time.Now())
@@ -255,14 +255,15 @@ func (s *Supervisor) loop(ctx context.Context, m *machine, sigs <-chan unix.Sign
 			case actSignal:
 				s.send(a.to, a.sig)
 			case actRunHooks:
-				var hctx context.Context
-				var c context.CancelFunc
-				if a.deadline.IsZero() {
-					hctx, c = context.WithCancel(ctx)
-				} else {
-					hctx, c = context.WithDeadline(ctx, a.deadline)
-				}
+				// The post-stop hooks' deadline is the last one: the runtime's SIGKILL follows it
+				// closely (postStopDeadline).
+				hctx, c := context.WithCancelCause(ctx)
 				cancel[a.stage] = c
+				if !a.deadline.IsZero() {
+					var stop context.CancelFunc
+					hctx, stop = context.WithDeadlineCause(hctx, a.deadline, deadlineCause(a.stage))
+					cancel[a.stage] = func(err error) { c(err); stop() }
+				}
 				after, afterName, ended := lastStage, lastName, make(chan struct{})
 				lastStage, lastName = ended, a.stage.String()
 				go func(st config.HookStage, hs []hooks.Hook, t0 time.Time) {
@@ -271,10 +272,11 @@ func (s *Supervisor) loop(ctx context.Context, m *machine, sigs <-chan unix.Sign
 					hookDone <- stageDone{st, o}
 				}(a.stage, stageHooks[a.stage], m.t0)
 			case actHooksDeadline:
-				t := time.AfterFunc(time.Until(a.deadline), cancel[a.stage])
+				end, why := cancel[a.stage], deadlineCause(a.stage)
+				t := time.AfterFunc(time.Until(a.deadline), func() { end(why) })
 				defer t.Stop()
 			case actCancelHooks:
-				cancel[a.stage]()
+				cancel[a.stage](nil)
 			case actWatchDrain:
 				wctx, stop := context.WithCancel(ctx)
 				stopWatch = stop
@@ -299,6 +301,15 @@ func (s *Supervisor) loop(ctx context.Context, m *machine, sigs <-chan unix.Sign
 			s.suspend()
 		}
 	}
+}
+
+// deadlineCause is why a stage's hooks' context ends at its deadline. The post-stop hooks' is the
+// last one, which the runtime's SIGKILL follows closely (postStopDeadline).
+func deadlineCause(st config.HookStage) error {
+	if st == config.StagePostStop {
+		return hooks.ErrLastDeadline
+	}
+	return context.DeadlineExceeded
 }
 
 // runStage runs a stage's hooks once the stage before it (after, named afterName) has ended. A

@@ -322,7 +322,7 @@ func (m *machine) lateTrigger(now time.Time, sig unix.Signal) []action {
 		m.wake = m.capped(m.wake)
 	case PhasePostStop:
 		if m.hooksRunning[config.StagePostStop] {
-			acts = append(acts, actHooksDeadline{config.StagePostStop, hooksDeadline(m.deadline)})
+			acts = append(acts, actHooksDeadline{config.StagePostStop, postStopDeadline(m.deadline)})
 		}
 	}
 	// PhaseKilling waits for the reaper until the deadline at most already.
@@ -429,6 +429,19 @@ func (m *machine) capped(t time.Time) time.Time {
 // hooksDeadline is when a stage's hook context must end for the hooks to be done by t: an exec
 // hook outlives its context by hooks.Overrun at most, while its processes are stopped.
 func hooksDeadline(t time.Time) time.Time { return t.Add(-hooks.Overrun) }
+
+// exitTime is what drainit keeps, after its post-stop hooks, to log the summary, write the
+// termination log and exit before the runtime's SIGKILL.
+const exitTime = 200 * time.Millisecond
+
+// postStopDeadline is when the post-stop hooks' context must end for drainit to exit by the
+// deadline: their context ends with hooks.ErrLastDeadline, so that an exec hook is SIGKILLed at
+// once and outlives it by hooks.LastOverrun at most, and exitTime is left after that. (With the
+// offline hooks' SIGTERM grace, hooksDeadline, the default kill margin would leave post-stop
+// hooks nothing after drainit had to SIGKILL the app.)
+func postStopDeadline(deadline time.Time) time.Time {
+	return deadline.Add(-hooks.LastOverrun - exitTime)
+}
 
 // drainWatched handles the adaptive drain's watcher reporting that the drain should end.
 func (m *machine) drainWatched(now time.Time, r drainwatch.Result) []action {
@@ -586,7 +599,7 @@ func (m *machine) enterPostStop(now time.Time) []action {
 	m.event(now, zerolog.InfoLevel, "post-stop hooks").Msg("running post-stop hooks")
 	var deadline time.Time // none before a trigger: each hook's own timeout bounds it
 	if !m.deadline.IsZero() {
-		deadline = hooksDeadline(m.deadline)
+		deadline = postStopDeadline(m.deadline)
 	}
 	return []action{actRunHooks{config.StagePostStop, deadline}}
 }

@@ -82,7 +82,7 @@ func TestFullSequenceWithHooks(t *testing.T) {
 	}
 	// The app exits after 2 s with 143; nothing else is left.
 	want(t, m.noChildren(at(18)))
-	want(t, m.appExit(at(18), killedBy(unix.SIGTERM)), actRunHooks{config.StagePostStop, hooksDeadline(at(40))})
+	want(t, m.appExit(at(18), killedBy(unix.SIGTERM)), actRunHooks{config.StagePostStop, postStopDeadline(at(40))})
 	wantPhase(t, m, PhasePostStop)
 	want(t, m.hooksDone(at(18.5), config.StagePostStop, "1 ok"), actExit{143})
 	s := m.summary(at(18.5))
@@ -196,7 +196,9 @@ func TestEscalationBeforeDeadline(t *testing.T) {
 		t.Fatalf("gives up on the reaper at %v, want the deadline", m.wake.Sub(epoch))
 	}
 	m.noChildren(at(28.01))
-	want(t, m.appExit(at(28.01), killedBy(unix.SIGKILL)), actRunHooks{config.StagePostStop, hooksDeadline(at(30))})
+	// The post-stop hooks get the kill margin less half a second (their SIGKILL at the deadline
+	// and drainit's exit), not less the offline hooks' 2 s, which would leave them nothing.
+	want(t, m.appExit(at(28.01), killedBy(unix.SIGKILL)), actRunHooks{config.StagePostStop, at(29.5)})
 	want(t, m.hooksDone(at(29), config.StagePostStop, "1 ok"), actExit{137})
 	if s := m.summary(at(29)); !strings.Contains(s, "drainit had to SIGKILL") {
 		t.Errorf("summary %q does not say drainit had to SIGKILL", s)
@@ -568,7 +570,7 @@ func TestTriggerAfterTheAppExitedBoundsPostStopHooks(t *testing.T) {
 	m := newTestMachine(false, true)
 	m.noChildren(at(1))
 	want(t, m.appExit(at(1), exited(3)), actRunHooks{config.StagePostStop, time.Time{}})
-	want(t, m.signal(at(2), unix.SIGTERM), actSignal{toApp, unix.SIGTERM}, actHooksDeadline{config.StagePostStop, hooksDeadline(at(32))})
+	want(t, m.signal(at(2), unix.SIGTERM), actSignal{toApp, unix.SIGTERM}, actHooksDeadline{config.StagePostStop, postStopDeadline(at(32))})
 	wantPhase(t, m, PhasePostStop)
 	// Repeated, it changes nothing; the hooks' end still ends the run with the app's status.
 	want(t, m.signal(at(3), unix.SIGTERM), actSignal{toApp, unix.SIGTERM})
@@ -609,7 +611,7 @@ func TestPrestopAfterTheAppExited(t *testing.T) {
 	if !drainedIn(acts) {
 		t.Fatalf("/prestop after the app's exit was not answered at once: %#v", acts)
 	}
-	want(t, acts, actHooksDeadline{config.StagePostStop, hooksDeadline(at(32))})
+	want(t, acts, actHooksDeadline{config.StagePostStop, postStopDeadline(at(32))})
 }
 
 // TestAppStatusIsFinal: a second exit reported for the app (its pid reused after the reap) changes
