@@ -28,9 +28,8 @@
 // once the hook's process has been reaped and every process holding its output has exited, or
 // at most [Overrun] after the context ended; at the last deadline ([ErrLastDeadline]) the group
 // gets SIGKILL at once, and Run returns [LastOverrun] after it at most. A hook that exits on its
-// own but leaves processes
-// behind is not waited for: its output is read for one more second, and they are left to the
-// supervisor.
+// own but leaves processes behind is not waited for: its output is read for one more second, and
+// they are left to the supervisor.
 package hooks
 
 import (
