@@ -16,52 +16,62 @@ import (
 	"time"
 )
 
-// pod is one test's static pod: a single container, "app", running drainit (the image's
-// ENTRYPOINT) in front of testapp, configured with DRAINIT_* variables as Dockerfile.example does.
+// pod is one test's static pod: a container, "app", running drainit (the image's ENTRYPOINT) in
+// front of testapp, configured with DRAINIT_* variables as Dockerfile.example does, and any native
+// sidecars.
 type pod struct {
 	name    string
 	image   string
 	grace   int               // terminationGracePeriodSeconds
 	env     map[string]string // DRAINIT_* (DRAINIT_HTTP_ADDR is added: each pod gets a free port)
 	app     []string          // testapp's arguments
-	preStop string            // "", "httpGet" (/prestop) or "exec" (drainit prestop)
+	preStop string            // "", "httpGet" (/prestop), "exec" (drainit prestop) or "sleep D" (drainit sleep D)
+	// sidecars are native sidecars (initContainers with restartPolicy: Always), in the order
+	// declared.
+	sidecars []container
+}
+
+// container is one of the pod's containers: drainit in front of testapp, on the pod's image. A
+// sidecar has no control server (the pod's network is the node's: one port would clash), so its
+// preStop is "" or "sleep D".
+type container struct {
+	name    string
+	env     map[string]string
+	app     []string
+	preStop string
+}
+
+// names are the pod's containers: "app", then the sidecars.
+func (p pod) names() []string {
+	names := []string{"app"}
+	for _, s := range p.sidecars {
+		names = append(names, s.name)
+	}
+	return names
 }
 
 // manifest is the pod as the kubelet reads it from its static-pod directory (JSON is YAML).
 func (p pod) manifest(controlAddr string, controlPort int) []byte {
-	type kv struct {
-		Name  string `json:"name"`
-		Value string `json:"value"`
+	spec := map[string]any{
+		// No CNI on the test node; the control server listens on a free loopback port.
+		"hostNetwork":                   true,
+		"terminationGracePeriodSeconds": p.grace,
+		"containers":                    []any{container{"app", p.env, p.app, p.preStop}.manifest(p.image, controlAddr, controlPort)},
 	}
-	env := []kv{{"DRAINIT_HTTP_ADDR", controlAddr}}
-	for k, v := range p.env {
-		env = append(env, kv{k, v})
+	var inits []any
+	for _, s := range p.sidecars {
+		c := s.manifest(p.image, "", 0)
+		c["restartPolicy"] = "Always"
+		inits = append(inits, c)
 	}
-	container := map[string]any{
-		"name":            "app",
-		"image":           p.image,
-		"imagePullPolicy": "Never",
-		"args":            append([]string{"--", "/testapp"}, p.app...),
-		"env":             env,
-	}
-	switch p.preStop {
-	case "httpGet":
-		container["lifecycle"] = map[string]any{"preStop": map[string]any{"httpGet": map[string]any{
-			"host": "127.0.0.1", "port": controlPort, "path": "/prestop"}}}
-	case "exec":
-		container["lifecycle"] = map[string]any{"preStop": map[string]any{"exec": map[string]any{
-			"command": []string{"/drainit", "prestop"}}}}
+	if inits != nil {
+		spec["initContainers"] = inits
 	}
 	b, err := json.MarshalIndent(map[string]any{
 		"apiVersion": "v1",
 		"kind":       "Pod",
 		"metadata":   map[string]any{"name": p.name, "namespace": "default"},
-		"spec": map[string]any{
-			// No CNI on the test node; the control server listens on a free loopback port.
-			"hostNetwork":                   true,
-			"terminationGracePeriodSeconds": p.grace,
-			"containers":                    []any{container},
-		},
+		"spec":       spec,
 	}, "", "  ")
 	if err != nil {
 		panic(err) // only maps, strings and ints: cannot fail
@@ -69,20 +79,62 @@ func (p pod) manifest(controlAddr string, controlPort int) []byte {
 	return b
 }
 
-// running is a pod the kubelet has started, with its container's log followed from the start.
-type running struct {
-	n           *node
-	pod         pod
-	manifest    string // the path in the kubelet's static-pod directory
-	spec        []byte // what was written there
-	containerID string
-	log         *containerLog
-	removedAt   time.Time
+// manifest is the container's part of the pod's manifest; controlAddr "" leaves drainit's
+// control server off.
+func (c container) manifest(image, controlAddr string, controlPort int) map[string]any {
+	type kv struct {
+		Name  string `json:"name"`
+		Value string `json:"value"`
+	}
+	var env []kv
+	if controlAddr != "" {
+		env = append(env, kv{"DRAINIT_HTTP_ADDR", controlAddr})
+	}
+	for k, v := range c.env {
+		env = append(env, kv{k, v})
+	}
+	out := map[string]any{
+		"name":            c.name,
+		"image":           image,
+		"imagePullPolicy": "Never",
+		"args":            append([]string{"--", "/testapp"}, c.app...),
+		"env":             env,
+	}
+	var hook map[string]any
+	switch {
+	case c.preStop == "httpGet":
+		hook = map[string]any{"httpGet": map[string]any{"host": "127.0.0.1", "port": controlPort, "path": "/prestop"}}
+	case c.preStop == "exec":
+		hook = map[string]any{"exec": map[string]any{"command": []string{"/drainit", "prestop"}}}
+	case strings.HasPrefix(c.preStop, "sleep "):
+		// The image has no sleep(1): drainit's own, as README.md advises for scratch images.
+		hook = map[string]any{"exec": map[string]any{"command": []string{"/drainit", "sleep", strings.TrimPrefix(c.preStop, "sleep ")}}}
+	}
+	if hook != nil {
+		out["lifecycle"] = map[string]any{"preStop": hook}
+	}
+	return out
 }
 
-// start puts the pod's manifest into the kubelet's static-pod directory and waits until the
-// container runs, its log is open, and the app (and for a preStop, drainit's control server) is
-// ready. The pod is removed when the test ends, if the test has not removed it.
+// running is a pod the kubelet has started, with its containers' logs followed from the start.
+type running struct {
+	n          *node
+	pod        pod
+	manifest   string // the path in the kubelet's static-pod directory
+	spec       []byte // what was written there
+	containers map[string]*runningContainer
+	removedAt  time.Time
+}
+
+// runningContainer is one of a running pod's containers.
+type runningContainer struct {
+	id  string // containerd's
+	log *containerLog
+}
+
+// start puts the pod's manifest into the kubelet's static-pod directory and waits until its
+// containers run, their logs are open, and each app (and for a preStop, drainit's control
+// server) is ready. The pod is removed when the test ends, if the test has not removed it.
 func (n *node) start(t *testing.T, p pod) *running {
 	t.Helper()
 	ports, err := freePorts(1)
@@ -90,7 +142,7 @@ func (n *node) start(t *testing.T, p pod) *running {
 		t.Fatal(err)
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
-	r := &running{n: n, pod: p, manifest: filepath.Join(n.dir, "manifests", p.name+".json")}
+	r := &running{n: n, pod: p, manifest: filepath.Join(n.dir, "manifests", p.name+".json"), containers: map[string]*runningContainer{}}
 	// Written elsewhere and renamed in: the kubelet may read a file in the directory half-written.
 	staged := filepath.Join(n.dir, "staging", p.name+".json")
 	r.spec = p.manifest(addr, ports[0])
@@ -109,44 +161,46 @@ func (n *node) start(t *testing.T, p pod) *running {
 		}
 	})
 	uid := r.waitRunning(t, 90*time.Second)
-	logPath := filepath.Join(n.dir, "pod-logs", fmt.Sprintf("default_%s-%s_%s", p.name, nodeName, uid), "app", "0.log")
-	// Opened now and read from the start: the kubelet deletes the directory when the pod goes,
-	// and the open file stays readable.
-	f, err := os.Open(logPath)
-	if err != nil {
-		t.Fatalf("opening the container's log: %v", err)
+	for _, name := range p.names() {
+		c := r.containers[name]
+		logPath := filepath.Join(n.dir, "pod-logs", fmt.Sprintf("default_%s-%s_%s", p.name, nodeName, uid), name, "0.log")
+		// Opened now and read from the start: the kubelet deletes the directory when the pod
+		// goes, and the open file stays readable.
+		f, err := os.Open(logPath)
+		if err != nil {
+			t.Fatalf("opening container %s's log: %v", name, err)
+		}
+		t.Cleanup(func() { f.Close() })
+		c.log = &containerLog{f: f}
+		c.log.await(t, 30*time.Second, name+": the app ready", func(l logLine) bool {
+			return l.stream == "stdout" && strings.HasPrefix(l.text, "ready app ")
+		})
 	}
-	t.Cleanup(func() { f.Close() })
-	r.log = &containerLog{f: f}
-	r.log.await(t, 30*time.Second, "the app ready", func(l logLine) bool {
-		return l.stream == "stdout" && strings.HasPrefix(l.text, "ready app ")
-	})
 	if p.preStop != "" {
-		r.log.await(t, 30*time.Second, "drainit's control server", func(l logLine) bool {
+		r.containers["app"].log.await(t, 30*time.Second, "drainit's control server", func(l logLine) bool {
 			return strings.Contains(l.text, `"control server listening"`)
 		})
 	}
 	return r
 }
 
-// waitRunning asks the kubelet's read-only API until the pod's container runs, and returns the
-// pod's UID.
+// waitRunning asks the kubelet's read-only API until every container of the pod runs, and
+// returns the pod's UID.
 func (r *running) waitRunning(t *testing.T, timeout time.Duration) string {
 	t.Helper()
 	url := fmt.Sprintf("http://127.0.0.1:%d/pods", r.n.readOnlyPort)
 	want := r.pod.name + "-" + nodeName
 	deadline := time.Now().Add(timeout)
+	type status struct {
+		Name        string
+		ContainerID string
+		State       struct{ Running *struct{} }
+	}
 	for {
 		var list struct {
 			Items []struct {
 				Metadata struct{ Name, UID string }
-				Status   struct {
-					ContainerStatuses []struct {
-						Name        string
-						ContainerID string
-						State       struct{ Running *struct{} }
-					}
-				}
+				Status   struct{ ContainerStatuses, InitContainerStatuses []status }
 			}
 		}
 		if res, err := http.Get(url); err == nil {
@@ -156,11 +210,13 @@ func (r *running) waitRunning(t *testing.T, timeout time.Duration) string {
 				if item.Metadata.Name != want {
 					continue
 				}
-				for _, cs := range item.Status.ContainerStatuses {
-					if cs.Name == "app" && cs.State.Running != nil && strings.HasPrefix(cs.ContainerID, "containerd://") {
-						r.containerID = strings.TrimPrefix(cs.ContainerID, "containerd://")
-						return item.Metadata.UID
+				for _, cs := range append(item.Status.ContainerStatuses, item.Status.InitContainerStatuses...) {
+					if cs.State.Running != nil && strings.HasPrefix(cs.ContainerID, "containerd://") {
+						r.containers[cs.Name] = &runningContainer{id: strings.TrimPrefix(cs.ContainerID, "containerd://")}
 					}
+				}
+				if len(r.containers) == len(r.pod.names()) {
+					return item.Metadata.UID
 				}
 			}
 		}
@@ -180,36 +236,56 @@ func (r *running) remove(t *testing.T) {
 	}
 }
 
-// stopped is what the platform and the pod recorded about one stop.
+// stopped is what the platform and the pod recorded about one container's stop.
 type stopped struct {
 	exit    taskEvent // containerd's /tasks/exit of the container
 	app     []logLine // the app's stdout
 	drainit []event   // drainit's JSON log lines (stderr)
 
 	preStopAt   time.Time // the kubelet's "Running preStop hook"; zero without a hook
+	preStopDone time.Time // its "PreStop hook completed"
 	signalAt    time.Time // the kubelet's "Killing container with a grace period" (after the hook)
 	grace       int       // … its gracePeriod: what the kubelet gives the runtime after the hook
 	stopSignal  string    // containerd's "Stop container … with signal X": the signal it sent
 	stopAfter   int       // containerd's "StopContainer … with timeout N (s)"
 	runtimeKill bool      // containerd's "Kill container …": it SIGKILLed after the timeout
+	killAt      time.Time // … when
 }
 
-// stop removes the pod and waits for its container to exit and its log to be complete.
+// stop removes the pod and returns what was recorded about the app container's stop.
 func (r *running) stop(t *testing.T) stopped {
+	t.Helper()
+	return r.stopAll(t)["app"]
+}
+
+// stopAll removes the pod, waits for each container to exit and its log to be complete, and
+// returns what was recorded about each container's stop, by name.
+func (r *running) stopAll(t *testing.T) map[string]stopped {
 	t.Helper()
 	r.remove(t)
 	timeout := time.Duration(r.pod.grace)*time.Second + 30*time.Second
-	exit, ok := r.n.events.wait("/tasks/exit", r.containerID, timeout)
-	if !ok {
-		t.Fatalf("container %.12s did not exit within %s of the pod's removal", r.containerID, timeout)
+	deadline := r.removedAt.Add(timeout)
+	out := map[string]stopped{}
+	for name, c := range r.containers {
+		exit, ok := r.n.events.wait("/tasks/exit", c.id, time.Until(deadline))
+		if !ok {
+			t.Fatalf("container %s (%.12s) did not exit within %s of the pod's removal", name, c.id, timeout)
+		}
+		// containerd deletes the task once the shim has copied the last of its output to the log.
+		if _, ok := r.n.events.wait("/tasks/delete", c.id, 30*time.Second); !ok {
+			t.Fatalf("containerd did not delete the task of container %s (%.12s) within 30s of its exit", name, c.id)
+		}
+		out[name] = c.stopped(t, r.n, exit)
 	}
-	// containerd deletes the task once the shim has copied the last of its output to the log.
-	if _, ok := r.n.events.wait("/tasks/delete", r.containerID, 30*time.Second); !ok {
-		t.Fatalf("containerd did not delete the task of container %.12s within 30s of its exit", r.containerID)
-	}
+	return out
+}
+
+// stopped reads the container's log and the kubelet's and containerd's lines about it.
+func (c *runningContainer) stopped(t *testing.T, n *node, exit taskEvent) stopped {
+	t.Helper()
 	s := stopped{exit: exit}
-	r.log.read()
-	for _, l := range r.log.lines {
+	c.log.read()
+	for _, l := range c.log.lines {
 		switch l.stream {
 		case "stdout":
 			s.app = append(s.app, l)
@@ -221,11 +297,13 @@ func (r *running) stop(t *testing.T) stopped {
 			}
 		}
 	}
-	id := `containerID="containerd://` + r.containerID + `"`
-	for _, l := range readKlog(t, r.n.kubeletLog, id) {
+	id := `containerID="containerd://` + c.id + `"`
+	for _, l := range readKlog(t, n.kubeletLog, id) {
 		switch {
 		case strings.Contains(l.text, `"Running preStop hook"`):
 			s.preStopAt = l.at
+		case strings.Contains(l.text, `"PreStop hook completed"`):
+			s.preStopDone = l.at
 		case strings.Contains(l.text, `"Killing container with a grace period"`):
 			m := regexp.MustCompile(`gracePeriod=(\d+)`).FindStringSubmatch(l.text)
 			if m == nil {
@@ -234,8 +312,8 @@ func (r *running) stop(t *testing.T) stopped {
 			s.signalAt, s.grace = l.at, atoi(t, m[1])
 		}
 	}
-	esc := `\"` + r.containerID + `\"`
-	for _, l := range readLogrus(t, r.n.containerdLog, esc) {
+	esc := `\"` + c.id + `\"`
+	for _, l := range readLogrus(t, n.containerdLog, esc) {
 		if m := regexp.MustCompile(`msg="Stop container ` + regexp.QuoteMeta(esc) + ` with signal (\w+)"`).FindStringSubmatch(l.text); m != nil {
 			s.stopSignal = m[1]
 		}
@@ -243,32 +321,33 @@ func (r *running) stop(t *testing.T) stopped {
 			s.stopAfter = atoi(t, m[1])
 		}
 		if strings.Contains(l.text, `msg="Kill container `+esc+`"`) {
-			s.runtimeKill = true
+			s.runtimeKill, s.killAt = true, l.at
 		}
 	}
 	if s.signalAt.IsZero() || s.stopSignal == "" {
-		t.Fatalf("no stop of container %.12s in the kubelet's (%v) or containerd's (%q) log", r.containerID, s.signalAt, s.stopSignal)
+		t.Fatalf("no stop of container %.12s in the kubelet's (%v) or containerd's (%q) log", c.id, s.signalAt, s.stopSignal)
 	}
 	return s
 }
 
-// dump logs what a failed test needs: the manifest, the container's log, the platform's lines.
+// dump logs what a failed test needs: the manifest, each container's log, the platform's lines.
 func (r *running) dump(t *testing.T) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "pod %s, container %.12s\n%s\n--- container log:\n", r.pod.name, r.containerID, r.spec)
-	if r.log != nil {
-		r.log.read()
-		for _, l := range r.log.lines {
-			fmt.Fprintf(&b, "%s %s %s\n", l.at.Format("15:04:05.000000"), l.stream, l.text)
+	fmt.Fprintf(&b, "pod %s\n%s\n", r.pod.name, r.spec)
+	for name, c := range r.containers {
+		fmt.Fprintf(&b, "--- container %s (%.12s), its log:\n", name, c.id)
+		if c.log != nil {
+			c.log.read()
+			for _, l := range c.log.lines {
+				fmt.Fprintf(&b, "%s %s %s\n", l.at.Format("15:04:05.000000"), l.stream, l.text)
+			}
 		}
-	}
-	if r.containerID != "" {
 		b.WriteString("--- kubelet:\n")
-		for _, l := range readKlog(t, r.n.kubeletLog, r.containerID) {
+		for _, l := range readKlog(t, r.n.kubeletLog, c.id) {
 			b.WriteString(l.text + "\n")
 		}
 		b.WriteString("--- containerd:\n")
-		for _, l := range readLogrus(t, r.n.containerdLog, r.containerID) {
+		for _, l := range readLogrus(t, r.n.containerdLog, c.id) {
 			if !strings.Contains(l.text, "spec: (*specs.Spec)") {
 				b.WriteString(l.text + "\n")
 			}

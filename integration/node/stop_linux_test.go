@@ -2,7 +2,6 @@ package node
 
 import (
 	"bytes"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,20 +34,20 @@ func drainitEnv(extra ...string) map[string]string {
 }
 
 // drainedThenSignalled asserts the promise: the stop sequence started at t0 on the trigger,
-// the app got sig no sooner than the drain delay after t0, drainit exited with the app's status
+// the app got sig no sooner than the drain delay, drain, after t0, drainit exited with the app's status
 // and its summary, and the runtime never had to SIGKILL.
-func drainedThenSignalled(t *testing.T, s stopped, sig string, t0 time.Time) {
+func drainedThenSignalled(t *testing.T, s stopped, sig string, t0 time.Time, drain time.Duration) {
 	t.Helper()
 	got := s.appLine(t, "got app ")
 	if got.text != "got app "+sig {
 		t.Errorf("the app's first signal is %q, want %s", strings.TrimPrefix(got.text, "got app "), sig)
 	}
-	if after := got.at.Sub(t0); after < drainDelay-clockSlack {
-		t.Errorf("the app got %s %s after the trigger, before the %s drain had passed", sig, after, drainDelay)
+	if after := got.at.Sub(t0); after < drain-clockSlack {
+		t.Errorf("the app got %s %s after the trigger, before the %s drain had passed", sig, after, drain)
 	}
 	sent := s.find(t, "stop signal sent")
-	if sent.Signal != sig || sent.Time.Sub(t0) < drainDelay {
-		t.Errorf("drainit sent %s %s after the trigger, want %s no sooner than the %s drain", sent.Signal, sent.Time.Sub(t0), sig, drainDelay)
+	if sent.Signal != sig || sent.Time.Sub(t0) < drain {
+		t.Errorf("drainit sent %s %s after the trigger, want %s no sooner than the %s drain", sent.Signal, sent.Time.Sub(t0), sig, drain)
 	}
 	if got.at.Before(sent.Time.Add(-clockSlack)) {
 		t.Errorf("the app got %s at %s, before drainit sent it (%s)", sig, got.at.Format(time.StampMicro), sent.Time.Format(time.StampMilli))
@@ -82,7 +81,7 @@ func TestHTTPGetPreStop(t *testing.T) {
 	}
 	start := s.find(t, "stop sequence started by /prestop")
 	t.Logf("the hook reached drainit %s after the kubelet's \"Running preStop hook\"", called.Time.Sub(s.preStopAt).Round(time.Millisecond))
-	drainedThenSignalled(t, s, "SIGTERM", start.Time)
+	drainedThenSignalled(t, s, "SIGTERM", start.Time, drainDelay)
 	if s.stopSignal != "terminated" {
 		t.Errorf("containerd sent %q, want SIGTERM (\"terminated\")", s.stopSignal)
 	}
@@ -91,28 +90,38 @@ func TestHTTPGetPreStop(t *testing.T) {
 	if hook < drainDelay-clockSlack {
 		t.Errorf("the preStop hook returned after %s, before drainit's %s drain", hook, drainDelay)
 	}
-	checkKubeletGrace(t, s, hook)
+	checkKubeletGrace(t, s, grace, hook, 0)
 	// drainit's deadline (t0 + its grace) is never later than the runtime's SIGKILL.
 	if drainitDeadline, runtimeKill := start.Time.Add(grace*time.Second), s.signalAt.Add(time.Duration(s.grace)*time.Second); drainitDeadline.After(runtimeKill.Add(clockSlack)) {
 		t.Errorf("drainit's deadline %s is after the runtime's SIGKILL at %s", drainitDeadline.Format(time.StampMilli), runtimeKill.Format(time.StampMilli))
 	}
 }
 
-// checkKubeletGrace asserts G = grace − floor(hook), the kubelet's rounding of the preStop's
-// duration, and that containerd was given G. The kubelet measures the hook itself; a hook that
+// checkKubeletGrace asserts that the kubelet gave the runtime what killContainer computes after
+// a preStop hook that took hook and, for a native sidecar, a wait of wait for the containers
+// before it, and that containerd was given the same. The kubelet measures both itself; one that
 // the logs put within a few milliseconds of a whole second may round either way.
-func checkKubeletGrace(t *testing.T, s stopped, hook time.Duration) {
+func checkKubeletGrace(t *testing.T, s stopped, podGrace int, hook, wait time.Duration) {
 	t.Helper()
 	want := map[int]bool{}
-	for _, d := range []time.Duration{hook - 5*time.Millisecond, hook, hook + 5*time.Millisecond} {
-		want[max(grace-int(math.Floor(d.Seconds())), 2)] = true
+	for _, h := range []time.Duration{hook - 5*time.Millisecond, hook, hook + 5*time.Millisecond} {
+		for _, w := range []time.Duration{wait - 5*time.Millisecond, wait, wait + 5*time.Millisecond} {
+			want[kubeletGrace(podGrace, max(h, 0), max(w, 0))] = true
+		}
 	}
 	if !want[s.grace] {
-		t.Errorf("the kubelet gave the runtime %d s after a %s preStop, want grace − floor(hook) = %v", s.grace, hook, want)
+		t.Errorf("the kubelet gave the runtime %d s after a %s preStop and a %s wait, want grace − floor(hook) − floor(wait) = %v", s.grace, hook, wait, want)
 	}
 	if s.stopAfter != s.grace {
 		t.Errorf("containerd's StopContainer timeout is %d s, the kubelet's grace %d s", s.stopAfter, s.grace)
 	}
+}
+
+// kubeletGrace is killContainer's arithmetic: the pod's grace period less the preStop hook's
+// time and a sidecar's wait for its turn, each rounded down to whole seconds, and at least the
+// kubelet's 2 s minimum.
+func kubeletGrace(podGrace int, hook, wait time.Duration) int {
+	return max(podGrace-int(hook/time.Second)-int(wait/time.Second), 2)
 }
 
 // TestExecPreStop: the exec form, `drainit prestop` run in the container by the kubelet (through
@@ -132,8 +141,8 @@ func TestExecPreStop(t *testing.T) {
 		t.Errorf("drainit's stop sequence started at %s, before the kubelet ran the hook at %s", start.Time.Format(time.StampMilli), s.preStopAt.Format(time.StampMicro))
 	}
 	t.Logf("the hook reached drainit %s after the kubelet's \"Running preStop hook\"", start.Time.Sub(s.preStopAt).Round(time.Millisecond))
-	drainedThenSignalled(t, s, "SIGTERM", start.Time)
-	checkKubeletGrace(t, s, s.signalAt.Sub(s.preStopAt))
+	drainedThenSignalled(t, s, "SIGTERM", start.Time, drainDelay)
+	checkKubeletGrace(t, s, grace, s.signalAt.Sub(s.preStopAt), 0)
 }
 
 // TestNoPreStop: without a hook the kubelet's SIGTERM is the trigger; drainit drains first and
@@ -154,7 +163,7 @@ func TestNoPreStop(t *testing.T) {
 	if start.Signal != "SIGTERM" {
 		t.Errorf("the stop sequence was started by %q, want SIGTERM", start.Signal)
 	}
-	drainedThenSignalled(t, s, "SIGTERM", start.Time)
+	drainedThenSignalled(t, s, "SIGTERM", start.Time, drainDelay)
 }
 
 // TestImageStopSignalQuit: an image with STOPSIGNAL SIGQUIT (every image FROM nginx) is stopped
@@ -175,7 +184,7 @@ func TestImageStopSignalQuit(t *testing.T) {
 	if start.Signal != "SIGQUIT" {
 		t.Errorf("the stop sequence was started by %q, want SIGQUIT", start.Signal)
 	}
-	drainedThenSignalled(t, s, "SIGQUIT", start.Time)
+	drainedThenSignalled(t, s, "SIGQUIT", start.Time, drainDelay)
 }
 
 // TestAppIgnoresStopSignal: an app that ignores SIGTERM is SIGKILLed by drainit at t0 + grace −
@@ -211,10 +220,6 @@ func TestDrainitGraceLongerThanPod(t *testing.T) {
 	t.Parallel()
 	r := n.start(t, pod{name: "grace-mismatch", image: imageTerm, grace: grace,
 		env: drainitEnv("DRAINIT_GRACE_PERIOD", "30s"), app: []string{"ignore-term"}})
-	manifest := filepath.Join(t.TempDir(), "pod.json")
-	if err := os.WriteFile(manifest, r.spec, 0o644); err != nil {
-		t.Fatal(err)
-	}
 	s := r.stop(t)
 
 	if !s.runtimeKill {
@@ -230,11 +235,22 @@ func TestDrainitGraceLongerThanPod(t *testing.T) {
 		t.Errorf("the container died %s after the stop signal, before the kubelet's %d s", d, s.grace)
 	}
 
-	cmd := exec.Command(n.drainit, "check", manifest)
+	if out, err := r.check(t); err == nil || !strings.Contains(out, "drainit-grace-mismatch") {
+		t.Errorf("drainit check on the manifest: %v, want a drainit-grace-mismatch finding:\n%s", err, out)
+	}
+}
+
+// check runs `drainit check` on the pod's manifest, as its author would before applying it, and
+// returns its output; the error is its exit status when it reported a finding.
+func (r *running) check(t *testing.T) (string, error) {
+	t.Helper()
+	manifest := filepath.Join(t.TempDir(), r.pod.name+".json")
+	if err := os.WriteFile(manifest, r.spec, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(r.n.drainit, "check", manifest)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
-	if err == nil || !strings.Contains(out.String(), "drainit-grace-mismatch") {
-		t.Errorf("drainit check on the manifest: %v, want a drainit-grace-mismatch finding:\n%s", err, out.String())
-	}
+	return out.String(), err
 }
