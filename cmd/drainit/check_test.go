@@ -229,7 +229,7 @@ spec:
       lifecycle: {preStop: {sleep: {seconds: 20}}}
 `)
 	code, out, _ := runCheck(t, "", f)
-	want := f + `:11: error: container "proxy": native sidecar (an init container with restartPolicy: Always): the kubelet sends it its stop signal only once the containers before it have stopped, and container "web" may take 20s; then app shutdown 15s`
+	want := f + `:11: error: container "proxy": native sidecar (an init container with restartPolicy: Always): the kubelet sends it its stop signal only once the containers before it have stopped, and container "web" may take 20s; it takes that time, in whole seconds rounded down, off grace 30s and leaves the sidecar max(30s - 20s, 2s) = 10s before SIGKILL, and its own stop takes app shutdown 15s`
 	if code != 1 || !strings.HasPrefix(out, want) || strings.Count(out, "\n") != 1 {
 		t.Errorf("exit %d, stdout %q; want 1 and one line starting %q", code, out, want)
 	}

@@ -537,7 +537,8 @@ func (k *containerCheck) shutdownGrace(drainitOK bool) bool {
 // stopEnd is when the container's stop may end, counted from the start of the pod's stop: its
 // preStop sleep, or for a sidecar the later of that and before, then drainit's drain, the app's
 // known shutdown and drainit's kill margin; at most the grace period, where the kubelet's
-// SIGKILL ends it. A drainit preStop's drain runs during the hook, whose length is not known.
+// SIGKILL ends it, and where a sidecar waiting for it stops waiting (waitForTurn). A drainit
+// preStop's drain runs during the hook, whose length is not known.
 func (k *containerCheck) stopEnd(before stopBefore) time.Duration {
 	if k.grace <= 0 {
 		return 0
@@ -557,7 +558,7 @@ func (k *containerCheck) preStopSleep() time.Duration {
 	return 0
 }
 
-// sidecarGrace reports a native sidecar whose stop does not fit in what the grace period leaves
+// sidecarGrace reports a native sidecar whose stop does not fit in what the kubelet leaves it
 // after the containers it waits for: the kubelet runs its preStop when the pod's stop starts,
 // beside the main containers', but sends its stop signal only once they (and the sidecars
 // declared after it) have stopped, all within the one grace period
@@ -569,8 +570,12 @@ func (k *containerCheck) sidecarGrace(before stopBefore) {
 		return // nothing known after the signal, or its own preStop outlasts the others: shutdownGrace's case
 	}
 	own := total - pre
-	need := addDur(before.d, own)
-	if need <= k.grace {
+	// killContainer takes the hook's time and then the wait for its turn off the grace period,
+	// each rounded down to whole seconds, and leaves at least 2s. Together they are at most the
+	// time until its turn rounded down, however long the hook itself takes to run.
+	turn := before.d.Truncate(time.Second)
+	left := max(k.grace-turn, minGraceAfterSignal)
+	if own <= left {
 		return
 	}
 	who := fmt.Sprintf("container %q", before.who.Name)
@@ -581,12 +586,17 @@ func (k *containerCheck) sidecarGrace(before stopBefore) {
 	if k.app != nil {
 		line = k.app.line
 	}
+	parts := k.appParts()
+	if strings.Contains(parts, " + ") {
+		parts += " = " + fmtDur(own)
+	}
+	need := int64(turn/time.Second) + ceilSeconds(own)
 	k.add(line, Error, RuleSidecarGrace, "native sidecar (an init container with restartPolicy: Always): the kubelet sends it its stop "+
-		"signal only once the containers before it have stopped, and %s may take %s; then %s → needs %ds, but grace %s leaves it "+
-		"max(%s - %s, %s) = %s before SIGKILL, so it is SIGKILLed mid-shutdown; set terminationGracePeriodSeconds to at least %d, "+
-		"or shorten %s's stop",
-		who, fmtDur(before.d), k.appParts(), ceilSeconds(need), fmtDur(k.grace), fmtDur(k.grace), fmtDur(before.d),
-		fmtDur(minGraceAfterSignal), fmtDur(max(k.grace-before.d, minGraceAfterSignal)), ceilSeconds(need), who)
+		"signal only once the containers before it have stopped, and %s may take %s; it takes that time, in whole seconds rounded down, "+
+		"off grace %s and leaves the sidecar max(%s - %s, %s) = %s before SIGKILL, and its own stop takes %s, so it is SIGKILLed mid-shutdown; "+
+		"set terminationGracePeriodSeconds to at least %d, or shorten %s's stop",
+		who, fmtDur(before.d), fmtDur(k.grace), fmtDur(k.grace), fmtDur(turn), fmtDur(minGraceAfterSignal), fmtDur(left), parts,
+		need, who)
 }
 
 func (k *containerCheck) appTime() time.Duration {

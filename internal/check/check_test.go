@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -288,12 +290,19 @@ func TestReadSidecars(t *testing.T) {
 // TestSidecarArithmetic: a sidecar's stop counts after the main containers', and one second
 // more or less flips it.
 func TestSidecarArithmetic(t *testing.T) {
+	// mainStop is the app container's preStop: whole seconds as the sleep action, else
+	// `drainit sleep`.
 	pod := func(grace, mainStop, sidecar string) string {
+		hook := "{sleep: {seconds: " + mainStop + "}}"
+		if strings.HasSuffix(mainStop, "s") {
+			hook = "{exec: {command: [/drainit, sleep, " + mainStop + "]}}"
+		}
 		return "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  terminationGracePeriodSeconds: " + grace +
-			"\n  containers:\n  - name: app\n    image: x\n    lifecycle: {preStop: {sleep: {seconds: " + mainStop + "}}}" +
+			"\n  containers:\n  - name: app\n    image: x\n    lifecycle: {preStop: " + hook + "}" +
 			"\n  initContainers:\n  - name: side\n    image: x\n    restartPolicy: Always\n" + indent(sidecar, "    ") + "\n"
 	}
-	const uvicorn10 = "command: [uvicorn, a:app, --timeout-graceful-shutdown, '10']"
+	uvicorn := func(s string) string { return "command: [uvicorn, a:app, --timeout-graceful-shutdown, '" + s + "']" }
+	uvicorn10 := uvicorn("10")
 	cases := []struct {
 		name, grace, mainStop, sidecar, want string
 	}{
@@ -303,15 +312,40 @@ func TestSidecarArithmetic(t *testing.T) {
 		{"its preStop runs beside the app's", "30", "20", uvicorn10 + "\nlifecycle: {preStop: {sleep: {seconds: 15}}}", ""},
 		{"no preStop, no drainit: no no-drain", "30", "5", "command: [/proxy]", ""},
 		{"unknown stop: nothing to add", "30", "29", "command: [/proxy]", ""},
+		// killContainer rounds the wait down to whole seconds (integration/node
+		// TestSidecarWaitsForApp: 8 − floor(1.7) − floor(3.6) = 4 s on a real kubelet).
+		{"the wait rounded down", "30", "20.9s", uvicorn10, ""},
+		{"rounded down, still over", "30", "21.5s", uvicorn10, "error:sidecar-exceeds-grace"},
+		{"its preStop and the wait rounded down together", "30", "20.9s", uvicorn10 + "\nlifecycle: {preStop: {exec: {command: [/drainit, sleep, 1.5s]}}}", ""},
+		// ... and leaves at least 2 s (TestSidecarMinimumGrace).
+		{"the kubelet's 2s minimum", "30", "29", uvicorn("2"), ""},
+		{"more than the minimum", "30", "29", uvicorn("3"), "error:sidecar-exceeds-grace"},
+		{"the app's preStop outlasts the grace period: the sidecar still gets 2s", "30", "40", uvicorn("2"), "error:prestop-exceeds-grace"},
 	}
+	atLeast := regexp.MustCompile(`set terminationGracePeriodSeconds to at least (\d+)`)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			ws, err := Read("p.yaml", strings.NewReader(pod(c.grace, c.mainStop, c.sidecar)))
 			if err != nil {
 				t.Fatalf("Read: %v", err)
 			}
-			if got := rules(Check(ws)); got != c.want {
-				t.Errorf("got %q, want %q; findings: %+v", got, c.want, Check(ws))
+			fs := Check(ws)
+			if got := rules(fs); got != c.want {
+				t.Errorf("got %q, want %q; findings: %+v", got, c.want, fs)
+			}
+			// The grace period the message asks for is the least that fits.
+			for _, f := range fs {
+				m := atLeast.FindStringSubmatch(f.Message)
+				if f.Rule != RuleSidecarGrace || m == nil {
+					continue
+				}
+				need, _ := strconv.Atoi(m[1])
+				for g, want := range map[int]string{need: "", need - 1: "error:sidecar-exceeds-grace"} {
+					ws, err := Read("p.yaml", strings.NewReader(pod(strconv.Itoa(g), c.mainStop, c.sidecar)))
+					if got := rules(Check(ws)); err != nil || got != want {
+						t.Errorf("grace %d, from the message %q: %v, got %q, want %q", g, f.Message, err, got, want)
+					}
+				}
 			}
 		})
 	}

@@ -47,8 +47,8 @@ var registry = []RuleInfo{
 	{
 		ID: RuleSidecarGrace, Severity: Error,
 		Short:   "a native sidecar's stop does not fit after the main containers'",
-		Catches: "A native sidecar (an init container with restartPolicy: Always) gets its stop signal only once the main containers, and the sidecars declared after it, have stopped, within the same terminationGracePeriodSeconds: the time they may take (preStop, drainit's drain, the app's known shutdown), then the sidecar's own drain and shutdown, add up to more than the grace period, and the sidecar is SIGKILLed mid-shutdown.",
-		Fix:     "Raise terminationGracePeriodSeconds to the sum the message gives, or shorten the main containers' stop or the sidecar's.",
+		Catches: "A native sidecar (an init container with restartPolicy: Always) gets its stop signal only once the main containers, and the sidecars declared after it, have stopped, within the same terminationGracePeriodSeconds: the kubelet takes the time they may take (preStop, drainit's drain, the app's known shutdown), in whole seconds rounded down, off the grace period and leaves the sidecar the rest, at least 2s, which is less than the sidecar's own drain and shutdown: it is SIGKILLed mid-shutdown.",
+		Fix:     "Raise terminationGracePeriodSeconds to the value the message gives, or shorten the main containers' stop or the sidecar's.",
 	},
 	{
 		ID: RuleDrainitConfig, Severity: Error,
