@@ -31,13 +31,11 @@ func TestSidecarWaitsForApp(t *testing.T) {
 		proxyHook  = 1700 * time.Millisecond
 		proxyDrain = 4800 * time.Millisecond
 	)
-	r := n.start(t, pod{name: "sidecar-wait", image: imageTerm, grace: podGrace,
-		env: drainitEnv("DRAINIT_GRACE_PERIOD", "8s", "DRAINIT_DRAIN_DELAY", appDrain.String()),
-		app: []string{"signals"}, preStop: "httpGet",
+	r := n.start(t, withProxy("sidecar-wait", podGrace,
+		drainitEnv("DRAINIT_GRACE_PERIOD", "8s", "DRAINIT_DRAIN_DELAY", appDrain.String()),
 		// drainit's grace period is what the kubelet can leave the sidecar at most, 8 − 1.7 s
 		// less a little, and holds its 4.8 s drain and 1 s kill margin.
-		sidecars: []container{{name: "proxy", app: []string{"signals"}, preStop: "sleep " + proxyHook.String(),
-			env: drainitEnv("DRAINIT_GRACE_PERIOD", "6s", "DRAINIT_DRAIN_DELAY", proxyDrain.String(), "DRAINIT_KILL_MARGIN", "1s")}}})
+		"sleep "+proxyHook.String(), drainitEnv("DRAINIT_GRACE_PERIOD", "6s", "DRAINIT_DRAIN_DELAY", proxyDrain.String(), "DRAINIT_KILL_MARGIN", "1s")))
 	all := r.stopAll(t)
 	app, proxy := all["app"], all["proxy"]
 
@@ -109,6 +107,44 @@ func TestSidecarWaitsForApp(t *testing.T) {
 	}
 }
 
+// TestSidecarMinimumGrace: a sidecar whose turn comes when less than 2 s of the grace period are
+// left still gets the kubelet's 2 s minimum after its stop signal (killContainer), so a short
+// stop fits even past the grace period. `drainit check` on the manifest reports nothing.
+func TestSidecarMinimumGrace(t *testing.T) {
+	n := need(t)
+	t.Parallel()
+	// The app container's stop takes all but a fraction of a second of the grace period.
+	const podGrace, appDrain, proxyDrain = 4, 3200 * time.Millisecond, time.Second
+	r := n.start(t, withProxy("sidecar-minimum", podGrace,
+		drainitEnv("DRAINIT_GRACE_PERIOD", "4s", "DRAINIT_DRAIN_DELAY", appDrain.String(), "DRAINIT_KILL_MARGIN", "500ms"),
+		"", drainitEnv("DRAINIT_GRACE_PERIOD", "4s", "DRAINIT_DRAIN_DELAY", proxyDrain.String(), "DRAINIT_KILL_MARGIN", "500ms")))
+	all := r.stopAll(t)
+	app, proxy := all["app"], all["proxy"]
+
+	drainedThenSignalled(t, app, "SIGTERM", app.find(t, "stop sequence started by /prestop").Time, appDrain)
+	start := proxy.find(t, "stop sequence started")
+	if start.Time.Before(app.exit.ExitedAt.Add(-clockSlack)) {
+		t.Errorf("the sidecar got %s at %s, before the app container exited (%s)", start.Signal, start.Time.Format(time.StampMilli), app.exit.ExitedAt.Format(time.StampMicro))
+	}
+	// It has no hook: it waits from the deletion, when the app's hook starts.
+	wait := proxy.signalAt.Sub(app.preStopAt)
+	checkKubeletGrace(t, proxy, podGrace, 0, wait)
+	if proxy.grace != 2 {
+		t.Errorf("the kubelet gave the sidecar %d s after a %s wait, want its 2 s minimum (grace %d − floor(wait) = %d)",
+			proxy.grace, wait, podGrace, podGrace-int(wait/time.Second))
+	}
+	drainedThenSignalled(t, proxy, "SIGTERM", start.Time, proxyDrain)
+	if d := proxy.exit.ExitedAt.Sub(app.preStopAt); d <= podGrace*time.Second {
+		t.Errorf("the sidecar exited %s after the deletion, want past the %d s grace period (the app's %s drain, then its own %s)", d, podGrace, appDrain, proxyDrain)
+	}
+	t.Logf("the kubelet gave the sidecar %d s after a %s wait; it exited %s after the deletion", proxy.grace,
+		wait.Round(time.Millisecond), proxy.exit.ExitedAt.Sub(app.preStopAt).Round(time.Millisecond))
+
+	if out, err := r.check(t); err != nil || len(findings(out)) != 0 {
+		t.Errorf("drainit check on the manifest: %v, want no finding:\n%s", err, out)
+	}
+}
+
 // TestSidecarsStopInReverse: two native sidecars stop in the reverse of their order in
 // initContainers, the last declared first, each once the app container and the sidecars
 // declared after it have exited. Their stops fit in the grace period: nothing is SIGKILLed, and
@@ -153,6 +189,13 @@ func TestSidecarsStopInReverse(t *testing.T) {
 	if out, err := r.check(t); err != nil || len(findings(out)) != 0 {
 		t.Errorf("drainit check on the manifest: %v, want no finding:\n%s", err, out)
 	}
+}
+
+// withProxy is a pod of two containers running testapp's signals mode under drainit: "app",
+// whose preStop is /prestop, and a native sidecar, "proxy".
+func withProxy(name string, grace int, appEnv map[string]string, proxyPreStop string, proxyEnv map[string]string) pod {
+	return pod{name: name, image: imageTerm, grace: grace, env: appEnv, app: []string{"signals"}, preStop: "httpGet",
+		sidecars: []container{{name: "proxy", env: proxyEnv, app: []string{"signals"}, preStop: proxyPreStop}}}
 }
 
 // findings are the finding lines of `drainit check`'s text output ("FILE:LINE: SEVERITY: …").
