@@ -87,6 +87,9 @@ func TestParseHTTP(t *testing.T) {
 		`{"url":"http://a","headers":{"A":"c\r\nEvil: 1"}}`: "control character",
 		`{"url":"http://a"} {}`:                             "text after",
 		"http://a b":                                        "bad method",
+		"http://a:0/":                                       "bad port",
+		"http://a:65536/":                                   "bad port",
+		"POST http://a:99999999999999999999/":               "bad port",
 	}
 	for spec, want := range bad {
 		_, err := ParseHTTP("offline-http", spec)
@@ -105,6 +108,7 @@ func TestParseProbe(t *testing.T) {
 		"tcp://app:9000":            "tcp://app:9000",
 		"http://127.0.0.1:8080/rdy": "http://127.0.0.1:8080/rdy",
 		"http://app/healthz?x=1":    "http://app/healthz?x=1",
+		"http://app:65535/":         "http://app:65535/",
 	}
 	for spec, want := range good {
 		p, err := ParseProbe(spec)
@@ -113,7 +117,8 @@ func TestParseProbe(t *testing.T) {
 		}
 	}
 	for _, spec := range []string{"", "127.0.0.1:8080", "tcp://", "tcp://host", "tcp://host:0", "tcp://host:65536",
-		"tcp://host:http", "tcp://host:80/path", "tcp://a@b:80", "udp://a:1", "ftp://a/", "http://", "https://app/"} {
+		"tcp://host:http", "tcp://host:+80", "tcp://host:80/path",
+		"http://app:0/", "http://app:65536/", "http://[::1]:99999/", "tcp://a@b:80", "udp://a:1", "ftp://a/", "http://", "https://app/"} {
 		if p, err := ParseProbe(spec); err == nil {
 			t.Errorf("ParseProbe(%q) = %v, want an error", spec, p)
 		}

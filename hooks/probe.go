@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -46,8 +45,8 @@ func ParseProbe(spec string) (Probe, error) {
 		} else if err != nil {
 			return nil, fmt.Errorf("ready probe: want tcp://HOST:PORT: %w", err)
 		}
-		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-			return nil, fmt.Errorf("ready probe: bad port %q", port)
+		if _, err := http1.ParsePort(port); err != nil {
+			return nil, fmt.Errorf("ready probe: %w", err)
 		}
 		if strings.ContainsAny(host, "/?#@ ") {
 			return nil, errors.New("ready probe: bad host (it holds \"/\", \"?\", \"#\", \"@\" or a space)")

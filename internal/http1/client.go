@@ -36,7 +36,8 @@ type Result struct {
 	Body   []byte
 }
 
-// CheckURL reports whether u is a URL Do can call: http scheme, a host, no user info.
+// CheckURL reports whether u is a URL Do can call: http scheme, a host, a port (if any) from 1 to
+// 65535, no user info.
 func CheckURL(u string) (*url.URL, error) {
 	p, err := url.Parse(u)
 	if ue := (*url.Error)(nil); errors.As(err, &ue) {
@@ -53,7 +54,23 @@ func CheckURL(u string) (*url.URL, error) {
 	if p.User != nil {
 		return nil, errors.New("user info in URLs is not supported: use an Authorization header")
 	}
+	// url.Parse takes any digits as a port: 0 or 65536 would only fail at each call, and a ready
+	// probe would retry it for ever.
+	if port := p.Port(); port != "" {
+		if _, err := ParsePort(port); err != nil {
+			return nil, err
+		}
+	}
 	return p, nil
+}
+
+// ParsePort reads a TCP port to connect to: decimal digits, 1 to 65535.
+func ParsePort(s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if !isDigits(s) || err != nil || n < 1 || n > 65535 {
+		return 0, fmt.Errorf("bad port %q (want 1 to 65535)", s)
+	}
+	return n, nil
 }
 
 // Do sends c and reads the answer, all within ctx (which should carry a deadline). It never
