@@ -69,8 +69,7 @@ type tcpProbe struct{ addr string }
 func (p tcpProbe) String() string { return "tcp://" + p.addr }
 
 func (p tcpProbe) Check(ctx context.Context) error {
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", p.addr)
+	c, err := http1.Dial(ctx, p.addr)
 	if err != nil {
 		return err
 	}

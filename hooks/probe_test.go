@@ -3,8 +3,10 @@ package hooks
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -84,5 +86,31 @@ func TestWaitReadyGivesUpWithCtx(t *testing.T) {
 	err = WaitReady(ctx, p, log)
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "connection refused") {
 		t.Errorf("WaitReady = %v, want the deadline and the last attempt's error", err)
+	}
+}
+
+// TestProbeLocalhostWithoutLookup: localhost and names under .localhost are loopback (RFC 6761)
+// whatever the resolver says; an image FROM scratch run without /etc/hosts sent "localhost" to
+// DNS, and a name under .localhost goes there even with one.
+func TestProbeLocalhostWithoutLookup(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	port := srv.URL[strings.LastIndex(srv.URL, ":")+1:]
+	probes := []string{"tcp://drainit-probe.localhost:" + port, "http://drainit-probe.LOCALHOST.:" + port + "/"}
+	if ln6, err := net.Listen("tcp6", "[::1]:0"); err == nil { // an app on ::1 alone
+		defer ln6.Close()
+		probes = append(probes, "tcp://drainit-probe.localhost:"+strconv.Itoa(ln6.Addr().(*net.TCPAddr).Port))
+	}
+	for _, spec := range probes {
+		p, err := ParseProbe(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := p.Check(ctx); err != nil {
+			t.Errorf("%s: %v, want ready", spec, err)
+		}
+		cancel()
 	}
 }

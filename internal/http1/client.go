@@ -85,8 +85,7 @@ func Do(ctx context.Context, c Call) (Result, error) {
 	if u.Port() == "" {
 		host = net.JoinHostPort(u.Hostname(), "80")
 	}
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", host)
+	conn, err := Dial(ctx, host)
 	if err != nil {
 		return Result{}, err
 	}
