@@ -92,6 +92,16 @@ func (l *logBuf) events(t *testing.T) []map[string]any {
 // find returns the first event whose fields include all of want.
 func (l *logBuf) find(t *testing.T, want map[string]any) map[string]any {
 	t.Helper()
+	if evs := l.findAll(t, want); len(evs) > 0 {
+		return evs[0]
+	}
+	return nil
+}
+
+// findAll returns every event whose fields include all of want, in order.
+func (l *logBuf) findAll(t *testing.T, want map[string]any) []map[string]any {
+	t.Helper()
+	var found []map[string]any
 next:
 	for _, ev := range l.events(t) {
 		for k, v := range want {
@@ -99,9 +109,9 @@ next:
 				continue next
 			}
 		}
-		return ev
+		found = append(found, ev)
 	}
-	return nil
+	return found
 }
 
 func (l *logBuf) String() string {

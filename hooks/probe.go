@@ -14,14 +14,20 @@ import (
 	"github.com/drainit/drainit/internal/http1"
 )
 
-// Bounds of the ready probe's polling: each attempt has probeTimeout; the pause between
-// attempts starts at probeFirst and doubles up to probeMax, so a fast app is seen ready within
-// milliseconds and a slow one is not hammered.
-const (
-	probeTimeout = time.Second
-	probeFirst   = 10 * time.Millisecond
-	probeMax     = time.Second
-)
+// probeTiming paces the ready probe: each attempt has timeout; the pause between attempts starts
+// at first and doubles up to max, so a fast app is seen ready within milliseconds and a slow one
+// is not hammered. Failed attempts are logged at debug only, and a probe aimed at the wrong port
+// would fail in silence for ever: after warnFirst without success, and then every warnEvery,
+// the wait is a warning with the last attempt's error.
+type probeTiming struct {
+	timeout, first, max  time.Duration
+	warnFirst, warnEvery time.Duration
+}
+
+var defaultTiming = probeTiming{
+	timeout: time.Second, first: 10 * time.Millisecond, max: time.Second,
+	warnFirst: 10 * time.Second, warnEvery: time.Minute,
+}
 
 // Probe asks once whether the app is ready.
 type Probe interface {
@@ -95,18 +101,23 @@ func (p httpProbe) Check(ctx context.Context) error {
 // WaitReady checks p until it passes or ctx ends, pausing between attempts with a back-off
 // that doubles from 10ms to at most 1s; each attempt is bounded by 1s. It returns nil once the
 // app is ready (logged at info), or an error wrapping ctx's cause and the last attempt's error
-// (the last one ctx did not cut short).
-// Failed attempts are logged at debug.
+// (the last one ctx did not cut short). Failed attempts are logged at debug; after 10s without
+// success, and then every minute, a warning says how long it has waited and why.
 func WaitReady(ctx context.Context, p Probe, log zerolog.Logger) error {
+	return waitReady(ctx, p, log, defaultTiming)
+}
+
+func waitReady(ctx context.Context, p Probe, log zerolog.Logger, tm probeTiming) error {
 	start := time.Now()
-	pause := probeFirst
+	pause := tm.first
+	nextWarn := start.Add(tm.warnFirst)
 	var last error
 	for attempt := 1; ; attempt++ {
-		actx, cancel := context.WithTimeout(ctx, probeTimeout)
+		actx, cancel := context.WithTimeout(ctx, tm.timeout)
 		err := p.Check(actx)
 		cancel()
 		if err == nil {
-			log.Info().Str("probe", p.String()).Int("attempts", attempt).Dur("took", time.Since(start)).Msg("app ready")
+			log.Info().Str("probe", p.String()).Int("attempts", attempt).Dur("took", time.Since(start)).Msg("ready probe passed")
 			return nil
 		}
 		log.Debug().Str("probe", p.String()).Int("attempt", attempt).Err(err).Msg("app not ready yet")
@@ -117,9 +128,14 @@ func WaitReady(ctx context.Context, p Probe, log zerolog.Logger) error {
 			last = err
 		}
 		if ctx.Err() == nil {
+			if now := time.Now(); !now.Before(nextWarn) {
+				log.Warn().Str("probe", p.String()).Int("attempts", attempt).Dur("waited", now.Sub(start)).Err(last).
+					Msg("app still not ready: /readyz answers 503 until the ready probe passes")
+				nextWarn = now.Add(tm.warnEvery)
+			}
 			select {
 			case <-time.After(pause):
-				pause = min(2*pause, probeMax)
+				pause = min(2*pause, tm.max)
 				continue
 			case <-ctx.Done():
 			}

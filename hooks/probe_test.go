@@ -42,7 +42,7 @@ func TestWaitReadyTCP(t *testing.T) {
 	if err := result(t, done); err != nil {
 		t.Errorf("WaitReady = %v once the port listens", err)
 	}
-	if buf.find(t, map[string]any{"message": "app ready", "probe": "tcp://" + addr}) == nil {
+	if buf.find(t, map[string]any{"message": "ready probe passed", "probe": "tcp://" + addr}) == nil {
 		t.Errorf("readiness not logged:\n%s", buf)
 	}
 }
@@ -112,5 +112,44 @@ func TestProbeLocalhostWithoutLookup(t *testing.T) {
 			t.Errorf("%s: %v, want ready", spec, err)
 		}
 		cancel()
+	}
+}
+
+// TestWaitReadyWarns: a probe that keeps failing (a wrong port) is a warning after warnFirst, with
+// the last attempt's error, and then every warnEvery; failed attempts alone are debug lines, and
+// the wait was silent at info for ever.
+func TestWaitReadyWarns(t *testing.T) {
+	t.Parallel()
+	addr, _ := closedAddr(t)
+	p, err := ParseProbe("tcp://" + addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, buf := newLog()
+	tm := defaultTiming
+	tm.warnFirst, tm.warnEvery = 200*time.Millisecond, 400*time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- waitReady(ctx, p, log, tm) }()
+	warning := map[string]any{"level": "warn", "probe": "tcp://" + addr}
+	waitFor(t, "two warnings", func() bool { return len(buf.findAll(t, warning)) >= 2 })
+	cancel()
+	if err := result(t, done); err == nil {
+		t.Fatal("WaitReady = nil, want the cancellation")
+	}
+	ws := buf.findAll(t, warning)
+	for i, w := range ws {
+		if e, _ := w["error"].(string); !strings.Contains(e, "connection refused") {
+			t.Errorf("warning %d says %v, want the last attempt's error", i, w)
+		}
+		// The pause between attempts (at most tm.max) is the warnings' granularity.
+		waited := time.Duration(w["waited"].(float64)) * time.Millisecond
+		if want := tm.warnFirst + time.Duration(i)*tm.warnEvery; waited < want || waited > want+tm.max+tm.timeout {
+			t.Errorf("warning %d after %v, want %v (+ one attempt and pause)", i, waited, want)
+		}
+	}
+	if len(ws) > int(time.Since(start)/tm.warnEvery)+1 {
+		t.Errorf("%d warnings in %v, want one per %v", len(ws), time.Since(start), tm.warnEvery)
 	}
 }
