@@ -144,3 +144,58 @@ func waitReady(ctx context.Context, p Probe, log zerolog.Logger, tm probeTiming)
 			p, attempt, last, ended(ctx, time.Since(start)))
 	}
 }
+
+// Once the app is ready, the probe goes on every WatchEvery (each attempt within a second), and
+// WatchFailures failed attempts in a row make it not ready again: the kubelet's readiness probe
+// goes on for the pod's life, and an app that stops answering must leave the Service's endpoints
+// when the kubelet probes drainit's /readyz instead of the app.
+const (
+	WatchEvery    = time.Second
+	WatchFailures = 3
+)
+
+// WatchReady checks p every `every`, from an app that is ready, until ctx ends. It calls report
+// with false after `failures` failed checks in a row, and with true at the next check that
+// passes; each change is logged (a warning with the last error when the app stops answering).
+func WatchReady(ctx context.Context, p Probe, log zerolog.Logger, every time.Duration, failures int, report func(ready bool)) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	ready, failed := true, 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		actx, cancel := context.WithTimeout(ctx, defaultTiming.timeout)
+		err := p.Check(actx)
+		cancel()
+		if ctx.Err() != nil {
+			return // cut short: it says nothing about the app
+		}
+		switch {
+		case err == nil && !ready:
+			ready, failed = true, 0
+			log.Info().Str("probe", p.String()).Msg("ready probe passes again: /readyz answers 200")
+			report(true)
+		case err == nil:
+			failed = 0
+		case ready:
+			log.Debug().Str("probe", p.String()).Int("failed", failed+1).Err(err).Msg("ready probe failed")
+			if failed++; failed >= failures {
+				ready = false
+				log.Warn().Str("probe", p.String()).Int("failed", failed).Err(err).
+					Msg("app no longer ready: /readyz answers 503 until the ready probe passes again")
+				report(false)
+			}
+		}
+	}
+}
+
+// Reached reports whether a probe's attempt that ended with err got through to the app: it
+// passed, or it connected and then failed (an HTTP status, a malformed answer, a timeout after
+// the connection). Only an attempt whose connection was never made did not.
+func Reached(err error) bool {
+	var oe *net.OpError
+	return err == nil || !errors.As(err, &oe) || oe.Op != "dial"
+}

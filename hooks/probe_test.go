@@ -153,3 +153,99 @@ func TestWaitReadyWarns(t *testing.T) {
 		t.Errorf("%d warnings in %v, want one per %v", len(ws), time.Since(start), tm.warnEvery)
 	}
 }
+
+// switchProbe passes while ok holds, and counts its checks.
+type switchProbe struct {
+	ok     atomic.Bool
+	checks atomic.Int64
+}
+
+func (p *switchProbe) String() string { return "test://switch" }
+
+func (p *switchProbe) Check(context.Context) error {
+	p.checks.Add(1)
+	if p.ok.Load() {
+		return nil
+	}
+	return errors.New("refused")
+}
+
+// TestWatchReady: once ready, an app whose probe fails `failures` times in a row is reported not
+// ready (fewer failures are not), and ready again at the next passing check; nothing is reported
+// after ctx ends. Readiness used to be for good once the probe had passed.
+func TestWatchReady(t *testing.T) {
+	t.Parallel()
+	p := &switchProbe{}
+	p.ok.Store(true)
+	log, buf := newLog()
+	reports := make(chan bool, 8)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		WatchReady(ctx, p, log, 5*time.Millisecond, 3, func(r bool) { reports <- r })
+	}()
+	next := func() bool {
+		t.Helper()
+		select {
+		case r := <-reports:
+			return r
+		case <-time.After(10 * time.Second):
+			t.Fatal("no report")
+			return false
+		}
+	}
+	waitFor(t, "checks that pass", func() bool { return p.checks.Load() >= 3 })
+	p.ok.Store(false)
+	failedFrom := p.checks.Load()
+	if next() {
+		t.Fatal("reported ready, want not ready")
+	}
+	// The failing checks: at least 3 (one may have been under way when the probe switched).
+	if n := p.checks.Load() - failedFrom; n < 2 || n > 4 {
+		t.Errorf("not ready after %d checks, want 3 failed in a row", n)
+	}
+	if buf.find(t, map[string]any{"level": "warn", "error": "refused", "failed": float64(3)}) == nil {
+		t.Errorf("no warning with the error and the failures:\n%s", buf)
+	}
+	p.ok.Store(true)
+	if !next() {
+		t.Fatal("reported not ready, want ready again")
+	}
+	// One or two failures in a row are not enough.
+	for range 3 {
+		p.ok.Store(false)
+		n := p.checks.Load()
+		waitFor(t, "a failed check", func() bool { return p.checks.Load() > n })
+		p.ok.Store(true)
+		n = p.checks.Load()
+		waitFor(t, "a passing check", func() bool { return p.checks.Load() > n+1 })
+	}
+	cancel()
+	<-done
+	select {
+	case r := <-reports:
+		t.Errorf("reported %v after single failures or the end of ctx", r)
+	default:
+	}
+}
+
+// TestReached: the adaptive drain leaves out the probe's attempts that connected to the app, and
+// only those.
+func TestReached(t *testing.T) {
+	t.Parallel()
+	addr, _ := closedAddr(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(503) }))
+	defer srv.Close()
+	for spec, want := range map[string]bool{"tcp://" + addr: false, "http://" + addr + "/": false,
+		"http://" + srv.Listener.Addr().String() + "/": true, "tcp://" + srv.Listener.Addr().String(): true} {
+		p, err := ParseProbe(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = p.Check(context.Background())
+		if got := Reached(err); got != want {
+			t.Errorf("%s: Reached(%v) = %v, want %v", spec, err, got, want)
+		}
+	}
+}

@@ -1,11 +1,13 @@
 package supervisor
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -25,6 +27,9 @@ type Options struct {
 	PostStop    []hooks.Hook // run after the app and everything it left have exited
 	HookTimeout time.Duration
 	Probe       hooks.Probe // when the app is ready; nil: as soon as it has started
+	// ProbeEvery paces the probe once the app is ready (0: hooks.WatchEvery); hooks.WatchFailures
+	// failed attempts in a row make it not ready again.
+	ProbeEvery time.Duration
 	// Children routes the exits of exec hooks' processes, which the supervisor's reaper
 	// collects, back to the hooks (nil: no exec hooks).
 	Children *hooks.Children
@@ -51,7 +56,8 @@ type Supervisor struct {
 
 	pid1       bool
 	foreground bool          // the app's group has the terminal: job control is on
-	accepted   func() uint64 // connections the control server accepted (nil: no server)
+	accepted   func() uint64 // connections the control server accepted, and the probe made (nil: neither)
+	probed     atomic.Uint64 // the probe's attempts that connected to the app
 	appPid     int
 	appReaped  bool                // the app's exit has been collected: appPid is no longer the app's
 	history    *drainwatch.History // the traffic before the drain, for --drain-quiet auto (nil: none)
@@ -108,10 +114,16 @@ func (s *Supervisor) Run(ctx context.Context) (int, error) {
 
 	m := newMachine(s.cfg, len(s.opts.Offline) > 0, len(s.opts.PostStop) > 0, start, s.log)
 	m.ready = s.opts.Probe == nil && len(s.opts.Online) == 0
+	if s.opts.Probe != nil {
+		// The app accepts the probe's connections: the adaptive drain must not count them as
+		// traffic (the --drain-quiet auto history, sampled while the probe goes on).
+		s.opts.Probe = countingProbe{s.opts.Probe, &s.probed}
+		s.accepted = s.probed.Load
+	}
 	if s.opts.Control != nil {
 		srv := control.New(s, s.opts.ControlToken, s.cfg.GracePeriod, s.log)
 		ln := &countingListener{Listener: s.opts.Control}
-		s.accepted = ln.n.Load
+		s.accepted = func() uint64 { return ln.n.Load() + s.probed.Load() }
 		go func() {
 			if err := srv.Serve(ln); err != nil {
 				s.log.Error().Err(err).Msg("control server stopped")
@@ -180,9 +192,9 @@ func (s *Supervisor) loop(ctx context.Context, m *machine, sigs <-chan unix.Sign
 	stageHooks := [stageCount][]hooks.Hook{config.StageOffline: s.opts.Offline, config.StagePostStop: s.opts.PostStop}
 	var waiters []chan Snapshot // /prestop callers waiting for the end of the drain
 
-	// Readiness: the probe, then the online hooks, in the background; given up once a trigger
-	// comes or the app exits.
-	ready := make(chan struct{}, 1)
+	// Readiness: the probe, then the online hooks, then the probe again and again, in the
+	// background; given up once a trigger comes or the app exits.
+	ready := make(chan bool)
 	onlineCtx, stopOnline := context.WithCancel(ctx)
 	defer stopOnline()
 	// lastStage is closed when the hook stage started last has ended: each stage waits for the
@@ -193,8 +205,18 @@ func (s *Supervisor) loop(ctx context.Context, m *machine, sigs <-chan unix.Sign
 		close(online)
 	} else {
 		go func() {
-			defer close(online)
-			s.becomeReady(onlineCtx, ready)
+			ok := s.becomeReady(onlineCtx, ready)
+			close(online)
+			if ok && s.opts.Probe != nil {
+				every := cmp.Or(s.opts.ProbeEvery, hooks.WatchEvery)
+				hooks.WatchReady(onlineCtx, s.opts.Probe, s.log.With().Str("phase", "running").Logger(), every, hooks.WatchFailures,
+					func(r bool) {
+						select {
+						case ready <- r:
+						case <-onlineCtx.Done():
+						}
+					})
+			}
 		}()
 	}
 
@@ -228,8 +250,8 @@ func (s *Supervisor) loop(ctx context.Context, m *machine, sigs <-chan unix.Sign
 		case d := <-hookDone:
 			cancel[d.stage](nil)
 			acts = m.hooksDone(time.Now(), d.stage, d.outcome.String())
-		case <-ready:
-			m.setReady(time.Now())
+		case r := <-ready:
+			m.setReady(time.Now(), r)
 		case r, ok := <-drainRes:
 			drainRes = nil
 			if ok {
@@ -345,19 +367,37 @@ func (h elapsedHook) Run(e *zerolog.Event, _ zerolog.Level, _ string) {
 	}
 }
 
-// becomeReady waits for the ready probe, runs the online hooks, and reports on ready.
-func (s *Supervisor) becomeReady(ctx context.Context, ready chan<- struct{}) {
+// becomeReady waits for the ready probe, runs the online hooks, and reports on ready; it returns
+// whether it did (not when ctx ended first).
+func (s *Supervisor) becomeReady(ctx context.Context, ready chan<- bool) bool {
 	log := s.log.With().Str("phase", "online").Logger()
 	if s.opts.Probe != nil {
 		if err := hooks.WaitReady(ctx, s.opts.Probe, log); err != nil {
 			log.Warn().Err(err).Msg("the app never became ready")
-			return
+			return false
 		}
 	}
 	hooks.RunAll(ctx, log, s.opts.HookTimeout, s.opts.Online)
-	if ctx.Err() == nil {
-		ready <- struct{}{}
+	select {
+	case ready <- true:
+		return true
+	case <-ctx.Done():
+		return false
 	}
+}
+
+// countingProbe counts the attempts of a probe that connected to the app.
+type countingProbe struct {
+	hooks.Probe
+	n *atomic.Uint64
+}
+
+func (p countingProbe) Check(ctx context.Context) error {
+	err := p.Probe.Check(ctx)
+	if hooks.Reached(err) {
+		p.n.Add(1)
+	}
+	return err
 }
 
 // reaped collects what SIGCHLD announced and tells the machine about the app and about there

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"slices"
 	"strings"
@@ -485,5 +486,74 @@ func awaitClosed(t *testing.T, ch <-chan struct{}, what string) {
 	case <-ch:
 	case <-time.After(5 * time.Second):
 		t.Fatal(what)
+	}
+}
+
+// flipProbe passes while ok holds.
+type flipProbe struct {
+	ok     atomic.Bool
+	checks atomic.Int64
+}
+
+func (p *flipProbe) String() string { return "test://flip" }
+
+func (p *flipProbe) Check(context.Context) error {
+	p.checks.Add(1)
+	if p.ok.Load() {
+		return nil
+	}
+	return errors.New("refused")
+}
+
+// TestLoopReadinessFollowsTheProbe: once ready, the app is not ready while its probe fails (as
+// the kubelet's readiness probe would say), ready when it passes again, and never again after a
+// trigger, whatever the probe says then. Readiness used to be for good once the probe had passed.
+func TestLoopReadinessFollowsTheProbe(t *testing.T) {
+	p := &flipProbe{}
+	p.ok.Store(true)
+	r := newRun(t, Options{Probe: p, ProbeEvery: 5 * time.Millisecond}, func(c *config.Config) { c.GracePeriod = time.Minute })
+	r.start(t)
+	ready := func(want bool) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			st, err := r.s.Status(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Ready == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("ready = %v for 5s, want %v; log:\n%s", st.Ready, want, r.log.b.String())
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	ready(true)
+	p.ok.Store(false)
+	ready(false)
+	p.ok.Store(true)
+	ready(true)
+	p.ok.Store(false)
+	ready(false)
+	r.sigs <- unix.SIGTERM
+	r.awaitSignal(t, sent{unix.SIGTERM, false}, 5*time.Second)
+	p.ok.Store(true)
+	n := p.checks.Load()
+	// The probe stops at the trigger: give it what would be many periods to pass again.
+	for range 20 {
+		if st, _ := r.s.Status(context.Background()); st.Ready {
+			t.Fatal("ready after the trigger")
+		}
+		time.Sleep(5 * time.Millisecond) // the probe's period: readiness must not come back
+	}
+	if got := p.checks.Load(); got > n+1 {
+		t.Errorf("%d probe attempts after the trigger, want none (one under way at most)", got-n)
+	}
+	r.appExits(exited(0))
+	r.wait(t, 5*time.Second)
+	if c := r.log.count("app ready"); c != 1 {
+		t.Errorf("%d 'app ready' events, want the first readiness only", c)
 	}
 }

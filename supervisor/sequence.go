@@ -169,7 +169,8 @@ type machine struct {
 	wake         time.Time // when the loop should call tick next; zero: no timer
 	hooksRunning [stageCount]bool
 
-	ready       bool   // the app is ready (probe passed, online hooks done)
+	ready       bool   // the app is ready (probe passed, online hooks done) and its probe still passes
+	wasReady    bool   // ready has been true
 	summaryLine string // the one-line timeline, once done
 	appExited   bool
 	appStatus   int // shell-style: code, or 128+N
@@ -676,14 +677,18 @@ func roundDur(d time.Duration) time.Duration {
 	return d.Round(time.Millisecond)
 }
 
-// setReady records that the app is ready (probe passed, online hooks done), unless it is already
-// on its way out.
-func (m *machine) setReady(now time.Time) {
-	if !m.t0.IsZero() || m.appExited {
+// setReady records that the app is ready (probe passed, online hooks done) or, once it was, that
+// its probe has stopped passing or passes again; nothing changes once the app is on its way out.
+// Only the first readiness is an event of the timeline: a flapping probe must not grow it.
+func (m *machine) setReady(now time.Time, ready bool) {
+	if !m.t0.IsZero() || m.appExited || ready == m.ready {
 		return
 	}
-	m.ready = true
-	m.event(now, zerolog.InfoLevel, "ready").Msg("app ready")
+	m.ready = ready
+	if ready && !m.wasReady {
+		m.wasReady = true
+		m.event(now, zerolog.InfoLevel, "ready").Msg("app ready")
+	}
 }
 
 // Snapshot is the supervisor's state as the control server reports it.

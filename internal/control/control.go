@@ -3,7 +3,7 @@
 //
 //	GET|POST /prestop  start the stop sequence; answer once the drain is done
 //	GET /healthz       200 while drainit and the app run
-//	GET /readyz        200 once the app is ready, 503 from the first trigger on
+//	GET /readyz        200 while the app is ready, 503 from the first trigger on
 //	GET /status        JSON: phase, app pid, uptime, timeline
 //
 // The server holds no state of its own: every answer comes from the supervisor's loop through
