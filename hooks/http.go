@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -135,7 +136,7 @@ func (h *httpHook) Run(ctx context.Context) error {
 	if res.Status >= 200 && res.Status <= 299 {
 		return nil
 	}
-	status := fmt.Sprintf("%d %s", res.Status, http1.StatusText(res.Status))
+	status := statusText(res.Status)
 	snippet := bytes.TrimSpace(res.Body)
 	if len(snippet) > errSnippet {
 		snippet = snippet[:errSnippet]
@@ -144,4 +145,18 @@ func (h *httpHook) Run(ctx context.Context) error {
 		return fmt.Errorf("http hook %q: %s: status %s", h.name, what, status)
 	}
 	return fmt.Errorf("http hook %q: %s: status %s: %q", h.name, what, status, snippet)
+}
+
+// statusText is an answer's status as errors show it: the code, its reason phrase where drainit
+// knows one (http1.StatusText's fallback would repeat the code: "302 Status 302"), and for a
+// redirect, that it was not followed.
+func statusText(code int) string {
+	s := strconv.Itoa(code)
+	if t := http1.StatusText(code); t != "Status "+s {
+		s += " " + t
+	}
+	if code >= 300 && code <= 399 {
+		s += " (redirects are not followed)"
+	}
+	return s
 }

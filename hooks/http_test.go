@@ -216,3 +216,31 @@ func TestHTTPFailureStillShowsItsBody(t *testing.T) {
 		t.Errorf("Run = %v, want the 503 and the body that came", err)
 	}
 }
+
+// TestStatusInErrors: a failed call's error names the status once ("status 302 Status 302" it
+// said for codes drainit has no reason phrase for), and says a redirect was not followed.
+func TestStatusInErrors(t *testing.T) {
+	t.Parallel()
+	for code, want := range map[int]string{
+		302: "status 302 (redirects are not followed)", 418: "status 418", 503: "status 503 Service Unavailable", 600: "status 600",
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Location", "/elsewhere")
+			w.WriteHeader(code)
+		}))
+		p, err := ParseProbe(srv.URL + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := ParseHTTP("online-http", srv.URL+"/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for what, err := range map[string]error{"probe": p.Check(context.Background()), "hook": h.Run(context.Background())} {
+			if err == nil || !strings.HasSuffix(err.Error(), want) && !strings.Contains(err.Error(), want+":") {
+				t.Errorf("%s, %d: %v, want it to end in %q", what, code, err, want)
+			}
+		}
+		srv.Close()
+	}
+}

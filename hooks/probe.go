@@ -93,7 +93,7 @@ func (p httpProbe) Check(ctx context.Context) error {
 		return err
 	}
 	if res.Status < 200 || res.Status > 299 {
-		return fmt.Errorf("status %d %s", res.Status, http1.StatusText(res.Status))
+		return fmt.Errorf("status %s", statusText(res.Status))
 	}
 	return nil
 }
