@@ -1,6 +1,7 @@
 package hooks
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -67,6 +68,18 @@ func ParseProbe(spec string) (Probe, error) {
 		return httpProbe{url: u}, nil
 	}
 	return nil, errors.New("ready probe: want tcp://HOST:PORT or an http:// URL")
+}
+
+// ProbeAddr is the HOST:PORT a probe made by ParseProbe connects to (an http:// URL's port 80
+// made explicit); false for any other Probe.
+func ProbeAddr(p Probe) (string, bool) {
+	switch p := p.(type) {
+	case tcpProbe:
+		return p.addr, true
+	case httpProbe:
+		return net.JoinHostPort(p.url.Hostname(), cmp.Or(p.url.Port(), "80")), true
+	}
+	return "", false
 }
 
 // tcpProbe is ready when it can connect.

@@ -800,6 +800,11 @@ func (p *parsed) check() *Validation {
 	if r.HTTPAddr != "" {
 		if err := checkListenAddr(r.HTTPAddr); err != nil {
 			bad("http-addr", r.HTTPAddr, err)
+		} else if p, err := hooks.ParseProbe(r.ReadyProbe); err == nil && r.ReadyProbe != "" {
+			if addr, ok := hooks.ProbeAddr(p); ok && reachesListener(addr, r.HTTPAddr) {
+				bad("ready-probe", r.ReadyProbe, fmt.Errorf("that is drainit's own control server (%s %q), not the app",
+					c.OptionName("http-addr"), r.HTTPAddr))
+			}
 		}
 	}
 	if usable("http-token") {
@@ -874,6 +879,31 @@ func checkListenAddr(addr string) error {
 		return &net.OpError{Op: "listen", Net: "tcp", Err: err}
 	}
 	return nil
+}
+
+// reachesListener reports whether a connection to dial (HOST:PORT) from inside the container
+// lands on a listener at listen: the same port, and a probe host that is the listener's own, or
+// local (empty, loopback, localhost, unspecified) while the listener is on loopback or on every
+// address. A ready probe aimed at drainit's control server passes at once (tcp://, /healthz)
+// or never (/readyz), whatever the app does.
+func reachesListener(dial, listen string) bool {
+	dh, dp, err1 := net.SplitHostPort(dial)
+	lh, lp, err2 := net.SplitHostPort(listen)
+	if err1 != nil || err2 != nil || dp != lp || lp == "0" {
+		return false
+	}
+	// Names and empty or unspecified addresses that mean this system; a loopback address is one
+	// only where the other side is not an address of its own (127.0.0.1 and ::1 are two).
+	anyLocal := func(h string) bool {
+		h = strings.ToLower(strings.TrimSuffix(h, "."))
+		ip := net.ParseIP(h)
+		return h == "" || h == "localhost" || strings.HasSuffix(h, ".localhost") || ip != nil && ip.IsUnspecified()
+	}
+	loopback := func(h string) bool { ip := net.ParseIP(h); return ip != nil && ip.IsLoopback() }
+	if dip, lip := net.ParseIP(dh), net.ParseIP(lh); dip != nil && lip != nil && dip.Equal(lip) || strings.EqualFold(dh, lh) {
+		return true
+	}
+	return anyLocal(dh) && (anyLocal(lh) || loopback(lh)) || loopback(dh) && anyLocal(lh)
 }
 
 // ParseDuration's errors for a duration it read but cannot take, as opposed to one it could not

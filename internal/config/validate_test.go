@@ -92,6 +92,31 @@ func TestHooksProbeAndAddressRefusedAtParse(t *testing.T) {
 	}
 }
 
+// TestReadyProbeNotTheControlServer: a ready probe that reaches drainit's own control server
+// passes at once (tcp://, /healthz) or never (/readyz), whatever the app does; it was accepted.
+func TestReadyProbeNotTheControlServer(t *testing.T) {
+	own := [][2]string{ // --http-addr, --ready-probe
+		{":8099", "tcp://:8099"}, {":8099", "tcp://127.0.0.1:8099"}, {"0.0.0.0:8099", "http://localhost:8099/healthz"},
+		{"127.0.0.1:8099", "http://127.0.0.1:8099/readyz"}, {"[::1]:8099", "tcp://localhost:8099"},
+		{":80", "http://127.0.0.1/"}, {"localhost:8099", "tcp://127.0.0.1:8099"}, {"[::]:8099", "tcp://[::1]:8099"},
+	}
+	for _, c := range own {
+		_, err := Parse([]string{"--http-addr", c[0], "--ready-probe", c[1], "app"}, nil, nil)
+		if want := fmt.Sprintf("--ready-probe %q: that is drainit's own control server (--http-addr %q)", c[1], c[0]); err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("--http-addr %s --ready-probe %s: %v, want %q", c[0], c[1], err, want)
+		}
+	}
+	others := [][2]string{
+		{":8099", "tcp://:8080"}, {"127.0.0.1:8099", "tcp://[::1]:8099"}, {"127.0.0.1:8099", "tcp://10.1.2.3:8099"},
+		{":0", "tcp://:8080"}, {":8099", "tcp://app:8099"},
+	}
+	for _, c := range others {
+		if _, err := Parse([]string{"--http-addr", c[0], "--ready-probe", c[1], "app"}, nil, nil); err != nil {
+			t.Errorf("--http-addr %s --ready-probe %s: %v", c[0], c[1], err)
+		}
+	}
+}
+
 // TestHookSecretsNotShown: an HTTP hook's headers and body, and a URL's user info, are not in
 // the error that refuses the option nor in the note that says the flag replaced the variable:
 // both reach the log, the pod's events and drainit check's reports.
