@@ -112,3 +112,31 @@ func freeLoopbackAddr(t *testing.T) string {
 	defer ln.Close()
 	return ln.Addr().String()
 }
+
+// TestReadyProbeOnAnotherProcessPort: a ready probe that passes on a port some other process
+// listens on (here the test itself; a sidecar sharing the pod's network, a previous instance)
+// makes /readyz follow that process. drainit says so in a warning; it said nothing. An app that
+// listens there itself gets no warning.
+func TestReadyProbeOnAnotherProcessPort(t *testing.T) {
+	const warning = "a process drainit did not start listens on"
+	eachMode(t, func(t *testing.T, m mode) {
+		other, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer other.Close()
+		d := startIn(t, m, []string{"--drain-delay", "0s", "--ready-probe", "tcp://" + other.Addr().String()}, app("sleep", "1h")...)
+		d.stderr.AwaitLine(t, waitTimeout, "the warning", lines.Containing(warning))
+		d.signal(syscall.SIGTERM)
+		d.wait(waitTimeout)
+
+		addr := freeLoopbackAddr(t)
+		d = startIn(t, m, []string{"--drain-delay", "0s", "--ready-probe", "tcp://" + addr}, app("serve", "-addr", addr)...)
+		d.stderr.AwaitLine(t, waitTimeout, "readiness", lines.Containing(`"app ready"`))
+		d.signal(syscall.SIGTERM)
+		d.wait(waitTimeout)
+		if n := d.stderr.Count(lines.Containing(warning)); n != 0 {
+			t.Errorf("warned of another process with the app on the port\n%s", d.dump())
+		}
+	})
+}

@@ -6,7 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
+	"slices"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -55,9 +59,10 @@ type Supervisor struct {
 	proc processes
 
 	pid1       bool
-	foreground bool          // the app's group has the terminal: job control is on
-	accepted   func() uint64 // connections the control server accepted, and the probe made (nil: neither)
-	probed     atomic.Uint64 // the probe's attempts that connected to the app
+	foreground bool           // the app's group has the terminal: job control is on
+	accepted   func() uint64  // connections the control server accepted, and the probe made (nil: neither)
+	probed     atomic.Uint64  // the probe's attempts that connected to the app
+	probeTo    netip.AddrPort // where the probe connects, when that is in this network namespace
 	appPid     int
 	appReaped  bool                // the app's exit has been collected: appPid is no longer the app's
 	history    *drainwatch.History // the traffic before the drain, for --drain-quiet auto (nil: none)
@@ -115,6 +120,9 @@ func (s *Supervisor) Run(ctx context.Context) (int, error) {
 	m := newMachine(s.cfg, len(s.opts.Offline) > 0, len(s.opts.PostStop) > 0, start, s.log)
 	m.ready = s.opts.Probe == nil && len(s.opts.Online) == 0
 	if s.opts.Probe != nil {
+		if addr, ok := hooks.ProbeAddr(s.opts.Probe); ok {
+			s.probeTo, _ = localTarget(addr)
+		}
 		// The app accepts the probe's connections: the adaptive drain must not count them as
 		// traffic (the --drain-quiet auto history, sampled while the probe goes on).
 		s.opts.Probe = countingProbe{s.opts.Probe, &s.probed}
@@ -376,6 +384,10 @@ func (s *Supervisor) becomeReady(ctx context.Context, ready chan<- bool) bool {
 			log.Warn().Err(err).Msg("the app never became ready")
 			return false
 		}
+		if ours, known := drainwatch.HeldByTree(s.probeTo, os.Getpid()); s.probeTo.IsValid() && known && !ours {
+			log.Warn().Str("probe", s.opts.Probe.String()).
+				Msg("the ready probe passed on a port that a process drainit did not start listens on: /readyz follows that process, not the app")
+		}
 	}
 	hooks.RunAll(ctx, log, s.opts.HookTimeout, s.opts.Online)
 	select {
@@ -384,6 +396,44 @@ func (s *Supervisor) becomeReady(ctx context.Context, ready chan<- bool) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// localTarget is the address a probe's HOST:PORT connects to when it is in this network namespace:
+// an empty host, localhost or an unspecified address (the loopback), a loopback address, or an
+// address of one of the interfaces. Other hosts, names included, are not looked at.
+func localTarget(hostport string) (netip.AddrPort, bool) {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return netip.AddrPort{}, false
+	}
+	n, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return netip.AddrPort{}, false
+	}
+	if h := strings.ToLower(strings.TrimSuffix(host, ".")); h == "" || h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		host = "127.0.0.1" // as http1.Dial tries first
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.AddrPort{}, false
+	}
+	a = a.Unmap()
+	switch {
+	case a.IsUnspecified() && a.Is4():
+		a = netip.AddrFrom4([4]byte{127, 0, 0, 1})
+	case a.IsUnspecified():
+		a = netip.IPv6Loopback()
+	case a.IsLoopback():
+	default:
+		addrs, _ := net.InterfaceAddrs()
+		if !slices.ContainsFunc(addrs, func(ia net.Addr) bool {
+			pfx, err := netip.ParsePrefix(ia.String())
+			return err == nil && pfx.Addr().Unmap() == a.WithZone("")
+		}) {
+			return netip.AddrPort{}, false
+		}
+	}
+	return netip.AddrPortFrom(a, uint16(n)), true
 }
 
 // countingProbe counts the attempts of a probe that connected to the app.
