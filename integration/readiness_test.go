@@ -11,6 +11,7 @@ import (
 
 	"github.com/drainit/drainit/hooks"
 	"github.com/drainit/drainit/integration/lines"
+	"github.com/drainit/drainit/internal/testenv"
 )
 
 // TestReadinessFollowsTheProbe: once the app is ready, /readyz follows its ready probe as the
@@ -38,7 +39,7 @@ func TestReadinessFollowsTheProbe(t *testing.T) {
 			defer mu.Unlock()
 			status, failed, failingSince = code, 0, time.Now()
 		}
-		ctl := freeLoopbackAddr(t)
+		ctl := testenv.FreeLoopbackAddr(t)
 		d := startIn(t, m, []string{"--http-addr", ctl, "--ready-probe", appSrv.URL + "/healthz",
 			"--grace-period", "20s", "--drain-delay", "1s"}, app("sleep", "1h")...)
 		readyz := func() int {
@@ -102,17 +103,6 @@ func TestReadinessFollowsTheProbe(t *testing.T) {
 	})
 }
 
-// freeLoopbackAddr is a loopback address with a port nobody listens on now.
-func freeLoopbackAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // TestReadyProbeOnAnotherProcessPort: a ready probe that passes on a port some other process
 // listens on (here the test itself; a sidecar sharing the pod's network, a previous instance)
 // makes /readyz follow that process. drainit says so in a warning; it said nothing. An app that
@@ -130,7 +120,7 @@ func TestReadyProbeOnAnotherProcessPort(t *testing.T) {
 		d.signal(syscall.SIGTERM)
 		d.wait(waitTimeout)
 
-		addr := freeLoopbackAddr(t)
+		addr := testenv.FreeLoopbackAddr(t)
 		d = startIn(t, m, []string{"--drain-delay", "0s", "--ready-probe", "tcp://" + addr}, app("serve", "-addr", addr)...)
 		d.stderr.AwaitLine(t, waitTimeout, "readiness", lines.Containing(`"app ready"`))
 		d.signal(syscall.SIGTERM)

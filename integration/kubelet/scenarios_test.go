@@ -3,7 +3,6 @@ package kubelet
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -70,17 +69,6 @@ func (c *container) status(t *testing.T) int {
 		t.Fatal("drainit still running")
 	}
 	return s
-}
-
-// freeAddr is a loopback address nobody listens on right now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 func TestAppExitsPromptlyOnTerm(t *testing.T) {
@@ -154,7 +142,7 @@ func TestOfflineHookHangsBounded(t *testing.T) {
 }
 
 func TestFailingHooksDoNotStopTheSequence(t *testing.T) {
-	down := freeAddr(t)
+	down := testenv.FreeLoopbackAddr(t)
 	c := startDrainit(t, nil, "--grace-period", "10s", "--drain-delay", "500ms",
 		"--offline-exec", "/no/such/deregister", "--offline-http", "http://"+down+"/deregister",
 		"--", bins.TestApp, "slow-stop", "0s")
@@ -242,7 +230,7 @@ func TestPreStopForms(t *testing.T) {
 	}
 	for name, form := range forms {
 		t.Run(name, func(t *testing.T) {
-			addr := freeAddr(t)
+			addr := testenv.FreeLoopbackAddr(t)
 			count := filepath.Join(t.TempDir(), "runs")
 			drain := "1500ms"
 			if strings.HasPrefix(name, "exec sleep") {
@@ -277,7 +265,7 @@ func TestPreStopForms(t *testing.T) {
 }
 
 func TestConcurrentPrestopsOneSequence(t *testing.T) {
-	addr := freeAddr(t)
+	addr := testenv.FreeLoopbackAddr(t)
 	count := filepath.Join(t.TempDir(), "runs")
 	c := startDrainit(t, nil, "--grace-period", "10s", "--drain-delay", "1s", "--http-addr", addr,
 		"--offline-exec", fmt.Sprintf(`["/bin/sh","-c","echo run >> %s"]`, count),
@@ -322,7 +310,7 @@ func TestConcurrentPrestopsOneSequence(t *testing.T) {
 }
 
 func TestWrongTokenLeavesAppServing(t *testing.T) {
-	addr := freeAddr(t)
+	addr := testenv.FreeLoopbackAddr(t)
 	c := startDrainit(t, []string{"DRAINIT_HTTP_TOKEN=tok-7f3a9c"}, "--http-addr", addr, "--", bins.TestApp, "slow-stop", "0s")
 	c.out.AwaitContains(t, 10*time.Second, "ready app")
 	for _, auth := range []string{"", "Bearer wrong"} {
@@ -371,7 +359,7 @@ func TestWrongTokenLeavesAppServing(t *testing.T) {
 // online hooks have run, 200 then, and 503 again from the first trigger on, while /healthz stays
 // 200 as long as the app runs.
 func TestReadinessFollowsProbeAndOnlineHooks(t *testing.T) {
-	ctl, app := freeAddr(t), freeAddr(t)
+	ctl, app := testenv.FreeLoopbackAddr(t), testenv.FreeLoopbackAddr(t)
 	marker := filepath.Join(t.TempDir(), "registered")
 	c := startDrainit(t, nil, "--http-addr", ctl, "--ready-probe", "tcp://"+app, "--drain-delay", "2s",
 		"--online-exec", fmt.Sprintf(`["/bin/sh","-c","sleep 0.3; echo yes > %s"]`, marker),

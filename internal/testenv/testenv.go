@@ -4,6 +4,7 @@ package testenv
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,4 +37,16 @@ func LookPath(name string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%s not in PATH nor in /usr/sbin", name)
+}
+
+// FreeLoopbackAddr is a loopback address (127.0.0.1:PORT) with a port nobody listens on now,
+// for a listener the test gives drainit or a server it starts.
+func FreeLoopbackAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
