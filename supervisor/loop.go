@@ -10,7 +10,6 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/drainit/drainit/internal/config"
 	"github.com/drainit/drainit/internal/control"
 	"github.com/drainit/drainit/internal/drainwatch"
+	"github.com/drainit/drainit/internal/http1"
 	"github.com/drainit/drainit/signals"
 )
 
@@ -410,7 +410,7 @@ func localTarget(hostport string) (netip.AddrPort, bool) {
 	if err != nil {
 		return netip.AddrPort{}, false
 	}
-	if h := strings.ToLower(strings.TrimSuffix(host, ".")); h == "" || h == "localhost" || strings.HasSuffix(h, ".localhost") {
+	if host == "" || http1.IsLocalhost(host) {
 		host = "127.0.0.1" // as http1.Dial tries first
 	}
 	a, err := netip.ParseAddr(host)

@@ -37,6 +37,7 @@ import (
 
 	"github.com/drainit/drainit/hooks"
 	"github.com/drainit/drainit/internal/drainwatch"
+	"github.com/drainit/drainit/internal/http1"
 	"github.com/drainit/drainit/signals"
 )
 
@@ -895,9 +896,8 @@ func reachesListener(dial, listen string) bool {
 	// Names and empty or unspecified addresses that mean this system; a loopback address is one
 	// only where the other side is not an address of its own (127.0.0.1 and ::1 are two).
 	anyLocal := func(h string) bool {
-		h = strings.ToLower(strings.TrimSuffix(h, "."))
-		ip := net.ParseIP(h)
-		return h == "" || h == "localhost" || strings.HasSuffix(h, ".localhost") || ip != nil && ip.IsUnspecified()
+		ip := net.ParseIP(strings.TrimSuffix(h, "."))
+		return h == "" || http1.IsLocalhost(h) || ip != nil && ip.IsUnspecified()
 	}
 	loopback := func(h string) bool { ip := net.ParseIP(h); return ip != nil && ip.IsLoopback() }
 	if dip, lip := net.ParseIP(dh), net.ParseIP(lh); dip != nil && lip != nil && dip.Equal(lip) || strings.EqualFold(dh, lh) {

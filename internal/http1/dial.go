@@ -14,7 +14,7 @@ import (
 func Dial(ctx context.Context, addr string) (net.Conn, error) {
 	var d net.Dialer
 	host, port, err := net.SplitHostPort(addr)
-	if err != nil || !isLocalhost(host) {
+	if err != nil || !IsLocalhost(host) {
 		return d.DialContext(ctx, "tcp", addr)
 	}
 	c, err := d.DialContext(ctx, "tcp4", net.JoinHostPort("127.0.0.1", port))
@@ -27,9 +27,9 @@ func Dial(ctx context.Context, addr string) (net.Conn, error) {
 	return nil, err // the IPv4 address's error: what most apps listen on
 }
 
-// isLocalhost reports whether host is localhost or a name under it, in any case, with or
-// without the final dot.
-func isLocalhost(host string) bool {
+// IsLocalhost reports whether host is localhost or a name under it, in any case, with or
+// without the final dot: a name Dial takes for the loopback itself.
+func IsLocalhost(host string) bool {
 	h := strings.ToLower(strings.TrimSuffix(host, "."))
 	return h == "localhost" || strings.HasSuffix(h, ".localhost")
 }
