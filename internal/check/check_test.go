@@ -159,6 +159,9 @@ func TestArithmeticEdges(t *testing.T) {
 		{"shell variable resolved", "30", "image: x\nenv: [{name: DELAY, value: '40'}]\nlifecycle: {preStop: {exec: {command: [sh, -c, 'sleep $DELAY']}}}", "error:prestop-exceeds-grace"},
 		{"sh -c -- script", "30", "image: x\nlifecycle: {preStop: {exec: {command: [sh, -c, --, 'sleep 40']}}}", "error:prestop-exceeds-grace"},
 		{"bash -c script", "30", "image: x\nlifecycle: {preStop: {exec: {command: [/bin/bash, -c, 'sleep 40']}}}", "error:prestop-exceeds-grace"},
+		{"sleep --", "30", "image: x\nlifecycle: {preStop: {exec: {command: [sleep, --, '40']}}}", "error:prestop-exceeds-grace"},
+		{"sleep -- in a script", "30", "image: x\nlifecycle: {preStop: {exec: {command: [sh, -c, 'sleep -- 40']}}}", "error:prestop-exceeds-grace"},
+		{"sleep INFINITY", "30", "image: x\nlifecycle: {preStop: {exec: {command: [sleep, INFINITY]}}}", "error:prestop-exceeds-grace"},
 		{"drainit sleep --", "30", "image: x\nlifecycle: {preStop: {exec: {command: [/drainit, sleep, --, 40s]}}}", "error:prestop-exceeds-grace"},
 		{"sh -c -e script", "30", "image: x\nlifecycle: {preStop: {exec: {command: [sh, -c, -e, 'sleep 40']}}}", "error:prestop-exceeds-grace"},
 		{"sh -o pipefail -ec script", "30", "image: x\nlifecycle: {preStop: {exec: {command: [sh, -o, pipefail, -ec, 'sleep 40']}}}", "error:prestop-exceeds-grace"},
@@ -372,6 +375,12 @@ func TestSleepArgs(t *testing.T) {
 		{[]string{"x"}, 0, false},
 		{[]string{"-1"}, 0, false},
 		{[]string{"NaN"}, 0, false},
+		// "--" ends the options to GNU sleep and busybox's: a preStop `sleep -- 10` sleeps 10 s.
+		{[]string{"--", "10"}, 10 * time.Second, true},
+		{[]string{"--", "--", "10"}, 0, false},
+		{[]string{"--"}, 0, false},
+		{[]string{"INFINITY"}, forever, true},
+		{[]string{"Inf"}, forever, true},
 	}
 	for _, c := range cases {
 		got, ok := sleepArgs(c.args)

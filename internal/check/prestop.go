@@ -315,15 +315,19 @@ func shellCommands(script string) []shellCommand {
 	return cmds
 }
 
-// sleepArgs reads sleep(1)'s operands as GNU coreutils and busybox do: each a number with an
-// optional unit s, m, h or d, summed; "infinity" sleeps forever.
+// sleepArgs reads sleep(1)'s operands as GNU coreutils and busybox do: after an optional "--"
+// (the end of options to both), each a number with an optional unit s, m, h or d, summed;
+// "infinity" or "inf", in any case, sleeps forever.
 func sleepArgs(args []string) (time.Duration, bool) {
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	}
 	if len(args) == 0 {
 		return 0, false
 	}
 	var total time.Duration
 	for _, a := range args {
-		if a == "infinity" || a == "inf" {
+		if strings.EqualFold(a, "infinity") || strings.EqualFold(a, "inf") {
 			return forever, true
 		}
 		unit := time.Second
