@@ -51,16 +51,10 @@ func ReadStat(root string, pid int) (Stat, error) {
 // Parent, in proc.go, parses the same line for the parent alone; it predates this and could be
 // built on it.
 func ParseStat(b []byte) (Stat, error) {
-	// "PID (comm) state ppid …": comm may hold spaces and parentheses, so the fields start after
-	// the last ')'.
-	open, i := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
-	if open < 2 || i < open || b[open-1] != ' ' || !digits(b[:open-1]) {
-		return Stat{}, errors.New("stat: not \"PID (command) …\"")
-	}
 	// state ppid pgrp session tty_nr tpgid flags …
-	f := bytes.Fields(b[i+1:])
-	if len(f) < 7 {
-		return Stat{}, fmt.Errorf("stat: %d fields after the command name, want at least 7", len(f))
+	f, err := statFields(b, 7)
+	if err != nil {
+		return Stat{}, err
 	}
 	if len(f[0]) != 1 {
 		return Stat{}, fmt.Errorf("stat: state %q is not one letter", f[0])
@@ -87,4 +81,38 @@ func ParseStat(b []byte) (Stat, error) {
 	}
 	s.Flags = flags
 	return s, nil
+}
+
+// statFields splits a /proc/PID/stat line into the fields after the command name (field 3, the
+// state, is the first), of which it wants at least want. The name may hold spaces and
+// parentheses, so the fields start after the last ')'.
+func statFields(b []byte, want int) ([][]byte, error) {
+	open, i := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+	if open < 2 || i < open || b[open-1] != ' ' || !digits(b[:open-1]) {
+		return nil, errors.New("stat: not \"PID (command) …\"")
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) < want {
+		return nil, fmt.Errorf("stat: %d fields after the command name, want at least %d", len(f), want)
+	}
+	return f, nil
+}
+
+// ParseStartTime reads the start time from a /proc/PID/stat line: field 22, in clock ticks
+// after the system booted (as the reader's time namespace counts them). With the pid it tells a
+// process from a later one the kernel gave the same pid, unless the namespace's pids wrapped
+// around within one tick (10 ms at the usual USER_HZ of 100).
+func ParseStartTime(b []byte) (uint64, error) {
+	f, err := statFields(b, 20)
+	if err != nil {
+		return 0, err
+	}
+	if !digits(f[19]) {
+		return 0, fmt.Errorf("stat: start time %q is not a number", f[19])
+	}
+	t, err := strconv.ParseUint(string(f[19]), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("stat: start time: %w", err)
+	}
+	return t, nil
 }

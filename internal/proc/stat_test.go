@@ -44,6 +44,28 @@ func TestParseStat(t *testing.T) {
 	}
 }
 
+func TestParseStartTime(t *testing.T) {
+	// A line of Linux 6.18 (cat's own), and a name holding ") S 1 2 3".
+	for line, want := range map[string]uint64{
+		"29178 (cat) R 29173 29173 12346 0 -1 4194304 100 0 0 0 0 0 0 0 20 0 1 0 7743336 3133440 414 18446744073709551615 0\n": 7743336,
+		"7 (x) S 1 2 3) S 1 7 7 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 18446744073709551615\n":                                        1<<64 - 1,
+	} {
+		if got, err := ParseStartTime([]byte(line)); err != nil || got != want {
+			t.Errorf("ParseStartTime(%q) = %d, %v; want %d", line, got, err, want)
+		}
+	}
+	for _, bad := range []string{
+		"", "7 (x) S 1 7 7 0 -1 0",
+		"7 (x) S 1 7 7 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0\n",                      // cut before it
+		"7 (x) S 1 7 7 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 -5\n",                   // negative
+		"7 (x) S 1 7 7 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 18446744073709551616\n", // above 64 bits
+	} {
+		if got, err := ParseStartTime([]byte(bad)); err == nil {
+			t.Errorf("ParseStartTime(%q) = %d, want an error", bad, got)
+		}
+	}
+}
+
 func FuzzParseStat(f *testing.F) {
 	f.Add([]byte("4242 (a) b (c)) Z 17 4242 4240 34817 4242 4194564 191 0 0 0\n"))
 	f.Add([]byte("1 (x) S 0 1 1 0 -1 4194560"))

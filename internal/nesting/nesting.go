@@ -1,0 +1,182 @@
+// Package nesting tells a drainit about to run an app whether another drainit, also running an
+// app, is already above it: the runtime's init (`podman run --init --init-path drainit`,
+// dockerd's init-path) in front of an image whose ENTRYPOINT is drainit, an entrypoint script
+// that runs drainit under a drainit, or `drainit -- drainit -- app`. Two stop sequences then run
+// one after the other: the outer drains, then signals the inner, which drains again from its
+// own start, so that its deadline falls after the runtime's SIGKILL.
+//
+// The outer marks its environment, which the app and the exec hooks inherit, with a Marker that
+// names it: its pid, its PID namespace and its start time. A pid alone means nothing in another
+// PID namespace (a nested container, `unshare --pid`), and once its process is gone it can be
+// given to another; and the variable can be copied anywhere (a manifest written from `env`'s
+// output). So the inner takes the marker at its word only when all three hold: it lives in the
+// same PID namespace, the pid is one of its ancestors (its parent's parent…, read from /proc),
+// and that ancestor started when the marker says. Anything else (a malformed value, another
+// namespace, no such ancestor, one that started at another time, a /proc that cannot be read)
+// is a stale marker, and refuses nothing.
+//
+// The marker is read only when the variable is set, so a drainit that is not nested reads no
+// /proc file for it; the outer's own marking costs two reads of /proc/PID.
+package nesting
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/drainit/drainit/internal/proc"
+)
+
+// Marker names the drainit that runs an app, in the variable it sets for the app (String's
+// form).
+type Marker struct {
+	PID   int    // as its own PID namespace numbers it
+	PIDNS uint64 // the inode of its PID namespace (/proc/PID/ns/pid is "pid:[INODE]")
+	Start uint64 // its start time, in clock ticks after boot (/proc/PID/stat's field 22)
+}
+
+// String is the variable's value: "pid=1 pidns=4026532871 start=1753715".
+func (m Marker) String() string {
+	return fmt.Sprintf("pid=%d pidns=%d start=%d", m.PID, m.PIDNS, m.Start)
+}
+
+// Parse reads a marker written by String. Keys it does not know are skipped, so that a later
+// drainit may add some; each of the three must be there once, as a number, and the pid above 0.
+func Parse(s string) (Marker, error) {
+	var m Marker
+	seen := map[string]bool{}
+	for _, f := range strings.Fields(s) {
+		k, v, ok := strings.Cut(f, "=")
+		if !ok {
+			return Marker{}, fmt.Errorf("%q is not KEY=VALUE", f)
+		}
+		var to *uint64
+		var pid uint64
+		switch k {
+		case "pid":
+			to = &pid
+		case "pidns":
+			to = &m.PIDNS
+		case "start":
+			to = &m.Start
+		default:
+			continue
+		}
+		if seen[k] {
+			return Marker{}, fmt.Errorf("%s given twice", k)
+		}
+		seen[k] = true
+		n, err := parseUint(v)
+		if err != nil {
+			return Marker{}, fmt.Errorf("%s: %w", k, err)
+		}
+		*to = n
+		if k == "pid" {
+			// A pid fits in 22 bits (PID_MAX_LIMIT); 0 is no process's.
+			if n == 0 || n > 1<<22 {
+				return Marker{}, fmt.Errorf("pid %d is no process's", n)
+			}
+			m.PID = int(n)
+		}
+	}
+	for _, k := range []string{"pid", "pidns", "start"} {
+		if !seen[k] {
+			return Marker{}, fmt.Errorf("no %s", k)
+		}
+	}
+	return m, nil
+}
+
+// parseUint reads a decimal number: digits only, no sign.
+func parseUint(s string) (uint64, error) {
+	if s == "" || strings.Trim(s, "0123456789") != "" {
+		return 0, fmt.Errorf("%q is not a number", s)
+	}
+	return strconv.ParseUint(s, 10, 64)
+}
+
+// Self is the marker of process pid, read from ROOT/PID (root is "/proc" but for tests): what a
+// drainit sets for its app.
+func Self(root string, pid int) (Marker, error) {
+	ns, err := pidNS(root, pid)
+	if err != nil {
+		return Marker{}, err
+	}
+	b, err := os.ReadFile(filepath.Join(root, strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return Marker{}, err
+	}
+	start, err := proc.ParseStartTime(b)
+	if err != nil {
+		return Marker{}, fmt.Errorf("%s: %w", filepath.Join(root, strconv.Itoa(pid), "stat"), err)
+	}
+	return Marker{PID: pid, PIDNS: ns, Start: start}, nil
+}
+
+// MaxDepth bounds the walk up the process tree: a marker whose drainit is not among the first
+// MaxDepth ancestors is stale. A container's tree is a few levels deep (drainit, a shell, the
+// app); a host's, a dozen.
+const MaxDepth = 64
+
+// Outer returns the pid of the drainit that the marker value names when it is an ancestor of
+// process self in self's PID namespace, as ROOT shows it. Otherwise it returns 0 and why the
+// marker is stale, for a debug line: such a marker refuses nothing.
+func Outer(root, value string, self int) (int, error) {
+	m, err := Parse(value)
+	if err != nil {
+		return 0, fmt.Errorf("malformed: %w", err)
+	}
+	ns, err := pidNS(root, self)
+	if err != nil {
+		return 0, err
+	}
+	if ns != m.PIDNS {
+		return 0, fmt.Errorf("pid %d of another PID namespace (pid:[%d]; this one is pid:[%d])", m.PID, m.PIDNS, ns)
+	}
+	pid := self
+	for range MaxDepth {
+		b, err := os.ReadFile(filepath.Join(root, strconv.Itoa(pid), "stat"))
+		if err != nil {
+			return 0, fmt.Errorf("walking up from pid %d: %w", self, err)
+		}
+		if pid != self && pid == m.PID {
+			start, err := proc.ParseStartTime(b)
+			if err != nil {
+				return 0, fmt.Errorf("ancestor %d: %w", pid, err)
+			}
+			if start != m.Start {
+				return 0, fmt.Errorf("ancestor %d started at tick %d, not %d: a later process with the same pid", pid, start, m.Start)
+			}
+			return pid, nil
+		}
+		st, err := proc.ParseStat(b)
+		if err != nil {
+			return 0, fmt.Errorf("ancestor %d: %w", pid, err)
+		}
+		// 0: pid was the namespace's first process, or its parent is outside the namespace.
+		if st.PPID == 0 {
+			return 0, fmt.Errorf("pid %d is not an ancestor", m.PID)
+		}
+		pid = st.PPID
+	}
+	return 0, fmt.Errorf("pid %d is not among the first %d ancestors", m.PID, MaxDepth)
+}
+
+// pidNS is the inode of pid's PID namespace, from the link ROOT/PID/ns/pid ("pid:[INODE]").
+func pidNS(root string, pid int) (uint64, error) {
+	path := filepath.Join(root, strconv.Itoa(pid), "ns", "pid")
+	link, err := os.Readlink(path)
+	if err != nil {
+		return 0, err
+	}
+	if rest, ok := strings.CutPrefix(link, "pid:["); ok {
+		if inode, ok := strings.CutSuffix(rest, "]"); ok {
+			if n, err := parseUint(inode); err == nil {
+				return n, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("%s: %q is not pid:[INODE]", path, link)
+}
