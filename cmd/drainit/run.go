@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/drainit/drainit/internal/config"
+	"github.com/drainit/drainit/internal/nesting"
 	"github.com/drainit/drainit/signals"
 	"github.com/drainit/drainit/signals/early"
 	"github.com/drainit/drainit/supervisor"
@@ -40,6 +41,15 @@ func runCmd(args []string, stdout io.Writer, stderr *os.File) int {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "drainit: %v\n", err)
+		return 2
+	}
+	// Before anything is opened (the control server's port, which the outer drainit may hold)
+	// or started.
+	outer, stale := outerDrainit(env)
+	if outer > 0 {
+		fmt.Fprintf(stderr, "drainit: started under drainit PID %d, which already runs a stop sequence: two would drain twice and "+
+			"outlive the grace period; keep one (the runtime's --init, or drainit in the image's ENTRYPOINT), or unset %s if this nesting is meant\n",
+			outer, config.SupervisorEnv)
 		return 2
 	}
 	log := newLogger(stderr, cfg.LogFormat, cfg.LogLevel, isTerminal(stderr) && !levelGiven(args, env))
@@ -67,6 +77,10 @@ func runCmd(args []string, stdout io.Writer, stderr *os.File) int {
 		log.Warn().Msg(w)
 	}
 	logIgnored(log, cfg, reg.Ignored, reg.AllSeen)
+	if stale != nil {
+		log.Debug().Err(stale).Msg(config.SupervisorEnv + " names no drainit above this one: ignored")
+	}
+	defer markEnvironment(log)()
 	code, err := supervisor.New(cfg, opts, log, reg.Sigs, reg.Chld).Run(context.Background())
 	if err != nil {
 		log.Error().Err(err).Int("status", code).Msg("app not started")
@@ -121,6 +135,42 @@ func logIgnored(log zerolog.Logger, cfg *config.Config, ignored []unix.Signal, a
 	if len(cfg.Triggers) > 0 && !slices.ContainsFunc(cfg.Triggers, func(s unix.Signal) bool { return !slices.Contains(ignored, s) }) {
 		log.Warn().Msg("every trigger signal was ignored when drainit started: no signal starts the stop sequence, only a /prestop request")
 	}
+}
+
+// outerDrainit is the pid of a drainit in run mode above this one, found from the marker it
+// set (package nesting), or 0 and why the marker names none (nil when there is no marker). A
+// drainit that is not nested reads nothing for it: the variable is absent.
+func outerDrainit(env map[string]string) (int, error) {
+	v, ok := env[config.SupervisorEnv]
+	if !ok {
+		return 0, nil
+	}
+	return nesting.Outer("/proc", v, os.Getpid())
+}
+
+// markEnvironment sets the marker naming this drainit (package nesting) in its environment,
+// which the app and the exec hooks inherit (both are started with os.Environ()), and returns
+// what puts the environment back, for a caller that outlives the run (the tests that run
+// runCmd in their own process). A marker inherited from above, stale since this drainit runs,
+// is replaced; when this drainit's own cannot be read (no /proc), it is removed, so that the
+// variable names the nearest drainit or none.
+func markEnvironment(log zerolog.Logger) (restore func()) {
+	prev, had := os.LookupEnv(config.SupervisorEnv)
+	restore = func() {
+		if had {
+			_ = os.Setenv(config.SupervisorEnv, prev)
+		} else {
+			_ = os.Unsetenv(config.SupervisorEnv)
+		}
+	}
+	m, err := nesting.Self("/proc", os.Getpid())
+	if err != nil {
+		log.Debug().Err(err).Msg("cannot name this drainit in the app's environment: a drainit started below it will not know it is nested")
+		_ = os.Unsetenv(config.SupervisorEnv)
+		return restore
+	}
+	_ = os.Setenv(config.SupervisorEnv, m.String())
+	return restore
 }
 
 // environ returns the environment as a map, for config.Parse.

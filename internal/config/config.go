@@ -44,6 +44,12 @@ import (
 // EnvPrefix is the prefix of every environment variable drainit reads.
 const EnvPrefix = "DRAINIT_"
 
+// SupervisorEnv is the variable drainit sets, running an app, in the environment the app and
+// the exec hooks inherit: the marker of package nesting, by which a drainit started below it in
+// run mode knows there is one above and refuses to start. It is drainit's own, not an option:
+// Strays does not warn about it.
+const SupervisorEnv = EnvPrefix + "SUPERVISOR"
+
 // Raw holds every option as the user wrote it. The tags are the single source of truth:
 // env (the name after DRAINIT_), flag, envDefault, help, and repeat: what a flag given more than
 // once on the command line does (see Option.Repeat).

@@ -30,11 +30,12 @@ func (s Stray) String() string {
 	return msg
 }
 
-// Strays lists the DRAINIT_* variables in environ that are no option's, by name.
+// Strays lists the DRAINIT_* variables in environ that are no option's, by name; SupervisorEnv,
+// which drainit sets itself, is none.
 func Strays(environ map[string]string) []Stray {
 	var out []Stray
 	for name := range environ {
-		if strings.HasPrefix(name, EnvPrefix) && !optionEnv(name) {
+		if strings.HasPrefix(name, EnvPrefix) && !optionEnv(name) && name != SupervisorEnv {
 			out = append(out, Stray{Name: name})
 		}
 	}
