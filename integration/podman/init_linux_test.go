@@ -1,6 +1,7 @@
 package podman
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"slices"
@@ -132,4 +133,50 @@ func nsPid(t *testing.T, hostPid int) string {
 		t.Fatalf("an empty NSpid line in /proc/%d/status", hostPid)
 	}
 	return f[len(f)-1]
+}
+
+// drainit as the runtime's init in front of an image whose ENTRYPOINT is already drainit: the
+// image's drainit finds the init above it and refuses to run (exit 2, one line), so the
+// container exits 2 at once with the reason in its log, rather than running two stop sequences
+// whose second outlives `podman stop`'s timeout. With DRAINIT_HTTP_ADDR, which both read, the
+// image's drainit used to exit 2 with "address already in use" instead: the init held the port.
+func TestPodmanInitInFrontOfDrainit(t *testing.T) {
+	h := need(t)
+	for name, env := range map[string][]string{
+		"no control server": nil,
+		"DRAINIT_HTTP_ADDR": {"--env=DRAINIT_HTTP_ADDR=:8099"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			opts := append([]string{"--init", "--init-path=" + h.drainit, "--env=DRAINIT_DRAIN_DELAY=2s"}, env...)
+			id := h.start(t, opts, "--", "/testapp", "slow-stop", "500ms")
+			code, _ := h.exited(t, id)
+			if code != 2 {
+				t.Errorf("container exit code %d, want 2", code)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			stdout, stderr, err := h.podman(ctx, "logs", id)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, stderr)
+			}
+			if strings.Contains(stdout, "ready app") {
+				t.Error("the app ran")
+			}
+			var plain []string // what is not the init's JSON log
+			for l := range strings.SplitSeq(stderr, "\n") {
+				if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "{") {
+					plain = append(plain, l)
+				}
+			}
+			const want = "drainit: started under drainit PID 1, which already runs a stop sequence"
+			if len(plain) != 1 || !strings.HasPrefix(plain[0], want) {
+				t.Errorf("want one line from the image's drainit starting %q, got %q", want, plain)
+			}
+			done := h.logs(t, id).event(t, "drainit exiting")
+			if done.Status == nil || *done.Status != 2 || !strings.Contains(done.Summary, "app exited 2") {
+				t.Errorf("the init's last line: status %v, summary %q; want 2 and the app's exit", done.Status, done.Summary)
+			}
+		})
+	}
 }
