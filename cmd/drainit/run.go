@@ -58,6 +58,12 @@ func runCmd(args []string, stdout io.Writer, stderr *os.File) int {
 		fmt.Fprintf(stderr, "drainit: %v\n", err)
 		return 2
 	}
+	if stale != nil {
+		log.Debug().Err(stale).Msg(config.SupervisorEnv + " names no drainit above this one: ignored")
+	}
+	// Here, not just before the app starts: its /proc reads then run while the early signals'
+	// registration does, which the next line waits for.
+	defer markEnvironment(log)()
 	// Every early signal registered before the app starts: the registration has run alongside
 	// everything above.
 	reg.Wait()
@@ -77,10 +83,6 @@ func runCmd(args []string, stdout io.Writer, stderr *os.File) int {
 		log.Warn().Msg(w)
 	}
 	logIgnored(log, cfg, reg.Ignored, reg.AllSeen)
-	if stale != nil {
-		log.Debug().Err(stale).Msg(config.SupervisorEnv + " names no drainit above this one: ignored")
-	}
-	defer markEnvironment(log)()
 	code, err := supervisor.New(cfg, opts, log, reg.Sigs, reg.Chld).Run(context.Background())
 	if err != nil {
 		log.Error().Err(err).Int("status", code).Msg("app not started")
