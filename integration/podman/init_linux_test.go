@@ -3,7 +3,9 @@ package podman
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -178,5 +180,25 @@ func TestPodmanInitInFrontOfDrainit(t *testing.T) {
 				t.Errorf("the init's last line: status %v, summary %q; want 2 and the app's exit", done.Status, done.Summary)
 			}
 		})
+	}
+}
+
+// `podman exec` (as `docker exec` and `kubectl exec`) starts its process from outside the
+// container, not as a descendant of drainit (its parent is outside the PID namespace): a
+// drainit run that way is not nested, and runs its app.
+func TestPodmanExecDrainitRuns(t *testing.T) {
+	h := need(t)
+	t.Parallel()
+	id := h.start(t, nil, "--", "/testapp", "slow-stop", "100ms")
+	h.waitLog(t, id, "ready app", 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	stdout, stderr, err := h.podman(ctx, "exec", id, "/drainit", "--log-format", "json", "--", "/testapp", "exit", "7")
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 7 {
+		t.Errorf("podman exec drainit -- testapp exit 7: %v, want exit status 7 (the app's)\n%s%s", err, stdout, stderr)
+	}
+	if strings.Contains(stderr, "started under drainit") {
+		t.Errorf("drainit under podman exec refused to run:\n%s", stderr)
 	}
 }

@@ -558,6 +558,12 @@ replaced; a flag given twice: the last wins, the lists add up, a hook is refused
 		}
 	}
 	fmt.Fprint(w, "\nDurations are Go durations (500ms, 30s) or a number of seconds (30).\n")
+	fmt.Fprintf(w, `
+drainit sets %s in the app's environment. A drainit started below it to run an
+app exits 2 without starting it: two stop sequences would drain twice and outlive the grace
+period. Keep one (the runtime's --init, or drainit in the image's ENTRYPOINT), or unset the
+variable where nesting is meant. check, sleep, prestop and version are not affected.
+`, SupervisorEnv)
 }
 
 // check converts and validates every option and collects every mistake, in this order: each

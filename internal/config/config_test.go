@@ -331,6 +331,9 @@ func TestDrainQuietAuto(t *testing.T) {
 	if !strings.Contains(usage.String(), "auto: for a silence that follows the traffic") {
 		t.Errorf("--help does not say --drain-quiet takes auto:\n%s", usage.String())
 	}
+	if !strings.Contains(usage.String(), "drainit sets "+SupervisorEnv+" in the app's environment") {
+		t.Errorf("--help does not name the variable drainit sets for its app:\n%s", usage.String())
+	}
 }
 
 func TestAdaptiveDrain(t *testing.T) {
