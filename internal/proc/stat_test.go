@@ -2,6 +2,7 @@ package proc
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -64,6 +65,20 @@ func TestParseStartTime(t *testing.T) {
 			t.Errorf("ParseStartTime(%q) = %d, want an error", bad, got)
 		}
 	}
+}
+
+// FuzzParseStartTime: whatever a process names itself, the start time read is the one written
+// after the name.
+func FuzzParseStartTime(f *testing.F) {
+	f.Add([]byte("cat"))
+	f.Add([]byte("a) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21"))
+	f.Fuzz(func(t *testing.T, name []byte) {
+		line := fmt.Sprintf("4321 (%s) S 17 4321 4321 0 -1 4194304 102 0 0 0 0 0 0 0 20 0 1 0 1753766 3133440 414\n", name)
+		if got, err := ParseStartTime([]byte(line)); err != nil || got != 1753766 {
+			t.Fatalf("name %q: ParseStartTime = %d, %v; want 1753766", name, got, err)
+		}
+		_, _ = ParseStartTime(name) // any bytes: no panic
+	})
 }
 
 func FuzzParseStat(f *testing.F) {
