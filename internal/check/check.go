@@ -240,6 +240,10 @@ func (k *containerCheck) drainitConfig() bool {
 	for _, s := range dc.strays {
 		k.add(s.line, Warning, RuleDrainitConfig, "%s", s.stray)
 	}
+	if dc.nested != "" {
+		k.add(dc.line, Error, RuleDrainitConfig, "drainit runs %s as its app: the inner drainit will not start (two stop sequences would drain twice and outlive the grace period); keep one", dc.nested)
+		return false
+	}
 	return len(dc.errs) == 0 && dc.grace.known && dc.drain.known && dc.margin.known
 }
 

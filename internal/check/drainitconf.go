@@ -53,6 +53,9 @@ type drainitConf struct {
 	// trigKnown is false when a value comes from somewhere the manifest does not show, or is bad.
 	trig      []syscall.Signal
 	trigKnown bool
+	// nested is the app drainit would run when that is drainit again, in run mode ("" if not):
+	// the inner one refuses to start (README, "drainit under drainit").
+	nested string
 }
 
 // strayVar is a DRAINIT_* variable that is no option's, and the line that sets it.
@@ -132,6 +135,9 @@ func findDrainit(c *Container, env envMap) *drainitConf {
 	}
 	for _, e := range v.Errors {
 		dc.errs = append(dc.errs, configError{dc.settingLine(dc.settings[e.Flag]), e})
+	}
+	if app := v.Config.Command; len(app) > 0 && isDrainit(app[0]) && !(len(app) > 1 && isSubcommand(app[1])) {
+		dc.nested = app[0]
 	}
 	for _, s := range config.Strays(environ) {
 		ev, _ := env.lookup(s.Name)

@@ -54,8 +54,8 @@ var registry = []RuleInfo{
 		ID: RuleDrainitConfig, Severity: Error,
 		Mixed:   "a warning for a DRAINIT_* variable drainit does not know: it starts, and ignores it",
 		Short:   "drainit refuses its configuration",
-		Catches: "drainit's flags and DRAINIT_* variables in the manifest, read by drainit's own parser: a configuration drainit refuses at start makes it exit 2 before the app starts, and the container crash-loops. Values from Secrets, ConfigMaps or envFrom are not checked.",
-		Fix:     "Correct the setting the message quotes; the message is drainit's own. A variable drainit does not know: the message names the option it most likely misspells.",
+		Catches: "drainit's flags and DRAINIT_* variables in the manifest, read by drainit's own parser: a configuration drainit refuses at start makes it exit 2 before the app starts, and the container crash-loops. So does a drainit whose app is drainit again (README: drainit under drainit). Values from Secrets, ConfigMaps or envFrom are not checked.",
+		Fix:     "Correct the setting the message quotes; the message is drainit's own. A variable drainit does not know: the message names the option it most likely misspells. Nested: keep one drainit.",
 	},
 	{
 		ID: RuleDrainitGrace, Severity: Error,
