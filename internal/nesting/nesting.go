@@ -56,7 +56,7 @@ func Parse(s string) (Marker, error) {
 	for _, f := range strings.Fields(s) {
 		k, v, ok := strings.Cut(f, "=")
 		if !ok {
-			return Marker{}, fmt.Errorf("%q is not KEY=VALUE", f)
+			return Marker{}, fmt.Errorf("%q is not KEY=VALUE", clip(f))
 		}
 		var to *uint64
 		var pid uint64
@@ -95,12 +95,26 @@ func Parse(s string) (Marker, error) {
 	return m, nil
 }
 
+// clip shortens a piece of the variable for an error: the variable can be anything, of any
+// length (a copy of something else), and the error goes to the log.
+func clip(s string) string {
+	const most = 40
+	if len(s) <= most {
+		return s
+	}
+	return strings.ToValidUTF8(s[:most], "") + "…"
+}
+
 // parseUint reads a decimal number: digits only, no sign.
 func parseUint(s string) (uint64, error) {
 	if s == "" || strings.Trim(s, "0123456789") != "" {
-		return 0, fmt.Errorf("%q is not a number", s)
+		return 0, fmt.Errorf("%q is not a number", clip(s))
 	}
-	return strconv.ParseUint(s, 10, 64)
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is too large", clip(s)) // strconv's error would quote it whole
+	}
+	return n, nil
 }
 
 // Self is the marker of process pid, read from ROOT/PID (root is "/proc" but for tests): what a

@@ -34,6 +34,12 @@ func TestParse(t *testing.T) {
 			t.Errorf("Parse(%q) = %+v, want an error", bad, got)
 		}
 	}
+	// The error goes to the log: a long value (a copy of something else) is not quoted whole.
+	for _, long := range []string{strings.Repeat("a", 100000), "pid=" + strings.Repeat("9", 100000) + " pidns=1 start=1"} {
+		if _, err := Parse(long); err == nil || len(err.Error()) > 200 {
+			t.Errorf("Parse of %d bytes: error of %d bytes, want one of at most 200", len(long), len(err.Error()))
+		}
+	}
 }
 
 // FuzzParse: whatever the variable holds (it can be set by hand, or copied), Parse does not
