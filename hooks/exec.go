@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 )
 
 // ParseExec reads an exec hook's command, given either as a JSON array of strings
@@ -53,6 +54,51 @@ func parseArgv(spec string) ([]string, error) {
 
 // maxLine bounds one line of a hook's output.
 const maxLine = 4096
+
+// maxOutput bounds what one run of a hook writes to drainit's log, both streams together, each
+// line counted with lineCost for the log event around it. The log is drainit's, and the stop
+// sequence writes its own lines to it: a hook that floods its output (a loop, `set -x` in a big
+// script, `yes`) behind a log reader that falls behind made the stop sequence wait its turn on
+// the same pipe (seen: `yes` as an offline hook, with a reader taking 640 KB/s: its 3 s timeout
+// ended at +5.4 s, the stop signal 2.4 s late; its first 64 KiB of output were 32,768 events,
+// 4 MB of log). Past the budget the output is still read, so that the hook never blocks on it,
+// and counted, not logged: at most about 128 KiB of log a run, 0.2 s of that reader.
+const maxOutput = 128 << 10
+
+// lineCost is what a line costs the budget beyond its bytes: its log event's fields and time.
+const lineCost = 128
+
+// outputBudget is what is left of maxOutput for one run of a hook, and what was not logged.
+type outputBudget struct {
+	mu           sync.Mutex
+	left         int
+	lines, bytes int // not logged
+	warned       bool
+}
+
+// take says whether a line of n bytes is logged, and whether this is the first line that is
+// not (for one warning at that moment).
+func (b *outputBudget) take(n int) (log, first bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if n+lineCost <= b.left {
+		b.left -= n + lineCost
+		return true, false
+	}
+	b.left = 0 // a long line over the rest does not let a shorter one after it through
+	b.lines++
+	b.bytes += n
+	first = !b.warned
+	b.warned = true
+	return false, first
+}
+
+// dropped is how many lines, of how many bytes, were not logged.
+func (b *outputBudget) dropped() (lines, bytes int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.lines, b.bytes
+}
 
 // execHook runs a command; see Run in exec_linux.go.
 type execHook struct {

@@ -82,6 +82,37 @@ func TestExecSuccessLogsEachLineTagged(t *testing.T) {
 	}
 }
 
+// A hook that floods its output gets maxOutput of it into drainit's log, both streams
+// together, and a count of the rest: the log is shared with the stop sequence's own lines, which
+// must not wait behind it on a log reader that falls behind. The rest is still read: the hook
+// runs to its end and succeeds.
+func TestExecOutputBounded(t *testing.T) {
+	t.Parallel()
+	const lines = 20000 // of 100 bytes: 2 MB, 15 times the limit
+	log, buf := newLog()
+	RunAll(context.Background(), log, time.Minute, []Hook{helperHook(t, "chatty", "flood", strconv.Itoa(lines))})
+	if buf.find(t, map[string]any{"hook": "chatty", "message": "hook done"}) == nil {
+		t.Fatalf("the hook did not succeed:\n%.2000s", buf)
+	}
+	logged, size := 0, 0
+	for _, ev := range buf.events(t) {
+		if ev["stream"] != nil {
+			logged++
+			size += len(fmt.Sprint(ev["message"]))
+		}
+	}
+	if cost := size + logged*lineCost; cost > maxOutput || logged < maxOutput/(99+lineCost)-1 {
+		t.Errorf("%d lines, %d bytes of the hook's output logged; want all that fit in %d bytes at %d more a line", logged, size, maxOutput, lineCost)
+	}
+	if buf.find(t, map[string]any{"hook": "chatty", "level": "warn", "limit_bytes": float64(maxOutput)}) == nil {
+		t.Errorf("no warning when the limit was reached\n%.2000s", buf)
+	}
+	rest := buf.find(t, map[string]any{"hook": "chatty", "message": "hook output not logged"})
+	if rest == nil || rest["lines"] != float64(lines-logged) || rest["bytes"] != float64(99*(lines-logged)) {
+		t.Errorf("the count of what was not logged: %v, want %d lines of 99 bytes", rest, lines-logged)
+	}
+}
+
 func TestExecFailureStatus(t *testing.T) {
 	t.Parallel()
 	log, buf := newLog()

@@ -1,6 +1,7 @@
 package hooks
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -24,6 +25,7 @@ import (
 //	quiet-tree        tree, but ignore-term holds nothing of the hook's output
 //	leave             start sleep sharing stdout, print "leftover <pid>", exit 0
 //	http PROXY URL    with HTTP_PROXY=PROXY, run an HTTP hook POSTing to URL; exit 1 on error
+//	flood N           N lines "line I" padded to 100 bytes on stdout, as fast as it can, exit 0
 func helper(args []string) int {
 	if len(args) == 0 {
 		return 2
@@ -77,6 +79,16 @@ func helper(args []string) int {
 			return 1
 		}
 		fmt.Printf("leftover %d\n", gc.Process.Pid)
+		return 0
+	case "flood":
+		n, _ := strconv.Atoi(args[1])
+		w := bufio.NewWriter(os.Stdout)
+		for i := range n {
+			fmt.Fprintf(w, "%-99s\n", "line "+strconv.Itoa(i))
+		}
+		if w.Flush() != nil {
+			return 1
+		}
 		return 0
 	case "http":
 		for _, k := range []string{"HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy"} {
