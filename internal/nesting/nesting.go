@@ -17,20 +17,16 @@
 //
 // The marker is read only when the variable is set, so a drainit that is not nested reads no
 // /proc file for it. Every drainit that runs an app marks its environment: a readlink and a
-// read of one small file, plain syscalls (readSmall), done while the early signals' registration
+// read of one small file, plain syscalls (proc.StatLine), done while the early signals' registration
 // runs (cmd/drainit); start-up overhead p50 +0.02–0.07 ms in `go run ./bench -only
 // startup,exec` beside the build before, within the runs' own spread of about 0.1 ms.
 package nesting
 
 import (
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/drainit/drainit/internal/proc"
 )
@@ -120,11 +116,11 @@ func parseUint(s string) (uint64, error) {
 // Self is the marker of process pid, read from ROOT/PID (root is "/proc" but for tests): what a
 // drainit sets for its app.
 func Self(root string, pid int) (Marker, error) {
-	ns, err := pidNS(root, pid)
+	ns, err := proc.PIDNamespaceInode(root, pid)
 	if err != nil {
 		return Marker{}, err
 	}
-	b, err := readSmall(filepath.Join(root, strconv.Itoa(pid), "stat"))
+	b, err := proc.StatLine(root, pid)
 	if err != nil {
 		return Marker{}, err
 	}
@@ -148,7 +144,7 @@ func Outer(root, value string, self int) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("malformed: %w", err)
 	}
-	ns, err := pidNS(root, self)
+	ns, err := proc.PIDNamespaceInode(root, self)
 	if err != nil {
 		return 0, err
 	}
@@ -157,7 +153,7 @@ func Outer(root, value string, self int) (int, error) {
 	}
 	pid := self
 	for range MaxDepth {
-		b, err := readSmall(filepath.Join(root, strconv.Itoa(pid), "stat"))
+		b, err := proc.StatLine(root, pid)
 		if err != nil {
 			return 0, fmt.Errorf("walking up from pid %d: %w", self, err)
 		}
@@ -182,54 +178,4 @@ func Outer(root, value string, self int) (int, error) {
 		pid = st.PPID
 	}
 	return 0, fmt.Errorf("pid %d is not among the first %d ancestors", m.PID, MaxDepth)
-}
-
-// pidNS is the inode of pid's PID namespace, from the link ROOT/PID/ns/pid ("pid:[INODE]").
-func pidNS(root string, pid int) (uint64, error) {
-	path := filepath.Join(root, strconv.Itoa(pid), "ns", "pid")
-	var buf [64]byte // "pid:[" and at most 20 digits
-	n, err := unix.Readlink(path, buf[:])
-	if err != nil {
-		return 0, &os.PathError{Op: "readlink", Path: path, Err: err}
-	}
-	link := string(buf[:n])
-	if rest, ok := strings.CutPrefix(link, "pid:["); ok {
-		if inode, ok := strings.CutSuffix(rest, "]"); ok {
-			if n, err := parseUint(inode); err == nil {
-				return n, nil
-			}
-		}
-	}
-	return 0, fmt.Errorf("%s: %q is not pid:[INODE]", path, link)
-}
-
-// readSmall reads a small file (a /proc/PID/stat line, about 300 bytes) with plain syscalls:
-// os.ReadFile's os.File stats it and tries to register it with the Go poller, syscalls the
-// marking would add to every drainit's start.
-func readSmall(path string) ([]byte, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
-	}
-	defer unix.Close(fd)
-	buf := make([]byte, 0, 1024)
-	for {
-		if len(buf) == cap(buf) {
-			if len(buf) >= 64<<10 {
-				return nil, &os.PathError{Op: "read", Path: path, Err: errors.New("longer than 64 KiB")}
-			}
-			buf = append(buf, make([]byte, len(buf))...)[:len(buf)]
-		}
-		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, &os.PathError{Op: "read", Path: path, Err: err}
-		}
-		if n == 0 {
-			return buf, nil
-		}
-		buf = buf[:len(buf)+n]
-	}
 }

@@ -4,11 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
-
-	"golang.org/x/sys/unix"
 )
 
 // PassiveOpensReader reads the TCP PassiveOpens counter (connections accepted, handshake
@@ -32,32 +29,15 @@ func PassiveOpens(root string, pid int) (uint64, error) {
 
 // Read reads the counter now.
 func (r *PassiveOpensReader) Read() (uint64, error) {
-	fd, err := unix.Open(r.path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return 0, &os.PathError{Op: "open", Path: r.path, Err: err}
-	}
-	defer unix.Close(fd)
 	if r.buf == nil {
-		r.buf = make([]byte, 8<<10)
+		r.buf = make([]byte, 0, 8<<10)
 	}
-	n := 0
-	for {
-		if n == len(r.buf) {
-			r.buf = append(r.buf, make([]byte, len(r.buf))...)
-		}
-		m, err := unix.Read(fd, r.buf[n:])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return 0, &os.PathError{Op: "read", Path: r.path, Err: err}
-		}
-		if m == 0 {
-			break
-		}
-		n += m
+	b, err := readRaw(r.path, r.buf, 0)
+	if err != nil {
+		return 0, err
 	}
-	return parsePassiveOpens(r.buf[:n])
+	r.buf = b // grown, if it had to be: the next read needs as much
+	return parsePassiveOpens(b)
 }
 
 // parsePassiveOpens finds PassiveOpens in the text of a net/snmp file: a "Tcp:" line of names,
