@@ -1,7 +1,6 @@
 package hooks
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -77,7 +76,7 @@ func ProbeAddr(p Probe) (string, bool) {
 	case tcpProbe:
 		return p.addr, true
 	case httpProbe:
-		return net.JoinHostPort(p.url.Hostname(), cmp.Or(p.url.Port(), "80")), true
+		return http1.Addr(p.url), true
 	}
 	return "", false
 }

@@ -3,6 +3,7 @@ package http1
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -73,6 +74,11 @@ func ParsePort(s string) (int, error) {
 	return n, nil
 }
 
+// Addr is the HOST:PORT an http:// URL connects to: its port, or 80.
+func Addr(u *url.URL) string {
+	return net.JoinHostPort(u.Hostname(), cmp.Or(u.Port(), "80"))
+}
+
 // Do sends c and reads the answer, all within ctx (which should carry a deadline). It never
 // goes through a proxy: drainit's calls are to loopback and the pod network, and a container's
 // HTTP_PROXY is for the app's traffic. Redirects are not followed.
@@ -81,11 +87,7 @@ func Do(ctx context.Context, c Call) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	host := u.Host
-	if u.Port() == "" {
-		host = net.JoinHostPort(u.Hostname(), "80")
-	}
-	conn, err := Dial(ctx, host)
+	conn, err := Dial(ctx, Addr(u))
 	if err != nil {
 		return Result{}, err
 	}
