@@ -77,23 +77,13 @@ func TestNestedRefused(t *testing.T) {
 				if len(plain) != 1 || !strings.HasPrefix(plain[0], nestedRefusal(outer)) {
 					t.Errorf("want one line from the inner drainit starting %q, got %q\n%s", nestedRefusal(outer), plain, d.dump())
 				}
-				exiting := findLog(d, "drainit exiting")
-				if st, _ := exiting.int("status"); exiting == nil || st != 2 || !strings.Contains(exiting.str("summary"), "app exited 2") {
+				exiting := only(t, d, "drainit exiting")
+				if st, _ := exiting.int("status"); st != 2 || !strings.Contains(exiting.str("summary"), "app exited 2") {
 					t.Errorf("the outer drainit's last line %v: want status 2 and the app's exit in the summary\n%s", exiting, d.dump())
 				}
 			})
 		}
 	})
-}
-
-// findLog is the first of drainit's log entries with message msg, or nil.
-func findLog(d *drainitRun, msg string) logEntry {
-	for _, e := range d.logs() {
-		if e.msg() == msg {
-			return e
-		}
-	}
-	return nil
 }
 
 // TestNestedStaleMarker: the variable names a drainit only while that drainit is an ancestor in
