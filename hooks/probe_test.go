@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/drainit/drainit/internal/testenv"
 )
 
 // notReadyYet waits until WaitReady has logged a failed attempt, and checks it has not returned.
@@ -154,29 +156,13 @@ func TestWaitReadyWarns(t *testing.T) {
 	}
 }
 
-// switchProbe passes while ok holds, and counts its checks.
-type switchProbe struct {
-	ok     atomic.Bool
-	checks atomic.Int64
-}
-
-func (p *switchProbe) String() string { return "test://switch" }
-
-func (p *switchProbe) Check(context.Context) error {
-	p.checks.Add(1)
-	if p.ok.Load() {
-		return nil
-	}
-	return errors.New("refused")
-}
-
 // TestWatchReady: once ready, an app whose probe fails `failures` times in a row is reported not
 // ready (fewer failures are not), and ready again at the next passing check; nothing is reported
 // after ctx ends. Readiness used to be for good once the probe had passed.
 func TestWatchReady(t *testing.T) {
 	t.Parallel()
-	p := &switchProbe{}
-	p.ok.Store(true)
+	p := &testenv.SwitchProbe{}
+	p.Ok.Store(true)
 	log, buf := newLog()
 	reports := make(chan bool, 8)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -195,31 +181,31 @@ func TestWatchReady(t *testing.T) {
 			return false
 		}
 	}
-	waitFor(t, "checks that pass", func() bool { return p.checks.Load() >= 3 })
-	p.ok.Store(false)
-	failedFrom := p.checks.Load()
+	waitFor(t, "checks that pass", func() bool { return p.Checks.Load() >= 3 })
+	p.Ok.Store(false)
+	failedFrom := p.Checks.Load()
 	if next() {
 		t.Fatal("reported ready, want not ready")
 	}
 	// The failing checks: at least 3 (one may have been under way when the probe switched).
-	if n := p.checks.Load() - failedFrom; n < 2 || n > 4 {
+	if n := p.Checks.Load() - failedFrom; n < 2 || n > 4 {
 		t.Errorf("not ready after %d checks, want 3 failed in a row", n)
 	}
 	if buf.find(t, map[string]any{"level": "warn", "error": "refused", "failed": float64(3)}) == nil {
 		t.Errorf("no warning with the error and the failures:\n%s", buf)
 	}
-	p.ok.Store(true)
+	p.Ok.Store(true)
 	if !next() {
 		t.Fatal("reported not ready, want ready again")
 	}
 	// One or two failures in a row are not enough.
 	for range 3 {
-		p.ok.Store(false)
-		n := p.checks.Load()
-		waitFor(t, "a failed check", func() bool { return p.checks.Load() > n })
-		p.ok.Store(true)
-		n = p.checks.Load()
-		waitFor(t, "a passing check", func() bool { return p.checks.Load() > n+1 })
+		p.Ok.Store(false)
+		n := p.Checks.Load()
+		waitFor(t, "a failed check", func() bool { return p.Checks.Load() > n })
+		p.Ok.Store(true)
+		n = p.Checks.Load()
+		waitFor(t, "a passing check", func() bool { return p.Checks.Load() > n+1 })
 	}
 	cancel()
 	<-done

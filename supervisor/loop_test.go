@@ -3,7 +3,6 @@ package supervisor
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
 	"slices"
 	"strings"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/drainit/drainit/hooks"
 	"github.com/drainit/drainit/internal/config"
+	"github.com/drainit/drainit/internal/testenv"
 	"github.com/drainit/drainit/signals"
 )
 
@@ -489,28 +489,12 @@ func awaitClosed(t *testing.T, ch <-chan struct{}, what string) {
 	}
 }
 
-// flipProbe passes while ok holds.
-type flipProbe struct {
-	ok     atomic.Bool
-	checks atomic.Int64
-}
-
-func (p *flipProbe) String() string { return "test://flip" }
-
-func (p *flipProbe) Check(context.Context) error {
-	p.checks.Add(1)
-	if p.ok.Load() {
-		return nil
-	}
-	return errors.New("refused")
-}
-
 // TestLoopReadinessFollowsTheProbe: once ready, the app is not ready while its probe fails (as
 // the kubelet's readiness probe would say), ready when it passes again, and never again after a
 // trigger, whatever the probe says then. Readiness used to be for good once the probe had passed.
 func TestLoopReadinessFollowsTheProbe(t *testing.T) {
-	p := &flipProbe{}
-	p.ok.Store(true)
+	p := &testenv.SwitchProbe{}
+	p.Ok.Store(true)
 	r := newRun(t, Options{Probe: p, ProbeEvery: 5 * time.Millisecond}, func(c *config.Config) { c.GracePeriod = time.Minute })
 	r.start(t)
 	ready := func(want bool) {
@@ -531,16 +515,16 @@ func TestLoopReadinessFollowsTheProbe(t *testing.T) {
 		}
 	}
 	ready(true)
-	p.ok.Store(false)
+	p.Ok.Store(false)
 	ready(false)
-	p.ok.Store(true)
+	p.Ok.Store(true)
 	ready(true)
-	p.ok.Store(false)
+	p.Ok.Store(false)
 	ready(false)
 	r.sigs <- unix.SIGTERM
 	r.awaitSignal(t, sent{unix.SIGTERM, false}, 5*time.Second)
-	p.ok.Store(true)
-	n := p.checks.Load()
+	p.Ok.Store(true)
+	n := p.Checks.Load()
 	// The probe stops at the trigger: give it what would be many periods to pass again.
 	for range 20 {
 		if st, _ := r.s.Status(context.Background()); st.Ready {
@@ -548,7 +532,7 @@ func TestLoopReadinessFollowsTheProbe(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond) // the probe's period: readiness must not come back
 	}
-	if got := p.checks.Load(); got > n+1 {
+	if got := p.Checks.Load(); got > n+1 {
 		t.Errorf("%d probe attempts after the trigger, want none (one under way at most)", got-n)
 	}
 	r.appExits(exited(0))

@@ -3,11 +3,14 @@
 package testenv
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 )
 
@@ -49,4 +52,23 @@ func FreeLoopbackAddr(t testing.TB) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
+}
+
+// SwitchProbe is a ready probe (hooks.Probe) for the tests: it passes while Ok holds, refuses
+// otherwise, and counts its checks.
+type SwitchProbe struct {
+	Ok     atomic.Bool
+	Checks atomic.Int64
+}
+
+// String names the probe in the log.
+func (p *SwitchProbe) String() string { return "test://switch" }
+
+// Check passes while Ok holds.
+func (p *SwitchProbe) Check(context.Context) error {
+	p.Checks.Add(1)
+	if p.Ok.Load() {
+		return nil
+	}
+	return errors.New("refused")
 }
