@@ -119,6 +119,7 @@ func (s *Supervisor) Run(ctx context.Context) (int, error) {
 
 	m := newMachine(s.cfg, len(s.opts.Offline) > 0, len(s.opts.PostStop) > 0, start, s.log)
 	m.ready = s.opts.Probe == nil && len(s.opts.Online) == 0
+	m.inService = m.ready
 	if s.opts.Probe != nil {
 		if addr, ok := hooks.ProbeAddr(s.opts.Probe); ok {
 			s.probeTo, _ = localTarget(addr)
@@ -203,6 +204,7 @@ func (s *Supervisor) loop(ctx context.Context, m *machine, sigs <-chan unix.Sign
 	// Readiness: the probe, then the online hooks, then the probe again and again, in the
 	// background; given up once a trigger comes or the app exits.
 	ready := make(chan bool)
+	inService := make(chan struct{}) // the probe has passed: the online hooks are about to run
 	onlineCtx, stopOnline := context.WithCancel(ctx)
 	defer stopOnline()
 	// lastStage is closed when the hook stage started last has ended: each stage waits for the
@@ -213,7 +215,7 @@ func (s *Supervisor) loop(ctx context.Context, m *machine, sigs <-chan unix.Sign
 		close(online)
 	} else {
 		go func() {
-			ok := s.becomeReady(onlineCtx, ready)
+			ok := s.becomeReady(onlineCtx, inService, ready)
 			close(online)
 			if ok && s.opts.Probe != nil {
 				every := cmp.Or(s.opts.ProbeEvery, hooks.WatchEvery)
@@ -258,6 +260,8 @@ func (s *Supervisor) loop(ctx context.Context, m *machine, sigs <-chan unix.Sign
 		case d := <-hookDone:
 			cancel[d.stage](nil)
 			acts = m.hooksDone(time.Now(), d.stage, d.outcome.String())
+		case <-inService:
+			m.putInService()
 		case r := <-ready:
 			m.setReady(time.Now(), r)
 		case r, ok := <-drainRes:
@@ -343,11 +347,12 @@ func deadlineCause(st config.HookStage) error {
 }
 
 // runStage runs a stage's hooks once the stage before it (after, named afterName) has ended. A
-// trigger cancels the online hooks and the app's exit the offline hooks, but a cancelled exec
-// hook runs on for up to hooks.Overrun while its processes are stopped, and an HTTP hook's
-// request may be under way: an offline hook (deregister) started at once could finish before
-// the online hook (register) it undoes, and leave a stopped pod registered. The wait is bounded
-// by that overrun, and by ctx, which the stage's deadline ends.
+// trigger or the app's exit cancels the online hooks, but a cancelled exec hook runs on for up
+// to hooks.Overrun while its processes are stopped, and an HTTP hook's request may be under way:
+// an offline hook (deregister) started at once could finish before the online hook (register) it
+// undoes, and leave a stopped pod registered. Post-stop hooks wait for offline hooks that the
+// app's exit left running. The wait is bounded by the earlier stage's own bounds, and by ctx,
+// which this stage's deadline ends.
 func (s *Supervisor) runStage(ctx context.Context, st config.HookStage, hs []hooks.Hook, after <-chan struct{}, afterName string, t0 time.Time) hooks.Outcome {
 	log := s.log.With().Str("phase", st.String()).Logger().Hook(elapsedHook{t0})
 	select {
@@ -376,8 +381,11 @@ func (h elapsedHook) Run(e *zerolog.Event, _ zerolog.Level, _ string) {
 }
 
 // becomeReady waits for the ready probe, runs the online hooks, and reports on ready; it returns
-// whether it did (not when ctx ended first).
-func (s *Supervisor) becomeReady(ctx context.Context, ready chan<- bool) bool {
+// whether it did (not when ctx ended first). Before the online hooks start it reports on
+// inService and waits for the loop to take it: a registration may land from then on, and an exit
+// of the app's own must then run the offline hooks that undo it. The loop ends ctx in the turn
+// in which it takes the app's exit, so hooks that start after that report never start unseen.
+func (s *Supervisor) becomeReady(ctx context.Context, inService chan<- struct{}, ready chan<- bool) bool {
 	log := s.log.With().Str("phase", "online").Logger()
 	if s.opts.Probe != nil {
 		if err := hooks.WaitReady(ctx, s.opts.Probe, log); err != nil {
@@ -388,6 +396,14 @@ func (s *Supervisor) becomeReady(ctx context.Context, ready chan<- bool) bool {
 			log.Warn().Str("probe", s.opts.Probe.String()).
 				Msg("the ready probe passed on a port that a process drainit did not start listens on: /readyz follows that process, not the app")
 		}
+	}
+	select {
+	case inService <- struct{}{}:
+	case <-ctx.Done():
+		return false
+	}
+	if ctx.Err() != nil {
+		return false // taken after the app's exit or a trigger, which the machine ignores
 	}
 	hooks.RunAll(ctx, log, s.opts.HookTimeout, s.opts.Online)
 	select {

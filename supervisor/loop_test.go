@@ -3,6 +3,7 @@ package supervisor
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/drainit/drainit/hooks"
 	"github.com/drainit/drainit/internal/config"
+	"github.com/drainit/drainit/internal/control"
 	"github.com/drainit/drainit/internal/testenv"
 	"github.com/drainit/drainit/signals"
 )
@@ -196,50 +198,155 @@ func TestLoopTriggerAndExitInSameTick(t *testing.T) {
 	}
 }
 
-// blockingHook runs until its context ends, and says when it started and how it ended.
-type blockingHook struct {
+// heldHook runs until released or until its context ends, and says when it started and how it
+// ended (nil: released).
+type heldHook struct {
+	name    string
 	started chan struct{}
+	release chan struct{}
 	ended   chan error
+	done    atomic.Bool // it has returned
 }
 
-func (h *blockingHook) Name() string { return "offline-test" }
+func newHeldHook(name string) *heldHook {
+	return &heldHook{name: name, started: make(chan struct{}), release: make(chan struct{}), ended: make(chan error, 1)}
+}
 
-func (h *blockingHook) Run(ctx context.Context) error {
+func (h *heldHook) Name() string { return h.name }
+
+func (h *heldHook) Run(ctx context.Context) error {
 	close(h.started)
-	<-ctx.Done()
-	h.ended <- ctx.Err()
-	return ctx.Err()
+	var err error
+	select {
+	case <-h.release:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	h.done.Store(true)
+	h.ended <- err
+	return err
 }
 
-// TestLoopAppExitsWhileOfflineHooksRun: the app dies while the offline hooks run. The hooks are
-// cancelled, nothing drains or stops a dead app, and drainit exits with its status.
+// finish releases the hook, which must not have been cancelled, and waits for drainit's exit
+// with the app's status code.
+func (h *heldHook) finish(t *testing.T, r *run, code int) {
+	t.Helper()
+	close(h.release)
+	if got := r.wait(t, 5*time.Second); got != code {
+		t.Fatalf("exit %d, want the app's %d", got, code)
+	}
+	if err := <-h.ended; err != nil {
+		t.Fatalf("the hook's context ended with %v, want it left to finish", err)
+	}
+}
+
+// TestLoopAppExitsWhileOfflineHooksRun: the app dies while the offline hooks run. They are not
+// cut short (the deregistration must land: the pod is on its way out whatever the app does),
+// drainit waits for them, nothing drains or stops a dead app, and drainit exits with its status.
+// They used to be cancelled.
 func TestLoopAppExitsWhileOfflineHooksRun(t *testing.T) {
-	h := &blockingHook{started: make(chan struct{}), ended: make(chan error, 1)}
+	h := newHeldHook("offline-test")
 	// A grace period that leaves the hooks their time: their context ends hooks.Overrun before
 	// the kill point.
 	r := newRun(t, Options{Offline: []hooks.Hook{h}, HookTimeout: time.Minute},
 		func(c *config.Config) { c.GracePeriod = time.Minute })
 	r.start(t)
 	r.sigs <- unix.SIGTERM
-	select {
-	case <-h.started:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the offline hook did not start after SIGTERM")
-	}
+	awaitClosed(t, h.started, "the offline hook did not start after SIGTERM")
 	r.appExits(exited(3))
-	if code := r.wait(t, 5*time.Second); code != 3 {
-		t.Fatalf("exit %d, want the app's 3", code)
-	}
+	// drainit must still be waiting for the hook: a status request is answered by the loop while
+	// it runs, and after the app's exit has been taken.
+	awaitStatus(t, r, func(st control.Status) bool { return !st.Running }, "the app's exit was not taken")
 	select {
 	case err := <-h.ended:
-		if err != context.Canceled {
-			t.Errorf("the hook's context ended with %v, want it cancelled", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the offline hook was not cancelled")
+		t.Fatalf("the offline hook ended (%v) when the app exited", err)
+	case code := <-r.result:
+		t.Fatalf("drainit exited %d while the offline hook ran", code)
+	default:
 	}
+	h.finish(t, r, 3)
 	if s := r.fake.signals(); len(s) != 0 {
 		t.Errorf("signals sent to an app that had exited: %v", s)
+	}
+}
+
+// TestLoopCrashRunsOfflineHooks: the app exits on its own, with no trigger. Once its probe has
+// passed (it may have been registered), the offline hooks run (the deregistration a crash used
+// to leave undone), then the post-stop hooks, and drainit exits with the app's status. Before
+// the probe ever passed, nothing was registered, and they do not run.
+func TestLoopCrashRunsOfflineHooks(t *testing.T) {
+	for _, inService := range []bool{true, false} {
+		t.Run(map[bool]string{true: "after the probe passed", false: "before"}[inService], func(t *testing.T) {
+			p := &testenv.SwitchProbe{}
+			p.Ok.Store(inService)
+			off := newHeldHook("offline-test")
+			post := &afterHook{before: &off.done, ran: make(chan bool, 1)}
+			r := newRun(t, Options{Probe: p, ProbeEvery: 5 * time.Millisecond, Offline: []hooks.Hook{off},
+				PostStop: []hooks.Hook{post}, HookTimeout: time.Minute}, nil)
+			r.start(t)
+			if inService {
+				awaitStatus(t, r, func(st control.Status) bool { return st.Ready }, "the app never became ready")
+			} else {
+				// The probe fails: wait until it has been tried, so that the exit comes while the
+				// app is not in service (not before the loop has even started it).
+				deadline := time.Now().Add(5 * time.Second)
+				for p.Checks.Load() < 2 {
+					if time.Now().After(deadline) {
+						t.Fatal("the probe was not tried")
+					}
+					time.Sleep(time.Millisecond)
+				}
+			}
+			r.appExits(exited(9))
+			if !inService {
+				if code := r.wait(t, 5*time.Second); code != 9 {
+					t.Fatalf("exit %d, want the app's 9", code)
+				}
+				select {
+				case <-off.started:
+					t.Fatal("the offline hooks ran for an app that was never in service")
+				default:
+				}
+				if len(post.ran) != 1 {
+					t.Fatal("the post-stop hook did not run")
+				}
+				return
+			}
+			awaitClosed(t, off.started, "the offline hook did not run after the app's exit")
+			select {
+			case <-post.ran:
+				t.Fatal("the post-stop hook ran while the offline hook still ran")
+			case code := <-r.result:
+				t.Fatalf("drainit exited %d while the offline hook ran", code)
+			default:
+			}
+			off.finish(t, r, 9)
+			if after := <-post.ran; !after {
+				t.Fatal("the post-stop hook ran before the offline hook had ended")
+			}
+			if r.log.count("the app exited on its own after it may have been put in service: running offline hooks") != 1 {
+				t.Errorf("the log does not say why the offline hooks ran:\n%s", r.log.b.String())
+			}
+		})
+	}
+}
+
+// awaitStatus waits, 5 s at most, until the loop's status satisfies ok.
+func awaitStatus(t *testing.T, r *run, ok func(control.Status) bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		st, err := r.s.Status(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok(st) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s; log:\n%s", what, r.log.b.String())
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -404,16 +511,16 @@ func (h *lingeringHook) Run(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// afterHook reports, when it runs, whether the online hook had ended by then.
+// afterHook reports, when it runs, whether an earlier hook had ended by then (its done flag).
 type afterHook struct {
-	online *lingeringHook
+	before *atomic.Bool
 	ran    chan bool
 }
 
 func (h *afterHook) Name() string { return "later-test" }
 
 func (h *afterHook) Run(context.Context) error {
-	h.ran <- h.online.done.Load()
+	h.ran <- h.before.Load()
 	return nil
 }
 
@@ -425,7 +532,7 @@ func TestLoopHookStagesInOrder(t *testing.T) {
 	for _, stage := range []string{"offline", "post-stop"} {
 		t.Run(stage, func(t *testing.T) {
 			on := &lingeringHook{started: make(chan struct{}), cancelled: make(chan struct{}), release: make(chan struct{})}
-			later := &afterHook{online: on, ran: make(chan bool, 1)}
+			later := &afterHook{before: &on.done, ran: make(chan bool, 1)}
 			opts := Options{Online: []hooks.Hook{on}, HookTimeout: time.Minute}
 			if stage == "offline" {
 				opts.Offline = []hooks.Hook{later}
@@ -499,20 +606,7 @@ func TestLoopReadinessFollowsTheProbe(t *testing.T) {
 	r.start(t)
 	ready := func(want bool) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			st, err := r.s.Status(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if st.Ready == want {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("ready = %v for 5s, want %v; log:\n%s", st.Ready, want, r.log.b.String())
-			}
-			time.Sleep(time.Millisecond)
-		}
+		awaitStatus(t, r, func(st control.Status) bool { return st.Ready == want }, fmt.Sprintf("ready not %v within 5s", want))
 	}
 	ready(true)
 	p.Ok.Store(false)

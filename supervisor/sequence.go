@@ -22,6 +22,7 @@ import (
 //	phase      started by                       does                             timer                    next
 //	running    the app's start                  forward signals                  -                        offline, on a trigger
 //	offline    the first trigger (t0)           offline hooks, until killAt      -                        draining, when they end
+//	           or the app's exit (in service)   (no deadline before a trigger)                            (after the exit: cleanup)
 //	draining   offline (no hooks: the trigger)  the drain: fixed or adaptive     the drain's end          stopping (drained after /prestop alone)
 //	drained    the drain, after /prestop alone  wait for the kubelet's signal    killAt                   stopping, on the signal or the timer
 //	stopping   the drain's end, 2nd Ctrl-C      the stop signal to the app       killAt                   killing
@@ -31,7 +32,11 @@ import (
 //	done       the post-stop hooks' end         exit with the app's status       -                        -
 //
 // Any phase: the app's exit leads to cleanup (or straight to post-stop when it left nothing);
-// a trigger after the app's exit sets the deadline without draining (lateTrigger). When no
+// a trigger after the app's exit sets the deadline without draining (lateTrigger). The offline
+// hooks run once for an app that may have been in service, however it ends: a trigger starts
+// them, and so does an exit before any trigger (appExit); an exit while they run does not cut
+// them short. What the app left behind is ended after them (a signal to everything would reach
+// the hooks' own processes), and the post-stop hooks follow. When no
 // signal has followed a /prestop by killAt, drainit stops the app itself and its stopping timer
 // is the deadline, until a signal comes and brings it back to killAt.
 
@@ -171,6 +176,7 @@ type machine struct {
 
 	ready       bool   // the app is ready (probe passed, online hooks done) and its probe still passes
 	wasReady    bool   // ready has been true
+	inService   bool   // the app may have been put in service: ready from its start, or its probe passed (the online hooks register it from then on)
 	summaryLine string // the one-line timeline, once done
 	appExited   bool
 	appStatus   int // shell-style: code, or 128+N
@@ -224,8 +230,18 @@ func (m *machine) signal(now time.Time, sig unix.Signal) []action {
 	if m.appExited {
 		// The app is gone; forwarding still reaches what it left behind, which is being ended.
 		acts := m.forwardSig(sig)
-		if m.triggers[sig] {
+		switch {
+		case !m.triggers[sig]:
+		case m.t0.IsZero():
 			acts = append(acts, m.lateTrigger(now, sig)...)
+		case sig == unix.SIGINT && m.phase == PhaseOffline:
+			// Ctrl-C again while the offline hooks run on for an app that has gone: as with the
+			// drain, the second skips them.
+			if m.sigints++; m.sigints >= 2 {
+				m.event(now, zerolog.WarnLevel, "second SIGINT").Msg("second SIGINT: skipping the rest of the offline hooks")
+				acts = append(acts, m.cancelOffline(now)...)
+				acts = append(acts, m.endLeftovers(now)...)
+			}
 		}
 		return acts
 	}
@@ -318,6 +334,14 @@ func (m *machine) lateTrigger(now time.Time, sig unix.Signal) []action {
 	}
 	m.event(now, zerolog.InfoLevel, "trigger "+what+" (app already exited)").Str("trigger", what).
 		Time("deadline", m.deadline.UTC()).Msg("stop requested after the app exited: finishing by the deadline")
+	if sig == unix.SIGINT {
+		m.sigints = 1
+	}
+	if m.hooksRunning[config.StageOffline] {
+		// Started by the app's exit, with no deadline: they must now end by the kill point, as
+		// after any trigger.
+		acts = append(acts, actHooksDeadline{config.StageOffline, hooksDeadline(m.killAt())})
+	}
 	switch m.phase {
 	case PhaseCleanup:
 		m.wake = m.capped(m.wake)
@@ -553,9 +577,9 @@ func (m *machine) appExit(now time.Time, ws unix.WaitStatus) []action {
 	}
 	m.appExited = true
 	m.appStatus = signals.ExitCode(ws)
-	acts := m.cancelOffline(now)
+	var acts []action
 	if !m.t0.IsZero() {
-		acts = append(acts, m.markDrained()...) // no app left to drain
+		acts = m.markDrained() // no app left to drain
 	}
 	e := m.event(now, zerolog.InfoLevel, fmt.Sprintf("app exited %d", m.appStatus)).
 		Int("status", m.appStatus).Dur("ran", now.Sub(m.start))
@@ -563,12 +587,34 @@ func (m *machine) appExit(now time.Time, ws unix.WaitStatus) []action {
 		e = e.Str("signal", signals.Name(ws.Signal()))
 	}
 	e.Msg("app exited")
+	if m.hooksRunning[config.StageOffline] {
+		// A stop's offline hooks (a deregistration) run on; what the app left behind is ended
+		// once they have (hooksDone).
+		return acts
+	}
+	if m.t0.IsZero() && m.inService && m.hasHooks[config.StageOffline] {
+		// A crash leaves a registration pointing at a dead app (until the restarted app
+		// registers again, or for good when the pod is deleted meanwhile): the offline hooks
+		// take it out. No trigger has set a deadline: each hook's own timeout bounds them, and a
+		// trigger that comes while they run bounds them by its kill point (lateTrigger).
+		m.phase = PhaseOffline
+		m.hooksRunning[config.StageOffline] = true
+		m.event(now, zerolog.InfoLevel, "offline hooks (app exited)").
+			Msg("the app exited on its own after it may have been put in service: running offline hooks")
+		return append(acts, actRunHooks{config.StageOffline, time.Time{}})
+	}
+	return append(acts, m.endLeftovers(now)...)
+}
+
+// endLeftovers follows the app's exit, and the offline hooks that ran after it: SIGTERM to what
+// the app left behind, or the post-stop hooks when it left nothing.
+func (m *machine) endLeftovers(now time.Time) []action {
 	if !m.hasChildren {
-		return append(acts, m.enterPostStop(now)...)
+		return m.enterPostStop(now)
 	}
 	if m.phase == PhaseKilling {
 		// Everything already has SIGKILL; only the reaper is left to wait for.
-		return acts
+		return nil
 	}
 	m.phase = PhaseCleanup
 	m.wake = now.Add(m.timing.CleanupWait)
@@ -576,7 +622,15 @@ func (m *machine) appExit(now time.Time, ws unix.WaitStatus) []action {
 		m.wake = m.capped(m.wake)
 	}
 	m.event(now, zerolog.InfoLevel, "cleanup").Msg("the app left processes behind: SIGTERM to them")
-	return append(acts, actSignal{toEverything, unix.SIGTERM})
+	return []action{actSignal{toEverything, unix.SIGTERM}}
+}
+
+// putInService records that the app may be put in service from now on (its probe has passed and
+// the online hooks are about to run), so that an exit of its own runs the offline hooks.
+func (m *machine) putInService() {
+	if m.t0.IsZero() && !m.appExited {
+		m.inService = true
+	}
 }
 
 // noChildren handles the reaper's report that drainit has no child left at all. When one reap
@@ -584,8 +638,8 @@ func (m *machine) appExit(now time.Time, ws unix.WaitStatus) []action {
 // goes straight to the post-stop hooks instead of hunting for leftovers that do not exist.
 func (m *machine) noChildren(now time.Time) []action {
 	m.hasChildren = false
-	if !m.appExited || m.phase >= PhasePostStop {
-		return nil
+	if !m.appExited || m.phase >= PhasePostStop || m.hooksRunning[config.StageOffline] {
+		return nil // the offline hooks' end goes on to the post-stop hooks (endLeftovers)
 	}
 	return m.enterPostStop(now)
 }
@@ -613,12 +667,12 @@ func (m *machine) hooksDone(now time.Time, stage config.HookStage, outcome strin
 	}
 	m.hooksRunning[stage] = false
 	m.timeline = append(m.timeline, mark{now, stage.String() + " hooks: " + outcome})
-	switch stage {
-	case config.StageOffline:
-		if m.phase == PhaseOffline {
-			return m.enterDraining(now)
-		}
-	case config.StagePostStop:
+	switch {
+	case stage == config.StageOffline && m.phase == PhaseOffline && m.appExited:
+		return m.endLeftovers(now)
+	case stage == config.StageOffline && m.phase == PhaseOffline:
+		return m.enterDraining(now)
+	case stage == config.StagePostStop:
 		return m.finish(now)
 	}
 	return nil

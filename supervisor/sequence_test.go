@@ -262,9 +262,13 @@ func TestCtrlCTwiceAndThrice(t *testing.T) {
 	want(t, m.signal(at(3), unix.SIGINT), actSignal{toEverything, unix.SIGKILL})
 }
 
+// TestAppExitsInEachPhase: the app crashes in each phase and leaves nothing behind. The
+// post-stop hooks run and drainit exits with the app's status. The offline hooks run first for an
+// app that may have been in service: before a trigger they start at the exit; after one, they
+// are not cut short by it. The post-stop hooks wait for them.
 func TestAppExitsInEachPhase(t *testing.T) {
 	steps := map[Phase]func(m *machine){
-		PhaseRunning:  func(m *machine) {},
+		PhaseRunning:  func(m *machine) { m.putInService() },
 		PhaseOffline:  func(m *machine) { m.signal(at(0), unix.SIGTERM) },
 		PhaseDraining: func(m *machine) { m.signal(at(0), unix.SIGTERM); m.hooksDone(at(1), config.StageOffline, "1 ok") },
 		PhaseStopping: func(m *machine) {
@@ -278,30 +282,107 @@ func TestAppExitsInEachPhase(t *testing.T) {
 			m := newTestMachine(true, true)
 			step(m)
 			wantPhase(t, m, phase)
-			// The app crashes with 139 (SEGV) and leaves nothing behind: post-stop, then exit 139.
+			// The app crashes with 139 (SEGV) and leaves nothing behind.
 			m.noChildren(at(7))
 			acts := m.appExit(at(7), killedBy(unix.SIGSEGV))
-			var postStop actRunHooks
-			for _, a := range acts {
-				if h, ok := a.(actRunHooks); ok {
-					postStop = h
+			postStop := actRunHooks{config.StagePostStop, postStopDeadline(at(30))}
+			switch phase {
+			case PhaseRunning:
+				// No trigger: the offline hooks start now, bounded by their own timeouts only,
+				// and the post-stop hooks after them, with no deadline either.
+				want(t, acts, actRunHooks{config.StageOffline, time.Time{}})
+				if s := m.summary(at(7)); !strings.Contains(s, "offline hooks (app exited) +7s") {
+					t.Errorf("summary %q does not say the offline hooks ran for the exit", s)
 				}
-			}
-			if postStop.stage != config.StagePostStop {
-				t.Fatalf("after the app exited in %s, actions %#v do not run post-stop hooks", phase, acts)
-			}
-			if phase == PhaseOffline {
-				if _, ok := acts[0].(actCancelHooks); !ok {
-					t.Fatalf("offline hooks not cancelled when the app exited: %#v", acts)
+				postStop.deadline = time.Time{}
+				fallthrough
+			case PhaseOffline:
+				wantPhase(t, m, PhaseOffline)
+				if phase == PhaseOffline {
+					want(t, acts) // the stop's offline hooks are not cancelled
 				}
-				// Their end is no longer waited for: the summary says they were cut short.
-				if s := m.summary(at(7)); !strings.Contains(s, "offline hooks: cancelled +7s") {
-					t.Errorf("summary %q does not say the offline hooks were cancelled", s)
-				}
+				want(t, m.tick(at(100))) // no timer left that could act
+				want(t, m.hooksDone(at(8), config.StageOffline, "1 ok"), postStop)
+			default:
+				want(t, acts, postStop)
 			}
-			want(t, m.tick(at(100))) // no timer left that could act
-			want(t, m.hooksDone(at(8), config.StagePostStop, "1 ok"), actExit{139})
+			wantPhase(t, m, PhasePostStop)
+			want(t, m.tick(at(100)))
+			want(t, m.hooksDone(at(9), config.StagePostStop, "1 ok"), actExit{139})
 		})
+	}
+}
+
+// TestAppExitsBeforeService: an app that crashes before its probe ever passed was never
+// registered: the offline hooks (deregistration) do not run, nor once it has exited.
+func TestAppExitsBeforeService(t *testing.T) {
+	m := newTestMachine(true, false)
+	want(t, m.noChildren(at(1)))
+	want(t, m.appExit(at(1), exited(1)), actExit{1})
+
+	// The probe's report that comes after the exit does not change that.
+	m = newTestMachine(true, false)
+	m.appExit(at(1), exited(1))
+	m.putInService()
+	if m.inService {
+		t.Fatal("an app that had exited was put in service")
+	}
+	// Nor after a trigger (the stop sequence has run the offline hooks already).
+	m = newTestMachine(true, false)
+	m.signal(at(0), unix.SIGTERM)
+	m.putInService()
+	if m.inService {
+		t.Fatal("an app being stopped was put in service")
+	}
+}
+
+// TestOfflineHooksBeforeLeftovers: what the app left behind is ended after the offline hooks that
+// run for its exit, not meanwhile: SIGTERM to everything would reach the hooks' own processes
+// (as PID 1, kill(-1) spares none). A trigger while they run bounds them by its kill point; a
+// second Ctrl-C skips the rest of them.
+func TestOfflineHooksBeforeLeftovers(t *testing.T) {
+	for _, trigger := range []string{"none", "SIGTERM", "SIGINT twice"} {
+		t.Run(trigger, func(t *testing.T) {
+			m := newTestMachine(true, false)
+			m.putInService()
+			want(t, m.appExit(at(5), exited(2)), actRunHooks{config.StageOffline, time.Time{}})
+			wantPhase(t, m, PhaseOffline)
+			done := at(7)
+			switch trigger {
+			case "SIGTERM":
+				want(t, m.signal(at(6), unix.SIGTERM), actSignal{toApp, unix.SIGTERM},
+					actHooksDeadline{config.StageOffline, hooksDeadline(at(34))})
+			case "SIGINT twice":
+				want(t, m.signal(at(6), unix.SIGINT), actSignal{toApp, unix.SIGINT},
+					actHooksDeadline{config.StageOffline, hooksDeadline(at(34))})
+				want(t, m.signal(at(6.5), unix.SIGINT), actSignal{toApp, unix.SIGINT},
+					actCancelHooks{config.StageOffline}, actSignal{toEverything, unix.SIGTERM})
+				wantPhase(t, m, PhaseCleanup)
+				want(t, m.hooksDone(at(7), config.StageOffline, "1 cancelled")) // already moved on
+				done = time.Time{}
+			}
+			if !done.IsZero() {
+				// The leftovers get nothing until the hooks have ended, and then SIGTERM.
+				want(t, m.hooksDone(done, config.StageOffline, "1 ok"), actSignal{toEverything, unix.SIGTERM})
+			}
+			wantPhase(t, m, PhaseCleanup)
+			want(t, m.noChildren(at(8)), actExit{2})
+		})
+	}
+}
+
+// TestNoChildrenWhileOfflineHooksRun: the leftovers end (or an HTTP hook leaves drainit with no
+// child) while the offline hooks run after the app's exit: drainit exits when the hooks end, not
+// before, and sends nothing to anyone.
+func TestNoChildrenWhileOfflineHooksRun(t *testing.T) {
+	m := newTestMachine(true, false)
+	m.putInService()
+	want(t, m.appExit(at(5), exited(4)), actRunHooks{config.StageOffline, time.Time{}})
+	want(t, m.noChildren(at(6)))
+	wantPhase(t, m, PhaseOffline)
+	want(t, m.hooksDone(at(7), config.StageOffline, "1 ok"), actExit{4})
+	if s := m.summaryLine; !strings.Contains(s, "offline hooks (app exited) +5s; offline hooks: 1 ok +7s; exit 4 +7s") {
+		t.Errorf("summary %q does not show the offline hooks' run after the exit", s)
 	}
 }
 

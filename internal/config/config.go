@@ -68,8 +68,8 @@ type Raw struct {
 	Forward        string `env:"FORWARD" flag:"forward" envDefault:"group" help:"where signals go: group (the app's process group) or child (the app alone)"`
 	Rewrite        string `env:"REWRITE" flag:"rewrite" envDefault:"" repeat:"add" help:"rewrite forwarded signals, FROM:TO,… (TO 0 or none drops it), e.g. HUP:USR1"`
 	ExitMap        string `env:"EXIT_MAP" flag:"exit-map" envDefault:"" repeat:"add" help:"remap the app's exit status, FROM:TO,…, e.g. 143:0"`
-	OfflineExec    string `env:"OFFLINE_EXEC" flag:"offline-exec" envDefault:"" repeat:"refuse" help:"command run after a trigger, before the drain (e.g. deregister): a JSON array or a space-separated string"`
-	OfflineHTTP    string `env:"OFFLINE_HTTP" flag:"offline-http" envDefault:"" repeat:"refuse" help:"HTTP call after a trigger, before the drain: URL, METHOD URL, or JSON {method,url,headers,body}"`
+	OfflineExec    string `env:"OFFLINE_EXEC" flag:"offline-exec" envDefault:"" repeat:"refuse" help:"command run after a trigger, before the drain, and after a crash of an app in service (e.g. deregister): a JSON array or a space-separated string"`
+	OfflineHTTP    string `env:"OFFLINE_HTTP" flag:"offline-http" envDefault:"" repeat:"refuse" help:"HTTP call after a trigger, before the drain, and after a crash of an app in service: URL, METHOD URL, or JSON {method,url,headers,body}"`
 	OnlineExec     string `env:"ONLINE_EXEC" flag:"online-exec" envDefault:"" repeat:"refuse" help:"command run once the app is ready (e.g. register)"`
 	OnlineHTTP     string `env:"ONLINE_HTTP" flag:"online-http" envDefault:"" repeat:"refuse" help:"HTTP call once the app is ready"`
 	PostStopExec   string `env:"POST_STOP_EXEC" flag:"post-stop-exec" envDefault:"" repeat:"refuse" help:"command run after the app has exited"`
@@ -189,7 +189,7 @@ type HookStage int
 
 // The hook stages, in the order of the app's life.
 const (
-	StageOffline  HookStage = iota // after a trigger, before the drain
+	StageOffline  HookStage = iota // after a trigger, before the drain; after a crash of an app in service
 	StageOnline                    // once the app is ready
 	StagePostStop                  // after the app and everything it left have exited
 )
