@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -257,5 +258,32 @@ func TestCannotStartInScratchImage(t *testing.T) {
 				t.Errorf("drainit logged %q; want it to say %q", e.Error, c.says)
 			}
 		})
+	}
+}
+
+// TestCrashRunsOfflineHooks: the app exits on its own in a container (a crash: nobody asked it
+// to stop), after it was in service (no ready probe: from its start). drainit runs the offline
+// hooks (the deregistration) before the post-stop hooks, and the container's exit code is the
+// app's. Before, a crash ran only the post-stop hooks.
+func TestCrashRunsOfflineHooks(t *testing.T) {
+	h := need(t)
+	t.Parallel()
+	id := h.start(t, nil, "--offline-exec", "/testapp sleep 300ms", "--post-stop-exec", "/testapp exit 0",
+		"--", "/testapp", "exit", "3")
+	if code, _ := h.exited(t, id); code != 3 {
+		t.Fatalf("container exit code %d, want the app's 3", code)
+	}
+	o := h.logs(t, id)
+	var order []string
+	for _, e := range o.drainit {
+		if e.Message == "hook done" || e.Message == "hook failed; going on" {
+			order = append(order, e.Phase+": "+e.Message)
+		}
+	}
+	if want := []string{"offline: hook done", "post-stop: hook done"}; !slices.Equal(order, want) {
+		t.Fatalf("hooks ran as %q, want %q", order, want)
+	}
+	if s := o.event(t, "drainit exiting").Summary; !strings.Contains(s, "offline hooks (app exited)") {
+		t.Errorf("summary %q does not say the offline hooks ran for the app's exit", s)
 	}
 }
