@@ -9,6 +9,8 @@ import (
 	"io"
 	"strings"
 	"sync"
+
+	"github.com/rs/zerolog"
 )
 
 // ParseExec reads an exec hook's command, given either as a JSON array of strings
@@ -98,6 +100,31 @@ func (b *outputBudget) dropped() (lines, bytes int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.lines, b.bytes
+}
+
+// logOutput logs the lines of a hook run's stdout and stderr, tagged with the hook's name, until
+// both end or fail, within maxOutput; then it warns of what it did not log.
+func logOutput(log *zerolog.Logger, hook string, stdout, stderr io.Reader) {
+	var wg sync.WaitGroup
+	budget := &outputBudget{left: maxOutput}
+	for i, stream := range [2]string{"stdout", "stderr"} {
+		r := [2]io.Reader{stdout, stderr}[i]
+		wg.Go(func() {
+			copyLines(r, func(line []byte) {
+				ok, first := budget.take(len(line))
+				if ok {
+					log.Info().Str("hook", hook).Str("stream", stream).Msg(string(line))
+				} else if first {
+					log.Warn().Str("hook", hook).Int("limit_bytes", maxOutput).
+						Msg("the hook's output is over drainit's limit: the rest is read and not logged")
+				}
+			})
+		})
+	}
+	wg.Wait()
+	if n, size := budget.dropped(); n > 0 {
+		log.Warn().Str("hook", hook).Int("lines", n).Int("bytes", size).Msg("hook output not logged")
+	}
 }
 
 // execHook runs a command; see Run in exec_linux.go.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"sync"
 	"syscall"
 	"time"
 
@@ -100,26 +99,8 @@ func (h *execHook) start(log *zerolog.Logger) (*hookProcess, error) {
 	}
 	p := &hookProcess{pid: pid, exit: exit, readers: make(chan struct{}), out: r}
 	p.outDone = p.readers
-	var wg sync.WaitGroup
-	budget := &outputBudget{left: maxOutput}
-	for i, stream := range [2]string{"stdout", "stderr"} {
-		wg.Go(func() {
-			copyLines(r[i], func(line []byte) {
-				ok, first := budget.take(len(line))
-				if ok {
-					log.Info().Str("hook", h.name).Str("stream", stream).Msg(string(line))
-				} else if first {
-					log.Warn().Str("hook", h.name).Int("limit_bytes", maxOutput).
-						Msg("the hook's output is over drainit's limit: the rest is read and not logged")
-				}
-			})
-		})
-	}
 	go func() {
-		wg.Wait()
-		if n, size := budget.dropped(); n > 0 {
-			log.Warn().Str("hook", h.name).Int("lines", n).Int("bytes", size).Msg("hook output not logged")
-		}
+		logOutput(log, h.name, r[0], r[1])
 		close(p.readers)
 	}()
 	return p, nil
