@@ -1,0 +1,180 @@
+package hooks
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+)
+
+// outputLog is what logOutput wrote about one run's output.
+type outputLog struct {
+	logged      []string // the lines logged, both streams in the order logged
+	limit       int      // warnings that the limit was reached
+	lines, size int      // the final warning's count of what was not logged (0, 0: none)
+}
+
+func logOutputOf(t *testing.T, stdout, stderr io.Reader) outputLog {
+	t.Helper()
+	log, buf := newLog()
+	logOutput(&log, "h", stdout, stderr)
+	var o outputLog
+	for _, ev := range buf.events(t) {
+		switch {
+		case ev["stream"] != nil:
+			o.logged = append(o.logged, ev["message"].(string))
+		case ev["limit_bytes"] != nil:
+			o.limit++
+		case ev["message"] == "hook output not logged":
+			o.lines, o.size = int(ev["lines"].(float64)), int(ev["bytes"].(float64))
+		default:
+			t.Errorf("unexpected event %v", ev)
+		}
+	}
+	return o
+}
+
+// lines are the lines of text as logging them would cut them, for lines shorter than maxLine:
+// without their end of line (\n or \r\n), the empty ones left out.
+func lines(text string) []string {
+	var ls []string
+	for l := range strings.SplitSeq(text, "\n") {
+		if l = strings.TrimSuffix(l, "\r"); l != "" {
+			ls = append(ls, l)
+		}
+	}
+	return ls
+}
+
+func cost(ls []string) (n int) {
+	for _, l := range ls {
+		n += len(l) + lineCost
+	}
+	return n
+}
+
+func size(ls []string) (n int) {
+	for _, l := range ls {
+		n += len(l)
+	}
+	return n
+}
+
+// checkAccount checks that every line of want was either logged or counted in the final warning,
+// that what was logged fits the budget, and that the limit's warning came once if anything was
+// left out.
+func (o outputLog) checkAccount(t *testing.T, want []string) {
+	t.Helper()
+	if c := cost(o.logged); c > maxOutput {
+		t.Errorf("%d lines logged, costing %d, over the budget of %d", len(o.logged), c, maxOutput)
+	}
+	if len(o.logged)+o.lines != len(want) || size(o.logged)+o.size != size(want) {
+		t.Errorf("%d lines of %d bytes logged and %d of %d counted; want %d lines of %d bytes in all",
+			len(o.logged), size(o.logged), o.lines, o.size, len(want), size(want))
+	}
+	if o.limit != min(o.lines, 1) {
+		t.Errorf("%d warnings that the limit was reached, with %d lines not logged", o.limit, o.lines)
+	}
+}
+
+// checkPrefix checks, for output on one stream, that the lines logged are the first of want, as
+// many as fit the budget.
+func (o outputLog) checkPrefix(t *testing.T, want []string) {
+	t.Helper()
+	n := len(o.logged)
+	if n > len(want) || strings.Join(o.logged, "\n") != strings.Join(want[:n], "\n") {
+		t.Fatalf("logged lines are not the first %d of the output", n)
+	}
+	if n < len(want) && cost(want[:n+1]) <= maxOutput {
+		t.Errorf("%d lines logged; the next, of %d bytes, fitted too", n, len(want[n]))
+	}
+}
+
+// Past the budget, each line is counted with its bytes, without its end of line.
+func TestOutputCountPastBudget(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&b, "%-99s\n", fmt.Sprint("line ", i))
+	}
+	o := logOutputOf(t, strings.NewReader(b.String()), strings.NewReader(""))
+	want := lines(b.String())
+	o.checkPrefix(t, want)
+	o.checkAccount(t, want)
+	if logged := maxOutput / (99 + lineCost); len(o.logged) != logged || o.lines != 3000-logged || o.size != 99*(3000-logged) {
+		t.Errorf("%d lines logged, %d of %d bytes counted; want %d logged, %d of %d bytes counted",
+			len(o.logged), o.lines, o.size, logged, 3000-logged, 99*(3000-logged))
+	}
+}
+
+// A \r before the newline is no more counted than logged, and a last line without a newline
+// counts.
+func TestOutputCountCRLF(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	for i := range 5000 {
+		b.WriteString(strings.Repeat("x", 1+i%97))
+		if i%3 == 0 {
+			b.WriteString("\r")
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("last, with no newline")
+	o := logOutputOf(t, strings.NewReader(b.String()), strings.NewReader(""))
+	want := lines(b.String())
+	o.checkPrefix(t, want)
+	o.checkAccount(t, want)
+	if o.lines == 0 {
+		t.Error("nothing counted")
+	}
+}
+
+// The budget is one for both streams: whichever reads a line gets it logged while the budget
+// lasts, and every line is logged or counted once.
+func TestOutputCountBothStreams(t *testing.T) {
+	t.Parallel()
+	var out, errs strings.Builder
+	for i := range 4000 {
+		fmt.Fprintf(&out, "out %d\n", i)
+		fmt.Fprintf(&errs, "err %d%s\r\n", i, strings.Repeat(".", i%200))
+	}
+	out.WriteString("out end")
+	o := logOutputOf(t, strings.NewReader(out.String()), strings.NewReader(errs.String()))
+	o.checkAccount(t, append(lines(out.String()), lines(errs.String())...))
+}
+
+// What is not logged past the budget: lines longer than maxLine, and empty lines.
+func TestOutputCountOddLines(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	fit := maxOutput / (99 + lineCost)
+	for i := range fit {
+		fmt.Fprintf(&b, "%-99s\n", fmt.Sprint("line ", i))
+	}
+	long := strings.Repeat("y", 2*maxLine+100)
+	b.WriteString(long + "\n") // the budget runs out in its first maxLine bytes
+	b.WriteString("\n\r\nshort\n" + long + "\r\nend")
+	o := logOutputOf(t, strings.NewReader(b.String()), strings.NewReader(""))
+	if len(o.logged) != fit || o.limit != 1 {
+		t.Fatalf("%d lines logged, %d limit warnings; want %d and 1", len(o.logged), o.limit, fit)
+	}
+	// Logging cuts a long line in pieces of maxLine bytes and drops empty lines: each piece counts
+	// as a line, and an empty line does not count.
+	if wantLines, wantSize := 3+1+3+1, 2*len(long)+len("short")+len("end"); o.lines != wantLines || o.size != wantSize {
+		t.Errorf("%d lines of %d bytes counted, want %d of %d", o.lines, o.size, wantLines, wantSize)
+	}
+}
+
+// BenchmarkCopyPastBudget reads 64 MiB of "y\n" (`yes`) through the hook's output path: all but
+// the first maxOutput's worth is read past the budget, to be counted and dropped.
+func BenchmarkCopyPastBudget(b *testing.B) {
+	data := bytes.Repeat([]byte("y\n"), 32<<20)
+	log := zerolog.New(io.Discard)
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		logOutput(&log, "yes", bytes.NewReader(data), strings.NewReader(""))
+	}
+}
