@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/rs/zerolog"
 )
@@ -110,8 +111,8 @@ func TestOutputCountPastBudget(t *testing.T) {
 	}
 }
 
-// A \r before the newline is no more counted than logged, and a last line without a newline
-// counts.
+// A \r before the newline is no more counted than logged, also when a read ends between the two,
+// and a last line without a newline counts.
 func TestOutputCountCRLF(t *testing.T) {
 	t.Parallel()
 	var b strings.Builder
@@ -122,13 +123,15 @@ func TestOutputCountCRLF(t *testing.T) {
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString("last, with no newline")
-	o := logOutputOf(t, strings.NewReader(b.String()), strings.NewReader(""))
+	b.WriteString("last, with no newline\r")
 	want := lines(b.String())
-	o.checkPrefix(t, want)
-	o.checkAccount(t, want)
-	if o.lines == 0 {
-		t.Error("nothing counted")
+	for _, r := range []io.Reader{strings.NewReader(b.String()), iotest.OneByteReader(strings.NewReader(b.String()))} {
+		o := logOutputOf(t, r, strings.NewReader(""))
+		o.checkPrefix(t, want)
+		o.checkAccount(t, want)
+		if o.lines == 0 {
+			t.Error("nothing counted")
+		}
 	}
 }
 
@@ -161,10 +164,37 @@ func TestOutputCountOddLines(t *testing.T) {
 	if len(o.logged) != fit || o.limit != 1 {
 		t.Fatalf("%d lines logged, %d limit warnings; want %d and 1", len(o.logged), o.limit, fit)
 	}
-	// Logging cuts a long line in pieces of maxLine bytes and drops empty lines: each piece counts
-	// as a line, and an empty line does not count.
-	if wantLines, wantSize := 3+1+3+1, 2*len(long)+len("short")+len("end"); o.lines != wantLines || o.size != wantSize {
+	// Past the budget lines are counted as wc -l counts them (see lineCount): a long line once,
+	// and the empty ones too.
+	if wantLines, wantSize := 6, 2*len(long)+len("short")+len("end"); o.lines != wantLines || o.size != wantSize {
 		t.Errorf("%d lines of %d bytes counted, want %d of %d", o.lines, o.size, wantLines, wantSize)
+	}
+}
+
+// reads counts the reads of r.
+type reads struct {
+	r io.Reader
+	n int
+}
+
+func (r *reads) Read(p []byte) (int, error) {
+	r.n++
+	return r.r.Read(p)
+}
+
+// Past the budget, output is read in bulk and counted with no work per line: read a line at a
+// time, in reads of maxLine bytes, `yes` as a hook cost drainit ~20 ns a line.
+func TestOutputPastBudgetReadInBulk(t *testing.T) {
+	t.Parallel()
+	data := strings.Repeat("y\n", 4<<20)
+	r := &reads{r: strings.NewReader(data)}
+	o := logOutputOf(t, r, strings.NewReader(""))
+	if logged := maxOutput / (1 + lineCost); len(o.logged) != logged || o.lines != 4<<20-logged || o.size != o.lines {
+		t.Errorf("%d lines logged, %d of %d bytes counted; want %d logged, the rest of 1 byte each counted",
+			len(o.logged), o.lines, o.size, logged)
+	}
+	if most := len(data)/drainBuffer + 4; r.n > most {
+		t.Errorf("%d MiB read in %d reads, want %d at most", len(data)>>20, r.n, most)
 	}
 }
 
