@@ -9,6 +9,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/rs/zerolog"
 )
@@ -66,10 +67,7 @@ const maxLine = 4096
 // 4 MB of log). Past the budget the output is still read, so that the hook never blocks on it,
 // and counted, not logged: at most about 128 KiB of log a run, 0.2 s of that reader. It is read
 // in bulk there (lineCount), at 8-10 GB/s against 90-110 MB/s a line at a time
-// (BenchmarkCopyPastBudget). As a 3 s offline hook (drainit as PID 1, 2 vCPUs), a writer of
-// 50 MB/s of "y\n" took drainit 0.16 s of CPU instead of 2.0-2.2 s; `yes`, 1.9-2.7 s instead of
-// 2.8-3.0: no longer held back, it wrote 35-50 times as much and took 1.5-2.6 s itself instead of
-// 0.2-0.4, so that the two took more of the pod's CPU, not less.
+// (BenchmarkCopyPastBudget), and paced (drainRate).
 const maxOutput = 128 << 10
 
 // lineCost is what a line costs the budget beyond its bytes: its log event's fields and time.
@@ -100,14 +98,14 @@ func (b *outputBudget) take(n int) (log, first bool) {
 // logOutput logs the lines of a hook run's stdout and stderr, tagged with the hook's name, until
 // both end or fail, within maxOutput; then it warns of what it did not log. Each stream takes
 // lines from the shared budget until it is refused one, and counts on its own from that line on.
-func logOutput(log *zerolog.Logger, hook string, stdout, stderr io.Reader) {
+func logOutput(log *zerolog.Logger, hook string, stdout, stderr io.Reader, clock pacer) {
 	var wg sync.WaitGroup
 	budget := &outputBudget{left: maxOutput}
 	var dropped [2]lineCount
 	for i, stream := range [2]string{"stdout", "stderr"} {
 		r := [2]io.Reader{stdout, stderr}[i]
 		wg.Go(func() {
-			dropped[i] = copyLines(r, func(line []byte) bool {
+			dropped[i] = copyLines(r, clock, func(line []byte) bool {
 				ok, first := budget.take(len(line))
 				if ok {
 					log.Info().Str("hook", hook).Str("stream", stream).Msg(string(line))
@@ -140,7 +138,7 @@ func (h *execHook) Name() string { return h.name }
 // that a hook cannot make drainit hold an unbounded line. Empty lines are dropped: they carry
 // nothing in a log. From the line emit refuses on, r is read to its end in bulk and counted, not
 // split: copyLines returns that count.
-func copyLines(r io.Reader, emit func(line []byte) bool) (dropped lineCount) {
+func copyLines(r io.Reader, clock pacer, emit func(line []byte) bool) (dropped lineCount) {
 	br := bufio.NewReaderSize(r, maxLine)
 	for {
 		raw, err := br.ReadSlice('\n')
@@ -150,7 +148,7 @@ func copyLines(r io.Reader, emit func(line []byte) bool) (dropped lineCount) {
 			// bufio buffer's lines first, which br.Read hands out before it reads r again.
 			dropped.add(raw)
 			if err == nil || err == bufio.ErrBufferFull {
-				dropped.drain(br)
+				dropped.drain(br, clock)
 			}
 			dropped.end()
 			return dropped
@@ -164,6 +162,28 @@ func copyLines(r io.Reader, emit func(line []byte) bool) (dropped lineCount) {
 // drainBuffer is the size of the reads past the budget: the default pipe's capacity, so that a
 // hook that keeps it full is read in as few calls as it can be.
 const drainBuffer = 64 << 10
+
+// drainRate and drainBurst pace the reads past the budget: after drainBurst bytes, a run's
+// stream is read at drainRate bytes a second at most. The offline hooks run while the app still
+// serves, and every byte a hook writes costs drainit a copy out of the pipe. `yes` as a 3 s
+// offline hook (drainit as PID 1, 2 vCPUs), drainit's CPU and the hook's: read a line at a time
+// (before), 3.0 s and 0.35 s; in bulk as fast as it came, 2.7 s and 2.6 s (`yes` then wrote
+// 1-2.5 GB/s); paced, 0.09-0.13 s and 0.02 s. A writer faster than drainRate waits on its pipe
+// a little at a time, as any writer to a slower reader does: it is slowed, not blocked, and a
+// hook's output worth keeping is far below this (its whole budget of log is 128 KiB).
+const (
+	drainRate  = 16 << 20
+	drainBurst = 4 << 20
+)
+
+// pacer is the clock that paces the reads past the budget: realClock for a hook, a made-up one
+// in tests.
+type pacer struct {
+	now   func() time.Time
+	sleep func(time.Duration)
+}
+
+var realClock = pacer{time.Now, time.Sleep}
 
 // lineCount counts output that is not logged a buffer at a time, with no work per line, which is
 // what made a flood costly to read: a line is what ends in a newline, as wc -l counts, and a last
@@ -191,14 +211,23 @@ func (c *lineCount) add(p []byte) {
 	c.cr, c.open = p[len(p)-1] == '\r', p[len(p)-1] != '\n'
 }
 
-// drain reads r until it ends or fails, and counts what it read.
-func (c *lineCount) drain(r io.Reader) {
+// drain reads r until it ends or fails, and counts what it read, at drainRate at most once
+// drainBurst bytes have been read.
+func (c *lineCount) drain(r io.Reader, clock pacer) {
 	buf := make([]byte, drainBuffer)
+	start, read := clock.now(), 0
 	for {
 		n, err := r.Read(buf)
 		c.add(buf[:n])
 		if err != nil {
 			return
+		}
+		read += n
+		if over := read - drainBurst; over > 0 {
+			due := time.Duration(float64(over) / drainRate * float64(time.Second))
+			if ahead := due - clock.now().Sub(start); ahead > 0 {
+				clock.sleep(ahead)
+			}
 		}
 	}
 }

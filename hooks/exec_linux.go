@@ -100,7 +100,7 @@ func (h *execHook) start(log *zerolog.Logger) (*hookProcess, error) {
 	p := &hookProcess{pid: pid, exit: exit, readers: make(chan struct{}), out: r}
 	p.outDone = p.readers
 	go func() {
-		logOutput(log, h.name, r[0], r[1])
+		logOutput(log, h.name, r[0], r[1], realClock)
 		close(p.readers)
 	}()
 	return p, nil

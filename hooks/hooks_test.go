@@ -273,7 +273,7 @@ func TestCopyLines(t *testing.T) {
 	long := strings.Repeat("x", maxLine+100)
 	in := "one\r\n\ntwo\n" + long + "\nlast without newline"
 	var got []string
-	copyLines(strings.NewReader(in), func(l []byte) bool { got = append(got, string(l)); return true })
+	copyLines(strings.NewReader(in), realClock, func(l []byte) bool { got = append(got, string(l)); return true })
 	want := []string{"one", "two", long[:maxLine], long[maxLine:], "last without newline"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("lines = %q, want %q", got, want)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+	"time"
 
 	"github.com/rs/zerolog"
 )
@@ -21,7 +22,7 @@ type outputLog struct {
 func logOutputOf(t *testing.T, stdout, stderr io.Reader) outputLog {
 	t.Helper()
 	log, buf := newLog()
-	logOutput(&log, "h", stdout, stderr)
+	logOutput(&log, "h", stdout, stderr, unpaced)
 	var o outputLog
 	for _, ev := range buf.events(t) {
 		switch {
@@ -198,13 +199,81 @@ func TestOutputPastBudgetReadInBulk(t *testing.T) {
 	}
 }
 
-// BenchmarkCopyPastBudget reads 64 MiB of "y\n" (`yes`) through the hook's output path: all but
-// the first maxOutput's worth is read past the budget, to be counted and dropped.
+// fakeClock is a pacer whose time moves only when the code under test sleeps, or when a read
+// takes time (each of flood's reads takes perRead).
+type fakeClock struct {
+	t       time.Time
+	slept   time.Duration
+	sleeps  int
+	perRead time.Duration
+}
+
+func (c *fakeClock) pacer() pacer {
+	return pacer{func() time.Time { return c.t }, func(d time.Duration) { c.t = c.t.Add(d); c.slept += d; c.sleeps++ }}
+}
+
+// flood hands out full reads of "y\n" until n bytes have been read, each read taking the
+// clock's perRead.
+type flood struct {
+	clock *fakeClock
+	left  int
+}
+
+func (f *flood) Read(p []byte) (int, error) {
+	if f.left == 0 {
+		return 0, io.EOF
+	}
+	n := min(len(p), f.left)
+	for i := range n {
+		p[i] = "y\n"[i%2]
+	}
+	f.left -= n
+	f.clock.t = f.clock.t.Add(f.clock.perRead)
+	return n, nil
+}
+
+// TestOutputPastBudgetPaced: past the budget a hook's output is read at drainRate once
+// drainBurst has been read, so that a flood costs drainit (and the app, still serving beside the
+// offline hooks) bounded CPU: read as fast as it came, `yes` ran at 1-2.5 GB/s. A hook that
+// writes slower than drainRate is never held back, nor one whose output fits the burst.
+func TestOutputPastBudgetPaced(t *testing.T) {
+	const total = 64 << 20
+	for _, c := range []struct {
+		name      string
+		size      int
+		perRead   time.Duration // how long the writer takes to fill a read
+		wantSlept time.Duration
+	}{
+		{"flood", total, 0, time.Duration(float64(total-drainBurst) / drainRate * float64(time.Second))},
+		{"within the burst", drainBurst, 0, 0},
+		{"slower than the rate", total, 2 * time.Duration(float64(drainBuffer)/drainRate*float64(time.Second)), 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clock := &fakeClock{t: time.Unix(0, 0), perRead: c.perRead}
+			var n lineCount
+			n.drain(&flood{clock: clock, left: c.size}, clock.pacer())
+			if n.lines != c.size/2 || n.bytes != c.size/2 {
+				t.Errorf("counted %d lines of %d bytes, want %d of 1 byte each", n.lines, n.bytes, c.size/2)
+			}
+			// Each sleep makes up for the last read: the last read's share may be left out.
+			if slack := time.Duration(float64(drainBuffer) / drainRate * float64(time.Second)); clock.slept < c.wantSlept-slack || clock.slept > c.wantSlept {
+				t.Errorf("slept %v in %d sleeps, want %v (less one read's share at most)", clock.slept, clock.sleeps, c.wantSlept)
+			}
+		})
+	}
+}
+
+// unpaced is a pacer that never sleeps: the tests of what is counted, and the benchmark of what
+// that costs, need not wait out drainRate.
+var unpaced = pacer{time.Now, func(time.Duration) {}}
+
+// BenchmarkCopyPastBudget reads 64 MiB of "y\n" (`yes`) through the hook's output path, unpaced:
+// all but the first maxOutput's worth is read past the budget, to be counted and dropped.
 func BenchmarkCopyPastBudget(b *testing.B) {
 	data := bytes.Repeat([]byte("y\n"), 32<<20)
 	log := zerolog.New(io.Discard)
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
-		logOutput(&log, "yes", bytes.NewReader(data), strings.NewReader(""))
+		logOutput(&log, "yes", bytes.NewReader(data), strings.NewReader(""), unpaced)
 	}
 }
