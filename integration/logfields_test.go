@@ -7,33 +7,51 @@ import (
 
 // TestStopSequenceEventsCarryPhaseAndElapsed: the README promises that every event of the stop
 // sequence carries phase and elapsed (ms since the trigger), so that a log reader can lay out
-// the stop by time. The hooks' lines (their output, their outcome) are events of it too.
+// the stop by time. The hooks' lines (their output, their outcome) are events of it too, and so
+// are the debug lines (a signal forwarded during the drain), which used to have neither.
 func TestStopSequenceEventsCarryPhaseAndElapsed(t *testing.T) {
 	const hook = `["/bin/sh","-c","echo out; echo err >&2"]`
-	d := start(t, spec{mode: subreaper, app: app("signals"), args: []string{"--drain-delay", "0",
-		"--offline-exec", hook, "--post-stop-exec", hook, "--log-format", "json"}})
-	d.stdout.AwaitPrefix(t, waitTimeout, "ready app")
-	d.signal(syscall.SIGTERM)
-	if got := d.wait(waitTimeout); got != (exitStatus{code: 0}) {
-		t.Fatalf("drainit: %v, want exit 0\n%s", got, d.dump())
-	}
-	started, hookLines := false, 0
-	for _, e := range d.logs() {
-		started = started || e.msg() == "stop sequence started"
-		if !started {
-			continue
-		}
-		if e.str("hook") != "" {
-			hookLines++
-		}
-		_, hasElapsed := e.int("elapsed")
-		if e.str("phase") == "" || !hasElapsed {
-			t.Errorf("a stop sequence event without phase or elapsed: %v", e)
-		}
-	}
-	// Each hook: a line of output on stdout, one on stderr, and its outcome.
-	if !started || hookLines != 6 {
-		t.Fatalf("stop sequence started: %v, %d lines of the hooks, want 6\n%s", started, hookLines, d.dump())
+	for _, level := range []string{"info", "debug"} {
+		t.Run(level, func(t *testing.T) {
+			d := start(t, spec{mode: subreaper, app: app("signals"), args: []string{"--drain-delay", "1s",
+				"--offline-exec", hook, "--post-stop-exec", hook, "--log-format", "json", "--log-level", level}})
+			d.stdout.AwaitPrefix(t, waitTimeout, "ready app")
+			d.signal(syscall.SIGTERM)
+			if level == "debug" {
+				d.stderr.AwaitContains(t, waitTimeout, `"draining: the app keeps serving"`)
+				d.signal(syscall.SIGUSR1)
+				d.stdout.AwaitPrefix(t, waitTimeout, "got app SIGUSR1")
+			}
+			if got := d.wait(waitTimeout); got != (exitStatus{code: 0}) {
+				t.Fatalf("drainit: %v, want exit 0\n%s", got, d.dump())
+			}
+			started, hookLines, forwarded := false, 0, 0
+			for _, e := range d.logs() {
+				started = started || e.msg() == "stop sequence started"
+				if !started {
+					continue
+				}
+				if e.str("hook") != "" {
+					hookLines++
+				}
+				if e.str("signal") == "SIGUSR1" && e.str("phase") == "draining" {
+					forwarded++
+				}
+				_, hasElapsed := e.int("elapsed")
+				if e.str("phase") == "" || !hasElapsed {
+					t.Errorf("a stop sequence event without phase or elapsed: %v", e)
+				}
+			}
+			// Each hook: a line of output on stdout, one on stderr, and its outcome; at debug
+			// level, its start too.
+			want := map[string]int{"info": 6, "debug": 8}[level]
+			if !started || hookLines != want {
+				t.Fatalf("stop sequence started: %v, %d lines of the hooks, want %d\n%s", started, hookLines, want, d.dump())
+			}
+			if level == "debug" && forwarded == 0 {
+				t.Errorf("no debug line of SIGUSR1 forwarded during the drain\n%s", d.dump())
+			}
+		})
 	}
 }
 

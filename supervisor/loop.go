@@ -52,11 +52,14 @@ type Supervisor struct {
 	cfg  *config.Config
 	opts Options
 	log  zerolog.Logger
-	sigs <-chan os.Signal // every caught signal but SIGCHLD
-	chld <-chan os.Signal // SIGCHLD
-	reqs chan request
-	done chan struct{} // closed when the loop has returned
-	proc processes
+	// loopLog is log for the loop's own lines, with the phase and the elapsed since t0 of the
+	// machine the loop owns (stopSequenceHook); only the loop's goroutine may use it.
+	loopLog zerolog.Logger
+	sigs    <-chan os.Signal // every caught signal but SIGCHLD
+	chld    <-chan os.Signal // SIGCHLD
+	reqs    chan request
+	done    chan struct{} // closed when the loop has returned
+	proc    processes
 
 	pid1       bool
 	foreground bool           // the app's group has the terminal: job control is on
@@ -87,7 +90,7 @@ func New(cfg *config.Config, opts Options, log zerolog.Logger, sigs, chld <-chan
 // newWith is New with the process control given: the loop's tests pass a fake.
 func newWith(cfg *config.Config, opts Options, log zerolog.Logger, sigs, chld <-chan os.Signal, p processes, pid1 bool) *Supervisor {
 	return &Supervisor{
-		cfg: cfg, opts: opts, log: log, sigs: sigs, chld: chld,
+		cfg: cfg, opts: opts, log: log, loopLog: log, sigs: sigs, chld: chld,
 		reqs: make(chan request), done: make(chan struct{}), pid1: pid1, proc: p,
 	}
 }
@@ -200,6 +203,7 @@ func (s *Supervisor) loop(ctx context.Context, m *machine, sigs <-chan unix.Sign
 	var cancel [stageCount]context.CancelCauseFunc // each stage's hooks' context, with why it ends
 	stageHooks := [stageCount][]hooks.Hook{config.StageOffline: s.opts.Offline, config.StagePostStop: s.opts.PostStop}
 	var waiters []chan Snapshot // /prestop callers waiting for the end of the drain
+	s.loopLog = s.log.Hook(stopSequenceHook{m})
 
 	// Readiness: the probe, then the online hooks, then the probe again and again, in the
 	// background; given up once a trigger comes or the app exits.
@@ -328,7 +332,7 @@ func (s *Supervisor) loop(ctx context.Context, m *machine, sigs <-chan unix.Sign
 				return a.code
 			default:
 				// Only this package's types are actions; a new one must be handled above.
-				s.log.Error().Str("action", fmt.Sprintf("%T", a)).Msg("internal error: unhandled action")
+				s.loopLog.Error().Str("action", fmt.Sprintf("%T", a)).Msg("internal error: unhandled action")
 			}
 		}
 		if suspend {
@@ -377,6 +381,20 @@ type elapsedHook struct{ t0 time.Time }
 func (h elapsedHook) Run(e *zerolog.Event, _ zerolog.Level, _ string) {
 	if !h.t0.IsZero() {
 		e.Dur("elapsed", time.Since(h.t0))
+	}
+}
+
+// stopSequenceHook adds the phase of the machine, and once a stop sequence has started the time
+// since its t0, to each line the loop logs about it (a signal forwarded during the drain, an
+// orphan reaped during the cleanup), as the machine's own events carry them. It reads the
+// machine: only the loop's goroutine may log through it.
+type stopSequenceHook struct{ m *machine }
+
+// Run implements zerolog.Hook.
+func (h stopSequenceHook) Run(e *zerolog.Event, _ zerolog.Level, _ string) {
+	e.Str("phase", h.m.phase.String())
+	if !h.m.t0.IsZero() {
+		e.Dur("elapsed", time.Since(h.m.t0))
 	}
 }
 
@@ -480,7 +498,7 @@ func (s *Supervisor) reaped(m *machine, waitFlags int) []action {
 			// After the app has been reaped its pid is free, and a process it left behind may
 			// get it again: that one's exit is an orphan's, never the app's.
 			if e.ws.Exited() || e.ws.Signaled() {
-				s.log.Debug().Int("pid", e.pid).Int("status", signals.ExitCode(e.ws)).Msg("reaped orphan")
+				s.loopLog.Debug().Int("pid", e.pid).Int("status", signals.ExitCode(e.ws)).Msg("reaped orphan")
 			}
 		case e.ws.Stopped():
 			s.appStopped()
@@ -528,7 +546,7 @@ func holdsStopped(sig unix.Signal) bool {
 
 // deliver sends one signal to a target (toAppStop as toApp).
 func (s *Supervisor) deliver(to target, sig unix.Signal) {
-	ev := s.log.Debug().Str("signal", signals.Name(sig))
+	ev := s.loopLog.Debug().Str("signal", signals.Name(sig))
 	switch {
 	case to == toEverything:
 		ev.Int("pgid", s.appPid).Msg("signal to everything")

@@ -218,6 +218,14 @@ func newMachine(c *config.Config, hasOffline, hasPostStop bool, start time.Time,
 // the summary.
 func (m *machine) event(now time.Time, level zerolog.Level, what string) *zerolog.Event {
 	m.timeline = append(m.timeline, mark{now, what})
+	return m.line(now, level)
+}
+
+// debug starts a debug line of the stop sequence, one its timeline leaves out.
+func (m *machine) debug(now time.Time) *zerolog.Event { return m.line(now, zerolog.DebugLevel) }
+
+// line starts a log line with the phase and, once a stop sequence has started, the time since t0.
+func (m *machine) line(now time.Time, level zerolog.Level) *zerolog.Event {
 	e := m.log.WithLevel(level).Str("phase", m.phase.String())
 	if !m.t0.IsZero() {
 		e = e.Dur("elapsed", now.Sub(m.t0))
@@ -229,7 +237,7 @@ func (m *machine) event(now time.Time, level zerolog.Level, what string) *zerolo
 func (m *machine) signal(now time.Time, sig unix.Signal) []action {
 	if m.appExited {
 		// The app is gone; forwarding still reaches what it left behind, which is being ended.
-		acts := m.forwardSig(sig)
+		acts := m.forwardSig(now, sig)
 		switch {
 		case !m.triggers[sig]:
 		case m.t0.IsZero():
@@ -246,7 +254,7 @@ func (m *machine) signal(now time.Time, sig unix.Signal) []action {
 		return acts
 	}
 	if !m.triggers[sig] {
-		return m.forwardSig(sig)
+		return m.forwardSig(now, sig)
 	}
 	if m.t0.IsZero() {
 		m.t0, m.deadline, m.trigger = now, now.Add(m.timing.Grace), sig
@@ -294,8 +302,7 @@ func (m *machine) signal(now time.Time, sig unix.Signal) []action {
 			return m.enterKilling(now)
 		}
 	}
-	m.log.Debug().Str("phase", m.phase.String()).Str("signal", signals.Name(sig)).
-		Msg("trigger repeated; joining the stop sequence under way")
+	m.debug(now).Str("signal", signals.Name(sig)).Msg("trigger repeated; joining the stop sequence under way")
 	return nil
 }
 
@@ -376,10 +383,10 @@ func (m *machine) endDrain(now time.Time) []action {
 	return acts
 }
 
-func (m *machine) forwardSig(sig unix.Signal) []action {
+func (m *machine) forwardSig(now time.Time, sig unix.Signal) []action {
 	out, ok := m.rewrite.Apply(sig)
 	if !ok {
-		m.log.Debug().Str("signal", signals.Name(sig)).Msg("signal dropped by --rewrite")
+		m.debug(now).Str("signal", signals.Name(sig)).Msg("signal dropped by --rewrite")
 		return nil
 	}
 	return []action{actSignal{toApp, out}}
@@ -474,7 +481,7 @@ func (m *machine) drainWatched(now time.Time, r drainwatch.Result) []action {
 		return nil // the drain already ended another way
 	}
 	if r.Reason == drainwatch.ReasonUnavailable {
-		m.log.Warn().Str("phase", m.phase.String()).Dur("elapsed", now.Sub(m.t0)).Err(r.Err).Dur("drain_delay", m.timing.DrainDelay).
+		m.line(now, zerolog.WarnLevel).Err(r.Err).Dur("drain_delay", m.timing.DrainDelay).
 			Msg("cannot watch the app's connections: falling back to the fixed drain delay")
 		return m.fixedDrain(now, m.timing.DrainDelay, " (fixed, fallback)")
 	}
@@ -695,11 +702,7 @@ func (m *machine) finish(now time.Time) []action {
 	m.wake = time.Time{}
 	code := m.exitMap.Apply(m.appStatus)
 	m.summaryLine = m.summary(now)
-	e := m.log.Info().Str("phase", "done").Int("status", code).Str("summary", m.summaryLine)
-	if !m.t0.IsZero() {
-		e = e.Dur("elapsed", now.Sub(m.t0))
-	}
-	e.Msg("drainit exiting")
+	m.line(now, zerolog.InfoLevel).Int("status", code).Str("summary", m.summaryLine).Msg("drainit exiting")
 	return []action{actExit{code}}
 }
 

@@ -23,7 +23,7 @@ func controllingTerminal() bool {
 // As PID 1 there is no shell above, so the app simply stays stopped until it gets SIGCONT.
 func (s *Supervisor) appStopped() {
 	if s.pid1 {
-		s.log.Warn().Msg("app stopped by job control; send SIGCONT to resume it") // seen on a quiet terminal too
+		s.loopLog.Warn().Msg("app stopped by job control; send SIGCONT to resume it") // seen on a quiet terminal too
 		return
 	}
 	setForeground(unix.Getpgrp())
@@ -64,7 +64,7 @@ func (s *Supervisor) suspendsOn(sig unix.Signal) bool {
 // own, an orphaned process group, and the kernel discards SIGTSTP, SIGTTIN and SIGTTOU sent to
 // those: only SIGSTOP stops it.
 func (s *Supervisor) suspend() {
-	s.log.Debug().Msg("job-control stop: stopping the app and drainit")
+	s.loopLog.Debug().Msg("job-control stop: stopping the app and drainit")
 	s.send(toApp, unix.SIGSTOP)
 	_ = unix.Kill(os.Getpid(), unix.SIGSTOP) // returns once drainit is continued
 }
