@@ -461,6 +461,37 @@ func TestFullServerShedsBeyondShareAtOnce(t *testing.T) {
 	}
 }
 
+// A full server filled by several addresses, each within MaxConnsPerIP (a flood from many
+// source addresses), still sheds young connections at QuickShedRate: an address's share is also
+// no more than an equal part of MaxConns among the addresses holding connections. Without it, 40
+// addresses holding 60 slow connections each (2,400, re-opened at once) held the real binary's
+// /readyz back 0.94 s, and 70 of them 1.8 s: past the kubelet's default 1 s probe timeout.
+func TestFullServerShedsAtOnceAmongManyAddresses(t *testing.T) {
+	addr := serveWith(t, &Server{Handler: echo, ReadTimeout: 10 * time.Second, HandlerTimeout: time.Second,
+		WriteTimeout: time.Second, MaxConns: 4, MaxConnsPerIP: 4, ShedAfter: time.Hour, QuickShedRate: 1000})
+	// 127.0.0.2 holds 3 and 127.0.0.3 one: both within MaxConnsPerIP, none old enough to shed.
+	var young []net.Conn
+	for _, from := range []string{"127.0.0.2", "127.0.0.2", "127.0.0.2", "127.0.0.3"} {
+		young = append(young, dialFrom(t, addr, from))
+	}
+	got := make(chan string, 1)
+	go func() { got <- request(t, dialFrom(t, addr, "127.0.0.1")) }()
+	select {
+	case g := <-got:
+		if g != "HTTP/1.1 200 OK" {
+			t.Fatalf("the newcomer got %q, want 200", g)
+		}
+	case <-time.After(5 * time.Second): // ShedAfter is an hour: only a quick shed lets it in
+		t.Fatal("the newcomer waits: nothing was shed from an address holding more than an equal part of MaxConns")
+	}
+	if !wasReset(t, young[0]) {
+		t.Error("the oldest young connection of 127.0.0.2, beyond an equal part (1 of 4 among 3 addresses, the newcomer's included), was not shed")
+	}
+	if wasReset(t, young[3]) {
+		t.Error("the connection of 127.0.0.3, within an equal part, was shed")
+	}
+}
+
 // HeaderTimeout cuts a client that does not finish its request head, from the accept, even
 // though ReadTimeout is longer.
 func TestHeaderTimeout(t *testing.T) {

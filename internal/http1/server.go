@@ -34,8 +34,9 @@ type Handler func(ctx context.Context, r *Request) Response
 // even from the same address. Below MaxConns every connection is admitted, and none is cut but
 // by HeaderTimeout. At MaxConns the server makes room for a newcomer by resetting one connection
 // that has not delivered its request and is older than ShedAfter: the oldest such connection of
-// the address holding the most. While some address holds more than its share (MaxConnsPerIP),
-// only such addresses' connections are shed. When none may be, newcomers wait in the kernel's
+// the address holding the most. While some address holds more than its share (MaxConnsPerIP,
+// or an equal part of MaxConns among the addresses holding connections if less), only such
+// addresses' connections are shed. When none may be, newcomers wait in the kernel's
 // listen backlog, in order, until one may be or a connection ends. Nobody is refused: a refused
 // client that reconnects at once makes a storm of connections in which every newcomer is
 // refused, and so does shedding connections younger than a client needs to send its request.
@@ -55,8 +56,9 @@ type Server struct {
 	// MaxConns bounds connections open at once (0: 512): each costs a goroutine, a buffer and a
 	// file descriptor, 10–15 KiB in all.
 	MaxConns int
-	// MaxConnsPerIP is one remote IP's share of MaxConns: while some IP holds more, a full
-	// server sheds only such IPs' connections (0: an eighth of MaxConns).
+	// MaxConnsPerIP is one remote IP's share of MaxConns, or an equal part of MaxConns among the
+	// IPs holding connections if less: while some IP holds more, a full server sheds only such
+	// IPs' connections (0: an eighth of MaxConns).
 	MaxConnsPerIP int
 	// ShedAfter is how long a new connection has to deliver its request before a full server
 	// may shed it (0: 250 ms).
@@ -192,9 +194,10 @@ func (s *Server) admit(c *conn, limit, perIP int, shedAfter time.Duration) error
 		var shed *conn
 		var wake time.Time
 		if len(s.conns) >= limit {
+			share := s.share(c, limit, perIP)
 			beyond := false // some address holds more than its share
 			for _, n := range s.perIP {
-				beyond = beyond || n > perIP
+				beyond = beyond || n > share
 			}
 			// Beyond its share, an address's young connections may be shed too, within
 			// QuickShedRate.
@@ -203,12 +206,12 @@ func (s *Server) admit(c *conn, limit, perIP int, shedAfter time.Duration) error
 			for _, o := range s.conns {
 				young := now.Sub(o.accepted) < shedAfter
 				switch {
-				case o.busy, beyond && s.perIP[o.ip] <= perIP:
-				case young && !(quick && s.perIP[o.ip] > perIP):
+				case o.busy, beyond && s.perIP[o.ip] <= share:
+				case young && !(quick && s.perIP[o.ip] > share):
 					if wake.IsZero() {
 						wake = o.accepted.Add(shedAfter)
 					}
-					if s.perIP[o.ip] > perIP && !next.IsZero() && next.Before(wake) {
+					if s.perIP[o.ip] > share && !next.IsZero() && next.Before(wake) {
 						wake = next
 					}
 				case shed == nil || s.perIP[o.ip] > s.perIP[shed.ip]:
@@ -250,6 +253,21 @@ func (s *Server) admit(c *conn, limit, perIP int, shedAfter time.Duration) error
 			t.Stop()
 		}
 	}
+}
+
+// share is what an address may hold of a full server before its connections are shed first,
+// and young (under mu): perIP, and no more than an equal part of limit among the addresses
+// holding connections, newcomer c's included. With perIP alone, a flood from many addresses,
+// each within perIP, made nobody's connections sheddable before shedAfter: newcomers were
+// admitted at limit per shedAfter (~2,000 a second), and a probe waited behind the flood's
+// backlog (1.8 s behind 70 addresses holding 60 connections each). The kubelet, holding a
+// connection or two, stays within an equal part unless hundreds of addresses hold connections.
+func (s *Server) share(c *conn, limit, perIP int) int {
+	n := len(s.perIP)
+	if s.perIP[c.ip] == 0 {
+		n++
+	}
+	return min(perIP, max(limit/n, 1))
 }
 
 // remove takes c off the books (under mu).
