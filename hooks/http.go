@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -137,7 +138,7 @@ func (h *httpHook) Run(ctx context.Context) error {
 		return nil
 	}
 	status := statusText(res.Status)
-	snippet := bytes.TrimSpace(res.Body)
+	snippet := bytes.TrimSpace(h.mask(res.Body))
 	if len(snippet) > errSnippet {
 		snippet = snippet[:errSnippet]
 	}
@@ -145,6 +146,32 @@ func (h *httpHook) Run(ctx context.Context) error {
 		return fmt.Errorf("http hook %q: %s: status %s", h.name, what, status)
 	}
 	return fmt.Errorf("http hook %q: %s: status %s: %q", h.name, what, status, snippet)
+}
+
+// minSecret is the shortest header value, word of one, or body that mask hides: shorter ones
+// ("1", "no") hold no secret and would garble every answer that happens to contain them.
+const minSecret = 4
+
+// mask hides in body, an answer to h, what h sent that Redact hides in its configuration: its
+// header values, each word of them too (the token of "Bearer TOKEN", echoed alone), and its
+// body. An error page or a debugging endpoint that quotes its request would otherwise put a
+// deregistration call's credentials in drainit's log. Longest first, so that a whole value
+// shows as one mask. The whole body is masked before the error cuts it, so that no part of a
+// secret is left at the cut.
+func (h *httpHook) mask(body []byte) []byte {
+	var secrets []string
+	for _, v := range h.headers {
+		secrets = append(secrets, v)
+		secrets = append(secrets, strings.Fields(v)...)
+	}
+	secrets = append(secrets, h.body)
+	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
+	for _, sec := range secrets {
+		if len(sec) >= minSecret {
+			body = bytes.ReplaceAll(body, []byte(sec), []byte(masked))
+		}
+	}
+	return body
 }
 
 // statusText is an answer's status as errors show it: the code, its reason phrase where drainit

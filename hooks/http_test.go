@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -242,5 +243,29 @@ func TestStatusInErrors(t *testing.T) {
 			}
 		}
 		srv.Close()
+	}
+}
+
+// A failed answer that echoes the request (a debugging endpoint, an error page quoting what it
+// was sent) does not bring the hook's header values or body into drainit's log: the error shows
+// them masked, as Redact does its configuration.
+func TestHTTPFailureMasksEchoedSecrets(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.WriteHeader(401)
+		fmt.Fprintf(w, "denied: Authorization: %s; token %s; X-Api-Key=%s; body %s",
+			r.Header.Get("Authorization"), strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "), r.Header.Get("X-Api-Key"), b)
+	}))
+	defer srv.Close()
+	h := mustHTTP(t, `{"method":"PUT","url":"`+srv.URL+`/x","headers":{"Authorization":"Bearer HEADERSECRET","X-Api-Key":"KEYSECRET"},"body":"BODYSECRET"}`)
+	err := h.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "denied: Authorization: xxxxx") {
+		t.Fatalf("Run = %v, want the 401 and the body with the secrets masked", err)
+	}
+	for _, secret := range []string{"HEADERSECRET", "KEYSECRET", "BODYSECRET"} {
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("the error shows %s: %v", secret, err)
+		}
 	}
 }
