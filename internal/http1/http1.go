@@ -118,8 +118,10 @@ func contentLength(h textproto.MIMEHeader) (int64, error) {
 	if len(vs) == 0 {
 		return -1, nil
 	}
+	// 1*DIGIT (RFC 9110, section 8.6): strconv alone takes "+5" and "-0", which a proxy in
+	// front may read otherwise.
 	n, err := strconv.ParseInt(vs[0], 10, 64)
-	if err != nil || n < 0 {
+	if err != nil || n < 0 || strings.TrimLeft(vs[0], "0123456789") != "" {
 		return 0, fmt.Errorf("%w: bad Content-Length", ErrMalformed)
 	}
 	for _, v := range vs[1:] {

@@ -88,6 +88,8 @@ func TestServerRefusesMalformed(t *testing.T) {
 		"GET /x HTTP/1.1\r\nA: b\r\n folded\r\n\r\n":                        "HTTP/1.1 400 Bad Request",
 		"GET /x HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n": "HTTP/1.1 400 Bad Request",
 		"GET /x HTTP/1.1\r\nContent-Length: -1\r\n\r\n":                     "HTTP/1.1 400 Bad Request",
+		"GET /x HTTP/1.1\r\nContent-Length: +1\r\n\r\nx":                    "HTTP/1.1 400 Bad Request",
+		"GET /x HTTP/1.1\r\nContent-Length: -0\r\n\r\n":                     "HTTP/1.1 400 Bad Request",
 		"POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n":   "HTTP/1.1 501 Not Implemented",
 		"POST /x HTTP/1.1\r\nContent-Length: 100000\r\n\r\n":                "HTTP/1.1 413 Content Too Large",
 		"GET /x HTTP/1.1\r\nX: " + strings.Repeat("a", 9000) + "\r\n\r\n":   "HTTP/1.1 431 Request Header Fields Too Large",
