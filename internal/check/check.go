@@ -395,7 +395,7 @@ func (k *containerCheck) controlServer() {
 			k.ps = preStop{kind: hookOther, line: k.ps.line, exact: true, desc: k.ps.desc}
 			return
 		}
-		k.add(h.Line, Error, RulePreStopServer, https+", which drains, but it records a LifecycleHTTPFallback warning event "+
+		k.add(h.Line, Warning, RulePreStopServer, https+", which drains, but it records a LifecycleHTTPFallback warning event "+
 			"at every stop; remove scheme: HTTPS")
 	}
 	if k.ps.addr != "" && dc.port() != 0 {

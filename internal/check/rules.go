@@ -66,6 +66,7 @@ var registry = []RuleInfo{
 	},
 	{
 		ID: RulePreStopServer, Severity: Error,
+		Mixed:   "a warning for HTTPS with no token: the kubelet's retry over plain HTTP drains",
 		Short:   "the preStop hook calls a control server that is off or elsewhere",
 		Catches: "A preStop httpGet to /prestop, or `drainit prestop`, while drainit's control server is off (DRAINIT_HTTP_ADDR unset), listens on another port or on loopback only (the kubelet calls the pod's IP), or is called over HTTPS, with a host of localhost (the node's loopback, not the pod's), or on a path other than /prestop: the hook fails (FailedPreStopHook) or does nothing, and the drain starts only at SIGTERM. Over HTTPS the kubelet retries over plain HTTP, with a warning event at every stop and without the Authorization header, which a token then refuses.",
 		Fix:     "Set DRAINIT_HTTP_ADDR (for example :8099) and aim the hook at that port over plain HTTP, path /prestop, with no host.",
