@@ -513,6 +513,9 @@ func (s *Supervisor) reaped(m *machine, waitFlags int) []action {
 	if app != nil {
 		acts = append(acts, m.appExit(now, *app)...)
 	}
+	if len(exits) > 0 && !none {
+		acts = append(acts, m.reapedSome(now)...)
+	}
 	return acts
 }
 

@@ -71,7 +71,7 @@ func (p linuxProcesses) signal(app int, sig unix.Signal, groupWide, reaped bool)
 // session, and the members of the app's session descend from the app, which drainit adopts as a
 // subreaper.
 func signalGroupLeft(pgid int, sig unix.Signal) {
-	for _, d := range proc.Descendants("/proc", os.Getpid()) {
+	for _, d := range descendants() {
 		if st, err := proc.ReadStat("/proc", d); err == nil && st.PGID == pgid {
 			_ = unix.Kill(d, sig)
 		}
@@ -90,8 +90,10 @@ func (p linuxProcesses) signalAll(app int, sig unix.Signal, reaped bool) {
 		return
 	}
 	// A process can fork between the scan and the kill; a few rounds catch those children too.
+	// One that forks on and on, each parent exiting, can outrun them all: while killing, the loop
+	// calls this again each time it reaps something and anything is left (machine.reapedSome).
 	for range 3 {
-		ds := proc.Descendants("/proc", os.Getpid())
+		ds := descendants()
 		if len(ds) == 0 {
 			return
 		}
@@ -112,10 +114,21 @@ func (linuxProcesses) stopped(app int, reaped, everything bool) bool {
 		return !reaped && isStopped(app)
 	}
 	// As PID 1 its descendants are the namespace's every process; as a subreaper, what it may end.
-	for _, pid := range proc.Descendants("/proc", os.Getpid()) {
+	for _, pid := range descendants() {
 		if isStopped(pid) {
 			return true
 		}
 	}
 	return false
+}
+
+// descendants lists every process below drainit, from the kernel's lists of children where it
+// keeps them: a walk of drainit's tree alone, where a scan of all of /proc takes long enough on
+// a busy machine for a process that forks and exits every few hundred microseconds to be gone,
+// with a new pid, by the time its pid is signalled (proc.Tree).
+func descendants() []int {
+	if ds, ok := proc.Tree("/proc", os.Getpid()); ok {
+		return ds
+	}
+	return proc.Descendants("/proc", os.Getpid())
 }

@@ -27,7 +27,8 @@ import (
 //	drained    the drain, after /prestop alone  wait for the kubelet's signal    killAt                   stopping, on the signal or the timer
 //	stopping   the drain's end, 2nd Ctrl-C      the stop signal to the app       killAt                   killing
 //	cleanup    the app's exit, leftovers run    SIGTERM to what is left          cleanup wait (≤ killAt)  killing
-//	killing    killAt, 3rd Ctrl-C               SIGKILL to everything            deadline (≥ reapWait)    post-stop
+//	killing    killAt, 3rd Ctrl-C               SIGKILL to everything, again at  deadline (≥ reapWait)    post-stop
+//	                                            each reap that leaves any
 //	post-stop  nothing left running             post-stop hooks, until deadline  -                        done, when they end
 //	done       the post-stop hooks' end         exit with the app's status       -                        -
 //
@@ -561,6 +562,19 @@ func (m *machine) killEverything(now time.Time) []action {
 	if m.deadline.After(m.wake) {
 		m.wake = m.deadline
 	}
+	return []action{actSignal{toEverything, unix.SIGKILL}}
+}
+
+// reapedSome handles the reaper's collecting exits while children remain. While killing, what is
+// left gets SIGKILL again. As a subreaper drainit finds its descendants by walking /proc, and a
+// process that forks on and on, each parent exiting, has a new pid by the time the walk's
+// SIGKILL comes: three walks missed it, and drainit gave up after reapWait with it still forking.
+// Each of its exits brings drainit here, and each walk is another chance to catch it.
+func (m *machine) reapedSome(now time.Time) []action {
+	if m.phase != PhaseKilling {
+		return nil
+	}
+	m.debug(now).Msg("reaped, and processes are left: SIGKILL to everything again")
 	return []action{actSignal{toEverything, unix.SIGKILL}}
 }
 

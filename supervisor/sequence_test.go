@@ -404,6 +404,27 @@ func TestLeftoversAfterAppExit(t *testing.T) {
 	want(t, m.noChildren(at(5.1)), actExit{3})
 }
 
+// TestKillingRepeatsOnEachReap: while killing, each reap that leaves processes behind sends
+// SIGKILL to everything again (a process that forks on and on escapes any one walk of /proc);
+// before it, reaps send nothing, and the wait for the reaper keeps its end.
+func TestKillingRepeatsOnEachReap(t *testing.T) {
+	m := newTestMachine(false, false)
+	want(t, m.reapedSome(at(1)))
+	want(t, m.appExit(at(5), exited(0)), actSignal{toEverything, unix.SIGTERM})
+	want(t, m.reapedSome(at(5.5)))
+	want(t, m.tick(at(7)), actSignal{toEverything, unix.SIGKILL})
+	wake := m.wake
+	for _, s := range []float64{7.01, 7.02, 7.5} {
+		want(t, m.reapedSome(at(s)), actSignal{toEverything, unix.SIGKILL})
+		wantPhase(t, m, PhaseKilling)
+	}
+	if !m.wake.Equal(wake) {
+		t.Errorf("the wait for the reaper ends at %v, want %v as before the reaps", m.wake.Sub(epoch), wake.Sub(epoch))
+	}
+	want(t, m.noChildren(at(7.6)), actExit{0})
+	want(t, m.reapedSome(at(7.7)))
+}
+
 func TestCleanupBoundedByKillPoint(t *testing.T) {
 	m := newTestMachine(false, false, func(c *config.Config) { c.CleanupWait = 10 * time.Second })
 	m.signal(at(0), unix.SIGTERM)

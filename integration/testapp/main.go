@@ -15,7 +15,10 @@
 //	                               arrives, 3 if DURATION passes first
 //	testapp orphans N [-code C]    leave N orphans (grandchildren whose parent exits first), wait
 //	                               for their parents, exit C
-//	testapp daemon [-ignore-term]  start a setsid'd daemon that prints "daemon <pid>", exit 0
+//	testapp daemon [-ignore-term] [-fork-loop D]
+//	                               start a setsid'd daemon that prints "daemon <pid>", exit 0;
+//	                               -fork-loop: the daemon forks on and on for D, each process
+//	                               exiting as soon as it has forked the next
 //	testapp reuse-pid CODE REUSE   leave a helper behind and exit CODE; once this process is gone
 //	                               (reaped), the helper makes a process that gets this pid again
 //	                               (as PID 1's namespace allows: /proc/sys/kernel/ns_last_pid,
@@ -315,13 +318,51 @@ func daemon(args []string) error {
 }
 
 func daemonChild(args []string) error {
-	if len(args) > 0 && args[0] == "-ignore-term" {
+	fs := flag.NewFlagSet("daemon", flag.ContinueOnError)
+	ignoreTerm := fs.Bool("ignore-term", false, "ignore SIGTERM")
+	forkLoop := fs.Duration("fork-loop", 0, "fork on and on for this long, each parent exiting")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *ignoreTerm {
 		signal.Ignore(syscall.SIGTERM)
 	}
 	say("daemon %d", os.Getpid())
+	if *forkLoop > 0 {
+		// Made before the loop: the children run no Go code that could allocate.
+		var now syscall.Timespec
+		end := time.Now().Add(*forkLoop).UnixNano() // CLOCK_REALTIME, as time.Now
+		_ = os.NewFile(3, "ready").Close()
+		rawForkLoop(&now, end)
+	}
 	_ = os.NewFile(3, "ready").Close()
 	forever()
 	return nil
+}
+
+// rawForkLoop forks on and on: each process forks once and exits, its child doing the same, so
+// that the daemon's pid changes every few hundred microseconds and one scan of /proc finds a
+// pid that has already gone. It stops by itself at end (Unix nanoseconds), so that a test that
+// fails to end it leaves nothing behind for long.
+//
+// Only raw system calls run after the first fork: the child of a multi-threaded Go program has
+// one thread and a runtime it must not enter (no allocation, no stack growth, no scheduler), as
+// in syscall.forkAndExecInChild. clone's other arguments are zero, so their order, which differs
+// between architectures, does not matter.
+//
+//go:nosplit
+//go:norace
+func rawForkLoop(now *syscall.Timespec, end int64) {
+	for {
+		_, _, _ = syscall.RawSyscall(syscall.SYS_CLOCK_GETTIME, 0 /* CLOCK_REALTIME */, uintptr(unsafe.Pointer(now)), 0)
+		if now.Sec*1e9+now.Nsec > end {
+			syscall.RawSyscall(syscall.SYS_EXIT_GROUP, 0, 0, 0)
+		}
+		pid, _, errno := syscall.RawSyscall6(syscall.SYS_CLONE, uintptr(syscall.SIGCHLD), 0, 0, 0, 0, 0)
+		if errno == 0 && pid != 0 {
+			syscall.RawSyscall(syscall.SYS_EXIT_GROUP, 0, 0, 0)
+		}
+	}
 }
 
 // reusePid leaves a setsid'd helper that ignores SIGTERM and exits args[0].

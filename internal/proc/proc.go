@@ -60,13 +60,34 @@ func Descendants(root string, pid int) []int {
 			children[ppid] = append(children[ppid], p)
 		}
 	}
+	return walk(pid, func(p int) []int { return children[p] })
+}
+
+// Tree lists every process below pid, breadth first, as Descendants does, but from the kernel's
+// list of each process's children (Children): it reads the files of pid's tree only, where
+// Descendants reads every process's on the machine, so that a pid it returns was seen a few
+// microseconds per process earlier rather than a whole scan of /proc earlier (with 1,000 other
+// processes, a SIGKILL sent after each Descendants never caught a process that forks and exits
+// every few hundred microseconds; after each Tree it did within 0.2 s). ok is false when the
+// kernel keeps no such lists (CONFIG_PROC_CHILDREN unset), or pid's own cannot be read: use
+// Descendants then.
+func Tree(root string, pid int) (tree []int, ok bool) {
+	if _, err := os.ReadFile(filepath.Join(root, strconv.Itoa(pid), "task", strconv.Itoa(pid), "children")); err != nil {
+		return nil, false
+	}
+	return walk(pid, func(p int) []int { return Children(root, p) }), true
+}
+
+// walk lists every process below pid, breadth first, given each process's children. A reused
+// pid can make the lists show a cycle, which is walked once.
+func walk(pid int, children func(int) []int) []int {
 	var out []int
 	seen := map[int]bool{pid: true}
 	queue := []int{pid}
 	for len(queue) > 0 {
 		p := queue[0]
 		queue = queue[1:]
-		for _, c := range children[p] {
+		for _, c := range children(p) {
 			if !seen[c] {
 				seen[c] = true
 				out = append(out, c)

@@ -30,6 +30,61 @@ func TestParentAndDescendantsLive(t *testing.T) {
 	t.Fatalf("Descendants never listed the shell and its sleep: %v", Descendants("/proc", os.Getpid()))
 }
 
+// Tree reads the kernel's lists of children: every thread's, and the tree's own processes only.
+func TestTreeLive(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "sleep 30 & wait")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	for range 1000 {
+		ds, ok := Tree("/proc", os.Getpid())
+		if !ok {
+			t.Skip("this kernel keeps no lists of children (CONFIG_PROC_CHILDREN)")
+		}
+		if slices.Contains(ds, cmd.Process.Pid) && len(ds) >= 2 {
+			return
+		}
+	}
+	ds, _ := Tree("/proc", os.Getpid())
+	t.Fatalf("Tree never listed the shell and its sleep: %v", ds)
+}
+
+// Tree follows every thread's list, walks a cycle (reused pids) once, and says when the kernel
+// keeps no lists at all.
+func TestTreeFromChildrenFiles(t *testing.T) {
+	root := t.TempDir()
+	// pid: each thread's children; 1's second thread forked 11, and 12 <-> 13 is a cycle.
+	for pid, threads := range map[int]map[int]string{
+		1:  {1: "10 ", 2: "11 12 "},
+		10: {10: ""},
+		11: {11: "14 "},
+		12: {12: "13 "},
+		13: {13: "12 "},
+		14: {14: ""},
+	} {
+		for tid, kids := range threads {
+			dir := filepath.Join(root, strconv.Itoa(pid), "task", strconv.Itoa(tid))
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "children"), []byte(kids), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for pid, want := range map[int][]int{1: {10, 11, 12, 13, 14}, 12: {13}, 14: nil} {
+		got, ok := Tree(root, pid)
+		slices.Sort(got)
+		if !ok || !slices.Equal(got, want) {
+			t.Errorf("Tree(%d) = %v, %v; want %v, true", pid, got, ok, want)
+		}
+	}
+	if got, ok := Tree(t.TempDir(), 1); ok {
+		t.Errorf("Tree with no children files = %v, true; want false", got)
+	}
+}
+
 func TestSocketInodes(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
