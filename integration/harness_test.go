@@ -245,6 +245,17 @@ func (d *drainitRun) signal(sig syscall.Signal) {
 	}
 }
 
+// appPID is the app's pid as this process numbers it (in pid1 mode the app prints its own
+// namespace's): drainit's one child, which the test expects to be the app alone.
+func (d *drainitRun) appPID() int {
+	d.t.Helper()
+	kids := proc.Children("/proc", d.pid)
+	if len(kids) != 1 {
+		d.t.Fatalf("drainit's children %v, want the app alone\n%s", kids, d.dump())
+	}
+	return kids[0]
+}
+
 // running reports whether drainit has not exited yet.
 func (d *drainitRun) running() bool {
 	select {

@@ -12,7 +12,7 @@
 //     reaped exits, timers, hook results and control-server calls reach it through channels; it
 //     performs the machine's actions.
 //   - process_linux.go: process control behind a small interface (processes): start the app,
-//     signal it or everything, reap. The loop's tests use a fake.
+//     signal it or everything, reap, and say what survives SIGKILL. The loop's tests use a fake.
 //   - spawn_linux.go, reap_linux.go: the Linux implementation's fork+exec and wait4 loop.
 //   - control.go: the control server's view of the loop (/prestop, /status), and the count of
 //     its connections the adaptive drain leaves out.

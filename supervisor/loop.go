@@ -328,6 +328,9 @@ func (s *Supervisor) loop(ctx context.Context, m *machine, sigs <-chan unix.Sign
 					w <- st
 				}
 				waiters = nil
+			case actSurvivors:
+				// Before the post-stop hooks' processes join them.
+				s.loopLog.Error().Strs("survivors", s.proc.survivors()).Msg("what survives SIGKILL")
 			case actExit:
 				return a.code
 			default:

@@ -69,6 +69,7 @@ func (f *fakeProcesses) stopped(int, bool, bool) bool {
 	defer f.mu.Unlock()
 	return f.stop
 }
+func (f *fakeProcesses) survivors() []string { return nil }
 func (f *fakeProcesses) reap(int) (exits []exit, none bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

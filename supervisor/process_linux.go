@@ -1,7 +1,9 @@
 package supervisor
 
 import (
+	"fmt"
 	"os"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 
@@ -30,6 +32,9 @@ type processes interface {
 	// stopped reports whether the app (unless reaped), or with everything any process drainit
 	// can end, is stopped by job control (SIGSTOP, SIGTSTP) or a tracer.
 	stopped(app int, reaped, everything bool) bool
+	// survivors describes each process drainit still sees below it, with what keeps it from
+	// ending or from being reaped, once drainit has given up waiting for it after SIGKILL.
+	survivors() []string
 }
 
 // linuxProcesses is processes on the real kernel.
@@ -131,4 +136,38 @@ func descendants() []int {
 		return ds
 	}
 	return proc.Descendants("/proc", os.Getpid())
+}
+
+func (linuxProcesses) survivors() []string {
+	var out []string
+	for _, pid := range descendants() {
+		st, err := proc.ReadStat("/proc", pid)
+		if err != nil {
+			continue // reaped meanwhile
+		}
+		tracer, _ := proc.StatusField("/proc", pid, "TracerPid")
+		n, _ := strconv.Atoi(tracer)
+		out = append(out, survivor(pid, st.State, n, unix.Kill(pid, 0) == unix.EPERM))
+	}
+	return out
+}
+
+// survivor says what keeps a process from ending after SIGKILL, or drainit from collecting it:
+// its state, its tracer (who collects a traced process's exit before its parent does), and
+// whether drainit may signal it at all (a process that has become another user's, through
+// setuid or sudo, is not drainit's to kill unless drainit is root).
+func survivor(pid int, state byte, tracer int, denied bool) string {
+	switch {
+	case denied:
+		return fmt.Sprintf("pid %d: not permitted to signal it (it runs as another user)", pid)
+	case tracer != 0 && state == 'Z':
+		return fmt.Sprintf("pid %d: has exited, but its tracer (pid %d) has not collected its exit", pid, tracer)
+	case tracer != 0:
+		return fmt.Sprintf("pid %d: traced by pid %d (state %c)", pid, tracer, state)
+	case state == 'Z':
+		return fmt.Sprintf("pid %d: has exited, but its exit has not come to drainit (a tracer outside this PID namespace has not collected it?)", pid)
+	case state == 'D':
+		return fmt.Sprintf("pid %d: in uninterruptible sleep (D): waiting in the kernel (a hung mount or device?)", pid)
+	}
+	return fmt.Sprintf("pid %d: state %c", pid, state)
 }

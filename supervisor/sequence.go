@@ -125,6 +125,8 @@ type (
 	actWatchDrain struct{ min, max time.Duration }
 	// actDrained: the drain is over (or can no longer happen); /prestop callers get their answer.
 	actDrained struct{}
+	// actSurvivors: log what survives SIGKILL, and why, once drainit gives up waiting for it.
+	actSurvivors struct{}
 )
 
 func (actSignal) isAction()        {}
@@ -134,6 +136,7 @@ func (actCancelHooks) isAction()   {}
 func (actExit) isAction()          {}
 func (actWatchDrain) isAction()    {}
 func (actDrained) isAction()       {}
+func (actSurvivors) isAction()     {}
 
 // reapWait is the least time drainit waits, after SIGKILL to everything, for the reaper to see
 // it all gone. SIGKILL takes effect at once except for a process in uninterruptible sleep, which
@@ -578,15 +581,16 @@ func (m *machine) reapedSome(now time.Time) []action {
 	return []action{actSignal{toEverything, unix.SIGKILL}}
 }
 
-// giveUpReaping is the end of the wait for the reaper after SIGKILL: what is left is stuck in
-// uninterruptible sleep, and drainit goes on without it.
+// giveUpReaping is the end of the wait for the reaper after SIGKILL: what is left cannot end or
+// cannot be collected (stuck in uninterruptible sleep, its exit held by a tracer, not drainit's
+// to kill), and drainit goes on without it. The loop then logs each survivor and why (actSurvivors).
 func (m *machine) giveUpReaping(now time.Time) []action {
-	m.event(now, zerolog.ErrorLevel, "gave up waiting").Msg("processes survive SIGKILL (uninterruptible sleep?); going on without them")
+	m.event(now, zerolog.ErrorLevel, "gave up waiting").Msg("processes survive SIGKILL; going on without them")
 	if !m.appExited {
 		// The app itself would not die: report it as killed.
 		m.appExited, m.appStatus = true, 128+int(unix.SIGKILL)
 	}
-	return m.enterPostStop(now)
+	return append([]action{actSurvivors{}}, m.enterPostStop(now)...)
 }
 
 // appExit handles the reaper's report that the app itself has exited.

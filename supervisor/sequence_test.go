@@ -448,7 +448,7 @@ func TestExitMapAndGiveUp(t *testing.T) {
 	m.signal(at(0), unix.SIGTERM)
 	m.tick(at(5))
 	m.tick(at(28))
-	want(t, m.tick(at(30)), actExit{137})
+	want(t, m.tick(at(30)), actSurvivors{}, actExit{137})
 }
 
 func drainedIn(acts []action) bool { return slices.Contains(acts, action(actDrained{})) }
