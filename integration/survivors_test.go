@@ -10,13 +10,16 @@ import (
 
 // TestSurvivorsNamed: when something survives drainit's SIGKILL, drainit says what and why
 // before it goes on without it. Here the test traces the app, and never collects the exit that
-// the app's SIGKILL reports to its tracer first: drainit cannot reap the app and gives up at the
-// deadline, with exit status 137. Before, it blamed "uninterruptible sleep?" whatever the cause
+// the app's SIGKILL reports to its tracer first: drainit cannot reap the app and gives up before
+// the deadline (0.5 s before it: it used to wait for the deadline itself, where the runtime's
+// SIGKILL lands), with exit status 137. Before, it blamed "uninterruptible sleep?" whatever the cause
 // (the same words for a fork loop it had missed, a tracer, or a process it may not signal).
 func TestSurvivorsNamed(t *testing.T) {
 	eachMode(t, func(t *testing.T, m mode) {
 		t.Parallel()
-		d := startIn(t, m, []string{"--drain-delay", "0", "--grace-period", "2s", "--kill-margin", "1s"}, app("signals")...)
+		// SIGKILL at 1 s; the reaper waited for until 2.5 s (1 s at least after the SIGKILL).
+		const grace = 3000 // ms
+		d := startIn(t, m, []string{"--drain-delay", "0", "--grace-period", "3s", "--kill-margin", "2s"}, app("signals")...)
 		d.stdout.AwaitPID(t, waitTimeout, "ready app")
 		appPID := d.appPID()
 		// ptrace requests must come from the thread that attached.
@@ -43,6 +46,9 @@ func TestSurvivorsNamed(t *testing.T) {
 		for _, e := range d.logs() {
 			if e.msg() == "what survives SIGKILL" {
 				survivors, _ = e["survivors"].([]any)
+				if ms, _ := e.int("elapsed"); ms >= grace {
+					t.Errorf("drainit gave up on the survivors %d ms after the trigger: not before the deadline (%d ms)", ms, grace)
+				}
 			}
 		}
 		if len(survivors) != 1 {

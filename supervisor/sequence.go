@@ -556,14 +556,19 @@ func (m *machine) killLeftovers(now time.Time) []action {
 	return m.killEverything(now)
 }
 
-// killEverything sends SIGKILL to everything and waits for the reaper: until the deadline (past
-// it the runtime kills drainit anyway), but reapWait at least, for when the kill comes late.
+// killEverything sends SIGKILL to everything and waits for the reaper: until the post-stop hooks'
+// deadline, but reapWait at least, for when the kill comes late. What has not ended by then
+// survives SIGKILL (giveUpReaping), and waiting to the deadline itself, as drainit did, put its
+// exit where the runtime's SIGKILL lands (seen: an app held by a tracer, drainit exiting at
+// +5.000 s of a 5 s grace period): the survivors' names and the summary could be lost.
 func (m *machine) killEverything(now time.Time) []action {
 	m.phase = PhaseKilling
 	m.killed = true
 	m.wake = now.Add(reapWait)
-	if m.deadline.After(m.wake) {
-		m.wake = m.deadline
+	if !m.deadline.IsZero() {
+		if last := postStopDeadline(m.deadline); last.After(m.wake) {
+			m.wake = last
+		}
 	}
 	return []action{actSignal{toEverything, unix.SIGKILL}}
 }
