@@ -32,6 +32,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/caarlos0/env/v11"
 
@@ -259,10 +261,12 @@ func (e *Error) Error() string {
 	if e.Option == "" {
 		return e.Err.Error()
 	}
+	// The reason may quote the value as it was (the net package's "address \r: missing port"):
+	// escaped, so that the refusal stays one line.
 	if secret(e.Flag) {
-		return fmt.Sprintf("%s: %v", e.Option, e.Err) // the message goes to logs: not the value
+		return fmt.Sprintf("%s: %s", e.Option, escaped(e.Err.Error())) // the message goes to logs: not the value
 	}
-	return fmt.Sprintf("%s %q: %v", e.Option, shown(e.Flag, e.Value), e.Err)
+	return fmt.Sprintf("%s %q: %s", e.Option, shown(e.Flag, e.Value), escaped(e.Err.Error()))
 }
 
 // secret says whether the option's value must not be written to the log.
@@ -383,6 +387,50 @@ type parsed struct {
 	strays []Stray // DRAINIT_* variables that are no option's
 }
 
+// flagError says the flag package's errors in drainit's words: an option as it is written
+// (--grace-period, where the package says -grace-period), and for an unknown one, the option it
+// most likely misspells.
+func flagError(err error) error {
+	msg := err.Error()
+	if strings.Contains(msg, Unseen) {
+		return err // drainit check's stand-in for a value it cannot see (Validate): kept as it is
+	}
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		if near := nearestFlag(name); near != "" {
+			return fmt.Errorf("unknown option --%s (--%s?)", escaped(clip(name)), near)
+		}
+		return fmt.Errorf("unknown option --%s (drainit --help lists them)", escaped(clip(name)))
+	}
+	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+		return fmt.Errorf("--%s needs a value", name) // a name the parser knows: short
+	}
+	return errors.New(escaped(msg)) // "bad flag syntax: ---x", with the word as given
+}
+
+// escaped is s with what is not printable written as Go escapes it (\r, \x00): a refusal is one
+// line, whatever the command line held (a script saved with CRLF line ends gives an option that
+// ends in \r).
+func escaped(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsGraphic(r) }) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i]) // a byte that is no character
+		case unicode.IsGraphic(r):
+			b.WriteString(s[i : i+size])
+		default:
+			q := strconv.QuoteRuneToGraphic(r) // '\r', '\x00', '\u2028'
+			b.WriteString(q[1 : len(q)-1])
+		}
+		i += size
+	}
+	return b.String()
+}
+
 // parseRaw fills a Raw from the environment and the flags, and reports where each value came
 // from so that errors can name what the user actually wrote. It returns flag.ErrHelp for --help.
 func parseRaw(args []string, environ map[string]string) (*parsed, error) {
@@ -414,7 +462,7 @@ func parseRaw(args []string, environ map[string]string) (*parsed, error) {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
 		}
-		return nil, &Error{Err: err}
+		return nil, &Error{Err: flagError(err)}
 	}
 	fs.Visit(func(f *flag.Flag) {
 		if ev, ok := environ[p.from[f.Name]]; ok {

@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"errors"
+	"io"
 	"regexp"
 	"slices"
 	"strconv"
@@ -74,7 +75,7 @@ func TestErrorsNameTheOptionAndValue(t *testing.T) {
 		{[]string{"--grace-period", "6s", "app"}, nil, `--grace-period "6s": grace period 6s leaves the app no time to stop: it must exceed drain delay 5s + kill margin 2s`},
 		{[]string{"--drain-delay", "40s", "app"}, nil, `--drain-delay "40s": grace period 30s leaves`},
 		{[]string{"app"}, map[string]string{"DRAINIT_KILL_MARGIN": "29s"}, `DRAINIT_KILL_MARGIN "29s": grace period 30s leaves`},
-		{[]string{"--no-such-flag", "app"}, nil, "flag provided but not defined: -no-such-flag"},
+		{[]string{"--no-such-flag", "app"}, nil, "unknown option --no-such-flag"},
 		{nil, nil, "no command given"},
 	}
 	for _, c := range cases {
@@ -378,4 +379,28 @@ func TestStopToSIGSTOPOnlyAtTheStopStep(t *testing.T) {
 			t.Errorf("Parse(%q): %v", args, err)
 		}
 	}
+}
+
+// FuzzParse: the whole of drainit's configuration, flags and DRAINIT_* variables, never panics
+// on any input; a refusal is one line (the rule for every error drainit prints at start), and an
+// accepted configuration has a command and a grace period. args and env hold NUL-separated
+// words and KEY=VALUE pairs.
+func FuzzParse(f *testing.F) {
+	f.Fuzz(func(t *testing.T, args, env string) {
+		environ := map[string]string{}
+		for kv := range strings.SplitSeq(env, "\x00") {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				environ[k] = v
+			}
+		}
+		c, err := Parse(strings.Split(args, "\x00"), environ, io.Discard)
+		switch {
+		case err != nil:
+			if strings.ContainsAny(err.Error(), "\n\r") {
+				t.Fatalf("a refusal of more than one line: %q", err)
+			}
+		case len(c.Command) == 0 || c.GracePeriod <= 0:
+			t.Fatalf("accepted with command %q, grace period %v", c.Command, c.GracePeriod)
+		}
+	})
 }

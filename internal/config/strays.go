@@ -16,14 +16,7 @@ type Stray struct {
 
 // String is the warning drainit logs at start, and drainit check reports.
 func (s Stray) String() string {
-	name := s.Name
-	if n := maxStrayHintLen; len(name) > n {
-		for n > 0 && !utf8.RuneStart(name[n]) {
-			n-- // not in the middle of a character
-		}
-		name = name[:n] + "…"
-	}
-	msg := name + " is not one of drainit's variables: ignored"
+	msg := clip(s.Name) + " is not one of drainit's variables: ignored"
 	if s.Suggest != "" {
 		msg += " (" + s.Suggest + "?)"
 	}
@@ -49,8 +42,20 @@ func Strays(environ map[string]string) []Stray {
 	return out
 }
 
-// How far Strays looks for the option a stray variable misspells: the first few names, short
-// ones (an option's name is under 30 bytes).
+// clip is a name as a message quotes it: maxStrayHintLen bytes at most, whole characters.
+func clip(name string) string {
+	n := maxStrayHintLen
+	if len(name) <= n {
+		return name
+	}
+	for n > 0 && !utf8.RuneStart(name[n]) {
+		n-- // not in the middle of a character
+	}
+	return name[:n] + "…"
+}
+
+// How far Strays and nearestFlag look for the option a name misspells: short names (an
+// option's name is under 30 bytes).
 const (
 	maxStrayHints   = 16
 	maxStrayHintLen = 64
@@ -61,34 +66,63 @@ func optionEnv(name string) bool {
 	return slices.ContainsFunc(options(), func(o Option) bool { return o.Env == name })
 }
 
-// nearestEnv is the option variable name is likeliest a misspelling of: of those it begins or
-// is the beginning of (DRAINIT_GRACE, DRAINIT_DRAIN_DELAYS), the closest; else the closest within
-// 3 edits; else "".
+// nearestEnv is the option variable name is likeliest a misspelling of (see nearest).
 func nearestEnv(name string) string {
-	best, dist := "", 4
-	if len(name) >= len(EnvPrefix)+4 {
-		for _, o := range options() {
-			if strings.HasPrefix(o.Env, name) || strings.HasPrefix(name, o.Env) {
-				if d := editDistance(name, o.Env); best == "" || d < dist {
-					best, dist = o.Env, d
-				}
-			}
-		}
-		if best != "" {
-			return best
-		}
-	}
+	envs := make([]string, 0, len(options()))
 	for _, o := range options() {
-		if d := editDistance(name, o.Env); d < dist {
-			best, dist = o.Env, d
-		}
+		envs = append(envs, o.Env)
 	}
-	return best
+	return nearest(name, envs, len(EnvPrefix)+4)
 }
 
-// editDistance is the Levenshtein distance between a and b, in bytes.
+// nearestFlag is the option flag name (without its dashes) is likeliest a misspelling of.
+func nearestFlag(name string) string {
+	if len(name) > maxStrayHintLen {
+		return ""
+	}
+	flags := make([]string, 0, len(options()))
+	for _, o := range options() {
+		flags = append(flags, o.Flag)
+	}
+	return nearest(name, flags, 4)
+}
+
+// nearest is the one of names that name is likeliest a misspelling of: one within 2 edits (a
+// slip: DRAIN_DEALY, grace-perod), unless one it begins or is the beginning of is as close;
+// else, when name is at least minPrefix long, the closest of those it begins or is the beginning
+// of (DRAINIT_GRACE, --grace); else the closest within 3 edits; else "". A slip comes first:
+// DRAINIT_DRAIN_DEALY begins with DRAINIT_DRAIN, but means DRAINIT_DRAIN_DELAY.
+func nearest(name string, names []string, minPrefix int) string {
+	slip, slipDist := "", 3
+	prefix, prefixDist := "", 0
+	near, nearDist := "", 4
+	for _, n := range names {
+		d := editDistance(name, n)
+		if d < slipDist {
+			slip, slipDist = n, d
+		}
+		if d < nearDist {
+			near, nearDist = n, d
+		}
+		if len(name) >= minPrefix && (strings.HasPrefix(n, name) || strings.HasPrefix(name, n)) && (prefix == "" || d < prefixDist) {
+			prefix, prefixDist = n, d
+		}
+	}
+	switch {
+	case slip != "" && (prefix == "" || slipDist < prefixDist):
+		return slip
+	case prefix != "":
+		return prefix
+	}
+	return near
+}
+
+// editDistance is the number of edits from a to b, in bytes: insertions, deletions,
+// substitutions and swaps of two neighbours (the optimal string alignment distance), a swap being
+// the commonest slip of all (DEALY, PERIDO).
 func editDistance(a, b string) int {
-	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
+	// d[i][j] is the distance between a[:i] and b[:j]; three rows are enough.
+	prev2, prev, cur := make([]int, len(b)+1), make([]int, len(b)+1), make([]int, len(b)+1)
 	for j := range prev {
 		prev[j] = j
 	}
@@ -100,8 +134,11 @@ func editDistance(a, b string) int {
 				cost = 0
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
+		prev2, prev, cur = prev, cur, prev2
 	}
 	return prev[len(b)]
 }

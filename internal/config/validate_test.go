@@ -244,7 +244,7 @@ func TestValidate(t *testing.T) {
 	}
 	// A command line that cannot be read: that one mistake, and nothing known.
 	v = Validate([]string{"--nope", "--grace-period=1s", "app"}, nil)
-	if len(v.Errors) != 1 || v.Errors[0].Error() != "flag provided but not defined: -nope" || v.Errors[0].Flag != "" || v.Settings["grace-period"].Seen {
+	if len(v.Errors) != 1 || v.Errors[0].Error() != "unknown option --nope (drainit --help lists them)" || v.Errors[0].Flag != "" || v.Settings["grace-period"].Seen {
 		t.Errorf("unknown flag: %+v", v)
 	}
 	v = Validate([]string{"-h", "app"}, nil)
@@ -257,12 +257,40 @@ func TestValidate(t *testing.T) {
 	}
 }
 
+// TestUnknownFlags: an option drainit does not know, or one without its value, is said as the
+// user wrote it (--grace-period, where Go's flag package says -grace-period), with the option it
+// most likely misspells.
+func TestUnknownFlags(t *testing.T) {
+	for args, want := range map[string]string{
+		"--drain-dealy 3s": "unknown option --drain-dealy (--drain-delay?)",
+		"--grace 30s":      "unknown option --grace (--grace-period?)",
+		"--grace-perido 1": "unknown option --grace-perido (--grace-period?)",
+		"-loglevel debug":  "unknown option --loglevel (--log-level?)",
+		"--xyzzy":          "unknown option --xyzzy (drainit --help lists them)",
+		// A script saved with CRLF line ends: the refusal stays one line, and says why.
+		"--grace-period\r 30s": `unknown option --grace-period\r (--grace-period?)`,
+		// A name of any length is quoted clipped, and looked up only when short.
+		"--" + strings.Repeat("grace-period", 1<<16): "unknown option --" + strings.Repeat("grace-period", 6)[:64] + "… (drainit --help lists them)",
+		"--grace-period": "--grace-period needs a value",
+	} {
+		_, err := Parse(append(strings.Split(args, " "), "--", "app"), nil, nil)
+		if args == "--grace-period" {
+			_, err = Parse([]string{"--grace-period"}, nil, nil)
+		}
+		if err == nil || err.Error() != want {
+			t.Errorf("%.60q: error %.200v, want %.200q", args, err, want)
+		}
+	}
+}
+
 // TestStrayVariables: a DRAINIT_* variable that is no option's is most likely a misspelt one;
 // drainit starts, and its log says which variable it ignored and which it probably meant.
 func TestStrayVariables(t *testing.T) {
 	env := map[string]string{
 		"DRAINIT_GRACE_PERIODS": "60s", "DRAINIT_GRACE": "60s", "DRAINIT_LOGLEVEL": "debug",
 		"DRAINIT_XYZZY": "1", "DRAINIT_DRAIN_DELAY": "3s", "OTHER_GRACE_PERIOD": "1s",
+		// A slip beats a prefix: it begins with DRAINIT_DRAIN, an option of its own.
+		"DRAINIT_DRAIN_DEALY": "3s",
 	}
 	c, err := Parse([]string{"app"}, env, nil)
 	if err != nil {
@@ -272,6 +300,7 @@ func TestStrayVariables(t *testing.T) {
 		t.Errorf("grace %v, drain delay %v: the strays changed something", c.GracePeriod, c.DrainDelay)
 	}
 	want := []string{
+		"DRAINIT_DRAIN_DEALY is not one of drainit's variables: ignored (DRAINIT_DRAIN_DELAY?)",
 		"DRAINIT_GRACE is not one of drainit's variables: ignored (DRAINIT_GRACE_PERIOD?)",
 		"DRAINIT_GRACE_PERIODS is not one of drainit's variables: ignored (DRAINIT_GRACE_PERIOD?)",
 		"DRAINIT_LOGLEVEL is not one of drainit's variables: ignored (DRAINIT_LOG_LEVEL?)",
