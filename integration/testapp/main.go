@@ -29,6 +29,14 @@
 //	                               HTTP server; each request takes D; -graceful finishes
 //	                               in-flight requests and closes idle connections on SIGTERM,
 //	                               -naive exits at once
+//	testapp serve-udp -addr A -udp U
+//	                               a DNS-like server: an HTTP server on TCP A (as serve; none
+//	                               if A is empty) and a UDP echo on U; prints "ready app <pid> <tcp> <udp>"; on
+//	                               SIGTERM prints "udp received N" and exits at once
+//	testapp udp-send -every D -for T ADDR
+//	                               send a numbered datagram to ADDR every D for T from an
+//	                               unconnected socket, then wait 500 ms for the last answers;
+//	                               print "udp sent N answered M lost L last_answered <RFC 3339>"
 //	testapp get -n N -every D URL  make N requests to URL, each on a new connection, D apart;
 //	                               print "got <status> <RFC 3339 time>" after each; fail on the
 //	                               first error or non-200 status
@@ -36,6 +44,9 @@
 //	                               exec PROG (searched in PATH) with SIG blocked in its signal
 //	                               mask, which PROG and its children inherit: a SIG sent to them
 //	                               stays pending until they unblock it (as signal.Notify does)
+//	testapp _netns -- PROG [ARG...]
+//	                               exec PROG (searched in PATH) in a new network namespace whose
+//	                               loopback is up: a pod's own network (root)
 //	testapp _ignoring SIG[,SIG...] -- PROG [ARG...]
 //	                               exec PROG (searched in PATH) with each SIG ignored (SIG_IGN),
 //	                               which exec keeps: for the signals a shell's trap cannot
@@ -44,6 +55,7 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
@@ -56,6 +68,8 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -99,6 +113,10 @@ func main() {
 		err = serve(args)
 	case "get":
 		err = get(args)
+	case "serve-udp":
+		err = serveUDP(args)
+	case "udp-send":
+		err = udpSend(args)
 	case "reuse-pid":
 		err = reusePid(args)
 	// Internal modes, started by the ones above.
@@ -127,6 +145,8 @@ func main() {
 		err = blockedExec(args)
 	case "_ignoring":
 		err = ignoringExec(args)
+	case "_netns":
+		err = netnsExec(args)
 	default:
 		err = fmt.Errorf("unknown mode %q", mode)
 	}
@@ -552,4 +572,143 @@ func ignoringExec(args []string) error {
 		signal.Ignore(sig)
 	}
 	return syscall.Exec(path, args[2:], os.Environ())
+}
+
+func serveUDP(args []string) error {
+	fs := flag.NewFlagSet("serve-udp", flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:8080", "TCP (HTTP) listen address; empty: none")
+	udpAddr := fs.String("udp", "0.0.0.0:5353", "UDP listen address")
+	err := fs.Parse(args)
+	if err != nil {
+		return err
+	}
+	var ln net.Listener
+	if *addr != "" {
+		if ln, err = net.Listen("tcp", *addr); err != nil {
+			return err
+		}
+	}
+	pc, err := net.ListenPacket("udp", *udpAddr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintf(w, "ok %d\n", os.Getpid()) }),
+		ReadHeaderTimeout: 5 * time.Second,
+	}
+	var received atomic.Int64
+	tcp := "-"
+	if ln != nil {
+		tcp = ln.Addr().String()
+		go func() { _ = srv.Serve(ln) }()
+	}
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			n, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			received.Add(1)
+			_, _ = pc.WriteTo(buf[:n], from)
+		}
+	}()
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT)
+	say("ready app %d %s %s", os.Getpid(), tcp, pc.LocalAddr())
+	s := <-ch
+	say("got app %s", signame(s.(syscall.Signal)))
+	say("udp received %d", received.Load())
+	os.Exit(0)
+	return nil
+}
+
+// udpSend is a client for serve-udp's echo: numbered datagrams from one unconnected socket (a
+// stopped server's ICMP port unreachable would fail a connected one's next send), each answered
+// or lost.
+func udpSend(args []string) error {
+	fs := flag.NewFlagSet("udp-send", flag.ContinueOnError)
+	every := fs.Duration("every", 20*time.Millisecond, "time between datagrams")
+	total := fs.Duration("for", 5*time.Second, "how long to send")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return errors.New("usage: udp-send -every D -for T ADDR")
+	}
+	to, err := net.ResolveUDPAddr("udp", fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	pc, err := net.ListenUDP("udp", nil)
+	if err != nil {
+		return err
+	}
+	var mu sync.Mutex
+	answered := map[uint64]bool{}
+	var lastAnswered time.Time
+	go func() {
+		buf := make([]byte, 64)
+		for {
+			n, _, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			if n == 8 {
+				mu.Lock()
+				answered[binary.BigEndian.Uint64(buf)] = true
+				lastAnswered = time.Now()
+				mu.Unlock()
+			}
+		}
+	}()
+	var sent uint64
+	end := time.Now().Add(*total)
+	for t := time.Now(); t.Before(end); t = t.Add(*every) {
+		time.Sleep(time.Until(t))
+		var b [8]byte
+		binary.BigEndian.PutUint64(b[:], sent)
+		_, _ = pc.WriteTo(b[:], to) // a refused one is lost, like the rest
+		sent++
+	}
+	time.Sleep(500 * time.Millisecond)
+	pc.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	say("udp sent %d answered %d lost %d last_answered %s", sent, len(answered), int(sent)-len(answered),
+		lastAnswered.UTC().Format(time.RFC3339Nano))
+	return nil
+}
+
+// netnsExec execs PROG in a new network namespace with its loopback up. The namespace is the
+// calling thread's, so the thread is locked from unshare to exec, which keeps it.
+func netnsExec(args []string) error {
+	if len(args) < 2 || args[0] != "--" {
+		return errors.New("usage: _netns -- PROG [ARG...]")
+	}
+	path, err := exec.LookPath(args[1])
+	if err != nil {
+		return err
+	}
+	runtime.LockOSThread()
+	if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+		return fmt.Errorf("unshare(CLONE_NEWNET): %w", err)
+	}
+	s, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(s, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("lo: SIOCGIFFLAGS: %w", err)
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	if err := unix.IoctlIfreq(s, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("lo: SIOCSIFFLAGS: %w", err)
+	}
+	unix.Close(s)
+	return syscall.Exec(path, args[1:], os.Environ())
 }
