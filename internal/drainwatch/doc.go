@@ -23,6 +23,30 @@
 // share one address and port with SO_REUSEPORT, or when a V6ONLY [::]:P and another app's
 // 0.0.0.0:P coexist: the table does not say which socket a connection came through.
 //
+// # UDP
+//
+// Only TCP is watched, and an app that serves UDP cannot be: Start reports ReasonUnavailable
+// with the UDP endpoints (Result.UDP, a *UDPError) and the caller drains for its fixed delay.
+// Linux counts no socket's datagrams: udp_diag (sock_diag for UDP) reports a socket's receive
+// queue in bytes and, with SK_MEMINFO, its buffers and drops; /proc/net/udp has the same queues
+// and a drops column. The namespace's Udp InDatagrams counts every socket's, and so the answers
+// to the app's own DNS queries and whatever else it receives as a client: an app that resolves
+// names would never look quiet. A queue snapshot shows datagrams only while the app lags behind.
+//
+// The app's UDP sockets are found as its TCP listeners are, by inode among /proc/PID/fd of its
+// tree, in /proc/net/udp and udp6 (read once, at the start). One serves (serving) when clients
+// outside the pod can send to it: it is not connected (a connected socket hears its peer only,
+// as a resolver's query does), its address is a wildcard or not loopback, and its port is one the
+// app chose, not the kernel: outside ip_local_port_range, or in ip_local_reserved_ports. The
+// kernel picks every port it assigns (bind to port 0, a send before any bind) from that range
+// and never a reserved one, so the app's unconnected client sockets (a QUIC client's, a
+// resolver's that does not connect) are inside it, and servers, which bind the port their
+// clients know, are almost always outside (53, 443, 514, 8125). A server bound inside the range
+// (a TURN relay's 49152-65535) passes for a client, and its traffic goes unseen; a client bound
+// to a fixed port outside makes the drain fixed, the safe side. With Config.Ports the app's
+// sockets are not looked at, UDP included: the way out for an app whose UDP is not routed to
+// the pod (a cluster's gossip).
+//
 // # Methods
 //
 // Start picks, at the start of the drain, the cheapest method that is right:

@@ -1,6 +1,7 @@
 package drainwatch
 
 import (
+	"slices"
 	"testing"
 )
 
@@ -35,6 +36,8 @@ func FuzzParseProcNet(f *testing.F) {
 			if s.Local.Addr().Is6() != v6 || s.Remote.Addr().Is6() != v6 {
 				t.Fatalf("address family of %v -> %v does not match v6=%v", s.Local, s.Remote, v6)
 			}
+			// The same lines read as a UDP table are judged without trouble.
+			serving(s, portRange{lo: 32768, hi: 60999})
 		})
 		if err == nil {
 			// Every socket is fed to a detector without trouble.
@@ -44,6 +47,34 @@ func FuzzParseProcNet(f *testing.F) {
 			if got := d.end(); got != 0 {
 				t.Fatalf("the baseline counted %d new connections", got)
 			}
+		}
+	})
+}
+
+// FuzzPortRange: the two sysctls that say which ports the kernel picks for a socket that binds
+// none. What parses is a range, and a port is the kernel's only inside it and outside every
+// reserved one.
+func FuzzPortRange(f *testing.F) {
+	f.Fuzz(func(t *testing.T, rangeFile, reservedFile []byte, port uint16) {
+		lo, hi, ok := parsePortRange(rangeFile)
+		if !ok {
+			lo, hi = 32768, 60999
+		} else if lo > hi {
+			t.Fatalf("parsePortRange(%q) = %d-%d", rangeFile, lo, hi)
+		}
+		res, ok := parsePortList(reservedFile)
+		if !ok && res != nil {
+			t.Fatalf("parsePortList(%q) failed with %v", reservedFile, res)
+		}
+		for _, r := range res {
+			if r[0] > r[1] {
+				t.Fatalf("parsePortList(%q) has the range %d-%d", reservedFile, r[0], r[1])
+			}
+		}
+		pr := portRange{lo: lo, hi: hi, reserved: res}
+		reserved := slices.ContainsFunc(res, func(r [2]uint16) bool { return port >= r[0] && port <= r[1] })
+		if want := port >= lo && port <= hi && !reserved; pr.has(port) != want {
+			t.Fatalf("%+v has(%d) = %v, want %v", pr, port, !want, want)
 		}
 	})
 }

@@ -134,6 +134,15 @@ func openSystem(cfg Config, o systemOptions) (sampler, error) {
 		if err != nil {
 			return nil, fmt.Errorf("finding the app's sockets: %w", err)
 		}
+		// An app that serves UDP too cannot be watched whole: first, so that an app that
+		// serves UDP alone hears why rather than that it has no TCP listener.
+		udp, err := udpServers(o.proc, inodes)
+		if err != nil {
+			return nil, err
+		}
+		if len(udp) > 0 {
+			return nil, &UDPError{Endpoints: udp}
+		}
 		for _, l := range all {
 			if inodes[l.inode] {
 				watched = append(watched, l)
@@ -184,14 +193,6 @@ func openSystem(cfg Config, o systemOptions) (sampler, error) {
 	return s, nil
 }
 
-func endpointList(es []Endpoint) string {
-	s := make([]string, len(es))
-	for i, e := range es {
-		s[i] = e.String()
-	}
-	return strings.Join(s, ",")
-}
-
 // listeningSockets lists the LISTEN sockets of the network namespace: through sock_diag when
 // diag is not nil (the listening hash only: cheap), else from /proc/net/tcp and tcp6.
 func listeningSockets(diag *diagConn, proc string) ([]listener, error) {
@@ -210,22 +211,32 @@ func listeningSockets(diag *diagConn, proc string) ([]listener, error) {
 		return out, nil
 	}
 	var buf []byte
-	for _, t := range []struct {
-		name string
-		v6   bool
-	}{{"net/tcp", false}, {"net/tcp6", true}} {
-		data, err := readAll(filepath.Join(proc, t.name), &buf)
-		if errors.Is(err, os.ErrNotExist) && t.v6 {
-			continue // IPv6 disabled
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading the TCP table: %w", err)
-		}
-		if err := parseProcNet(data, t.v6, func(_ uint16, st State) bool { return st == Listen }, add); err != nil {
-			return nil, fmt.Errorf("%s: %w", t.name, err)
-		}
+	if err := readProcNet(proc, "tcp", &buf, func(_ uint16, st State) bool { return st == Listen }, add); err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// readProcNet parses /proc/net/PROTO and PROTO6 (tcp or udp) into *buf, as parseProcNet does;
+// PROTO6 is missing where IPv6 is disabled.
+func readProcNet(proc, proto string, buf *[]byte, want func(uint16, State) bool, fn func(*Socket)) error {
+	for _, v6 := range []bool{false, true} {
+		name := "net/" + proto
+		if v6 {
+			name += "6"
+		}
+		data, err := readAll(filepath.Join(proc, name), buf)
+		if errors.Is(err, os.ErrNotExist) && v6 {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("reading the %s table: %w", strings.ToUpper(proto), err)
+		}
+		if err := parseProcNet(data, v6, want, fn); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // processTree lists root and its descendants: from /proc/PID/task/TID/children where the

@@ -106,8 +106,9 @@ const (
 	ReasonQuiet Reason = "quiet"
 	// ReasonMax: connections kept arriving until the maximum.
 	ReasonMax Reason = "max"
-	// ReasonUnavailable: the TCP table cannot be watched (Result.Err says why); the caller
-	// falls back to the fixed delay.
+	// ReasonUnavailable: the TCP table cannot be watched, or the app serves UDP, which cannot
+	// be (Result.Err says why; Result.UDP has the UDP endpoints); the caller falls back to the
+	// fixed delay.
 	ReasonUnavailable Reason = "unavailable"
 )
 
@@ -152,6 +153,9 @@ type Result struct {
 	// zero when unknown.
 	CPU time.Duration
 	Err error // with ReasonUnavailable: why
+	// UDP, with ReasonUnavailable, are the UDP endpoints the app serves on when they are why
+	// (Err is then a *UDPError).
+	UDP []Endpoint
 }
 
 // Start watches for new connections to the app's listening sockets and reports, once, when the
@@ -160,10 +164,10 @@ type Result struct {
 // The channel has room for the Result, so the goroutine never blocks on it: it sends at most
 // one Result and then closes the channel. Cancelling ctx ends the watch within one poll and
 // closes the channel without a Result (a Result already sent stays readable). If nothing can be
-// watched (no Linux, no readable TCP table, no listening socket found, a bad Config), the Result
-// is ReasonUnavailable, sent as soon as that is known (milliseconds: finding the listening
-// sockets reads /proc/PID/fd of the app's processes). Elapsed and the quiet and maximum periods
-// count from the call to Start.
+// watched (no Linux, no readable TCP table, no listening socket found, a UDP socket the app
+// serves on, a bad Config), the Result is ReasonUnavailable, sent as soon as that is known
+// (milliseconds: finding the listening sockets reads /proc/PID/fd of the app's processes).
+// Elapsed and the quiet and maximum periods count from the call to Start.
 func Start(ctx context.Context, cfg Config) <-chan Result {
 	cfg = cfg.withDefaults()
 	return start(ctx, cfg, systemEnv(cfg))
@@ -215,6 +219,9 @@ func run(ctx context.Context, cfg Config, e env, t0 time.Time) (Result, bool) {
 	}
 	unavailable := func(err error) (Result, bool) {
 		res.Reason, res.Err, res.Elapsed = ReasonUnavailable, err, e.now().Sub(t0)
+		if u, ok := errors.AsType[*UDPError](err); ok {
+			res.UDP = u.Endpoints
+		}
 		return res, ctx.Err() == nil
 	}
 	if err := cfg.Validate(); err != nil {

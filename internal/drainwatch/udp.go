@@ -1,0 +1,100 @@
+package drainwatch
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+)
+
+// UDPError is why the watch is unavailable when the app's process tree serves UDP: the drain
+// counts new TCP connections, and nothing in Linux counts the datagrams one UDP socket receives
+// (see "UDP" in the package doc), so the end of UDP traffic cannot be seen and the caller falls
+// back to its fixed delay. Result.UDP has the endpoints too.
+type UDPError struct {
+	Endpoints []Endpoint // the serving UDP sockets' local ends, each once
+}
+
+func (e *UDPError) Error() string {
+	return fmt.Sprintf("the app serves UDP on %s: Linux counts no socket's datagrams, so the drain cannot see UDP traffic end",
+		endpointList(e.Endpoints))
+}
+
+// serving reports whether a UDP socket of the table (as parseProcNet reads it: the same columns
+// as TCP's) is one that clients outside the pod send to:
+//
+//   - not connected (no remote address): a connected socket receives from its peer only, as the
+//     app's own queries do (Go's and glibc's resolvers connect);
+//   - bound to a wildcard or non-loopback address: nothing routed to the pod reaches 127.0.0.1
+//     or ::1;
+//   - on a port the kernel would not pick itself: outside ip_local_port_range, or reserved
+//     (ip_local_reserved_ports). A port is either chosen by the app, bind(2) with a port, which
+//     is what a server does so that its clients know where to send, or by the kernel, for a
+//     socket bound to port 0 or sending before any bind, and the kernel always picks from that
+//     range, never a reserved port. So a port outside was the app's choice. An unconnected
+//     client socket (a QUIC or SNMP client, a resolver that does not connect) is on a port the
+//     kernel picked: inside. A server that binds a port inside the range (a TURN relay's
+//     49152-65535) is taken for a client, and its traffic goes unseen as before; a client that
+//     binds a fixed port outside makes the drain fixed, the safe side.
+func serving(s *Socket, eph portRange) bool {
+	return s.Remote.Port() == 0 && s.Local.Port() != 0 && !s.Local.Addr().Unmap().IsLoopback() &&
+		!eph.has(s.Local.Port())
+}
+
+// portRange is what the kernel picks a port from for a socket that binds none: the network
+// namespace's ip_local_port_range, less its ip_local_reserved_ports.
+type portRange struct {
+	lo, hi   uint16
+	reserved [][2]uint16 // inclusive ranges
+}
+
+func (r portRange) has(p uint16) bool {
+	if p < r.lo || p > r.hi {
+		return false
+	}
+	for _, res := range r.reserved {
+		if p >= res[0] && p <= res[1] {
+			return false
+		}
+	}
+	return true
+}
+
+// parsePortRange reads /proc/sys/net/ipv4/ip_local_port_range: two ports, "32768\t60999\n",
+// the first not above the second.
+func parsePortRange(b []byte) (lo, hi uint16, ok bool) {
+	f := bytes.Fields(b)
+	if len(f) != 2 {
+		return 0, 0, false
+	}
+	l, err1 := strconv.ParseUint(string(f[0]), 10, 16)
+	h, err2 := strconv.ParseUint(string(f[1]), 10, 16)
+	if err1 != nil || err2 != nil || l > h {
+		return 0, 0, false
+	}
+	return uint16(l), uint16(h), true
+}
+
+// parsePortList reads /proc/sys/net/ipv4/ip_local_reserved_ports: ports and ranges separated by
+// commas, "8080,9000-9100\n", or an empty line when none is reserved.
+func parsePortList(b []byte) ([][2]uint16, bool) {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return nil, true
+	}
+	var out [][2]uint16
+	for item := range bytes.SplitSeq(b, []byte(",")) {
+		first, last, isRange := bytes.Cut(item, []byte("-"))
+		lo, err := strconv.ParseUint(string(first), 10, 16)
+		if err != nil {
+			return nil, false
+		}
+		hi := lo
+		if isRange {
+			if hi, err = strconv.ParseUint(string(last), 10, 16); err != nil || hi < lo {
+				return nil, false
+			}
+		}
+		out = append(out, [2]uint16{uint16(lo), uint16(hi)})
+	}
+	return out, true
+}
