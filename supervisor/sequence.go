@@ -485,6 +485,17 @@ func (m *machine) drainWatched(now time.Time, r drainwatch.Result) []action {
 		return nil // the drain already ended another way
 	}
 	if r.Reason == drainwatch.ReasonUnavailable {
+		if len(r.UDP) > 0 {
+			// Not a failure of the watch: the app serves traffic the watch cannot see.
+			udp := make([]string, len(r.UDP))
+			for i, e := range r.UDP {
+				udp[i] = e.String()
+			}
+			m.line(now, zerolog.WarnLevel).Strs("udp", udp).Dur("drain_delay", m.timing.DrainDelay).
+				Str("why", "the adaptive drain counts new TCP connections; Linux counts no socket's UDP datagrams").
+				Msg("the app serves UDP, which the adaptive drain cannot watch: falling back to the fixed drain delay")
+			return m.fixedDrain(now, m.timing.DrainDelay, " (fixed, serves UDP)")
+		}
 		m.line(now, zerolog.WarnLevel).Err(r.Err).Dur("drain_delay", m.timing.DrainDelay).
 			Msg("cannot watch the app's connections: falling back to the fixed drain delay")
 		return m.fixedDrain(now, m.timing.DrainDelay, " (fixed, fallback)")

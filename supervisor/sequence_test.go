@@ -3,6 +3,7 @@ package supervisor
 import (
 	"bytes"
 	"io"
+	"net/netip"
 	"reflect"
 	"slices"
 	"strings"
@@ -646,6 +647,39 @@ func TestAdaptiveDrainFallsBackToFixed(t *testing.T) {
 	}
 	if !warned {
 		t.Errorf("no warning about the fallback:\n%s", buf.String())
+	}
+}
+
+// An app that serves UDP: the watch cannot see its datagrams, and the drain is the fixed delay,
+// with a warning that names the UDP endpoints and says why, and a summary that says so.
+func TestAdaptiveDrainUDPFallsBackToFixed(t *testing.T) {
+	var buf bytes.Buffer
+	m := newTestMachine(false, false, adaptive)
+	m.log = zerolog.New(&buf)
+	m.signal(at(0), unix.SIGTERM)
+	udp := []drainwatch.Endpoint{{Addr: netip.IPv6Unspecified(), Port: 53}, {Addr: netip.MustParseAddr("10.0.0.5"), Port: 443}}
+	want(t, m.drainWatched(at(0.01), drainwatch.Result{Reason: drainwatch.ReasonUnavailable, UDP: udp,
+		Err: &drainwatch.UDPError{Endpoints: udp}}))
+	if !m.wake.Equal(at(5)) {
+		t.Fatalf("drain ends at %v, want the fixed 5s", m.wake.Sub(epoch))
+	}
+	warnings := 0
+	for l := range strings.SplitSeq(buf.String(), "\n") {
+		if strings.Contains(l, `"level":"warn"`) {
+			warnings++
+			for _, w := range []string{`"udp":["[::]:53","10.0.0.5:443"]`, `"message":"the app serves UDP`, `"why":`, `"drain_delay":5000`} {
+				if !strings.Contains(l, w) {
+					t.Errorf("the warning lacks %s: %s", w, l)
+				}
+			}
+		}
+	}
+	if warnings != 1 {
+		t.Errorf("%d warnings, want one:\n%s", warnings, buf.String())
+	}
+	want(t, m.tick(at(5)), actSignal{toAppStop, unix.SIGTERM})
+	if s := m.summary(at(5.1)); !strings.Contains(s, "drain (fixed, serves UDP) +10ms") {
+		t.Errorf("summary %q does not say the drain was fixed for UDP", s)
 	}
 }
 
