@@ -20,6 +20,7 @@
 package check
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"sort"
@@ -56,6 +57,7 @@ const (
 	RuleNoShell          = "no-shell"               // exec preStop needs sh/sleep in an image without them
 	RuleNoDrain          = "no-drain"               // nothing delays the stop for endpoint removal
 	RuleSpringDuration   = "spring-duration"        // a Spring Boot shutdown timeout that is likely wrong
+	RuleAdaptiveUDP      = "adaptive-drain-udp"     // an adaptive drain in a container that serves UDP: fixed
 	minGraceAfterSignal  = 2 * time.Second          // the kubelet's minimumGracePeriodInSeconds
 
 	RuleStopSignalNotTrigger = "stop-signal-not-trigger" // lifecycle.stopSignal is not one of drainit's triggers
@@ -202,6 +204,7 @@ func checkContainerAfter(w *Workload, c *Container, before stopBefore) ([]Findin
 	drainitOK := k.drainitConfig()
 	k.noShell()
 	k.controlServer()
+	k.adaptiveUDP()
 	k.probes()
 	k.stopSignal()
 	if w.Grace > 0 {
@@ -224,6 +227,35 @@ func checkContainerAfter(w *Workload, c *Container, before stopBefore) ([]Findin
 			"(5-10s, within terminationGracePeriodSeconds %s) or run the app under drainit", fmtDur(w.Grace))
 	}
 	return k.out, k.stopEnd(before)
+}
+
+// adaptiveUDP: drainit's adaptive drain counts new TCP connections, and for an app that serves
+// UDP it drains for --drain-delay instead (README, "Adaptive drain"): a declared UDP port says
+// so before the first stop's log does. Not with --drain-ports, which names what to watch.
+func (k *containerCheck) adaptiveUDP() {
+	dc := k.dc
+	if dc == nil || len(dc.errs) > 0 || !dc.adaptive || !dc.settings["drain-ports"].known || dc.settings["drain-ports"].raw != "" {
+		return
+	}
+	var udp []string
+	line := 0
+	for _, p := range k.c.Ports {
+		if strings.EqualFold(p.Protocol, "UDP") && p.Number > 0 {
+			udp = append(udp, strconv.Itoa(p.Number))
+			line = cmp.Or(line, p.Line)
+		}
+	}
+	if len(udp) == 0 {
+		return
+	}
+	delay := "--drain-delay"
+	if dc.delay.known {
+		delay += " (" + fmtDur(dc.delay.d) + ")"
+	}
+	k.add(line, Info, RuleAdaptiveUDP, "the drain is adaptive, but the container serves UDP (port %s): the adaptive drain counts new TCP "+
+		"connections only, and drainit drains for %s instead, at every stop; make that cover the time the load balancers take "+
+		"to stop sending it UDP, or, if the UDP port is not routed to the pod (a gossip port), name the TCP ports to watch in "+
+		"--drain-ports", strings.Join(udp, ", "), delay)
 }
 
 // drainitConfig reports what drainit refuses to start with (it exits 2 before starting the app,

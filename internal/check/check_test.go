@@ -95,7 +95,7 @@ func TestEveryRuleHasACase(t *testing.T) {
 	}
 	for _, r := range []string{RuleGraceZero, RulePreStopGrace, RuleShutdownGrace, RuleDrainitConfig, RuleDrainitGrace,
 		RulePreStopServer, RulePreStopToken, RuleNoShell, RuleNoDrain, RuleSpringDuration,
-		RuleStopSignalNotTrigger, RuleStopSignalImageQuit, RuleStopSignalInvalid, RuleGraceNegative, RuleSidecarGrace} {
+		RuleStopSignalNotTrigger, RuleStopSignalImageQuit, RuleStopSignalInvalid, RuleGraceNegative, RuleSidecarGrace, RuleAdaptiveUDP} {
 		if !seen[r] {
 			t.Errorf("rule %s fires in no testdata/rules manifest", r)
 		}

@@ -48,6 +48,8 @@ type drainitConf struct {
 	// The settings the rules read. drain is the longest drain: --drain-delay, or --drain-max
 	// when the drain is adaptive.
 	grace, drain, margin                  durSetting
+	adaptive                              bool       // --drain adaptive, as far as the manifest shows
+	delay                                 durSetting // --drain-delay: with an adaptive drain, its fallback
 	httpAddr, token, triggers, stopSignal setting
 	// trig is the set of signals that start drainit's stop sequence, as drainit computes it;
 	// trigKnown is false when a value comes from somewhere the manifest does not show, or is bad.
@@ -153,6 +155,8 @@ func findDrainit(c *Container, env envMap) *drainitConf {
 		dc.drain = dc.duration("drain-delay", cfg.DrainDelay)
 	}
 	dc.drain.known = dc.drain.known && dc.settings["drain"].known
+	dc.adaptive = cfg.Adaptive && dc.settings["drain"].known
+	dc.delay = dc.duration("drain-delay", cfg.DrainDelay)
 	dc.httpAddr, dc.token = dc.settings["http-addr"], dc.settings["http-token"]
 	dc.triggers, dc.stopSignal = dc.settings["triggers"], dc.settings["stop-signal"]
 	if dc.triggers.known && dc.stopSignal.known {

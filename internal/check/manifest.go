@@ -95,10 +95,13 @@ type EnvVar struct {
 	Line  int
 }
 
-// Port is a declared container port, for resolving named ports in httpGet hooks.
+// Port is a declared container port, for resolving named ports in httpGet hooks and for what
+// the container serves.
 type Port struct {
-	Name   string
-	Number int
+	Name     string
+	Number   int
+	Protocol string // as written: "" is TCP
+	Line     int
 }
 
 // Handler is a lifecycle hook. Exactly one of its forms is set in a valid manifest; the reader
@@ -456,8 +459,11 @@ func (r *reader) container(n *yaml.Node, path string) (Container, error) {
 		if pn.Kind != yaml.MappingNode {
 			return c, r.errorf(pn, p, "want a port (a mapping), got %s", describe(pn))
 		}
-		var port Port
+		port := Port{Line: pn.Line}
 		if port.Name, err = r.optStr(pn, "name", p); err != nil {
+			return c, err
+		}
+		if port.Protocol, err = r.optStr(pn, "protocol", p); err != nil {
 			return c, err
 		}
 		if num, err := r.get(pn, "containerPort", p); err != nil {

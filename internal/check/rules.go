@@ -90,6 +90,12 @@ var registry = []RuleInfo{
 		Fix:     "Use the native sleep action (preStop: {sleep: {seconds: N}}, Kubernetes 1.30+), or copy drainit into the image and run [\"/drainit\", \"sleep\", \"10s\"], or call the program directly without a shell.",
 	},
 	{
+		ID: RuleAdaptiveUDP, Severity: Info,
+		Short:   "an adaptive drain in a container that serves UDP drains for --drain-delay",
+		Catches: "drainit with --drain adaptive in a container that declares a UDP port (ports[].protocol: UDP): the adaptive drain counts new TCP connections only, and Linux counts no socket's datagrams, so for an app that serves UDP drainit drains for --drain-delay instead, at every stop (README: Adaptive drain). Not reported with --drain-ports, which names the ports to watch.",
+		Fix:     "Set --drain-delay (DRAINIT_DRAIN_DELAY) to cover the time the load balancers take to stop sending the pod UDP; if the UDP port is not routed to the pod (a gossip port), name the TCP ports to watch in --drain-ports.",
+	},
+	{
 		ID: RuleNoDrain, Severity: Info,
 		Short:   "nothing delays the stop for endpoint removal",
 		Catches: "A container with no preStop hook that does not run under drainit (Jobs and CronJobs excepted): SIGTERM arrives while the endpoint's removal is still reaching kube-proxy and the load balancers, so new connections can land on a stopping app.",
