@@ -237,15 +237,29 @@ func (k *containerCheck) adaptiveUDP() {
 	if dc == nil || len(dc.errs) > 0 || !dc.adaptive || !dc.settings["drain-ports"].known || dc.settings["drain-ports"].raw != "" {
 		return
 	}
-	var udp []string
-	line := 0
+	var fixed, unseen []string // UDP ports drainit sees as served, and those it takes for a client's
+	line, unseenLine := 0, 0
 	for _, p := range k.c.Ports {
-		if strings.EqualFold(p.Protocol, "UDP") && p.Number > 0 {
-			udp = append(udp, strconv.Itoa(p.Number))
-			line = cmp.Or(line, p.Line)
+		if !strings.EqualFold(p.Protocol, "UDP") || p.Number <= 0 {
+			continue
 		}
+		// drainit takes a socket on a port the kernel may pick itself (Linux's default
+		// ip_local_port_range; the pod's own is not in the manifest) for a client's.
+		if p.Number >= 32768 && p.Number <= 60999 {
+			unseen = append(unseen, strconv.Itoa(p.Number))
+			unseenLine = cmp.Or(unseenLine, p.Line)
+			continue
+		}
+		fixed = append(fixed, strconv.Itoa(p.Number))
+		line = cmp.Or(line, p.Line)
 	}
-	if len(udp) == 0 {
+	if len(unseen) > 0 && len(fixed) == 0 { // with a port drainit sees, the whole drain is fixed
+		k.add(unseenLine, Warning, RuleAdaptiveUDP, "the drain is adaptive, but the container serves UDP on port %s, in the kernel's "+
+			"ephemeral port range (32768-60999), where drainit takes a socket for a client's: the adaptive drain counts new TCP "+
+			"connections only and can end while UDP still comes, which is then lost; use the fixed drain (--drain fixed, "+
+			"--drain-delay covering the load balancers' time)", strings.Join(unseen, ", "))
+	}
+	if len(fixed) == 0 {
 		return
 	}
 	delay := "--drain-delay"
@@ -255,7 +269,7 @@ func (k *containerCheck) adaptiveUDP() {
 	k.add(line, Info, RuleAdaptiveUDP, "the drain is adaptive, but the container serves UDP (port %s): the adaptive drain counts new TCP "+
 		"connections only, and drainit drains for %s instead, at every stop; make that cover the time the load balancers take "+
 		"to stop sending it UDP, or, if the UDP port is not routed to the pod (a gossip port), name the TCP ports to watch in "+
-		"--drain-ports", strings.Join(udp, ", "), delay)
+		"--drain-ports", strings.Join(fixed, ", "), delay)
 }
 
 // drainitConfig reports what drainit refuses to start with (it exits 2 before starting the app,

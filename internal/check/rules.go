@@ -91,6 +91,7 @@ var registry = []RuleInfo{
 	},
 	{
 		ID: RuleAdaptiveUDP, Severity: Info,
+		Mixed:   "a warning for a UDP port in Linux's ephemeral range, 32768-60999, where drainit takes a socket for a client's: its traffic goes unseen, and the adaptive drain can end while it still comes",
 		Short:   "an adaptive drain in a container that serves UDP drains for --drain-delay",
 		Catches: "drainit with --drain adaptive in a container that declares a UDP port (ports[].protocol: UDP): the adaptive drain counts new TCP connections only, and Linux counts no socket's datagrams, so for an app that serves UDP drainit drains for --drain-delay instead, at every stop (README: Adaptive drain). Not reported with --drain-ports, which names the ports to watch.",
 		Fix:     "Set --drain-delay (DRAINIT_DRAIN_DELAY) to cover the time the load balancers take to stop sending the pod UDP; if the UDP port is not routed to the pod (a gossip port), name the TCP ports to watch in --drain-ports.",
