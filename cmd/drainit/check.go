@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 
 	"github.com/drainit/drainit/internal/check"
+	"github.com/drainit/drainit/internal/config"
 )
 
 const checkUsage = `Usage: drainit check [OPTIONS] [PATH...]
@@ -181,7 +182,9 @@ func parseCheckArgs(args []string) (checkOptions, error) {
 			if optErr != nil {
 				return opt, optErr
 			}
-			return opt, err
+			var names []string
+			fset.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+			return opt, config.FlagError(err, names, "") // the caller adds (drainit check --help)
 		}
 		rest := fset.Args()
 		if len(rest) == 0 {

@@ -167,7 +167,8 @@ func TestCheckCmdBadInput(t *testing.T) {
 		{[]string{"--ignore", " , ", ok}, `--ignore " , ": names no rule`},
 		{[]string{"--severity-threshold", "fatal", ok}, `--severity-threshold "fatal": must be error, warning or info`},
 		{[]string{"--exclude", "[", dir}, `--exclude "[": syntax error in pattern`},
-		{[]string{"--bogus", ok}, "flag provided but not defined: -bogus"},
+		{[]string{"--bogus", ok}, "unknown option --bogus"},
+		{[]string{"--formta", "json", ok}, "unknown option --formta (--format?)"},
 	}
 	for _, c := range cases {
 		code, out, errOut := runCheck(t, "", c.args...)

@@ -36,7 +36,7 @@ func prestopCmd(args []string, stdout, stderr io.Writer) int {
 			fs.Usage()
 			return 0
 		}
-		fmt.Fprintf(stderr, "drainit prestop: %v (drainit prestop --help)\n", err)
+		fmt.Fprintf(stderr, "drainit prestop: %v\n", config.FlagError(err, []string{"addr", "token", "timeout"}, "drainit prestop --help"))
 		return 2
 	}
 	if fs.NArg() > 0 {

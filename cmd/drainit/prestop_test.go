@@ -46,8 +46,8 @@ func TestPrestopUsageKeepsTheTokenSecret(t *testing.T) {
 		says string
 	}{
 		{[]string{"--help"}, 0, "-token"}, {[]string{"-h"}, 0, "-token"},
-		{[]string{"--tokn", "x"}, 2, "drainit prestop: flag provided but not defined: -tokn (drainit prestop --help)\n"},
-		{[]string{"--timeout"}, 2, "drainit prestop: flag needs an argument: -timeout (drainit prestop --help)\n"},
+		{[]string{"--tokn", "x"}, 2, "drainit prestop: unknown option --tokn (--token?)\n"},
+		{[]string{"--timeout"}, 2, "drainit prestop: --timeout needs a value\n"},
 	} {
 		var out, errb bytes.Buffer
 		code := prestopCmd(c.args, &out, &errb)

@@ -391,15 +391,31 @@ type parsed struct {
 // (--grace-period, where the package says -grace-period), and for an unknown one, the option it
 // most likely misspells.
 func flagError(err error) error {
-	msg := err.Error()
-	if strings.Contains(msg, Unseen) {
+	if strings.Contains(err.Error(), Unseen) {
 		return err // drainit check's stand-in for a value it cannot see (Validate): kept as it is
 	}
+	flags := make([]string, 0, len(options()))
+	for _, o := range options() {
+		flags = append(flags, o.Flag)
+	}
+	return FlagError(err, flags, "drainit --help")
+}
+
+// FlagError is flagError for a subcommand's own flag set (drainit check, drainit prestop):
+// flags are its flags' names, help the command that lists them ("": the caller names it).
+func FlagError(err error, flags []string, help string) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	msg := err.Error()
 	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
-		if near := nearestFlag(name); near != "" {
+		if near := nearestFlag(name, flags); near != "" {
 			return fmt.Errorf("unknown option --%s (--%s?)", escaped(clip(name)), near)
 		}
-		return fmt.Errorf("unknown option --%s (drainit --help lists them)", escaped(clip(name)))
+		if help == "" {
+			return fmt.Errorf("unknown option --%s", escaped(clip(name)))
+		}
+		return fmt.Errorf("unknown option --%s (%s lists them)", escaped(clip(name)), help)
 	}
 	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
 		return fmt.Errorf("--%s needs a value", name) // a name the parser knows: short

@@ -75,14 +75,10 @@ func nearestEnv(name string) string {
 	return nearest(name, envs, len(EnvPrefix)+4)
 }
 
-// nearestFlag is the option flag name (without its dashes) is likeliest a misspelling of.
-func nearestFlag(name string) string {
+// nearestFlag is the one of flags that name (without its dashes) is likeliest a misspelling of.
+func nearestFlag(name string, flags []string) string {
 	if len(name) > maxStrayHintLen {
 		return ""
-	}
-	flags := make([]string, 0, len(options()))
-	for _, o := range options() {
-		flags = append(flags, o.Flag)
 	}
 	return nearest(name, flags, 4)
 }
