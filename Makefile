@@ -12,7 +12,7 @@ ENTRY   := -E=github.com/drainit/drainit/internal/startsig.entry
 
 ## demo: build drainit and the test app, then stop pods under load side by side: bare, tini,
 ## preStop sleep, drainit fixed and adaptive, and a real nginx bare and behind drainit (root: each
-## pod is PID 1 of its own PID namespace; ~30 s)
+## pod is PID 1 of its own PID namespace; ~40 s)
 demo:
 	./scripts/demo.sh
 
