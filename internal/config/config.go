@@ -602,7 +602,7 @@ func WriteUsage(w io.Writer) {
   drainit [OPTIONS] [--] COMMAND [ARG...]   run COMMAND as the app and own its stop sequence
   drainit sleep DURATION                    sleep (a preStop exec hook for images without sleep)
   drainit prestop [--addr ADDR] [--token T] ask the running drainit to drain; returns when drained
-  drainit check [--format json] FILE...|-   check Kubernetes manifests' termination timing
+  drainit check [OPTIONS] [PATH...|-]       check Kubernetes manifests' termination timing
   drainit version
 
 Options (each also DRAINIT_<NAME> in the environment; the flag wins and the log says what it
