@@ -154,7 +154,7 @@ const minSecret = 4
 
 // mask hides in body, an answer to h, what h sent that Redact hides in its configuration: its
 // header values, each word of them too (the token of "Bearer TOKEN", echoed alone), and its
-// body. An error page or a debugging endpoint that quotes its request would otherwise put a
+// body, also as JSON escapes them. An error page or a debugging endpoint that quotes its request would otherwise put a
 // deregistration call's credentials in drainit's log. Longest first, so that a whole value
 // shows as one mask. The whole body is masked before the error cuts it, so that no part of a
 // secret is left at the cut.
@@ -165,6 +165,13 @@ func (h *httpHook) mask(body []byte) []byte {
 		secrets = append(secrets, strings.Fields(v)...)
 	}
 	secrets = append(secrets, h.body)
+	// As a JSON string too: a server that echoes the request inside JSON escapes its quotes and
+	// backslashes ({\"token\":\"…\"}).
+	for _, sec := range slices.Clone(secrets) {
+		if q, err := json.Marshal(sec); err == nil && string(q[1:len(q)-1]) != sec {
+			secrets = append(secrets, string(q[1:len(q)-1]))
+		}
+	}
 	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
 	for _, sec := range secrets {
 		if len(sec) >= minSecret {

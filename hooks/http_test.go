@@ -268,4 +268,16 @@ func TestHTTPFailureMasksEchoedSecrets(t *testing.T) {
 			t.Errorf("the error shows %s: %v", secret, err)
 		}
 	}
+
+	// A JSON body echoed inside JSON, its quotes escaped.
+	jsonEcho := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.WriteHeader(400)
+		_ = json.NewEncoder(w).Encode(map[string]string{"error": "bad request", "request": string(b)})
+	}))
+	defer jsonEcho.Close()
+	h = mustHTTP(t, `{"method":"PUT","url":"`+jsonEcho.URL+`/x","body":"{\"token\":\"JSONSECRET\"}"}`)
+	if err = h.Run(context.Background()); err == nil || strings.Contains(err.Error(), "JSONSECRET") || !strings.Contains(err.Error(), "bad request") {
+		t.Errorf("Run = %v, want the 400's answer with the JSON body masked", err)
+	}
 }
