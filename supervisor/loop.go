@@ -312,7 +312,7 @@ func (s *Supervisor) loop(ctx context.Context, m *machine, sigs <-chan unix.Sign
 			case actHooksDeadline:
 				end, why := cancel[a.stage], deadlineCause(a.stage)
 				t := time.AfterFunc(time.Until(a.deadline), func() { end(why) })
-				defer t.Stop()
+				defer t.Stop() // deferred in a loop, but at most once per stage: a late trigger sets t0 once
 			case actCancelHooks:
 				cancel[a.stage](nil)
 			case actWatchDrain:

@@ -147,7 +147,11 @@ func (linuxProcesses) survivors() []string {
 		}
 		tracer, _ := proc.StatusField("/proc", pid, "TracerPid")
 		n, _ := strconv.Atoi(tracer)
-		out = append(out, survivor(pid, st.State, n, unix.Kill(pid, 0) == unix.EPERM))
+		parent := 0
+		if st.PPID != os.Getpid() {
+			parent = st.PPID
+		}
+		out = append(out, survivor(pid, st.State, n, parent, unix.Kill(pid, 0) == unix.EPERM))
 	}
 	return out
 }
@@ -156,7 +160,7 @@ func (linuxProcesses) survivors() []string {
 // its state, its tracer (who collects a traced process's exit before its parent does), and
 // whether drainit may signal it at all (a process that has become another user's, through
 // setuid or sudo, is not drainit's to kill unless drainit is root).
-func survivor(pid int, state byte, tracer int, denied bool) string {
+func survivor(pid int, state byte, tracer, parent int, denied bool) string {
 	switch {
 	case denied:
 		return fmt.Sprintf("pid %d: not permitted to signal it (it runs as another user)", pid)
@@ -164,6 +168,8 @@ func survivor(pid int, state byte, tracer int, denied bool) string {
 		return fmt.Sprintf("pid %d: has exited, but its tracer (pid %d) has not collected its exit", pid, tracer)
 	case tracer != 0:
 		return fmt.Sprintf("pid %d: traced by pid %d (state %c)", pid, tracer, state)
+	case state == 'Z' && parent != 0:
+		return fmt.Sprintf("pid %d: has exited, but its parent (pid %d) has not collected its exit (stuck, or not waiting for its children)", pid, parent)
 	case state == 'Z':
 		return fmt.Sprintf("pid %d: has exited, but its exit has not come to drainit (a tracer outside this PID namespace has not collected it?)", pid)
 	case state == 'D':

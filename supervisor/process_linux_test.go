@@ -150,20 +150,21 @@ func TestSignalsSpareReapedAppsPid(t *testing.T) {
 // survivor says what keeps a process alive or uncollected after SIGKILL, most specific first.
 func TestSurvivor(t *testing.T) {
 	for _, c := range []struct {
-		state  byte
-		tracer int
-		denied bool
-		want   string
+		state          byte
+		tracer, parent int
+		denied         bool
+		want           string
 	}{
-		{'S', 0, true, "pid 7: not permitted to signal it"},
-		{'Z', 40, false, "pid 7: has exited, but its tracer (pid 40) has not collected its exit"},
-		{'t', 40, false, "pid 7: traced by pid 40 (state t)"},
-		{'Z', 0, false, "pid 7: has exited, but its exit has not come to drainit"},
-		{'D', 0, false, "pid 7: in uninterruptible sleep (D)"},
-		{'R', 0, false, "pid 7: state R"},
+		{'S', 0, 0, true, "pid 7: not permitted to signal it"},
+		{'Z', 40, 0, false, "pid 7: has exited, but its tracer (pid 40) has not collected its exit"},
+		{'t', 40, 0, false, "pid 7: traced by pid 40 (state t)"},
+		{'Z', 0, 9, false, "pid 7: has exited, but its parent (pid 9) has not collected its exit"},
+		{'Z', 0, 0, false, "pid 7: has exited, but its exit has not come to drainit"},
+		{'D', 0, 0, false, "pid 7: in uninterruptible sleep (D)"},
+		{'R', 0, 0, false, "pid 7: state R"},
 	} {
-		if got := survivor(7, c.state, c.tracer, c.denied); !strings.HasPrefix(got, c.want) {
-			t.Errorf("survivor(7, %c, %d, %v) = %q, want it to begin %q", c.state, c.tracer, c.denied, got, c.want)
+		if got := survivor(7, c.state, c.tracer, c.parent, c.denied); !strings.HasPrefix(got, c.want) {
+			t.Errorf("survivor(7, %c, %d, %d, %v) = %q, want it to begin %q", c.state, c.tracer, c.parent, c.denied, got, c.want)
 		}
 	}
 }

@@ -36,7 +36,9 @@ func prestopCmd(args []string, stdout, stderr io.Writer) int {
 			fs.Usage()
 			return 0
 		}
-		fmt.Fprintf(stderr, "drainit prestop: %v\n", config.FlagError(err, []string{"addr", "token", "timeout"}, "drainit prestop --help"))
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		fmt.Fprintf(stderr, "drainit prestop: %v\n", config.FlagError(err, names, "drainit prestop --help"))
 		return 2
 	}
 	if fs.NArg() > 0 {

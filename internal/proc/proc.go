@@ -70,7 +70,9 @@ func Descendants(root string, pid int) []int {
 // processes, a SIGKILL sent after each Descendants never caught a process that forks and exits
 // every few hundred microseconds; after each Tree it did within 0.2 s). ok is false when the
 // kernel keeps no such lists (CONFIG_PROC_CHILDREN unset), or pid's own cannot be read: use
-// Descendants then.
+// Descendants then. The kernel's lists can miss a child that is being created or is exiting as
+// they are read (proc(5)), as a scan of /proc can: callers that must reach everything repeat the
+// walk (the kill loop does, at each reap).
 func Tree(root string, pid int) (tree []int, ok bool) {
 	if _, err := os.ReadFile(filepath.Join(root, strconv.Itoa(pid), "task", strconv.Itoa(pid), "children")); err != nil {
 		return nil, false
