@@ -741,7 +741,9 @@ func (m *machine) finish(now time.Time) []action {
 }
 
 // summary is the one-line timeline: each mark with its offset from t0 (or from the app's start
-// when there was no trigger).
+// when there was no trigger). A trigger after the app's exit makes the marks before it negative
+// (app exited 3 -1.2s; trigger SIGTERM (app already exited) +0s): they are shown so, where they
+// were shown as +0s, as if they had come with the trigger.
 func (m *machine) summary(now time.Time) string {
 	base := m.t0
 	if base.IsZero() {
@@ -752,20 +754,22 @@ func (m *machine) summary(now time.Time) string {
 		if i > 0 {
 			b.WriteString("; ")
 		}
-		fmt.Fprintf(&b, "%s +%s", mk.what, roundDur(mk.at.Sub(base)))
+		fmt.Fprintf(&b, "%s %s", mk.what, offset(mk.at.Sub(base)))
 	}
 	if m.killed {
 		b.WriteString("; drainit had to SIGKILL")
 	}
-	fmt.Fprintf(&b, "; exit %d +%s", m.exitMap.Apply(m.appStatus), roundDur(now.Sub(base)))
+	fmt.Fprintf(&b, "; exit %d %s", m.exitMap.Apply(m.appStatus), offset(now.Sub(base)))
 	return b.String()
 }
 
-func roundDur(d time.Duration) time.Duration {
+// offset is a mark's time from the summary's base, signed, to the millisecond: +1.5s, -200ms.
+func offset(d time.Duration) string {
+	d = d.Round(time.Millisecond)
 	if d < 0 {
-		return 0
+		return d.String()
 	}
-	return d.Round(time.Millisecond)
+	return "+" + d.String()
 }
 
 // setReady records that the app is ready (probe passed, online hooks done) or, once it was, that

@@ -723,6 +723,10 @@ func TestTriggerAfterTheAppExitedBoundsPostStopHooks(t *testing.T) {
 	if s := m.summaryLine; !strings.Contains(s, "(app already exited)") {
 		t.Errorf("summary %q does not say the trigger came after the app's exit", s)
 	}
+	// Counted from the trigger, the exit a second before it is -1s, not +0s.
+	if s := m.summaryLine; !strings.Contains(s, "app exited 3 -1s; post-stop hooks -1s; trigger SIGTERM (app already exited) +0s") {
+		t.Errorf("summary %q does not put the app's exit before the trigger", s)
+	}
 }
 
 // The same while drainit ends what the app left behind: the cleanup wait gives way to the kill
