@@ -11,11 +11,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/drainit/drainit/internal/config"
 	"github.com/drainit/drainit/internal/http1"
+	"github.com/drainit/drainit/internal/oneline"
 )
 
 // prestopCmd is `drainit prestop`: the exec form of the preStop hook. It asks the drainit running
@@ -97,7 +96,7 @@ func prestopCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	// The answer is the server's, shown as text: with its control characters escaped, so that
 	// it can neither drive the terminal nor forge lines of the hook's output.
-	body := printable(strings.TrimSpace(string(res.Body)))
+	body := oneline.Escape(strings.TrimSpace(string(res.Body)))
 	if res.Status != 200 {
 		fmt.Fprintf(stderr, "drainit prestop: status %d: %s\n", res.Status, body)
 		return 1
@@ -120,16 +119,6 @@ func checkDialAddr(addr string) error {
 		return errors.New("want HOST:PORT")
 	}
 	return nil
-}
-
-// printable is s with its control characters and invalid UTF-8 escaped as Go does in a quoted
-// string; the rest as it is.
-func printable(s string) string {
-	if !strings.ContainsFunc(s, func(r rune) bool { return r == utf8.RuneError || unicode.IsControl(r) }) {
-		return s
-	}
-	q := strconv.QuoteToGraphic(s)
-	return q[1 : len(q)-1]
 }
 
 // defaultControlAddr turns the server's listen address into one to dial: ":8099" and

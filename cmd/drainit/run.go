@@ -20,6 +20,7 @@ import (
 
 	"github.com/drainit/drainit/internal/config"
 	"github.com/drainit/drainit/internal/nesting"
+	"github.com/drainit/drainit/internal/oneline"
 	"github.com/drainit/drainit/signals"
 	"github.com/drainit/drainit/signals/early"
 	"github.com/drainit/drainit/supervisor"
@@ -227,7 +228,7 @@ func logFile(w *os.File) *os.File {
 	return os.NewFile(uintptr(fd), w.Name())
 }
 
-// escapeMessage escapes the control characters in a console line's message (see printable). A
+// escapeMessage escapes the control characters in a console line's message (oneline.Escape). A
 // message can be an exec hook's output line, whose bytes may come from anywhere (a server's
 // answer the hook prints): on a terminal they must neither drive it (clear it, retitle it) nor,
 // with a carriage return, write over the line's own time and level. JSON lines need nothing
@@ -235,7 +236,7 @@ func logFile(w *os.File) *os.File {
 // characters.
 func escapeMessage(ev map[string]any) error {
 	if m, ok := ev[zerolog.MessageFieldName].(string); ok {
-		ev[zerolog.MessageFieldName] = printable(m)
+		ev[zerolog.MessageFieldName] = oneline.Escape(m)
 	}
 	return nil
 }

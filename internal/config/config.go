@@ -32,14 +32,13 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/caarlos0/env/v11"
 
 	"github.com/drainit/drainit/hooks"
 	"github.com/drainit/drainit/internal/drainwatch"
 	"github.com/drainit/drainit/internal/http1"
+	"github.com/drainit/drainit/internal/oneline"
 	"github.com/drainit/drainit/signals"
 )
 
@@ -264,9 +263,9 @@ func (e *Error) Error() string {
 	// The reason may quote the value as it was (the net package's "address \r: missing port"):
 	// escaped, so that the refusal stays one line.
 	if secret(e.Flag) {
-		return fmt.Sprintf("%s: %s", e.Option, escaped(e.Err.Error())) // the message goes to logs: not the value
+		return fmt.Sprintf("%s: %s", e.Option, oneline.Escape(e.Err.Error())) // the message goes to logs: not the value
 	}
-	return fmt.Sprintf("%s %q: %s", e.Option, shown(e.Flag, e.Value), escaped(e.Err.Error()))
+	return fmt.Sprintf("%s %q: %s", e.Option, shown(e.Flag, e.Value), oneline.Escape(e.Err.Error()))
 }
 
 // secret says whether the option's value must not be written to the log.
@@ -410,41 +409,17 @@ func FlagError(err error, flags []string, help string) error {
 	msg := err.Error()
 	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
 		if near := nearestFlag(name, flags); near != "" {
-			return fmt.Errorf("unknown option --%s (--%s?)", escaped(clip(name)), near)
+			return fmt.Errorf("unknown option --%s (--%s?)", oneline.Escape(clip(name)), near)
 		}
 		if help == "" {
-			return fmt.Errorf("unknown option --%s", escaped(clip(name)))
+			return fmt.Errorf("unknown option --%s", oneline.Escape(clip(name)))
 		}
-		return fmt.Errorf("unknown option --%s (%s lists them)", escaped(clip(name)), help)
+		return fmt.Errorf("unknown option --%s (%s lists them)", oneline.Escape(clip(name)), help)
 	}
 	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
 		return fmt.Errorf("--%s needs a value", name) // a name the parser knows: short
 	}
-	return errors.New(escaped(msg)) // "bad flag syntax: ---x", with the word as given
-}
-
-// escaped is s with what is not printable written as Go escapes it (\r, \x00): a refusal is one
-// line, whatever the command line held (a script saved with CRLF line ends gives an option that
-// ends in \r).
-func escaped(s string) string {
-	if !strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsGraphic(r) }) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i]) // a byte that is no character
-		case unicode.IsGraphic(r):
-			b.WriteString(s[i : i+size])
-		default:
-			q := strconv.QuoteRuneToGraphic(r) // '\r', '\x00', '\u2028'
-			b.WriteString(q[1 : len(q)-1])
-		}
-		i += size
-	}
-	return b.String()
+	return errors.New(oneline.Escape(msg)) // "bad flag syntax: ---x", with the word as given
 }
 
 // parseRaw fills a Raw from the environment and the flags, and reports where each value came
