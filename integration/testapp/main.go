@@ -33,10 +33,6 @@
 //	                               a DNS-like server: an HTTP server on TCP A (as serve; none
 //	                               if A is empty) and a UDP echo on U; prints "ready app <pid> <tcp> <udp>"; on
 //	                               SIGTERM prints "udp received N" and exits at once
-//	testapp udp-send -every D -for T ADDR
-//	                               send a numbered datagram to ADDR every D for T from an
-//	                               unconnected socket, then wait 500 ms for the last answers;
-//	                               print "udp sent N answered M lost L last_answered <RFC 3339>"
 //	testapp get -n N -every D URL  make N requests to URL, each on a new connection, D apart;
 //	                               print "got <status> <RFC 3339 time>" after each; fail on the
 //	                               first error or non-200 status
@@ -55,7 +51,6 @@ package main
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
@@ -68,7 +63,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -115,8 +109,6 @@ func main() {
 		err = get(args)
 	case "serve-udp":
 		err = serveUDP(args)
-	case "udp-send":
-		err = udpSend(args)
 	case "reuse-pid":
 		err = reusePid(args)
 	// Internal modes, started by the ones above.
@@ -620,63 +612,6 @@ func serveUDP(args []string) error {
 	say("got app %s", signame(s.(syscall.Signal)))
 	say("udp received %d", received.Load())
 	os.Exit(0)
-	return nil
-}
-
-// udpSend is a client for serve-udp's echo: numbered datagrams from one unconnected socket (a
-// stopped server's ICMP port unreachable would fail a connected one's next send), each answered
-// or lost.
-func udpSend(args []string) error {
-	fs := flag.NewFlagSet("udp-send", flag.ContinueOnError)
-	every := fs.Duration("every", 20*time.Millisecond, "time between datagrams")
-	total := fs.Duration("for", 5*time.Second, "how long to send")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return errors.New("usage: udp-send -every D -for T ADDR")
-	}
-	to, err := net.ResolveUDPAddr("udp", fs.Arg(0))
-	if err != nil {
-		return err
-	}
-	pc, err := net.ListenUDP("udp", nil)
-	if err != nil {
-		return err
-	}
-	var mu sync.Mutex
-	answered := map[uint64]bool{}
-	var lastAnswered time.Time
-	go func() {
-		buf := make([]byte, 64)
-		for {
-			n, _, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			if n == 8 {
-				mu.Lock()
-				answered[binary.BigEndian.Uint64(buf)] = true
-				lastAnswered = time.Now()
-				mu.Unlock()
-			}
-		}
-	}()
-	var sent uint64
-	end := time.Now().Add(*total)
-	for t := time.Now(); t.Before(end); t = t.Add(*every) {
-		time.Sleep(time.Until(t))
-		var b [8]byte
-		binary.BigEndian.PutUint64(b[:], sent)
-		_, _ = pc.WriteTo(b[:], to) // a refused one is lost, like the rest
-		sent++
-	}
-	time.Sleep(500 * time.Millisecond)
-	pc.Close()
-	mu.Lock()
-	defer mu.Unlock()
-	say("udp sent %d answered %d lost %d last_answered %s", sent, len(answered), int(sent)-len(answered),
-		lastAnswered.UTC().Format(time.RFC3339Nano))
 	return nil
 }
 
