@@ -131,12 +131,7 @@ func (linuxProcesses) stopped(app int, reaped, everything bool) bool {
 // keeps them: a walk of drainit's tree alone, where a scan of all of /proc takes long enough on
 // a busy machine for a process that forks and exits every few hundred microseconds to be gone,
 // with a new pid, by the time its pid is signalled (proc.Tree).
-func descendants() []int {
-	if ds, ok := proc.Tree("/proc", os.Getpid()); ok {
-		return ds
-	}
-	return proc.Descendants("/proc", os.Getpid())
-}
+func descendants() []int { return proc.Below("/proc", os.Getpid()) }
 
 func (linuxProcesses) survivors() []string {
 	var out []string

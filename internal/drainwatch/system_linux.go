@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -240,24 +239,9 @@ func readProcNet(proc, proto string, buf *[]byte, want func(uint16, State) bool,
 }
 
 // processTree lists root and its descendants: from /proc/PID/task/TID/children where the
-// kernel has it (CONFIG_PROC_CHILDREN), else from every process's parent.
+// kernel has it (CONFIG_PROC_CHILDREN), else from every process's parent (proc.Below).
 func processTree(procRoot string, root int) []int {
-	tree := []int{root}
-	if _, err := os.Stat(filepath.Join(procRoot, strconv.Itoa(root), "task", strconv.Itoa(root), "children")); err == nil {
-		for i := 0; i < len(tree); i++ {
-			tasks, _ := filepath.Glob(filepath.Join(procRoot, strconv.Itoa(tree[i]), "task", "*", "children"))
-			for _, t := range tasks {
-				b, _ := os.ReadFile(t)
-				for f := range strings.FieldsSeq(string(b)) {
-					if pid, err := strconv.Atoi(f); err == nil && !slices.Contains(tree, pid) {
-						tree = append(tree, pid)
-					}
-				}
-			}
-		}
-		return tree
-	}
-	return append(tree, proc.Descendants(procRoot, root)...)
+	return append([]int{root}, proc.Below(procRoot, root)...)
 }
 
 // socketInodes collects the socket inodes of the processes' file descriptors. Only the first

@@ -80,6 +80,15 @@ func Tree(root string, pid int) (tree []int, ok bool) {
 	return walk(pid, func(p int) []int { return Children(root, p) }), true
 }
 
+// Below lists every process below pid, breadth first: Tree where the kernel keeps lists of
+// children, else Descendants.
+func Below(root string, pid int) []int {
+	if tree, ok := Tree(root, pid); ok {
+		return tree
+	}
+	return Descendants(root, pid)
+}
+
 // walk lists every process below pid, breadth first, given each process's children. A reused
 // pid can make the lists show a cycle, which is walked once.
 func walk(pid int, children func(int) []int) []int {

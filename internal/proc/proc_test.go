@@ -83,6 +83,10 @@ func TestTreeFromChildrenFiles(t *testing.T) {
 	if got, ok := Tree(t.TempDir(), 1); ok {
 		t.Errorf("Tree with no children files = %v, true; want false", got)
 	}
+	// Below takes the lists where they are.
+	if got, want := Below(root, 1), func() []int { w, _ := Tree(root, 1); return w }(); !slices.Equal(got, want) {
+		t.Errorf("Below(1) = %v, want Tree's %v", got, want)
+	}
 }
 
 func TestSocketInodes(t *testing.T) {
