@@ -61,7 +61,7 @@ const (
 	minGraceAfterSignal  = 2 * time.Second          // the kubelet's minimumGracePeriodInSeconds
 
 	RuleStopSignalNotTrigger = "stop-signal-not-trigger" // lifecycle.stopSignal is not one of drainit's triggers
-	RuleStopSignalImageQuit  = "stop-signal-image-quit"  // nginx/php-fpm image (by name) whose SIGQUIT is no trigger
+	RuleStopSignalImage      = "stop-signal-image"       // an image (by name) whose STOPSIGNAL is no trigger: nginx, httpd, haproxy
 	RuleStopSignalInvalid    = "stop-signal-invalid"     // a lifecycle.stopSignal the API server rejects
 )
 

@@ -95,7 +95,7 @@ func TestEveryRuleHasACase(t *testing.T) {
 	}
 	for _, r := range []string{RuleGraceZero, RulePreStopGrace, RuleShutdownGrace, RuleDrainitConfig, RuleDrainitGrace,
 		RulePreStopServer, RulePreStopToken, RuleNoShell, RuleNoDrain, RuleSpringDuration,
-		RuleStopSignalNotTrigger, RuleStopSignalImageQuit, RuleStopSignalInvalid, RuleGraceNegative, RuleSidecarGrace, RuleAdaptiveUDP} {
+		RuleStopSignalNotTrigger, RuleStopSignalImage, RuleStopSignalInvalid, RuleGraceNegative, RuleSidecarGrace, RuleAdaptiveUDP} {
 		if !seen[r] {
 			t.Errorf("rule %s fires in no testdata/rules manifest", r)
 		}
@@ -624,7 +624,7 @@ func TestMergeKeysLinear(t *testing.T) {
 func TestStopSignal(t *testing.T) {
 	const run = "command: [/drainit, --, /app]\n"
 	ss := func(sig string) string { return "lifecycle: {stopSignal: " + sig + "}\n" }
-	const nt, iq, inv = "error:stop-signal-not-trigger", "warning:stop-signal-image-quit", "error:stop-signal-invalid"
+	const nt, iq, inv = "error:stop-signal-not-trigger", "warning:stop-signal-image", "error:stop-signal-invalid"
 	cases := []struct {
 		name, container, want string
 	}{
@@ -700,7 +700,10 @@ func TestStopSignal(t *testing.T) {
 		{"nginx without drainit: not this rule", "image: nginx", "info:no-drain"},
 		{"nginx, triggers from a secret", "image: nginx\n" + run + "env: [{name: DRAINIT_TRIGGERS, valueFrom: {secretKeyRef: {name: s, key: k}}}]", ""},
 		{"php CLI image", "image: php:8.3-cli\n" + run, ""},
-		{"php apache image", "image: php:8.3-apache\n" + run, ""},
+		{"php apache image: STOPSIGNAL SIGWINCH", "image: php:8.3-apache\n" + run, iq},
+		{"httpd with --stop-signal WINCH", "image: httpd:2.4\ncommand: [/drainit, --stop-signal=WINCH, --, httpd-foreground]", ""},
+		{"haproxy with DRAINIT_STOP_SIGNAL=USR1", "image: haproxy:3.0\n" + run + "env: [{name: DRAINIT_STOP_SIGNAL, value: USR1}]", ""},
+		{"haproxy with --stop-signal QUIT", "image: haproxy:3.0\ncommand: [/drainit, --stop-signal=QUIT, --, haproxy]", iq},
 		{"nginx elsewhere in the name", "image: registry.example.com/my-nginx-app:1\n" + run, ""},
 		{"nginx as a registry path", "image: nginx.example.com/app:1\n" + run, ""},
 	}
@@ -755,12 +758,39 @@ func TestStopSignalMessages(t *testing.T) {
 	}
 
 	f = one(t, pod("", "command: [/drainit, --, /docker-entrypoint.sh, nginx]\nimage: nginx:1.27"))
-	if f.Line != 8 || f.Rule != RuleStopSignalImageQuit || f.Severity != Warning {
+	if f.Line != 8 || f.Rule != RuleStopSignalImage || f.Severity != Warning {
 		t.Errorf("image-quit: %+v; want a warning on the image line 8", f)
 	}
 	for _, s := range []string{`"nginx:1.27"`, "guess from its name", "STOPSIGNAL SIGQUIT", "no drain", "--stop-signal QUIT"} {
 		if !strings.Contains(f.Message, s) {
 			t.Errorf("image-quit message lacks %q: %s", s, f.Message)
+		}
+	}
+
+	for _, c := range []struct{ image, sig, short, app string }{
+		{"httpd:2.4", "SIGWINCH", "WINCH", "Apache httpd"},
+		{"php:8.3-apache", "SIGWINCH", "WINCH", "Apache httpd"},
+		{"haproxy:3.0", "SIGUSR1", "USR1", "haproxy"},
+	} {
+		f = one(t, pod("", "command: [/drainit, --, /usr/local/bin/docker-entrypoint.sh]\nimage: "+c.image))
+		if f.Line != 8 || f.Rule != RuleStopSignalImage || f.Severity != Warning {
+			t.Errorf("%s: %+v; want a warning on the image line 8", c.image, f)
+		}
+		for _, s := range []string{"looks like " + c.app, "STOPSIGNAL " + c.sig, "forwards " + c.sig + " to the app at once",
+			"--stop-signal " + c.short + " (DRAINIT_STOP_SIGNAL=" + c.short + ")"} {
+			if !strings.Contains(f.Message, s) {
+				t.Errorf("%s: message lacks %q: %s", c.image, s, f.Message)
+			}
+		}
+		// The image's signal as drainit's stop signal, or as one of its triggers: nothing to say.
+		for _, flag := range []string{"--stop-signal=" + c.short, "'--triggers=TERM," + c.short + "'"} {
+			ws, err := Read("p.yaml", strings.NewReader(pod("", "command: [/drainit, "+flag+", --, /app]\nimage: "+c.image)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := rules(Check(ws)); got != "" {
+				t.Errorf("%s with %s: got %q, want nothing", c.image, flag, got)
+			}
 		}
 	}
 
@@ -806,20 +836,6 @@ func TestTriggersMatchDrainit(t *testing.T) {
 	}
 }
 
-func TestQuitImage(t *testing.T) {
-	for image, want := range map[string]bool{
-		"nginx": true, "nginx:1.27": true, "docker.io/library/nginx": true, "bitnami/nginx:1.27": true,
-		"nginxinc/nginx-unprivileged:1.27-alpine": true, "localhost:5000/nginx@sha256:00": true,
-		"php:8.3-fpm": true, "php:fpm-alpine": true, "bitnami/php-fpm": true, "registry.example.com/team/php-fpm-app:2": true,
-		"php:8.3": false, "php:8.3-apache": false, "my-nginx": false, "nginx.example.com/web:1": false,
-		"openresty/openresty": false, "fpm": false, "": false,
-	} {
-		if got := quitImage(image); got != want {
-			t.Errorf("quitImage(%q) = %v, want %v", image, got, want)
-		}
-	}
-}
-
 // TestExamplesPassClean: the example manifests are what the README points people at; `drainit
 // check` must find nothing in them. The nginx one passes because of DRAINIT_STOP_SIGNAL=QUIT:
 // without it, the image-quit warning fires.
@@ -849,7 +865,7 @@ func TestExamplesPassClean(t *testing.T) {
 			t.Fatalf("%s: no DRAINIT_STOP_SIGNAL to take out", f)
 		}
 		c.Env = env
-		if got := rules(Check(ws)); got != "warning:"+RuleStopSignalImageQuit {
+		if got := rules(Check(ws)); got != "warning:"+RuleStopSignalImage {
 			t.Errorf("%s without DRAINIT_STOP_SIGNAL: got %q, want the image-quit warning", f, got)
 		}
 	}

@@ -56,18 +56,29 @@ func (r *reader) readIgnore(obj *yaml.Node, path string, onTemplate bool, w *Wor
 
 // ParseRuleList splits a list of rule ids as the annotation and --ignore take it: separated by
 // commas, with spaces around them allowed, in any case. Empty entries are dropped; the ids are
-// returned in lower case, in order, without repeats. Whether they are rules is the caller's
-// question.
+// returned in lower case, in order, without repeats, a renamed rule's old id as its new one.
+// Whether they are rules is the caller's question.
 func ParseRuleList(s string) []string {
 	var out []string
 	for _, f := range strings.Split(s, ",") {
 		id := strings.ToLower(strings.TrimSpace(f))
+		id = renamedRule(id)
 		if id == "" || contains(out, id) {
 			continue
 		}
 		out = append(out, id)
 	}
 	return out
+}
+
+// renamedRule is a rule's new id for its old one, so that an ignore written for the old id still
+// ignores it (a switch, not a map: a package-level map is built at every start of drainit).
+func renamedRule(id string) string {
+	switch id {
+	case "stop-signal-image-quit": // nginx and php-fpm only, until it took httpd and haproxy too
+		return RuleStopSignalImage
+	}
+	return id
 }
 
 func contains(list []string, s string) bool {

@@ -18,6 +18,9 @@ func TestParseRuleList(t *testing.T) {
 		"":                                  nil,
 		" , ":                               nil,
 		"grace-zero, not-a-rule,grace-zero": {"grace-zero", "not-a-rule"},
+		// A renamed rule's old id is its new one.
+		"Stop-Signal-Image-Quit":                   {"stop-signal-image"},
+		"stop-signal-image-quit,stop-signal-image": {"stop-signal-image"},
 	} {
 		if got := ParseRuleList(in); !reflect.DeepEqual(got, want) {
 			t.Errorf("ParseRuleList(%q) = %q, want %q", in, got, want)
@@ -131,6 +134,31 @@ func TestIgnoreFlag(t *testing.T) {
 	plain := strings.ReplaceAll(annotated, "drainit.io/ignore", "example.com/other")
 	if got := summarize(evaluated(t, plain)); got != "no-drain@14 spring-duration@19" {
 		t.Errorf("without annotations: %s", got)
+	}
+}
+
+// TestIgnoreRenamedRule: an ignore written for stop-signal-image-quit, the rule's id until it
+// took httpd and haproxy too, still ignores it, by annotation and by flag, with no warning that
+// it names no rule.
+func TestIgnoreRenamedRule(t *testing.T) {
+	const m = `apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+  annotations:
+    drainit.io/ignore: stop-signal-image-quit
+spec:
+  containers:
+    - name: web
+      image: nginx:1.27
+      command: [/drainit, --, nginx]
+`
+	if got := summarize(evaluated(t, m)); got != "stop-signal-image@10(annotation)" {
+		t.Errorf("by annotation: %s", got)
+	}
+	plain := strings.ReplaceAll(m, "drainit.io/ignore", "example.com/other")
+	if got := summarize(evaluated(t, plain, ParseRuleList("stop-signal-image-quit")...)); got != "stop-signal-image@10(flag)" {
+		t.Errorf("by flag: %s", got)
 	}
 }
 

@@ -116,10 +116,10 @@ var registry = []RuleInfo{
 		Fix:     "Set drainit's --stop-signal to that signal (DRAINIT_STOP_SIGNAL), or add it to --triggers.",
 	},
 	{
-		ID: RuleStopSignalImageQuit, Severity: Warning,
-		Short:   "an nginx or php-fpm image whose SIGQUIT is not a trigger",
-		Catches: "An image that looks, by its name, like nginx or php-fpm, run under drainit without --stop-signal QUIT: those images set STOPSIGNAL SIGQUIT, which images built FROM them inherit, so the runtime stops the container with SIGQUIT and drainit forwards it at once, with no drain.",
-		Fix:     "Set --stop-signal QUIT (DRAINIT_STOP_SIGNAL=QUIT): SIGQUIT then starts the drain and is what nginx or php-fpm gets after it.",
+		ID: RuleStopSignalImage, Severity: Warning,
+		Short:   "an nginx, php-fpm, httpd or haproxy image whose stop signal is not a trigger",
+		Catches: "An image that looks, by its name, like nginx or php-fpm (STOPSIGNAL SIGQUIT), Apache httpd or php's apache variant (SIGWINCH) or haproxy (SIGUSR1), run under drainit without that signal as --stop-signal: images built FROM them inherit it, so the runtime stops the container with it and drainit forwards it at once, with no drain. Formerly stop-signal-image-quit (nginx and php-fpm only), an id --ignore and drainit.io/ignore still take.",
+		Fix:     "Set --stop-signal to the image's signal (DRAINIT_STOP_SIGNAL=QUIT, WINCH or USR1): it then starts the drain and is what the app gets after it, its graceful stop.",
 	},
 	{
 		ID: RuleStopSignalInvalid, Severity: Error,

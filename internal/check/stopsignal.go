@@ -7,6 +7,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/drainit/drainit/internal/appsignal"
 	"github.com/drainit/drainit/signals"
 )
 
@@ -55,23 +56,9 @@ func shortName(sig syscall.Signal) string {
 	return strings.TrimPrefix(signals.Name(sig), "SIG")
 }
 
-// quitImage guesses from an image's name alone whether it is built FROM nginx or php-fpm, whose
-// official images set STOPSIGNAL SIGQUIT (their graceful stop; SIGTERM is their fast one), which
-// every image built FROM them inherits. The name is all the check sees: the last path
-// component, tag included, starting with "nginx" (nginx:1.27, bitnami/nginx,
-// nginxinc/nginx-unprivileged) or holding both "php" and "fpm" (php:8.3-fpm, bitnami/php-fpm).
-func quitImage(image string) bool {
-	ref := strings.ToLower(image)
-	if at := strings.IndexByte(ref, '@'); at >= 0 {
-		ref = ref[:at]
-	}
-	last := ref[strings.LastIndexByte(ref, '/')+1:]
-	return strings.HasPrefix(last, "nginx") || (strings.Contains(last, "php") && strings.Contains(last, "fpm"))
-}
-
 // stopSignal reports a lifecycle.stopSignal the API server rejects, a stop signal that is not
-// one of drainit's triggers, and (a warning, by the image's name) an nginx or php-fpm image whose
-// inherited STOPSIGNAL SIGQUIT drainit would forward at once.
+// one of drainit's triggers, and (a warning, by the image's name) an image whose inherited
+// STOPSIGNAL (nginx's SIGQUIT, httpd's SIGWINCH, haproxy's SIGUSR1) drainit would forward at once.
 func (k *containerCheck) stopSignal() {
 	c, dc := k.c, k.dc
 	if c.StopSignalLine != 0 {
@@ -107,14 +94,19 @@ func (k *containerCheck) stopSignal() {
 			name, dc.describeTriggers(), name, k.forwarded(name), shortName(sig), shortName(sig), shortName(sig))
 		return
 	}
-	if dc == nil || !dc.trigKnown || dc.isTrigger(signals.SIGQUIT) || !quitImage(c.Image) {
+	if dc == nil || !dc.trigKnown {
 		return
 	}
-	k.add(c.ImageLine, Warning, RuleStopSignalImageQuit, "image %q looks like nginx or php-fpm (a guess from its name): their images set "+
-		"STOPSIGNAL SIGQUIT, which images built FROM them inherit, so docker stop and the kubelet (through the runtime) stop the container "+
-		"with SIGQUIT; drainit's triggers are %s, so %s; set --stop-signal QUIT (DRAINIT_STOP_SIGNAL=QUIT), which also makes SIGQUIT "+
-		"what nginx and php-fpm get after the drain (their graceful stop); docker inspect -f '{{.Config.StopSignal}}' shows the image's signal",
-		c.Image, dc.describeTriggers(), k.forwarded("SIGQUIT"))
+	is, ok := appsignal.ByImage(c.Image)
+	if !ok || dc.isTrigger(is.Signal) {
+		return
+	}
+	name, short := signals.Name(is.Signal), shortName(is.Signal)
+	k.add(c.ImageLine, Warning, RuleStopSignalImage, "image %q looks like %s (a guess from its name): its images set "+
+		"STOPSIGNAL %s, which images built FROM them inherit, so docker stop and the kubelet (through the runtime) stop the container "+
+		"with %s; drainit's triggers are %s, so %s; set --stop-signal %s (DRAINIT_STOP_SIGNAL=%s), which also makes %s "+
+		"what %s gets after the drain (its graceful stop); docker inspect -f '{{.Config.StopSignal}}' shows the image's signal",
+		c.Image, is.App, name, name, dc.describeTriggers(), k.forwarded(name), short, short, name, is.App)
 }
 
 // forwarded says what happens when the runtime's stop signal is not a trigger: drainit passes it

@@ -36,6 +36,7 @@ import (
 	"github.com/caarlos0/env/v11"
 
 	"github.com/drainit/drainit/hooks"
+	"github.com/drainit/drainit/internal/appsignal"
 	"github.com/drainit/drainit/internal/drainwatch"
 	"github.com/drainit/drainit/internal/http1"
 	"github.com/drainit/drainit/internal/oneline"
@@ -173,6 +174,9 @@ func (c *Config) Warnings() []string {
 				n, c.HookTimeout, c.Drain(), c.KillMargin, need, c.GracePeriod))
 		}
 	}
+	if w := c.gracefulStopNote(); w != "" {
+		out = append(out, w)
+	}
 	for spec := range c.Hooks {
 		if spec.Stage == StagePostStop && c.HookTimeout > c.GracePeriod-c.Drain()-c.KillMargin {
 			out = append(out, fmt.Sprintf(
@@ -182,6 +186,30 @@ func (c *Config) Warnings() []string {
 		}
 	}
 	return out
+}
+
+// gracefulStopNote warns when the app's command looks like a server whose graceful stop is not
+// SIGTERM (package appsignal: nginx, php-fpm, Apache httpd, haproxy) and no --stop-signal says
+// how to stop it: its images' STOPSIGNAL would then be forwarded at once, with no drain, and
+// after a SIGTERM's drain it would get SIGTERM, its fast stop. A guess from a name, so a
+// warning: --stop-signal TERM says SIGTERM is meant.
+func (c *Config) gracefulStopNote() string {
+	if c.StopSignal != 0 {
+		return ""
+	}
+	s, word, ok := appsignal.ByCommand(c.Command)
+	if !ok || slices.Contains(c.Triggers, s.Signal) {
+		return ""
+	}
+	name, short := signals.Name(s.Signal), strings.TrimPrefix(signals.Name(s.Signal), "SIG")
+	after := ""
+	if got, ok := c.Rewrite.Apply(syscall.SIGTERM); slices.Contains(c.Triggers, syscall.SIGTERM) && (!ok || got != s.Signal) {
+		after = fmt.Sprintf(", and after a SIGTERM's drain %s gets SIGTERM, its fast stop, which cuts the requests in hand", s.App)
+	}
+	return fmt.Sprintf("the app looks like %s (%s), which stops gracefully on %s, its images' STOPSIGNAL: "+
+		"%s is no trigger, so a runtime that stops the container with it has it forwarded at once, with no drain%s; "+
+		"set --stop-signal %s (DRAINIT_STOP_SIGNAL=%s), or --stop-signal TERM if SIGTERM is meant",
+		s.App, oneline.Escape(word), name, name, after, short, short)
 }
 
 // HookStage is when in the app's life a hook runs. It is the one declaration of the stages:

@@ -275,6 +275,62 @@ func TestOtherDrainsOptionsNoted(t *testing.T) {
 	}
 }
 
+// A server whose graceful stop is not SIGTERM (nginx's SIGQUIT, httpd's SIGWINCH, haproxy's
+// SIGUSR1), run with no --stop-signal: the log says at start that its images' STOPSIGNAL would be
+// forwarded with no drain, and what to set. Nothing when the signal is a trigger or a stop signal
+// is chosen, or for an app that is not one of them.
+func TestGracefulStopNoted(t *testing.T) {
+	for _, c := range []struct {
+		args  []string
+		env   map[string]string
+		want  []string // in the one warning; nil: no warning
+		avoid string
+	}{
+		{[]string{"/docker-entrypoint.sh", "nginx", "-g", "daemon off;"}, nil,
+			[]string{"looks like nginx (nginx)", "gracefully on SIGQUIT", "forwarded at once, with no drain",
+				"after a SIGTERM's drain nginx gets SIGTERM", "--stop-signal QUIT (DRAINIT_STOP_SIGNAL=QUIT)"}, ""},
+		{[]string{"httpd-foreground"}, nil, []string{"looks like Apache httpd (httpd-foreground)", "SIGWINCH", "--stop-signal WINCH"}, ""},
+		{[]string{"haproxy", "-f", "/etc/haproxy/haproxy.cfg"}, nil, []string{"looks like haproxy", "SIGUSR1", "--stop-signal USR1"}, ""},
+		// SIGTERM rewritten to the graceful signal: only the STOPSIGNAL half is left to say.
+		{[]string{"--rewrite", "TERM:QUIT", "nginx"}, nil, []string{"forwarded at once"}, "after a SIGTERM's drain"},
+		// No SIGTERM trigger: nothing to say about what follows one.
+		{[]string{"--triggers", "INT", "nginx"}, nil, []string{"forwarded at once"}, "after a SIGTERM's drain"},
+		// A control character in the program's path stays on the line, escaped.
+		{[]string{"/usr/sbin\r\n/nginx"}, nil, []string{`looks like nginx (/usr/sbin\r\n/nginx)`}, ""},
+		{[]string{"--stop-signal", "QUIT", "nginx"}, nil, nil, ""},
+		{[]string{"nginx"}, map[string]string{"DRAINIT_STOP_SIGNAL": "TERM"}, nil, ""},
+		{[]string{"--triggers", "TERM,QUIT", "nginx"}, nil, nil, ""},
+		{[]string{"/app", "nginx"}, nil, nil, ""},
+	} {
+		cfg, err := parse(t, c.args, c.env)
+		if err != nil {
+			t.Fatalf("%q: %v", c.args, err)
+		}
+		ws := cfg.Warnings()
+		if c.want == nil {
+			if len(ws) != 0 {
+				t.Errorf("%q %v: warnings %q, want none", c.args, c.env, ws)
+			}
+			continue
+		}
+		if len(ws) != 1 {
+			t.Errorf("%q: warnings %q, want one", c.args, ws)
+			continue
+		}
+		for _, s := range c.want {
+			if !strings.Contains(ws[0], s) {
+				t.Errorf("%q: warning lacks %q: %s", c.args, s, ws[0])
+			}
+		}
+		if c.avoid != "" && strings.Contains(ws[0], c.avoid) {
+			t.Errorf("%q: warning says %q: %s", c.args, c.avoid, ws[0])
+		}
+		if strings.ContainsAny(ws[0], "\r\n") {
+			t.Errorf("%q: warning is more than one line: %q", c.args, ws[0])
+		}
+	}
+}
+
 func TestEmptyTerminationLogTurnsItOff(t *testing.T) {
 	c, err := parse(t, []string{"app"}, map[string]string{"DRAINIT_TERMINATION_LOG": ""})
 	if err != nil {

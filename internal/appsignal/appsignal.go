@@ -1,0 +1,97 @@
+// Package appsignal knows the servers whose graceful stop is not SIGTERM, and the images that
+// say so in their STOPSIGNAL: nginx and php-fpm stop gracefully on SIGQUIT, Apache httpd on
+// SIGWINCH (graceful-stop), haproxy on SIGUSR1 (soft-stop); to each of them SIGTERM is the
+// fast stop, which cuts the requests in hand. Their official images set that signal as
+// STOPSIGNAL, and every image built FROM them inherits it, so docker, podman and the kubelet
+// (through containerd) stop such a container with it. Unless it is one of drainit's triggers,
+// drainit passes it to the app at once, with no drain.
+//
+// Both uses are guesses from a name: `drainit check` sees a manifest's image, drainit at start
+// sees the app's command. Sources, from the images' Dockerfiles (docker-library): nginx
+// "STOPSIGNAL SIGQUIT", php *-fpm "STOPSIGNAL SIGQUIT", httpd and php *-apache "STOPSIGNAL
+// SIGWINCH", haproxy "STOPSIGNAL SIGUSR1".
+package appsignal
+
+import (
+	"path"
+	"strings"
+	"syscall"
+
+	"github.com/drainit/drainit/signals"
+)
+
+// Stop is a server's graceful stop.
+type Stop struct {
+	App    string         // the server, as messages name it
+	Signal syscall.Signal // the signal it stops gracefully on, its images' STOPSIGNAL
+}
+
+var (
+	nginx   = Stop{"nginx", signals.SIGQUIT}
+	phpFPM  = Stop{"php-fpm", signals.SIGQUIT}
+	httpd   = Stop{"Apache httpd", signals.SIGWINCH}
+	haproxy = Stop{"haproxy", signals.SIGUSR1}
+)
+
+// ByImage guesses from an image reference alone whether it is built FROM one of those images.
+// The last path component, tag included, starting with "nginx" (nginx:1.27, bitnami/nginx,
+// nginxinc/nginx-unprivileged), or holding "php" and "fpm" (php:8.3-fpm, bitnami/php-fpm) or
+// "php" and "apache" (php:8.3-apache); a repository named "httpd" or "haproxy" exactly
+// (httpd:2.4, haproxy:3.0-alpine), whose look-alikes (haproxy-ingress, an ingress controller)
+// are other programs with other stop signals.
+func ByImage(image string) (Stop, bool) {
+	ref := strings.ToLower(image)
+	if at := strings.IndexByte(ref, '@'); at >= 0 {
+		ref = ref[:at]
+	}
+	last := ref[strings.LastIndexByte(ref, '/')+1:]
+	repo, _, _ := strings.Cut(last, ":")
+	switch {
+	case strings.HasPrefix(last, "nginx"):
+		return nginx, true
+	case strings.Contains(last, "php") && strings.Contains(last, "fpm"):
+		return phpFPM, true
+	case strings.Contains(last, "php") && strings.Contains(last, "apache"), repo == "httpd":
+		return httpd, true
+	case repo == "haproxy":
+		return haproxy, true
+	}
+	return Stop{}, false
+}
+
+// ByCommand guesses from an app's command whether it runs one of those servers: its program, or
+// the first argument of an entry point script that runs it (/docker-entrypoint.sh nginx -g …,
+// docker-php-entrypoint php-fpm: a program whose name ends in ".sh" or holds "entrypoint"),
+// named as the images and Debian name them: nginx, nginx-debug, php-fpm and php-fpmX.Y, httpd,
+// httpd-foreground, apache2, apache2-foreground, apache2ctl, apachectl, haproxy. It returns the
+// word that matched.
+func ByCommand(argv []string) (Stop, string, bool) {
+	if len(argv) == 0 {
+		return Stop{}, "", false
+	}
+	prog := path.Base(argv[0])
+	if s, ok := byProgram(prog); ok {
+		return s, argv[0], true
+	}
+	if len(argv) > 1 && (strings.HasSuffix(prog, ".sh") || strings.Contains(prog, "entrypoint")) {
+		if s, ok := byProgram(path.Base(argv[1])); ok {
+			return s, argv[1], true
+		}
+	}
+	return Stop{}, "", false
+}
+
+func byProgram(name string) (Stop, bool) {
+	switch {
+	case name == "nginx" || name == "nginx-debug":
+		return nginx, true
+	case strings.HasPrefix(name, "php-fpm"):
+		return phpFPM, true
+	case name == "httpd" || name == "httpd-foreground" || name == "apache2" || name == "apache2-foreground" ||
+		name == "apache2ctl" || name == "apachectl":
+		return httpd, true
+	case name == "haproxy":
+		return haproxy, true
+	}
+	return Stop{}, false
+}
