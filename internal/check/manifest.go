@@ -579,8 +579,8 @@ func (r *reader) handler(n *yaml.Node, path string) (*Handler, error) {
 				return nil, err
 			}
 			g.Port = int(min(max(v, 0), 1<<16))
-		} else if v, err := strconv.Atoi(port.Value); err == nil {
-			g.Port = v // a quoted number is how IntOrString is often written
+		} else if why := portNameProblem(port.Value); why != "" {
+			return nil, r.errorf(port, join(p, "port"), "%q is a port name, which the API server refuses: %s", port.Value, why)
 		} else {
 			g.PortName = port.Value
 		}
@@ -791,6 +791,41 @@ func (r *reader) int(n *yaml.Node, path string, bits int) (int64, error) {
 		return 0, tooLarge()
 	}
 	return v, nil
+}
+
+// portNameProblem is why the API server refuses a port name (an IntOrString that is a string):
+// apimachinery's IsValidPortName, which validation applies to every httpGet's port. "" for a
+// valid name. A quoted number is a name too, with no letter: the API server refuses `port:
+// "8099"` (must contain at least one letter), which the kubelet would have read as 8099.
+func portNameProblem(name string) string {
+	letter, digits := false, true
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c >= 'a' && c <= 'z':
+			letter, digits = true, false
+		case c >= '0' && c <= '9':
+		case c == '-':
+			digits = false
+		default:
+			return "it must hold only a-z, 0-9 and hyphens"
+		}
+	}
+	switch {
+	case name == "":
+		return "it is empty"
+	case len(name) > 15:
+		return "it is longer than 15 characters"
+	case digits:
+		return "a name needs a letter; a number is written without quotes"
+	case !letter:
+		return "it must hold a letter (a-z)"
+	case strings.Contains(name, "--"):
+		return "it must not hold two hyphens in a row"
+	case name[0] == '-' || name[len(name)-1] == '-':
+		return "it must not begin or end with a hyphen"
+	}
+	return ""
 }
 
 // yaml11Bool says whether a plain scalar is one YAML 1.1 (sigs.k8s.io/yaml, kubectl's reading)

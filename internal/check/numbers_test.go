@@ -89,7 +89,7 @@ func numberAgrees(t *testing.T, v string) {
 			continue // decoded, then refused by the API server's validateSleepAction, as by Read
 		}
 		if f.name == "readinessProbe.httpGet.port" && refErr == nil && p.Spec.Containers[0].ReadinessProbe.HTTPGet.Port.Type == 1 {
-			continue // a name: Read takes a quoted number as the port, the API server's validation refuses it
+			continue // a name, decoded: Read refuses a quoted number as the API server's validation does (FuzzPortName)
 		}
 		switch {
 		case (err == nil) != (refErr == nil):
