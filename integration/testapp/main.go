@@ -23,6 +23,15 @@
 //	                               (reaped), the helper makes a process that gets this pid again
 //	                               (as PID 1's namespace allows: /proc/sys/kernel/ns_last_pid,
 //	                               root) and exits REUSE; it prints "reused <pid>" or "missed"
+//	testapp tree [-addr A] [-hold WHO,...]
+//	                               a container's processes in a pod that shares its PID
+//	                               namespace: this process ("app"), a member of its group ("gc"),
+//	                               an orphan left in its group ("orphan"), a setsid'd daemon
+//	                               (double fork: "daemon") and an orphan that exits at once
+//	                               ("exited <pid>"). Each prints "ready <who> <pid>" and "got <who>
+//	                               <SIGNAME>" for each signal, and exits on SIGTERM unless it is
+//	                               among -hold; "ready app <pid>" comes once all are set up. -addr:
+//	                               the app also serves HTTP there
 //	testapp ignore-term            print "ready app <pid>", ignore SIGTERM, run until killed
 //	testapp slow-stop DURATION     print "ready app <pid>"; on SIGTERM wait DURATION, exit 0
 //	testapp serve -addr A [-graceful|-naive] [-delay D]
@@ -97,6 +106,8 @@ func main() {
 		err = orphans(args)
 	case "daemon":
 		err = daemon(args)
+	case "tree":
+		err = tree(args)
 	case "ignore-term":
 		signal.Ignore(syscall.SIGTERM)
 		say("ready app %d", os.Getpid())
@@ -113,7 +124,7 @@ func main() {
 		err = reusePid(args)
 	// Internal modes, started by the ones above.
 	case "_record":
-		err = record(arg(args, 0))
+		err = record(arg(args, 0), false, nil)
 	case "_orphan-parent":
 		err = orphanParent(args)
 	case "_block":
@@ -122,6 +133,12 @@ func main() {
 		_, _ = os.NewFile(3, "block").Read(buf)
 	case "_daemon":
 		err = daemonChild(args)
+	case "_member":
+		err = member(arg(args, 0), arg(args, 1) == "hold")
+	case "_leave":
+		err = leave(args)
+	case "_exited":
+		err = exitedOrphan()
 	case "_reuse-pid":
 		err = reusePidChild(args)
 	case "_reused":
@@ -223,20 +240,153 @@ func signalsMode(args []string) error {
 			return err
 		}
 	}
-	return record("app")
+	return record("app", false, nil)
 }
 
-// record prints every recorded signal until SIGTERM, then exits 0.
-func record(who string) error {
+// record prints every recorded signal until SIGTERM, then exits 0; with hold, SIGTERM is
+// recorded as the others are and only SIGKILL ends it. ready, when not nil, is closed once the
+// handlers are in place.
+func record(who string, hold bool, ready *os.File) error {
 	ch := make(chan os.Signal, 32)
 	signal.Notify(ch, recorded...)
 	say("ready %s %d", who, os.Getpid())
+	if ready != nil {
+		_ = ready.Close()
+	}
 	for s := range ch {
 		say("got %s %s", who, signame(s.(syscall.Signal)))
-		if s == syscall.SIGTERM {
+		if s == syscall.SIGTERM && !hold {
 			return nil
 		}
 	}
+	return nil
+}
+
+// tree starts a container's processes as a pod that shares its PID namespace has them: a member
+// of this process's group (gc), an orphan left in it (orphan), a daemon in a session of its own
+// (a double fork and setsid), and an orphan that exits as soon as it is one, which whoever
+// adopted it must reap. All but the last record their signals; "ready app" comes once each has
+// reported ready (closed its copy of the pipe).
+func tree(args []string) error {
+	fs := flag.NewFlagSet("tree", flag.ContinueOnError)
+	addr := fs.String("addr", "", "also serve HTTP on this address")
+	holdList := fs.String("hold", "", "who survives SIGTERM: app, gc, orphan, daemon (comma-separated)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	hold := map[string]bool{}
+	for _, who := range strings.Split(*holdList, ",") {
+		hold[who] = true
+	}
+	if *addr != "" {
+		ln, err := net.Listen("tcp", *addr)
+		if err != nil {
+			return err
+		}
+		serveOK(ln)
+	}
+	memberArgs := func(who string) []string {
+		if hold[who] {
+			return []string{"_member", who, "hold"}
+		}
+		return []string{"_member", who}
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	start := func(argv ...string) (int, error) {
+		return syscall.ForkExec(self(), append([]string{self()}, argv...), &syscall.ProcAttr{
+			Env: os.Environ(), Files: []uintptr{0, 1, 2, w.Fd()},
+		})
+	}
+	if _, err := start(memberArgs("gc")...); err != nil {
+		return err
+	}
+	var leavers []int
+	for _, argv := range [][]string{
+		append([]string{"_leave", "--"}, memberArgs("orphan")...),
+		append([]string{"_leave", "-setsid", "--"}, memberArgs("daemon")...),
+		{"_leave", "--", "_exited"},
+	} {
+		pid, err := start(argv...)
+		if err != nil {
+			return err
+		}
+		leavers = append(leavers, pid)
+	}
+	w.Close()
+	for _, pid := range leavers {
+		var ws syscall.WaitStatus
+		for {
+			if _, err := syscall.Wait4(pid, &ws, 0, nil); err != syscall.EINTR {
+				break
+			}
+		}
+	}
+	// EOF once every process started has closed its copy: the members once set up, the
+	// exited orphan as it exits.
+	_, _ = io.Copy(io.Discard, r)
+	return record("app", hold["app"], nil)
+}
+
+// member is one of tree's processes: it records signals once orphaned, if it is to be one.
+func member(who string, hold bool) error {
+	if err := awaitOrphaned(); err != nil {
+		return err
+	}
+	return record(who, hold, os.NewFile(3, "ready"))
+}
+
+// leaverEnv names the process that left this one (leave): it is an orphan once its parent is
+// no longer that one.
+const leaverEnv = "TESTAPP_LEFT_BY"
+
+// leave starts the rest of its arguments as a child, in a session of its own with -setsid,
+// and exits at once: the child is an orphan, adopted by the nearest subreaper above or the PID
+// namespace's init.
+func leave(args []string) error {
+	fs := flag.NewFlagSet("_leave", flag.ContinueOnError)
+	setsid := fs.Bool("setsid", false, "start the child in a new session")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return errors.New("usage: _leave [-setsid] -- MODE [ARG...]")
+	}
+	if _, err := syscall.ForkExec(self(), append([]string{self()}, fs.Args()...), &syscall.ProcAttr{
+		Env:   append(os.Environ(), fmt.Sprintf("%s=%d", leaverEnv, os.Getpid())),
+		Files: []uintptr{0, 1, 2, 3},
+		Sys:   &syscall.SysProcAttr{Setsid: *setsid},
+	}); err != nil {
+		return err
+	}
+	os.Exit(0)
+	return nil
+}
+
+// awaitOrphaned returns once the process that left this one (leave) is no longer its parent;
+// at once when no process left it.
+func awaitOrphaned() error {
+	leaver, err := strconv.Atoi(os.Getenv(leaverEnv))
+	if err != nil {
+		return nil
+	}
+	for deadline := time.Now().Add(5 * time.Second); os.Getppid() == leaver; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			return errors.New("never orphaned")
+		}
+	}
+	return nil
+}
+
+// exitedOrphan waits until it is an orphan, says so with the parent that adopted it ("exited
+// <pid> <parent>") and exits 0.
+func exitedOrphan() error {
+	if err := awaitOrphaned(); err != nil {
+		return err
+	}
+	say("exited %d %d", os.Getpid(), os.Getppid())
 	return nil
 }
 
@@ -584,15 +734,11 @@ func serveUDP(args []string) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{
-		Handler:           http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintf(w, "ok %d\n", os.Getpid()) }),
-		ReadHeaderTimeout: 5 * time.Second,
-	}
 	var received atomic.Int64
 	tcp := "-"
 	if ln != nil {
 		tcp = ln.Addr().String()
-		go func() { _ = srv.Serve(ln) }()
+		serveOK(ln)
 	}
 	go func() {
 		buf := make([]byte, 2048)
@@ -613,6 +759,15 @@ func serveUDP(args []string) error {
 	say("udp received %d", received.Load())
 	os.Exit(0)
 	return nil
+}
+
+// serveOK answers every HTTP request on ln with "ok <pid>", in the background.
+func serveOK(ln net.Listener) {
+	srv := &http.Server{
+		Handler:           http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintf(w, "ok %d\n", os.Getpid()) }),
+		ReadHeaderTimeout: 5 * time.Second,
+	}
+	go func() { _ = srv.Serve(ln) }()
 }
 
 // netnsExec execs PROG in a new network namespace with its loopback up. The namespace is the
