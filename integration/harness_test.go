@@ -69,19 +69,18 @@ func requireRoot(t *testing.T) {
 }
 
 // mode is how drainit runs: as PID 1 of its own PID namespace, as in a container, or as an
-// ordinary process that makes itself a child subreaper.
+// ordinary process that makes itself a child subreaper, or as a container's first process in a
+// PID namespace it shares (sharedPIDLauncher).
 type mode int
 
 const (
 	pid1 mode = iota
 	subreaper
+	sharedPID
 )
 
 func (m mode) String() string {
-	if m == pid1 {
-		return "pid1"
-	}
-	return "subreaper"
+	return [...]string{pid1: "pid1", subreaper: "subreaper", sharedPID: "sharedpid"}[m]
 }
 
 // eachMode runs f as one subtest per mode.
@@ -149,6 +148,9 @@ func start(t *testing.T, s spec) *drainitRun {
 	}
 	drainit := append(append(append([]string{bin}, s.args...), "--"), s.app...)
 	var sys *syscall.SysProcAttr
+	if s.mode == sharedPID {
+		s.launcher = append(sharedPIDLauncher(t, false), s.launcher...)
+	}
 	if s.mode == pid1 {
 		requireRoot(t)
 		// pod.Fork: unshare forks drainit into the namespace and passes its status on (status),
@@ -193,15 +195,43 @@ func start(t *testing.T, s spec) *drainitRun {
 		stderr = io.NopCloser(strings.NewReader(first))
 	}
 	d := watch(t, s.mode, cmd, lines.Read("stdout", outR), lines.Read("stderr", stderr))
-	if s.mode != pid1 {
+	if s.mode == subreaper {
 		return d
 	}
-	// unshare forks drainit after creating the namespace; drainit is its only child (0 if
-	// drainit has already exited).
+	// unshare (nsenter) forks drainit after creating (entering) the namespace; drainit is its
+	// only child (0 if drainit has already exited).
 	if d.pid, err = pod.PID1(pod.Fork, cmd.Process.Pid, d.exited, waitTimeout); err != nil {
 		t.Fatalf("%v\n%s", err, d.dump())
 	}
 	return d
+}
+
+// sharedPIDLauncher returns a launcher that starts a command the way runc starts a container's
+// first process in a pod with shareProcessNamespace: in a PID namespace whose PID 1 is another
+// process (the sandbox's; here testapp signals, which records what it gets: it must get
+// nothing, checked as the test ends), with that namespace's /proc, from outside it (nsenter
+// forks into it and waits: the command's parent is outside, getppid is 0 there), leading a
+// session of its own (setsid; with ctty its stdin is made its controlling terminal).
+func sharedPIDLauncher(t *testing.T, ctty bool) []string {
+	t.Helper()
+	requireRoot(t)
+	out := lines.New("sandbox")
+	sandbox, err := pod.Start([]string{testappBin, "signals"}, pod.Options{Stdout: out, Stderr: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.AwaitPrefix(t, waitTimeout, "ready app ")
+	t.Cleanup(func() {
+		if got := out.Count(func(l string) bool { return strings.HasPrefix(l, "got ") }); got > 0 {
+			t.Errorf("the sandbox's process, PID 1 of the shared namespace, got signals:\n%s", out.Tail(20))
+		}
+		sandbox.Kill()
+	})
+	setsid := []string{"setsid"}
+	if ctty {
+		setsid = append(setsid, "--ctty")
+	}
+	return append([]string{"nsenter", "--target", strconv.Itoa(sandbox.PID), "--pid", "--mount", "--"}, setsid...)
 }
 
 // watch wraps a started drainit (cmd) whose output stdout and stderr read: it collects its exit
@@ -336,6 +366,10 @@ func (d *drainitRun) kill() {
 				}
 			}
 			_ = syscall.Kill(d.pid, syscall.SIGKILL)
+			if d.mode == sharedPID {
+				// nsenter stops itself when drainit stops, and would wait for ever.
+				_ = d.cmd.Process.Kill()
+			}
 		}
 	} else if d.running() {
 		_ = d.cmd.Process.Kill()

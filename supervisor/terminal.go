@@ -20,9 +20,9 @@ func controllingTerminal() bool {
 // appStopped handles Ctrl-Z (or SIGTSTP/SIGTTIN/SIGTTOU) stopping the app when it has the
 // terminal: like a shell's job, drainit takes the terminal back and stops itself, so that the
 // shell above it sees the job stopped; on `fg` it hands the terminal back and continues the app.
-// As PID 1 there is no shell above, so the app simply stays stopped until it gets SIGCONT.
+// With no shell above (noShellAbove) the app simply stays stopped until it gets SIGCONT.
 func (s *Supervisor) appStopped() {
-	if s.pid1 {
+	if s.noShellAbove() {
 		s.loopLog.Warn().Msg("app stopped by job control; send SIGCONT to resume it") // seen on a quiet terminal too
 		return
 	}
@@ -45,14 +45,24 @@ func setForeground(pgid int) {
 	_ = unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil)
 }
 
+// noShellAbove reports whether nothing above drainit can resume it once it has stopped itself:
+// it is PID 1, or its parent is outside its PID namespace (getppid is 0 there). The latter is a
+// container's first process in a PID namespace it shares with other containers
+// (shareProcessNamespace: PID 1 is the sandbox's), below the runtime, which resumes nothing:
+// stopped, drainit would take no trigger, and the pod would end with the runtime's SIGKILL and
+// no drain. A shell, or sudo, that resumes its job is in the job's PID namespace.
+func (s *Supervisor) noShellAbove() bool {
+	return s.pid1 || unix.Getppid() == 0
+}
+
 // suspendsOn reports whether drainit stops itself after passing sig on, as dumb-init does: sig
 // is a job-control stop (Ctrl-Z, or a shell's kill -TSTP %job), drainit is a shell's job (not
-// PID 1), and the app does not have the terminal (drainit's stdin is not it). Ctrl-Z then reaches
-// drainit's group, not the app's, and unless drainit stops too the shell never sees its job
-// stopped and waits for ever. With the terminal the app's group gets Ctrl-Z itself, and
+// noShellAbove), and the app does not have the terminal (drainit's stdin is not it). Ctrl-Z then
+// reaches drainit's group, not the app's, and unless drainit stops too the shell never sees its
+// job stopped and waits for ever. With the terminal the app's group gets Ctrl-Z itself, and
 // appStopped follows it instead.
 func (s *Supervisor) suspendsOn(sig unix.Signal) bool {
-	if s.pid1 || s.foreground {
+	if s.foreground || s.noShellAbove() {
 		return false
 	}
 	return sig == unix.SIGTSTP || sig == unix.SIGTTIN || sig == unix.SIGTTOU
