@@ -2,9 +2,11 @@ package integration
 
 import (
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/drainit/drainit/integration/lines"
 	"github.com/drainit/drainit/internal/proc"
@@ -86,4 +88,65 @@ func TestSharedPIDTerminal(t *testing.T) {
 	if got := d.wait(waitTimeout); got != (exitStatus{code: 0}) {
 		t.Fatalf("drainit: %v, want exit 0\n%s", got, d.dump())
 	}
+}
+
+// TestSharedPIDCleanup: drainit's stop among another container's processes, which it can see
+// and, as root, signal. The app exits on SIGTERM and leaves its tree (a group member, an orphan,
+// a setsid'd daemon, each surviving SIGTERM); drainit's cleanup gives each of them one SIGTERM,
+// then SIGKILL, and signals nothing else: not the neighbour's tree (started into the namespace
+// as another container's), nor the namespace's PID 1 (sharedPIDLauncher checks it).
+func TestSharedPIDCleanup(t *testing.T) {
+	for _, forward := range []string{"group", "child"} {
+		t.Run(forward, func(t *testing.T) {
+			d := start(t, spec{mode: sharedPID, args: []string{"--drain-delay", "0", "--cleanup-wait", "500ms", "--forward", forward},
+				app: app("tree", "-hold", "gc,orphan,daemon")})
+			d.stdout.AwaitPID(t, waitTimeout, "ready app")
+			neighbour := startNeighbour(t, d)
+			d.signal(syscall.SIGTERM)
+			if got := d.wait(waitTimeout); got != (exitStatus{code: 0}) {
+				t.Fatalf("drainit: %v, want exit 0 (the app's status)\n%s", got, d.dump())
+			}
+			// The stop signal (to the app's group, or the app alone), then one SIGTERM each from
+			// the cleanup, as kill(-1) gives it as PID 1. The group's members may take the two as
+			// one: the kernel keeps one SIGTERM pending.
+			most := map[string]int{"app": 1, "gc": 1, "orphan": 1, "daemon": 1}
+			if forward == "group" {
+				most["gc"], most["orphan"] = 2, 2
+			}
+			for who, m := range most {
+				if n := d.stdout.Count(func(l string) bool { return l == "got "+who+" SIGTERM" }); n < 1 || n > m {
+					t.Errorf("the app's %s got SIGTERM %d times, want 1 to %d\n%s", who, n, m, d.dump())
+				}
+			}
+			if kills := d.stderr.Count(lines.Containing("processes left behind by the app still run: SIGKILL")); kills != 1 {
+				t.Errorf("drainit SIGKILLed the leftovers %d times, want once\n%s", kills, d.dump())
+			}
+			if got := neighbour.Count(func(l string) bool { return strings.HasPrefix(l, "got ") }); got > 0 {
+				t.Errorf("the neighbour's tree got signals:\n%s", neighbour.Tail(20))
+			}
+		})
+	}
+}
+
+// startNeighbour starts testapp's tree into the namespace of drainit's run d, as another
+// container's processes, and returns its output once it is set up. It is killed when the test
+// ends.
+func startNeighbour(t *testing.T, d *drainitRun) *lines.Log {
+	t.Helper()
+	argv := []string{"nsenter", "--target", strconv.Itoa(d.pid), "--pid", "--mount", "--", "setsid", testappBin, "tree"}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	out := lines.New("neighbour")
+	cmd.Stdout, cmd.Stderr = out, out
+	// The tree's orphans, the namespace's PID 1's, hold its output until the namespace ends,
+	// after this test: Wait does not wait for them.
+	cmd.WaitDelay = 100 * time.Millisecond
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	out.AwaitPID(t, waitTimeout, "ready app")
+	return out
 }

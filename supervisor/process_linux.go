@@ -94,16 +94,27 @@ func (p linuxProcesses) signalAll(app int, sig unix.Signal, reaped bool) {
 		_ = unix.Kill(-1, sig)
 		return
 	}
-	// A process can fork between the scan and the kill; a few rounds catch those children too.
-	// One that forks on and on, each parent exiting, can outrun them all: while killing, the loop
-	// calls this again each time it reaps something and anything is left (machine.reapedSome).
+	signalEach(sig, descendants, unix.Kill)
+}
+
+// signalEach sends sig once to each process list finds (drainit's descendants). A process can
+// fork between the scan and the kill; a few rounds catch those children too. Once, as kill(-1)
+// as PID 1: a process still there at the next scan (one that handles SIGTERM and takes its time)
+// would see the signal again, and to many apps a second SIGTERM is a forced stop. One that forks
+// on and on, each parent exiting, can outrun the rounds: while killing, the loop calls signalAll
+// again each time it reaps something and anything is left (machine.reapedSome).
+func signalEach(sig unix.Signal, list func() []int, kill func(int, unix.Signal) error) {
+	sent := map[int]bool{}
 	for range 3 {
-		ds := descendants()
-		if len(ds) == 0 {
-			return
+		fresh := false
+		for _, d := range list() {
+			if !sent[d] {
+				sent[d], fresh = true, true
+				_ = kill(d, sig)
+			}
 		}
-		for _, d := range ds {
-			_ = unix.Kill(d, sig)
+		if !fresh {
+			return
 		}
 	}
 }

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"bufio"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -166,5 +167,32 @@ func TestSurvivor(t *testing.T) {
 		if got := survivor(7, c.state, c.tracer, c.parent, c.denied); !strings.HasPrefix(got, c.want) {
 			t.Errorf("survivor(7, %c, %d, %d, %v) = %q, want it to begin %q", c.state, c.tracer, c.parent, c.denied, got, c.want)
 		}
+	}
+}
+
+// TestSignalEachOnce: as a subreaper, signalling everything is a scan of drainit's descendants
+// and a signal to each, in rounds, for the children forked between a scan and its signals. Each
+// process gets the signal once, as kill(-1) gives it once to each as PID 1: leftovers that handle
+// SIGTERM (processes left by an app that exited, in a pod that shares its PID namespace, where
+// drainit is not PID 1) got the cleanup's SIGTERM two or three times, and to many apps a second
+// SIGTERM is a forced stop (Go's signal.NotifyContext once stopped: the default action, death).
+func TestSignalEachOnce(t *testing.T) {
+	scans := [][]int{{10, 11}, {10, 11, 12}, {10, 11, 12}, {10, 11, 12}} // 12 forked after the first scan
+	got := map[int]int{}
+	signalEach(unix.SIGTERM, func() []int {
+		ds := scans[0]
+		if len(scans) > 1 {
+			scans = scans[1:]
+		}
+		return ds
+	}, func(pid int, sig unix.Signal) error {
+		if sig != unix.SIGTERM {
+			t.Errorf("pid %d got %v, want SIGTERM", pid, sig)
+		}
+		got[pid]++
+		return nil
+	})
+	if want := map[int]int{10: 1, 11: 1, 12: 1}; !maps.Equal(got, want) {
+		t.Errorf("signals per pid: %v, want %v", got, want)
 	}
 }
