@@ -400,6 +400,8 @@ type taskEvent struct {
 	// The container's ID for its main process; an exec'd process (an exec preStop hook) has its
 	// own.
 	ID string `json:"id"`
+	// The host's pid of the process that started (/tasks/start) or exited (/tasks/exit).
+	Pid int `json:"pid"`
 	// Absent from the event when 0.
 	ExitStatus int       `json:"exit_status"`
 	ExitedAt   time.Time `json:"exited_at"`

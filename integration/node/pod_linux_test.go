@@ -29,16 +29,20 @@ type pod struct {
 	// sidecars are native sidecars (initContainers with restartPolicy: Always), in the order
 	// declared.
 	sidecars []container
+	// sharePID is spec.shareProcessNamespace: the containers share one PID namespace, whose
+	// PID 1 is the sandbox's process.
+	sharePID bool
 }
 
-// container is one of the pod's containers: drainit in front of testapp, on the pod's image. A
-// sidecar has no control server (the pod's network is the node's: one port would clash), so its
-// preStop is "" or "sleep D".
+// container is one of the pod's containers: drainit in front of testapp, on the pod's image, or
+// testapp alone (noDrainit). A sidecar has no control server (the pod's network is the node's:
+// one port would clash), so its preStop is "" or "sleep D".
 type container struct {
-	name    string
-	env     map[string]string
-	app     []string
-	preStop string
+	name      string
+	env       map[string]string
+	app       []string
+	preStop   string
+	noDrainit bool // the container runs testapp itself (command), without drainit in front
 }
 
 // names are the pod's containers: "app", then the sidecars.
@@ -56,7 +60,10 @@ func (p pod) manifest(controlAddr string, controlPort int) []byte {
 		// No CNI on the test node; the control server listens on a free loopback port.
 		"hostNetwork":                   true,
 		"terminationGracePeriodSeconds": p.grace,
-		"containers":                    []any{container{"app", p.env, p.app, p.preStop}.manifest(p.image, controlAddr, controlPort)},
+		"containers":                    []any{container{name: "app", env: p.env, app: p.app, preStop: p.preStop}.manifest(p.image, controlAddr, controlPort)},
+	}
+	if p.sharePID {
+		spec["shareProcessNamespace"] = true
 	}
 	var inits []any
 	for _, s := range p.sidecars {
@@ -99,6 +106,9 @@ func (c container) manifest(image, controlAddr string, controlPort int) map[stri
 		"imagePullPolicy": "Never",
 		"args":            append([]string{"--", "/testapp"}, c.app...),
 		"env":             env,
+	}
+	if c.noDrainit {
+		out["command"], out["args"] = []string{"/testapp"}, c.app
 	}
 	var hook map[string]any
 	switch {
@@ -263,6 +273,13 @@ func (r *running) stop(t *testing.T) stopped {
 func (r *running) stopAll(t *testing.T) map[string]stopped {
 	t.Helper()
 	r.remove(t)
+	return r.awaitStopped(t)
+}
+
+// awaitStopped waits, once the pod has been removed, for each container to exit and its log to be
+// complete, and returns what was recorded about each container's stop, by name.
+func (r *running) awaitStopped(t *testing.T) map[string]stopped {
+	t.Helper()
 	timeout := time.Duration(r.pod.grace)*time.Second + 30*time.Second
 	deadline := r.removedAt.Add(timeout)
 	out := map[string]stopped{}
@@ -508,6 +525,13 @@ type event struct {
 	Status    *int      `json:"status"`
 	Summary   string    `json:"summary"`
 	UserAgent string    `json:"user_agent"`
+	PID       int       `json:"pid"`  // a process drainit names (its own PID namespace's number)
+	PGID      int       `json:"pgid"` // a process group a signal went to
+	// The adaptive drain's end ("adaptive drain over").
+	Reason    string `json:"reason"`
+	NewConns  *int   `json:"new_connections"`
+	Listeners int    `json:"listeners"`
+	Method    string `json:"method"`
 }
 
 // find returns drainit's first event with the message; the test fails if there is none.
