@@ -63,6 +63,8 @@ const (
 	RuleStopSignalNotTrigger = "stop-signal-not-trigger" // lifecycle.stopSignal is not one of drainit's triggers
 	RuleStopSignalImage      = "stop-signal-image"       // an image (by name) whose STOPSIGNAL is no trigger: nginx, httpd, haproxy
 	RuleStopSignalInvalid    = "stop-signal-invalid"     // a lifecycle.stopSignal the API server rejects
+
+	RuleSignalsSandbox = "prestop-signals-sandbox" // a preStop's kill of PID 1: the sandbox, with shareProcessNamespace
 )
 
 // Finding is one thing the check found, with where it is and the arithmetic in Message.
@@ -207,6 +209,9 @@ func checkContainerAfter(w *Workload, c *Container, before stopBefore) ([]Findin
 	k.adaptiveUDP()
 	k.probes()
 	k.stopSignal()
+	if w.SharePID {
+		k.signalsSandbox(env)
+	}
 	if w.Grace > 0 {
 		if !k.preStopGrace() && !k.shutdownGrace(drainitOK) && c.Sidecar && (k.dc == nil || drainitOK) {
 			k.sidecarGrace(before)

@@ -95,7 +95,8 @@ func TestEveryRuleHasACase(t *testing.T) {
 	}
 	for _, r := range []string{RuleGraceZero, RulePreStopGrace, RuleShutdownGrace, RuleDrainitConfig, RuleDrainitGrace,
 		RulePreStopServer, RulePreStopToken, RuleNoShell, RuleNoDrain, RuleSpringDuration,
-		RuleStopSignalNotTrigger, RuleStopSignalImage, RuleStopSignalInvalid, RuleGraceNegative, RuleSidecarGrace, RuleAdaptiveUDP} {
+		RuleStopSignalNotTrigger, RuleStopSignalImage, RuleStopSignalInvalid, RuleGraceNegative, RuleSidecarGrace, RuleAdaptiveUDP,
+		RuleSignalsSandbox} {
 		if !seen[r] {
 			t.Errorf("rule %s fires in no testdata/rules manifest", r)
 		}

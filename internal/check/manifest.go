@@ -30,6 +30,9 @@ type Workload struct {
 	// HostNetwork is spec.hostNetwork: the pod shares the node's network, so an httpGet hook
 	// to localhost reaches the pod's containers.
 	HostNetwork bool
+	// SharePID is spec.shareProcessNamespace: the containers share one PID namespace, whose
+	// PID 1 is the pod's sandbox (pause), not a container's first process.
+	SharePID bool
 
 	// Containers are the pod's containers, then its native sidecars (Container.Sidecar) in the
 	// order of initContainers.
@@ -354,10 +357,15 @@ func (r *reader) podSpec(spec *yaml.Node, path string, w *Workload) error {
 		// the grace-negative rule.
 		w.Grace, w.GraceSet, w.GraceLine = seconds(secs), true, g.Line
 	}
-	if hn, err := r.get(spec, "hostNetwork", path); err != nil {
-		return err
-	} else if hn != nil {
-		w.HostNetwork = hn.Kind == yaml.ScalarNode && hn.Tag == "!!bool" && hn.Value == "true"
+	for _, f := range []struct {
+		key string
+		to  *bool
+	}{{"hostNetwork", &w.HostNetwork}, {"shareProcessNamespace", &w.SharePID}} {
+		if n, err := r.get(spec, f.key, path); err != nil {
+			return err
+		} else if n != nil {
+			*f.to = n.Kind == yaml.ScalarNode && n.Tag == "!!bool" && n.Value == "true"
+		}
 	}
 	if err := r.containers(spec, path, "containers", w); err != nil {
 		return err

@@ -90,6 +90,13 @@ var registry = []RuleInfo{
 		Fix:     "Use the native sleep action (preStop: {sleep: {seconds: N}}, Kubernetes 1.30+), or copy drainit into the image and run [\"/drainit\", \"sleep\", \"10s\"], or call the program directly without a shell.",
 	},
 	{
+		ID: RuleSignalsSandbox, Severity: Error,
+		Mixed:   "a warning for any other signal than SIGTERM and SIGINT: the pause has no handler for it, and the signal reaches nobody",
+		Short:   "a preStop signals PID 1, which with shareProcessNamespace is the pod's sandbox",
+		Catches: "An exec preStop hook that runs kill on PID 1 (kill -TERM 1, sh -c 'sleep 10 && kill 1') in a pod with shareProcessNamespace: true, whose containers share one PID namespace with the sandbox's pause as PID 1: the signal goes to the pause, not to the container's first process. The pause exits on SIGTERM and SIGINT, and the kernel then SIGKILLs every container of the pod at once: no drain, no graceful stop.",
+		Fix:     "Drop the kill: the kubelet sends the container its stop signal after the hook (with drainit, that signal starts the drain; [\"/drainit\", \"prestop\"] drains within the hook). Or signal the app by its own pid, or drop shareProcessNamespace.",
+	},
+	{
 		ID: RuleAdaptiveUDP, Severity: Info,
 		Mixed:   "a warning for a UDP port in Linux's ephemeral range, 32768-60999, where drainit takes a socket for a client's: its traffic goes unseen, and the adaptive drain can end while it still comes",
 		Short:   "an adaptive drain in a container that serves UDP drains for --drain-delay",
