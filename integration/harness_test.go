@@ -70,7 +70,7 @@ func requireRoot(t *testing.T) {
 
 // mode is how drainit runs: as PID 1 of its own PID namespace, as in a container, or as an
 // ordinary process that makes itself a child subreaper, or as a container's first process in a
-// PID namespace it shares (sharedPIDLauncher).
+// PID namespace it shares (sandbox).
 type mode int
 
 const (
@@ -109,6 +109,9 @@ type spec struct {
 	// logGone: the reader of drainit's stderr reads its first line and closes the pipe, as a log
 	// collector that went away; drainitRun.stderr then holds that line only.
 	logGone bool
+	// netns, in sharedPID mode: the pod has a network namespace of its own (else the host's, as
+	// with hostNetwork).
+	netns bool
 }
 
 // drainitRun is a running (or finished) drainit.
@@ -123,6 +126,8 @@ type drainitRun struct {
 	stderr *lines.Log
 	exited chan struct{} // closed when cmd.Wait has returned
 	state  *os.ProcessState
+	// sandbox, in sharedPID mode, is the pod drainit runs in, for other containers' processes.
+	sandbox sandbox
 }
 
 // startPID1 starts drainit with drainitArgs as PID 1 of a new PID namespace, running app.
@@ -148,8 +153,10 @@ func start(t *testing.T, s spec) *drainitRun {
 	}
 	drainit := append(append(append([]string{bin}, s.args...), "--"), s.app...)
 	var sys *syscall.SysProcAttr
+	var sb sandbox
 	if s.mode == sharedPID {
-		s.launcher = append(sharedPIDLauncher(t, false), s.launcher...)
+		sb = startSandbox(t, s.netns)
+		s.launcher = append(sb.enter(false), s.launcher...)
 	}
 	if s.mode == pid1 {
 		requireRoot(t)
@@ -195,6 +202,7 @@ func start(t *testing.T, s spec) *drainitRun {
 		stderr = io.NopCloser(strings.NewReader(first))
 	}
 	d := watch(t, s.mode, cmd, lines.Read("stdout", outR), lines.Read("stderr", stderr))
+	d.sandbox = sb
 	if s.mode == subreaper {
 		return d
 	}
@@ -206,17 +214,24 @@ func start(t *testing.T, s spec) *drainitRun {
 	return d
 }
 
-// sharedPIDLauncher returns a launcher that starts a command the way runc starts a container's
-// first process in a pod with shareProcessNamespace: in a PID namespace whose PID 1 is another
-// process (the sandbox's; here testapp signals, which records what it gets: it must get
-// nothing, checked as the test ends), with that namespace's /proc, from outside it (nsenter
-// forks into it and waits: the command's parent is outside, getppid is 0 there), leading a
-// session of its own (setsid; with ctty its stdin is made its controlling terminal).
-func sharedPIDLauncher(t *testing.T, ctty bool) []string {
+// sandbox is a pod's sandbox for the sharedPID mode: PID 1 of a PID namespace (and with net of
+// a network namespace of its own, loopback up), into which processes are started as the
+// containers of a pod with shareProcessNamespace are (enter). PID 1 is testapp signals, which
+// records what it gets: it must get nothing, checked as the test ends.
+type sandbox struct {
+	pid int
+	net bool
+}
+
+func startSandbox(t *testing.T, net bool) sandbox {
 	t.Helper()
 	requireRoot(t)
+	argv := []string{testappBin, "signals"}
+	if net {
+		argv = append([]string{testappBin, "_netns", "--"}, argv...)
+	}
 	out := lines.New("sandbox")
-	sandbox, err := pod.Start([]string{testappBin, "signals"}, pod.Options{Stdout: out, Stderr: out})
+	p, err := pod.Start(argv, pod.Options{Stdout: out, Stderr: out})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,13 +240,25 @@ func sharedPIDLauncher(t *testing.T, ctty bool) []string {
 		if got := out.Count(func(l string) bool { return strings.HasPrefix(l, "got ") }); got > 0 {
 			t.Errorf("the sandbox's process, PID 1 of the shared namespace, got signals:\n%s", out.Tail(20))
 		}
-		sandbox.Kill()
+		p.Kill()
 	})
-	setsid := []string{"setsid"}
-	if ctty {
-		setsid = append(setsid, "--ctty")
+	return sandbox{pid: p.PID, net: net}
+}
+
+// enter is a launcher that starts a command the way runc starts a container's first process in
+// the pod: in the sandbox's namespaces, with its /proc, from outside them (nsenter forks into
+// them and waits: the command's parent is outside, getppid is 0 there), leading a session of its
+// own (setsid; with ctty its stdin is made its controlling terminal).
+func (s sandbox) enter(ctty bool) []string {
+	argv := []string{"nsenter", "--target", strconv.Itoa(s.pid), "--pid", "--mount"}
+	if s.net {
+		argv = append(argv, "--net")
 	}
-	return append([]string{"nsenter", "--target", strconv.Itoa(sandbox.PID), "--pid", "--mount", "--"}, setsid...)
+	argv = append(argv, "--", "setsid")
+	if ctty {
+		argv = append(argv, "--ctty")
+	}
+	return argv
 }
 
 // watch wraps a started drainit (cmd) whose output stdout and stderr read: it collects its exit
@@ -367,8 +394,9 @@ func (d *drainitRun) kill() {
 			}
 			_ = syscall.Kill(d.pid, syscall.SIGKILL)
 			if d.mode == sharedPID {
-				// nsenter stops itself when drainit stops, and would wait for ever.
-				_ = d.cmd.Process.Kill()
+				// nsenter stops itself when drainit stops, and resumes to reap it (killed instead,
+				// it would leave drainit to the machine's init).
+				_ = d.cmd.Process.Signal(syscall.SIGCONT)
 			}
 		}
 	} else if d.running() {

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"os/exec"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -41,7 +40,7 @@ func TestSharedPIDJobStop(t *testing.T) {
 func TestSharedPIDTerminal(t *testing.T) {
 	master, slave := openPTY(t)
 	t.Cleanup(func() { master.Close() })
-	argv := append(sharedPIDLauncher(t, true), drainitBin, "--drain-delay", "0", "--log-format", "json", "--log-level", "info", "--", testappBin, "signals")
+	argv := append(startSandbox(t, false).enter(true), drainitBin, "--drain-delay", "0", "--log-format", "json", "--log-level", "info", "--", testappBin, "signals")
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir, cmd.Env = t.TempDir(), cleanEnv()
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
@@ -94,14 +93,15 @@ func TestSharedPIDTerminal(t *testing.T) {
 // and, as root, signal. The app exits on SIGTERM and leaves its tree (a group member, an orphan,
 // a setsid'd daemon, each surviving SIGTERM); drainit's cleanup gives each of them one SIGTERM,
 // then SIGKILL, and signals nothing else: not the neighbour's tree (started into the namespace
-// as another container's), nor the namespace's PID 1 (sharedPIDLauncher checks it).
+// as another container's), nor the namespace's PID 1 (startSandbox checks it).
 func TestSharedPIDCleanup(t *testing.T) {
 	for _, forward := range []string{"group", "child"} {
 		t.Run(forward, func(t *testing.T) {
 			d := start(t, spec{mode: sharedPID, args: []string{"--drain-delay", "0", "--cleanup-wait", "500ms", "--forward", forward},
 				app: app("tree", "-hold", "gc,orphan,daemon")})
 			d.stdout.AwaitPID(t, waitTimeout, "ready app")
-			neighbour := startNeighbour(t, d)
+			neighbour := startNeighbour(t, d, "tree")
+			neighbour.AwaitPID(t, waitTimeout, "ready app")
 			d.signal(syscall.SIGTERM)
 			if got := d.wait(waitTimeout); got != (exitStatus{code: 0}) {
 				t.Fatalf("drainit: %v, want exit 0 (the app's status)\n%s", got, d.dump())
@@ -128,12 +128,52 @@ func TestSharedPIDCleanup(t *testing.T) {
 	}
 }
 
-// startNeighbour starts testapp's tree into the namespace of drainit's run d, as another
-// container's processes, and returns its output once it is set up. It is killed when the test
-// ends.
-func startNeighbour(t *testing.T, d *drainitRun) *lines.Log {
+// TestSharedPIDAdaptiveDrain: the adaptive drain in a pod of its own network (not hostNetwork)
+// whose PID namespace is shared: a neighbour's listener in the pod's network, busy through the
+// drain, neither keeps the drain open nor is taken for the app's, although drainit can see the
+// neighbour's processes. With a listener in the namespace that is not the app's, drainit counts
+// with sock-diag, filtered to the app's listener (the PassiveOpens counter would count the
+// neighbour's connections too).
+func TestSharedPIDAdaptiveDrain(t *testing.T) {
+	const quiet = 500 * time.Millisecond
+	d := start(t, spec{mode: sharedPID, netns: true, app: app("tree", "-addr", "127.0.0.1:8080"),
+		args: []string{"--drain", "adaptive", "--drain-quiet", quiet.String(), "--drain-max", "5s", "--log-format", "json"}})
+	d.stdout.AwaitPID(t, waitTimeout, "ready app")
+	startNeighbour(t, d, "tree", "-addr", "127.0.0.1:8081").AwaitPID(t, waitTimeout, "ready app")
+	// A client in the pod's network: a new connection to the neighbour every 50 ms for 3 s.
+	client := startNeighbour(t, d, "get", "-n", "60", "-every", "50ms", "http://127.0.0.1:8081/")
+	client.AwaitPrefix(t, waitTimeout, "got 200 ")
+	d.signal(syscall.SIGTERM)
+	if got := d.wait(waitTimeout); got != (exitStatus{code: 0}) {
+		t.Fatalf("drainit: %v, want exit 0\n%s", got, d.dump())
+	}
+	var over logEntry
+	for _, e := range d.logs() {
+		if e.msg() == "adaptive drain over" {
+			over = e
+		}
+	}
+	n, _ := over.int("new_connections")
+	listeners, _ := over.int("listeners")
+	if over.str("reason") != "quiet" || n != 0 || listeners != 1 || over.str("method") != "sock-diag" {
+		t.Fatalf("the adaptive drain ended %q with %d new connections on %d listeners by %q, want quiet, 0, 1, sock-diag\n%s",
+			over.str("reason"), n, listeners, over.str("method"), d.dump())
+	}
+	end, err := over.time()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The neighbour was busy until the drain ended: it answered within its last quiet period.
+	if last := client.Lines(); len(last) == 0 || last[len(last)-1].At.Before(end.Add(-quiet)) {
+		t.Errorf("the neighbour's client stopped before the drain's last %s: the test shows nothing\n%s", quiet, client.Tail(5))
+	}
+}
+
+// startNeighbour starts testapp with args into the pod of drainit's run d, as another
+// container's process, and returns its output. It is killed when the test ends.
+func startNeighbour(t *testing.T, d *drainitRun, args ...string) *lines.Log {
 	t.Helper()
-	argv := []string{"nsenter", "--target", strconv.Itoa(d.pid), "--pid", "--mount", "--", "setsid", testappBin, "tree"}
+	argv := append(append(d.sandbox.enter(false), testappBin), args...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	out := lines.New("neighbour")
 	cmd.Stdout, cmd.Stderr = out, out
@@ -144,9 +184,12 @@ func startNeighbour(t *testing.T, d *drainitRun) *lines.Log {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
+		// nsenter's child first, which nsenter then reaps: killed first, nsenter would leave
+		// it to the machine's init, and the namespace's end waits until that has reaped it.
+		for _, p := range proc.Children("/proc", cmd.Process.Pid) {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
 		_ = cmd.Wait()
 	})
-	out.AwaitPID(t, waitTimeout, "ready app")
 	return out
 }
