@@ -52,11 +52,16 @@ func elapsedOf(t *testing.T, e logEntry) time.Duration {
 	return time.Duration(ms) * time.Millisecond
 }
 
-// forwardedFirst checks that the first signal drainit forwarded to the app was sig; that needs
-// --log-level debug.
+// forwardedFirst checks that the first signal drainit forwarded to the app was sig, to its group
+// or (--forward child) to it alone; that needs --log-level debug.
 func forwardedFirst(t *testing.T, d *drainitRun, sig string) {
 	t.Helper()
-	fwd := events(d, "forwarding signal to the app's process group")
+	var fwd []logEntry
+	for _, e := range d.logs() {
+		if m := e.msg(); m == "forwarding signal to the app's process group" || m == "forwarding signal to the app" {
+			fwd = append(fwd, e)
+		}
+	}
 	if len(fwd) == 0 || fwd[0].str("signal") != sig {
 		t.Errorf("drainit's first forwarded signal: %v, want %s\n%s", fwd, sig, d.dump())
 	}
