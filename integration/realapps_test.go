@@ -80,9 +80,15 @@ var realApps = []realApp{
 
 func haproxyConfig(t *testing.T, dir, listen, upstream string) []string {
 	t.Helper()
+	return haproxyConfigGlobal(t, dir, listen, upstream, "")
+}
+
+// haproxyConfigGlobal is haproxyConfig with lines of its own in the global section.
+func haproxyConfigGlobal(t *testing.T, dir, listen, upstream, global string) []string {
+	t.Helper()
 	cfg := filepath.Join(dir, "haproxy.cfg")
 	writeConfig(t, cfg, `global
-defaults
+`+global+`defaults
   mode http
   timeout connect 5s
   timeout client 30s
@@ -262,11 +268,18 @@ type realRun struct {
 // it answers.
 func startReal(t *testing.T, a realApp, bin string, drainitArgs ...string) *realRun {
 	t.Helper()
-	r := &realRun{app: a, addr: testenv.FreeLoopbackAddr(t), up: newUpstream(t)}
+	return startRealAt(t, a, bin, testenv.FreeLoopbackAddr(t), nil, drainitArgs...)
+}
+
+// startRealAt is startReal with the app listening on addr, and drainit started through launcher
+// (spec.launcher) when it is not nil.
+func startRealAt(t *testing.T, a realApp, bin, addr string, launcher []string, drainitArgs ...string) *realRun {
+	t.Helper()
+	r := &realRun{app: a, addr: addr, up: newUpstream(t)}
 	dir := t.TempDir()
 	argv := append([]string{bin}, a.configure(t, dir, r.addr, r.up.addr())...)
 	args := append([]string{"--forward", a.forward}, drainitArgs...)
-	r.drainitRun = start(t, spec{mode: pid1, args: args, app: argv})
+	r.drainitRun = start(t, spec{mode: pid1, args: args, app: argv, launcher: launcher})
 	ready := func() bool { return a.ready == nil || a.ready(dir) == nil }
 	deadline := time.Now().Add(waitTimeout)
 	for !get(r.url("/")).full() || !ready() {
@@ -585,6 +598,76 @@ func TestRealAppAdaptiveDrain(t *testing.T) {
 		}
 		if status := r.checkCleanEnd(t, st); status != 0 {
 			t.Errorf("%s exited %d after its graceful stop, want 0", a.name, status)
+		}
+	})
+}
+
+// TestRealAppWorkerOfAnotherUser: haproxy started as root whose worker runs as another user
+// (`user haproxy` in Debian's haproxy.cfg; here uid 65534), under drainit as root without
+// CAP_SYS_PTRACE, which containers lack unless given it (Docker's and containerd's default
+// capabilities). drainit may then list the worker's file descriptors (root's CAP_DAC_OVERRIDE)
+// but not read them: the kernel asks for CAP_SYS_PTRACE to read another user's. The worker alone
+// holds the listener (haproxy's master holds none), so drainit cannot see it:
+//
+//   - the ready probe on haproxy's port used to draw the warning that a process drainit did not
+//     start listens there (it took the unreadable worker for a stranger); now drainit cannot
+//     tell, and says nothing;
+//   - the adaptive drain falls back to the fixed delay, and used to say that the app's tree holds
+//     no listening socket; now it says which process it may not read, and names --drain-ports,
+//     with which the adaptive drain watches haproxy's port.
+func TestRealAppWorkerOfAnotherUser(t *testing.T) {
+	requireRoot(t)
+	setpriv, err := testenv.LookPath("setpriv")
+	if err != nil {
+		testenv.SkipUnlessCI(t, "needs setpriv (util-linux) to start drainit without CAP_SYS_PTRACE: "+err.Error())
+	}
+	withoutPtrace := []string{setpriv, "--inh-caps=-sys_ptrace", "--bounding-set=-sys_ptrace", "--"}
+	a := realApps[0]
+	bin, err := testenv.LookPath(a.name)
+	if a.name != "haproxy" || err != nil {
+		testenv.SkipUnlessCI(t, "needs Debian's haproxy (apt-get install haproxy)")
+	}
+	a.configure = func(t *testing.T, dir, listen, upstream string) []string {
+		return haproxyConfigGlobal(t, dir, listen, upstream, "  uid 65534\n  gid 65534\n")
+	}
+	const quiet = 300 * time.Millisecond
+
+	t.Run("own ports", func(t *testing.T) {
+		t.Parallel()
+		addr := testenv.FreeLoopbackAddr(t)
+		r := startRealAt(t, a, bin, addr, withoutPtrace, "--stop-signal", "USR1", "--ready-probe", "tcp://"+addr,
+			"--drain", "adaptive", "--drain-max", "3s", "--drain-delay", "1s", "--grace-period", "10s", "--log-level", "debug")
+		r.awaitEvent(t, "app ready")
+		r.signal(syscall.SIGTERM)
+		fallback := r.awaitEvent(t, "cannot watch the app's connections: falling back to the fixed drain delay")
+		if st := r.wait(waitTimeout); st != (exitStatus{code: 0}) {
+			t.Errorf("drainit: %v, want exit 0\n%s", st, r.dump())
+		}
+		if es := events(r.drainitRun, "the ready probe passed on a port that a process drainit did not start listens on: /readyz follows that process, not the app"); len(es) > 0 {
+			t.Errorf("drainit took haproxy's worker for a stranger: %v", es)
+		}
+		why := fallback.str("error")
+		t.Logf("the adaptive drain: %s", why)
+		for _, want := range []string{"may not read", "CAP_SYS_PTRACE", "--drain-ports"} {
+			if !strings.Contains(why, want) {
+				t.Errorf("why the adaptive drain fell back: %q, want it to say %q", why, want)
+			}
+		}
+	})
+
+	t.Run("drain ports", func(t *testing.T) {
+		t.Parallel()
+		addr := testenv.FreeLoopbackAddr(t)
+		r := startRealAt(t, a, bin, addr, withoutPtrace, "--stop-signal", "USR1", "--drain", "adaptive",
+			"--drain-ports", addr, "--drain-quiet", quiet.String(), "--drain-max", "3s", "--grace-period", "10s",
+			"--log-level", "debug")
+		r.signal(syscall.SIGTERM)
+		over := r.awaitEvent(t, "adaptive drain over")
+		if st := r.wait(waitTimeout); st != (exitStatus{code: 0}) {
+			t.Errorf("drainit: %v, want exit 0\n%s", st, r.dump())
+		}
+		if l, _ := over.int("listeners"); over.str("reason") != "quiet" || l != 1 {
+			t.Errorf("the adaptive drain with --drain-ports %s: %v, want it to end quiet, watching 1 listener", addr, over)
 		}
 	})
 }

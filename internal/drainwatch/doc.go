@@ -16,6 +16,10 @@
 // /proc/PID/fd of the app and its descendants (read with internal/proc), matched against the
 // LISTEN entries of the TCP table; or, with Config.Ports (--drain-ports), the LISTEN entries that
 // match PORT or ADDR:PORT. The table is the one of drainit's network namespace, which is the app's.
+// A process of the tree whose descriptors drainit may not read (another user's, without
+// CAP_SYS_PTRACE: the workers of a server started as root) is left out, its listeners taken to
+// be among the others' (workers inherit them); where the others hold none, Start reports
+// ReasonUnavailable naming those processes.
 // A connection belongs to a listener when its local port is the listener's and its local address
 // is the listener's, or the listener's is a wildcard (0.0.0.0 takes IPv4, :: both, IPv4 as
 // v4-mapped). So several apps on one port at different addresses in a shared namespace (the

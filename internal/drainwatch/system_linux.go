@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -129,7 +130,7 @@ func openSystem(cfg Config, o systemOptions) (sampler, error) {
 		} else {
 			pids = processTree(o.proc, cfg.AppPID)
 		}
-		inodes, err := socketInodes(o.proc, pids)
+		inodes, unreadable, err := socketInodes(o.proc, pids)
 		if err != nil {
 			return nil, fmt.Errorf("finding the app's sockets: %w", err)
 		}
@@ -146,6 +147,14 @@ func openSystem(cfg Config, o systemOptions) (sampler, error) {
 			if inodes[l.inode] {
 				watched = append(watched, l)
 			}
+		}
+		if len(watched) == 0 && len(unreadable) > 0 {
+			// A server whose workers hold its listeners and run as another user (haproxy with
+			// `user haproxy`): what the app's own processes hold is not the whole story. Where
+			// some listeners were found, the unreadable processes are taken to share them, as
+			// workers that inherit their parent's do (httpd's).
+			return nil, fmt.Errorf("no listening TCP socket in the part of the app's process tree drainit may read (pid %d and %d descendants): it may not read the sockets of pid %s, another user's (that takes CAP_SYS_PTRACE); name the app's ports in --drain-ports",
+				cfg.AppPID, len(pids)-1, pidList(unreadable))
 		}
 		if len(watched) == 0 {
 			return nil, fmt.Errorf("no listening TCP socket in the app's process tree (pid %d and %d descendants)", cfg.AppPID, len(pids)-1)
@@ -245,14 +254,18 @@ func processTree(procRoot string, root int) []int {
 }
 
 // socketInodes collects the socket inodes of the processes' file descriptors. Only the first
-// process (the root) must be readable: the others may have exited since they were listed.
-func socketInodes(procRoot string, pids []int) (map[uint64]bool, error) {
-	inodes := map[uint64]bool{}
+// process (the root) must be readable: the others may have exited since they were listed, or
+// drainit may not read them (unreadable).
+func socketInodes(procRoot string, pids []int) (inodes map[uint64]bool, unreadable []int, err error) {
+	inodes = map[uint64]bool{}
 	for i, pid := range pids {
 		in, err := proc.SocketInodes(procRoot, pid)
 		if err != nil {
 			if i == 0 {
-				return nil, fmt.Errorf("the file descriptors of pid %d: %w", pid, err)
+				return nil, nil, fmt.Errorf("the file descriptors of pid %d: %w", pid, err)
+			}
+			if errors.Is(err, os.ErrPermission) {
+				unreadable = append(unreadable, pid)
 			}
 			continue
 		}
@@ -260,7 +273,16 @@ func socketInodes(procRoot string, pids []int) (map[uint64]bool, error) {
 			inodes[n] = true
 		}
 	}
-	return inodes, nil
+	return inodes, unreadable, nil
+}
+
+// pidList is pids for a message: "12", "12, 14".
+func pidList(pids []int) string {
+	parts := make([]string, len(pids))
+	for i, p := range pids {
+		parts[i] = strconv.Itoa(p)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // passiveOpensSampler returns the passive-opens sampler when it applies: every listening socket
@@ -277,7 +299,7 @@ func passiveOpensSampler(cfg Config, procRoot string, self int, all, watched []l
 			continue
 		}
 		if selfInodes == nil {
-			selfInodes, _ = socketInodes(procRoot, []int{self})
+			selfInodes, _, _ = socketInodes(procRoot, []int{self})
 		}
 		if !selfInodes[l.inode] || cfg.SelfAccepted == nil {
 			return nil

@@ -209,7 +209,7 @@ func TestLiveUDPServers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	inodes, err := socketInodes(procRoot, []int{os.Getpid()})
+	inodes, _, err := socketInodes(procRoot, []int{os.Getpid()})
 	if err != nil {
 		t.Fatal(err)
 	}

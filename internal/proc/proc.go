@@ -8,6 +8,7 @@
 package proc
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -110,7 +111,9 @@ func walk(pid int, children func(int) []int) []int {
 }
 
 // SocketInodes returns the inodes of the sockets among pid's open files (links "socket:[N]"
-// under ROOT/PID/fd).
+// under ROOT/PID/fd). The error wraps os.ErrPermission where drainit may not read them: another
+// user's process (one that changed its user, as a server's workers do, included), unless drainit
+// has CAP_SYS_PTRACE.
 func SocketInodes(root string, pid int) (map[uint64]bool, error) {
 	dir := filepath.Join(root, strconv.Itoa(pid), "fd")
 	entries, err := os.ReadDir(dir)
@@ -120,6 +123,11 @@ func SocketInodes(root string, pid int) (map[uint64]bool, error) {
 	out := map[uint64]bool{}
 	for _, e := range entries {
 		t, err := os.Readlink(filepath.Join(dir, e.Name()))
+		if errors.Is(err, os.ErrPermission) {
+			// Root lists the directory (CAP_DAC_OVERRIDE) whatever its owner, but reading a
+			// link takes the right to trace the process, which a container's root lacks.
+			return nil, err
+		}
 		if err != nil {
 			continue // closed meanwhile
 		}
