@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,8 +36,9 @@ import (
 // (TestRealAppSignalForwardedAtOnce), and the kubelet's SIGTERM drains but then hard-stops the
 // app (TestRealAppTermCutsInFlight). TestRealAppAdaptiveDrain: the adaptive drain finds the
 // listeners through the app's worker processes (haproxy's master holds none) and ends a quiet
-// period after the last new connection. haproxy runs with --forward child throughout (see
-// realApp.forward).
+// period after the last new connection; TestRealAppWorkerOfAnotherUser, where drainit may not
+// read the sockets of workers that run as another user. haproxy runs with --forward child
+// throughout (see realApp.forward).
 
 // realApp is a real server the tests run under drainit.
 type realApp struct {
@@ -175,14 +177,27 @@ func eachRealApp(t *testing.T, f func(t *testing.T, a realApp, bin string)) {
 	requireRoot(t)
 	for _, a := range realApps {
 		t.Run(a.name, func(t *testing.T) {
-			bin, err := testenv.LookPath(a.name)
-			if err != nil {
-				testenv.SkipUnlessCI(t, "needs Debian's "+a.name+" (apt-get install "+a.pkg+"): "+err.Error())
-			}
+			_, bin := installed(t, a.name)
 			t.Parallel()
 			f(t, a, bin)
 		})
 	}
+}
+
+// installed returns the app of realApps with the name and its program's path, skipping (or,
+// under CI=true, failing) the test when it is not installed.
+func installed(t *testing.T, name string) (realApp, string) {
+	t.Helper()
+	i := slices.IndexFunc(realApps, func(a realApp) bool { return a.name == name })
+	if i < 0 {
+		t.Fatalf("no real app %q", name)
+	}
+	a := realApps[i]
+	bin, err := testenv.LookPath(a.name)
+	if err != nil {
+		testenv.SkipUnlessCI(t, "needs Debian's "+a.name+" (apt-get install "+a.pkg+"): "+err.Error())
+	}
+	return a, bin
 }
 
 // slowSize is the size of the held request's answer: big enough to arrive in several reads, so
@@ -615,6 +630,9 @@ func TestRealAppAdaptiveDrain(t *testing.T) {
 //   - the adaptive drain falls back to the fixed delay, and used to say that the app's tree holds
 //     no listening socket; now it says which process it may not read, and names --drain-ports,
 //     with which the adaptive drain watches haproxy's port.
+//
+// httpd's children run as another user too, but its parent, root's, holds the listener as
+// well: its adaptive drain watches it all the same.
 func TestRealAppWorkerOfAnotherUser(t *testing.T) {
 	requireRoot(t)
 	setpriv, err := testenv.LookPath("setpriv")
@@ -622,11 +640,7 @@ func TestRealAppWorkerOfAnotherUser(t *testing.T) {
 		testenv.SkipUnlessCI(t, "needs setpriv (util-linux) to start drainit without CAP_SYS_PTRACE: "+err.Error())
 	}
 	withoutPtrace := []string{setpriv, "--inh-caps=-sys_ptrace", "--bounding-set=-sys_ptrace", "--"}
-	a := realApps[0]
-	bin, err := testenv.LookPath(a.name)
-	if a.name != "haproxy" || err != nil {
-		testenv.SkipUnlessCI(t, "needs Debian's haproxy (apt-get install haproxy)")
-	}
+	a, bin := installed(t, "haproxy")
 	a.configure = func(t *testing.T, dir, listen, upstream string) []string {
 		return haproxyConfigGlobal(t, dir, listen, upstream, "  uid 65534\n  gid 65534\n")
 	}
@@ -655,19 +669,30 @@ func TestRealAppWorkerOfAnotherUser(t *testing.T) {
 		}
 	})
 
-	t.Run("drain ports", func(t *testing.T) {
-		t.Parallel()
-		addr := testenv.FreeLoopbackAddr(t)
-		r := startRealAt(t, a, bin, addr, withoutPtrace, "--stop-signal", "USR1", "--drain", "adaptive",
-			"--drain-ports", addr, "--drain-quiet", quiet.String(), "--drain-max", "3s", "--grace-period", "10s",
-			"--log-level", "debug")
+	// adaptiveOnOne stops a, listening on addr, under drainit without CAP_SYS_PTRACE, with an
+	// adaptive drain, and checks that the drain watched one listener and ended by its quiet period.
+	adaptiveOnOne := func(t *testing.T, a realApp, bin, addr string, drainitArgs ...string) {
+		t.Helper()
+		args := append([]string{"--stop-signal", signals.Name(a.stopSig), "--drain", "adaptive", "--drain-quiet",
+			quiet.String(), "--drain-max", "3s", "--grace-period", "10s", "--log-level", "debug"}, drainitArgs...)
+		r := startRealAt(t, a, bin, addr, withoutPtrace, args...)
 		r.signal(syscall.SIGTERM)
 		over := r.awaitEvent(t, "adaptive drain over")
 		if st := r.wait(waitTimeout); st != (exitStatus{code: 0}) {
 			t.Errorf("drainit: %v, want exit 0\n%s", st, r.dump())
 		}
 		if l, _ := over.int("listeners"); over.str("reason") != "quiet" || l != 1 {
-			t.Errorf("the adaptive drain with --drain-ports %s: %v, want it to end quiet, watching 1 listener", addr, over)
+			t.Errorf("%s's adaptive drain (%q): %v, want it to end quiet, watching its 1 listener", a.name, drainitArgs, over)
 		}
+	}
+	t.Run("httpd", func(t *testing.T) {
+		a, bin := installed(t, "apache2")
+		t.Parallel()
+		adaptiveOnOne(t, a, bin, testenv.FreeLoopbackAddr(t))
+	})
+	t.Run("drain ports", func(t *testing.T) {
+		t.Parallel()
+		addr := testenv.FreeLoopbackAddr(t)
+		adaptiveOnOne(t, a, bin, addr, "--drain-ports", addr)
 	})
 }
