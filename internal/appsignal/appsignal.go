@@ -24,13 +24,27 @@ import (
 type Stop struct {
 	App    string         // the server, as messages name it
 	Signal syscall.Signal // the signal it stops gracefully on, its images' STOPSIGNAL
+	// ForwardChild: drainit must pass the signal to the app alone (--forward child). haproxy -W
+	// (its official image's entry point runs it so) has its master pass the signal on to its
+	// workers, and a worker that gets it from drainit too (--forward group) exits 138 or 139
+	// about one stop in a hundred (integration/realapps_test.go).
+	ForwardChild bool
+}
+
+// ForwardAdvice is what to append to the advice to set --stop-signal when the app wants
+// --forward child and forward (the setting's value) is not it: "" otherwise.
+func (s Stop) ForwardAdvice(forward string) string {
+	if !s.ForwardChild || forward == "child" {
+		return ""
+	}
+	return " and --forward child (" + s.App + " -W's master passes the signal to its workers; from drainit too, a worker can get it twice and exit 138)"
 }
 
 var (
-	nginx   = Stop{"nginx", signals.SIGQUIT}
-	phpFPM  = Stop{"php-fpm", signals.SIGQUIT}
-	httpd   = Stop{"Apache httpd", signals.SIGWINCH}
-	haproxy = Stop{"haproxy", signals.SIGUSR1}
+	nginx   = Stop{App: "nginx", Signal: signals.SIGQUIT}
+	phpFPM  = Stop{App: "php-fpm", Signal: signals.SIGQUIT}
+	httpd   = Stop{App: "Apache httpd", Signal: signals.SIGWINCH}
+	haproxy = Stop{App: "haproxy", Signal: signals.SIGUSR1, ForwardChild: true}
 )
 
 // ByImage guesses from an image reference alone whether it is built FROM one of those images.

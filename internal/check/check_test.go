@@ -768,17 +768,17 @@ func TestStopSignalMessages(t *testing.T) {
 		}
 	}
 
-	for _, c := range []struct{ image, sig, short, app string }{
-		{"httpd:2.4", "SIGWINCH", "WINCH", "Apache httpd"},
-		{"php:8.3-apache", "SIGWINCH", "WINCH", "Apache httpd"},
-		{"haproxy:3.0", "SIGUSR1", "USR1", "haproxy"},
+	for _, c := range []struct{ image, sig, short, app, more string }{
+		{"httpd:2.4", "SIGWINCH", "WINCH", "Apache httpd", "(its graceful stop)"},
+		{"php:8.3-apache", "SIGWINCH", "WINCH", "Apache httpd", "(its graceful stop)"},
+		{"haproxy:3.0", "SIGUSR1", "USR1", "haproxy", "(DRAINIT_STOP_SIGNAL=USR1) and --forward child"},
 	} {
 		f = one(t, pod("", "command: [/drainit, --, /usr/local/bin/docker-entrypoint.sh]\nimage: "+c.image))
 		if f.Line != 8 || f.Rule != RuleStopSignalImage || f.Severity != Warning {
 			t.Errorf("%s: %+v; want a warning on the image line 8", c.image, f)
 		}
 		for _, s := range []string{"looks like " + c.app, "STOPSIGNAL " + c.sig, "forwards " + c.sig + " to the app at once",
-			"--stop-signal " + c.short + " (DRAINIT_STOP_SIGNAL=" + c.short + ")"} {
+			"--stop-signal " + c.short + " (DRAINIT_STOP_SIGNAL=" + c.short + ")", c.more} {
 			if !strings.Contains(f.Message, s) {
 				t.Errorf("%s: message lacks %q: %s", c.image, s, f.Message)
 			}

@@ -104,9 +104,9 @@ func (k *containerCheck) stopSignal() {
 	name, short := signals.Name(is.Signal), shortName(is.Signal)
 	k.add(c.ImageLine, Warning, RuleStopSignalImage, "image %q looks like %s (a guess from its name): its images set "+
 		"STOPSIGNAL %s, which images built FROM them inherit, so docker stop and the kubelet (through the runtime) stop the container "+
-		"with %s; drainit's triggers are %s, so %s; set --stop-signal %s (DRAINIT_STOP_SIGNAL=%s), which also makes %s "+
+		"with %s; drainit's triggers are %s, so %s; set --stop-signal %s (DRAINIT_STOP_SIGNAL=%s)%s, which also makes %s "+
 		"what %s gets after the drain (its graceful stop); docker inspect -f '{{.Config.StopSignal}}' shows the image's signal",
-		c.Image, is.App, name, name, dc.describeTriggers(), k.forwarded(name), short, short, name, is.App)
+		c.Image, is.App, name, name, dc.describeTriggers(), k.forwarded(name), short, short, is.ForwardAdvice(dc.settings["forward"].raw), name, is.App)
 }
 
 // forwarded says what happens when the runtime's stop signal is not a trigger: drainit passes it

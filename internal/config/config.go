@@ -208,8 +208,16 @@ func (c *Config) gracefulStopNote() string {
 	}
 	return fmt.Sprintf("the app looks like %s (%s), which stops gracefully on %s, its images' STOPSIGNAL: "+
 		"%s is no trigger, so a runtime that stops the container with it has it forwarded at once, with no drain%s; "+
-		"set --stop-signal %s (DRAINIT_STOP_SIGNAL=%s), or --stop-signal TERM if SIGTERM is meant",
-		s.App, oneline.Escape(word), name, name, after, short, short)
+		"set --stop-signal %s (DRAINIT_STOP_SIGNAL=%s)%s, or --stop-signal TERM if SIGTERM is meant",
+		s.App, oneline.Escape(word), name, name, after, short, short, s.ForwardAdvice(c.forwardName()))
+}
+
+// forwardName is --forward as written: "group" or "child".
+func (c *Config) forwardName() string {
+	if c.Forward == ForwardChild {
+		return "child"
+	}
+	return "group"
 }
 
 // HookStage is when in the app's life a hook runs. It is the one declaration of the stages:

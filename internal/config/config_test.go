@@ -290,7 +290,10 @@ func TestGracefulStopNoted(t *testing.T) {
 			[]string{"looks like nginx (nginx)", "gracefully on SIGQUIT", "forwarded at once, with no drain",
 				"after a SIGTERM's drain nginx gets SIGTERM", "--stop-signal QUIT (DRAINIT_STOP_SIGNAL=QUIT)"}, ""},
 		{[]string{"httpd-foreground"}, nil, []string{"looks like Apache httpd (httpd-foreground)", "SIGWINCH", "--stop-signal WINCH"}, ""},
-		{[]string{"haproxy", "-f", "/etc/haproxy/haproxy.cfg"}, nil, []string{"looks like haproxy", "SIGUSR1", "--stop-signal USR1"}, ""},
+		{[]string{"haproxy", "-f", "/etc/haproxy/haproxy.cfg"}, nil, []string{"looks like haproxy", "SIGUSR1",
+			"--stop-signal USR1 (DRAINIT_STOP_SIGNAL=USR1) and --forward child"}, ""},
+		{[]string{"--forward", "child", "haproxy"}, nil, []string{"--stop-signal USR1"}, "--forward child"},
+		{[]string{"nginx"}, nil, []string{"--stop-signal QUIT"}, "--forward child"},
 		// SIGTERM rewritten to the graceful signal: only the STOPSIGNAL half is left to say.
 		{[]string{"--rewrite", "TERM:QUIT", "nginx"}, nil, []string{"forwarded at once"}, "after a SIGTERM's drain"},
 		// No SIGTERM trigger: nothing to say about what follows one.
