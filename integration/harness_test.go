@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -112,6 +113,9 @@ type spec struct {
 	// netns, in sharedPID mode: the pod has a network namespace of its own (else the host's, as
 	// with hostNetwork).
 	netns bool
+	// logStuck: nothing reads drainit's stderr, a pipe, until the test calls readLog: a log
+	// collector that stopped reading without going away.
+	logStuck bool
 }
 
 // drainitRun is a running (or finished) drainit.
@@ -128,6 +132,9 @@ type drainitRun struct {
 	state  *os.ProcessState
 	// sandbox, in sharedPID mode, is the pod drainit runs in, for other containers' processes.
 	sandbox sandbox
+	// errPipe is the read end of drainit's stderr; readLog starts reading it (spec.logStuck).
+	errPipe *os.File
+	readLog func()
 }
 
 // startPID1 starts drainit with drainitArgs as PID 1 of a new PID namespace, running app.
@@ -193,6 +200,11 @@ func start(t *testing.T, s spec) *drainitRun {
 		t.Fatalf("starting %q: %v", argv, err)
 	}
 	var stderr io.ReadCloser = errR
+	readLog := func() {}
+	if s.logStuck {
+		g := &gatedReader{ReadCloser: errR, open: make(chan struct{})}
+		stderr, readLog = g, sync.OnceFunc(func() { close(g.open) })
+	}
 	if s.logGone {
 		first, err := bufio.NewReader(errR).ReadString('\n')
 		errR.Close()
@@ -203,6 +215,8 @@ func start(t *testing.T, s spec) *drainitRun {
 	}
 	d := watch(t, s.mode, cmd, lines.Read("stdout", outR), lines.Read("stderr", stderr))
 	d.sandbox = sb
+	d.errPipe, d.readLog = errR, readLog
+	t.Cleanup(readLog) // the log's reader ends only once it has read
 	if s.mode == subreaper {
 		return d
 	}
@@ -259,6 +273,17 @@ func (s sandbox) enter(ctty bool) []string {
 		argv = append(argv, "--ctty")
 	}
 	return argv
+}
+
+// gatedReader reads nothing until open is closed.
+type gatedReader struct {
+	io.ReadCloser
+	open chan struct{}
+}
+
+func (g *gatedReader) Read(p []byte) (int, error) {
+	<-g.open
+	return g.ReadCloser.Read(p)
 }
 
 // watch wraps a started drainit (cmd) whose output stdout and stderr read: it collects its exit

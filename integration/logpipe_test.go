@@ -1,9 +1,14 @@
 package integration
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestLogReaderGoneDrainitCarriesOn: drainit's stderr is a pipe whose reader goes away after
@@ -29,4 +34,69 @@ func TestLogReaderGoneDrainitCarriesOn(t *testing.T) {
 			t.Errorf("drainit: %v, want exit 0 (the app's status) with its log's reader gone\n%s", st, d.dump())
 		}
 	})
+}
+
+// TestLogReaderStuckDrainitCarriesOn: drainit's stderr is a pipe that nobody reads, though its
+// reader is still there (a log collector stalled on a full disk, `drainit … 2>&1 | sleep 1000`).
+// An online hook's output fills the pipe, then the stop comes, and an offline hook's output is more
+// than drainit keeps for the log: the stop sequence must go on as
+// if the log were read (the app gets SIGTERM after the drain delay, drainit exits with its
+// status, well within the grace period, its summary in the termination log), and once the log
+// is read again what was queued comes out, with how many lines were dropped. Before, the
+// supervisor's loop waited in its first log line of the stop: no stop signal, no SIGKILL, and no
+// exit until the reader went away.
+func TestLogReaderStuckDrainitCarriesOn(t *testing.T) {
+	eachMode(t, func(t *testing.T, m mode) {
+		t.Parallel()
+		const drain, grace = 300 * time.Millisecond, 10 * time.Second
+		termLog := filepath.Join(t.TempDir(), "termination-log")
+		if err := os.WriteFile(termLog, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// Each hook's output is logged up to its budget, 128 KiB of events: the online hook's fills
+		// the pipe (64 KiB) and some of drainit's queue, the offline hook's is more than the rest.
+		const flood = `["/bin/sh","-c","yes drainit-log-filler | head -c 300000"]`
+		d := start(t, spec{mode: m, logStuck: true, app: app("slow-stop", "500ms"),
+			args: []string{"--drain-delay", drain.String(), "--grace-period", grace.String(), "--log-format", "json",
+				"--termination-log", termLog, "--online-exec", flood, "--offline-exec", flood}})
+		d.stdout.AwaitPrefix(t, waitTimeout, "ready app")
+		// The pipe is full (64 KiB on Linux by default) once the hook has written that much.
+		waitUntil(t, waitTimeout, "drainit's stderr pipe full", func() bool {
+			n, err := unix.IoctlGetInt(int(d.errPipe.Fd()), unix.TIOCINQ) // FIONREAD
+			return err == nil && n >= 60<<10
+		})
+		sent := time.Now()
+		d.signal(syscall.SIGTERM)
+		got := d.stdout.AwaitContains(t, waitTimeout, "got app SIGTERM")
+		if after := got.At.Sub(sent); after < drain-25*time.Millisecond || after > drain+5*time.Second {
+			t.Errorf("the app got SIGTERM %s after drainit did, want the %s drain delay", after, drain)
+		}
+		// The app takes 500 ms to stop: the log is read again before drainit exits.
+		d.readLog()
+		if st := d.wait(waitTimeout); st != (exitStatus{code: 0}) {
+			t.Errorf("drainit: %v, want exit 0 (the app's status) with its log stuck\n%s", st, d.dump())
+		}
+		if took := time.Since(sent); took > grace/2 {
+			t.Errorf("drainit exited %s after the stop, want well within the %s grace period", took, grace)
+		}
+		summary, err := os.ReadFile(termLog)
+		if err != nil || !strings.HasSuffix(string(summary), "exit 0 +"+lastOffset(string(summary))) {
+			t.Errorf("termination log %q (%v), want the summary ending in exit 0", summary, err)
+		}
+		var dropped, exiting bool
+		for _, e := range d.logs() {
+			dropped = dropped || e.msg() == "log lines dropped: the log's reader did not keep up"
+			exiting = exiting || e.msg() == "drainit exiting"
+		}
+		if !dropped || !exiting {
+			t.Errorf("once read again, the log has the dropped lines' notice %v and the summary %v, want both\n%s",
+				dropped, exiting, d.stderr.Tail(5))
+		}
+	})
+}
+
+// lastOffset is the offset of a summary's last step ("exit 0 +812ms" gives "812ms").
+func lastOffset(summary string) string {
+	_, off, _ := strings.Cut(summary[strings.LastIndex(summary, ";")+1:], "+")
+	return off
 }

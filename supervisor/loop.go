@@ -69,6 +69,7 @@ type Supervisor struct {
 	appPid     int
 	appReaped  bool                // the app's exit has been collected: appPid is no longer the app's
 	history    *drainwatch.History // the traffic before the drain, for --drain-quiet auto (nil: none)
+	exitBy     time.Time           // see ExitBy
 }
 
 // stageDone is a stage's hooks having all run.
@@ -156,8 +157,21 @@ func (s *Supervisor) Run(ctx context.Context) (int, error) {
 	code := s.loop(ctx, m, sigs)
 	close(s.done)
 	writeTerminationLog(s.cfg.TerminationLog, m.summaryLine)
+	if !m.deadline.IsZero() {
+		s.exitBy = m.deadline.Add(-exitSlack)
+	}
 	return code, nil
 }
+
+// exitSlack is how long before the stop sequence's deadline drainit must be gone: the runtime
+// counts the grace period from a moment a little before drainit's trigger, and its SIGKILL
+// follows at once.
+const exitSlack = 100 * time.Millisecond
+
+// ExitBy is, once Run has returned, the time by which drainit must have exited, its last log
+// lines written: shortly before the stop sequence's deadline, where the runtime's SIGKILL lands.
+// Zero when no stop sequence ran (the app exited on its own and nothing stops the container).
+func (s *Supervisor) ExitBy() time.Time { return s.exitBy }
 
 // relaySignals takes every signal from in as soon as os/signal delivers it and hands it to the
 // loop on out, until done is closed. os/signal drops a signal whose channel is full, and the loop

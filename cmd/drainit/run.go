@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/drainit/drainit/internal/config"
+	"github.com/drainit/drainit/internal/logqueue"
 	"github.com/drainit/drainit/internal/nesting"
 	"github.com/drainit/drainit/internal/oneline"
 	"github.com/drainit/drainit/signals"
@@ -53,7 +55,10 @@ func runCmd(args []string, stdout io.Writer, stderr *os.File) int {
 			outer, config.SupervisorEnv)
 		return 2
 	}
-	log := newLogger(stderr, cfg.LogFormat, cfg.LogLevel, isTerminal(stderr) && !levelGiven(args, env))
+	log, logq := newLogger(stderr, cfg.LogFormat, cfg.LogLevel, isTerminal(stderr) && !levelGiven(args, env))
+	// The lines still queued as drainit exits, the summary last (logFlushWait).
+	var exitBy time.Time
+	defer func() { logq.Flush(flushDeadline(time.Now(), exitBy)) }()
 	opts, err := buildOptions(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "drainit: %v\n", err)
@@ -84,7 +89,9 @@ func runCmd(args []string, stdout io.Writer, stderr *os.File) int {
 		log.Warn().Msg(w)
 	}
 	logIgnored(log, cfg, reg.Ignored, reg.AllSeen)
-	code, err := supervisor.New(cfg, opts, log, reg.Sigs, reg.Chld).Run(context.Background())
+	sup := supervisor.New(cfg, opts, log, reg.Sigs, reg.Chld)
+	code, err := sup.Run(context.Background())
+	exitBy = sup.ExitBy()
 	if err != nil {
 		log.Error().Err(err).Int("status", code).Msg("app not started")
 	}
@@ -187,23 +194,55 @@ func environ() map[string]string {
 	return m
 }
 
+// logQueueMax is how much of the log drainit holds while its reader does not keep up, beyond
+// what the pipe holds (64 KiB by default): with the pipe, an exec hook's whole budget of log (128
+// KiB) and the stop sequence's lines with it. Past it, lines are dropped and counted (package
+// logqueue). It costs memory only while the reader is behind.
+const logQueueMax = 128 << 10
+
+// logFlushWait is how long drainit's exit waits at most for the log's reader to take the lines
+// still queued, and never past the stop sequence's deadline (Supervisor.ExitBy): a reader that
+// has stopped reading must not keep drainit, and the app's status with it, from the runtime.
+const logFlushWait = time.Second
+
+// flushDeadline is when the exit stops waiting for the log: logFlushWait from now, or exitBy when
+// that comes first (zero: no stop sequence, no runtime's SIGKILL to beat).
+func flushDeadline(now, exitBy time.Time) time.Time {
+	d := now.Add(logFlushWait)
+	if !exitBy.IsZero() && exitBy.Before(d) {
+		return exitBy
+	}
+	return d
+}
+
 // newLogger builds the zerolog logger: JSON lines, or console format when asked for or, by
 // default, when w is a terminal. quiet holds back info and debug lines until a stop sequence
-// starts (see quietWriter).
-func newLogger(w *os.File, format, level string, quiet bool) zerolog.Logger {
+// starts (see quietWriter). Every line goes through the returned queue, which never makes the
+// logging goroutine wait for w's reader; flush it before exiting.
+func newLogger(w *os.File, format, level string, quiet bool) (zerolog.Logger, *logqueue.Writer) {
 	zerolog.TimeFieldFormat = "2006-01-02T15:04:05.000Z07:00"
 	// UTC: a local time zone would load /etc/localtime on the first log line (~0.1 ms of every
 	// start), and logs are compared across machines anyway.
 	zerolog.TimestampFunc = func() time.Time { return time.Now().UTC() }
 	zerolog.DurationFieldUnit = time.Millisecond
 	zerolog.DurationFieldInteger = true
-	var out io.Writer = logFile(w)
 	// zerolog reports a failed write on os.Stderr itself, fd 2, which the runtime would end drainit
-	// for (see logFile); and where the log cannot be written there is no one to tell.
+	// for (see logOutput); and where the log cannot be written there is no one to tell.
 	zerolog.ErrorHandler = func(error) {}
-	if format == "console" || (format == "" && isTerminal(w)) {
-		out = zerolog.ConsoleWriter{Out: out, TimeFormat: "15:04:05.000", FormatPrepare: escapeMessage}
+	console := format == "console" || (format == "" && isTerminal(w))
+	lines := func(to io.Writer) io.Writer {
+		if console {
+			return zerolog.ConsoleWriter{Out: to, TimeFormat: "15:04:05.000", FormatPrepare: escapeMessage}
+		}
+		return to
 	}
+	q := logqueue.New(func() logqueue.Output { return logOutput(w) }, logQueueMax, func(n, size int) []byte {
+		var b bytes.Buffer
+		l := zerolog.New(lines(&b)).With().Timestamp().Str("logger", "drainit").Logger()
+		l.Warn().Int("lines", n).Int("bytes", size).Msg("log lines dropped: the log's reader did not keep up")
+		return b.Bytes()
+	})
+	out := lines(q)
 	if quiet {
 		out = &quietWriter{out: out}
 	}
@@ -211,19 +250,68 @@ func newLogger(w *os.File, format, level string, quiet bool) zerolog.Logger {
 	if err != nil {
 		lvl = zerolog.InfoLevel
 	}
-	return zerolog.New(out).Level(lvl).With().Timestamp().Str("logger", "drainit").Logger()
+	return zerolog.New(out).Level(lvl).With().Timestamp().Str("logger", "drainit").Logger(), q
 }
 
-// logFile is w through a descriptor of drainit's own (close-on-exec), for the log. The Go runtime
-// ends a program whose write to fd 1 or 2 fails with EPIPE, as a shell's tools end; drainit must
-// outlive its log's reader (a log collector restarted, `drainit … 2>&1 | tee` whose tee died),
-// or it leaves the app unstopped and unreaped, or, as PID 1, ends the container with no stop
-// sequence. On another descriptor the write fails with EPIPE, and only that line is lost.
-// (Notifying SIGPIPE would do too, at the cost of one more registration on the start path.)
-func logFile(w *os.File) *os.File {
+// logOutput is where the log's lines go: w, through a file of drainit's own (close-on-exec).
+// The Go runtime ends a program whose write to fd 1 or 2 fails with EPIPE, as a shell's tools
+// end; drainit must outlive its log's reader (a log collector restarted, `drainit … 2>&1 | tee`
+// whose tee died), or it leaves the app unstopped and unreaped, or, as PID 1, ends the container
+// with no stop sequence. On another descriptor the write fails with EPIPE, and only that line is
+// lost. (Notifying SIGPIPE would do too, at the cost of one more registration on the start path.)
+//
+// A pipe or a terminal is opened again in non-blocking mode (reopen): a line is written at once
+// when it fits, and the rest waits in the Go runtime's poller. A regular file is written at once
+// (it does not wait for a reader). Anything else (a socket) is written by logqueue's goroutine,
+// which may then hold a thread while it waits.
+func logOutput(w *os.File) logqueue.Output {
+	if f := reopen(w); f != nil {
+		if rc, err := f.SyscallConn(); err == nil {
+			return logqueue.Output{Try: func(p []byte) (n int, err error) {
+				if cerr := rc.Write(func(fd uintptr) bool { n, err = unix.Write(int(fd), p); return true }); cerr != nil {
+					return 0, cerr
+				}
+				return max(n, 0), err
+			}, Wait: f}
+		}
+	}
 	fd, err := unix.FcntlInt(w.Fd(), unix.F_DUPFD_CLOEXEC, 3)
 	if err != nil {
-		return w
+		return logqueue.Output{Wait: w}
+	}
+	f := os.NewFile(uintptr(fd), w.Name())
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		return logqueue.Output{Try: f.Write, Wait: f}
+	}
+	return logqueue.Output{Wait: f}
+}
+
+// reopen opens w's pipe, FIFO or terminal again through /proc, as an open file description of
+// drainit's own in non-blocking mode, or returns nil. Where w is a pipe whose reader has stopped
+// reading, a write to it in blocking mode waits in write(2), holding a thread; at a container's
+// process limit (pids.max counts threads) the Go runtime may be unable to create the thread it
+// wants next, and it aborts drainit: as PID 1, the whole container. The app keeps the
+// description it inherited, in blocking mode: O_NONBLOCK set on a duplicate would reach it too.
+// A file is not opened again (the new description would write from offset 0), nor can a socket
+// be.
+func reopen(w *os.File) *os.File {
+	var st, again unix.Stat_t
+	if flags, err := unix.FcntlInt(w.Fd(), unix.F_GETFL, 0); err != nil || flags&unix.O_ACCMODE == unix.O_RDONLY {
+		return nil // not writable: the log's writes fail as they would have
+	}
+	if unix.Fstat(int(w.Fd()), &st) != nil {
+		return nil
+	}
+	if t := st.Mode & unix.S_IFMT; t != unix.S_IFIFO && t != unix.S_IFCHR {
+		return nil
+	}
+	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(int(w.Fd())), unix.O_WRONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	if err != nil {
+		return nil // no /proc, or a pipe whose reader has gone (ENXIO)
+	}
+	if unix.Fstat(fd, &again) != nil || again.Dev != st.Dev || again.Ino != st.Ino || again.Rdev != st.Rdev {
+		_ = unix.Close(fd) // not w's file: a /proc that is not this process's
+		return nil
 	}
 	return os.NewFile(uintptr(fd), w.Name())
 }

@@ -55,10 +55,13 @@ func TestConsoleEscapesMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	log := newLogger(f, "console", "info", false)
+	log, q := newLogger(f, "console", "info", false)
 	const line = "\x1b[2J\x1b]0;owned\x07ok\rFAKE INF app exited"
 	log.Info().Str("hook", "offline-exec").Str("stream", "stdout").Msg(line)
 	log.Info().Str("hook", "offline-exec").Msg("plain words")
+	if !q.Flush(time.Now().Add(10 * time.Second)) {
+		t.Fatal("the log's lines were not written to a file within 10s")
+	}
 	got, err := os.ReadFile(f.Name())
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,165 @@
+// Package logqueue is drainit's log between its loggers and its stderr: a writer that never
+// makes its caller wait for the log's reader.
+//
+// stderr is a pipe (the container runtime's, a `| tee`), and a write to a pipe that is full
+// waits for its reader. A reader that stops reading without going away (a log collector stalled
+// on a full disk, `drainit … 2>&1 | sleep 1000`) made the supervisor's loop wait in its next log
+// line: the stop sequence stopped there, the app got no stop signal and no SIGKILL, and drainit
+// never exited (seen: a stop signal sent at +27.966 s of a 6 s grace period, once the reader went
+// away). Here a line is written at once when the output takes it without waiting, as it does
+// while its reader keeps up; otherwise it is queued, and one goroutine writes what is queued, in
+// order, each line with its own write. A line that finds the queue full is dropped and counted,
+// and the count is logged where lines get through again. Only that goroutine ever waits for the
+// reader, and, given an output the Go runtime polls, it waits in the poller holding no thread: a
+// thread the runtime wants can be one it cannot create, at a container's process limit.
+package logqueue
+
+import (
+	"errors"
+	"io"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Output is where a Writer's lines go.
+type Output struct {
+	// Try writes what it can of p without waiting for the reader and returns how much it wrote:
+	// less than len(p), with a nil error or EAGAIN, leaves the rest to Wait. Another error loses
+	// the line (a reader gone: EPIPE). Nil: every line goes through the queue.
+	Try func(p []byte) (int, error)
+	// Wait writes all of p, waiting for the reader as long as it takes.
+	Wait io.Writer
+}
+
+// Writer writes each Write to its output at once when the output takes it without waiting, and
+// queues it otherwise, for a goroutine of its own to write.
+type Writer struct {
+	open   func() Output                 // the output, opened with the first line
+	max    int                           // bytes queued at most
+	notice func(lines, bytes int) []byte // the line that tells of dropped lines
+
+	mu       sync.Mutex
+	out      Output
+	opened   bool
+	queue    [][]byte
+	queued   int  // bytes in queue
+	writing  bool // the goroutine has a line out of the queue and not yet written
+	started  bool
+	dropped  int // lines dropped since the last notice, and their bytes
+	dropSize int
+	kick     chan struct{}   // one slot: lines wait in the queue
+	waiters  []chan struct{} // Flush callers, closed once nothing is queued or being written
+}
+
+// New returns a Writer that queues up to max bytes, to the output open returns: open is called
+// once, with the first line, so that a run that logs nothing opens nothing. notice renders the
+// line that says lines (of bytes in all) were dropped, in the log's own format; it is queued
+// ahead of the first line that gets through after them.
+func New(open func() Output, max int, notice func(lines, bytes int) []byte) *Writer {
+	return &Writer{open: open, max: max, notice: notice, kick: make(chan struct{}, 1)}
+}
+
+// Write writes p, one line of the log, or queues a copy of what the output did not take at once,
+// and returns: len(p) and no error, also when p is dropped (a log line that cannot be written
+// has no one to tell).
+func (w *Writer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.opened {
+		w.out, w.opened = w.open(), true
+	}
+	if len(w.queue) == 0 && !w.writing && w.dropped == 0 && w.out.Try != nil {
+		n, err := w.out.Try(p)
+		if n >= len(p) || (err != nil && !errors.Is(err, unix.EAGAIN)) {
+			return len(p), nil
+		}
+		if n > 0 {
+			// The rest of a line longer than what the pipe had room for: it must go next, and
+			// may be more than max.
+			w.push(append([]byte(nil), p[n:]...))
+			return len(p), nil
+		}
+	}
+	if w.queued+len(p) > w.max {
+		w.dropped++
+		w.dropSize += len(p)
+		return len(p), nil
+	}
+	w.pushNotice()
+	w.push(append([]byte(nil), p...))
+	return len(p), nil
+}
+
+// pushNotice queues the notice of the lines dropped since the last one, if any: over max by its
+// own length at most, as it is what explains the gap.
+func (w *Writer) pushNotice() {
+	if w.dropped > 0 {
+		w.push(w.notice(w.dropped, w.dropSize))
+		w.dropped, w.dropSize = 0, 0
+	}
+}
+
+// push queues a line and wakes the goroutine, starting it with the first line queued.
+func (w *Writer) push(line []byte) {
+	w.queue = append(w.queue, line)
+	w.queued += len(line)
+	if !w.started {
+		w.started = true
+		go w.run()
+	}
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+// run writes what is queued, a line per write: two lines in one write of more than PIPE_BUF
+// bytes could be split by the app's own writes to the same pipe, where one line never is.
+func (w *Writer) run() {
+	for range w.kick {
+		for {
+			w.mu.Lock()
+			if len(w.queue) == 0 {
+				w.writing = false
+				for _, c := range w.waiters {
+					close(c)
+				}
+				w.waiters = nil
+				w.mu.Unlock()
+				break
+			}
+			line := w.queue[0]
+			w.queue[0] = nil
+			w.queue = w.queue[1:]
+			w.queued -= len(line)
+			w.writing = true
+			w.mu.Unlock()
+			_, _ = w.out.Wait.Write(line) // a reader gone loses the line (EPIPE), and only it
+		}
+	}
+}
+
+// Flush queues the notice of lines dropped since the last one, then waits until every line
+// queued has been written, or until deadline, and reports whether they all were. Lines written
+// meanwhile are waited for too.
+func (w *Writer) Flush(deadline time.Time) bool {
+	w.mu.Lock()
+	w.pushNotice()
+	if len(w.queue) == 0 && !w.writing {
+		w.mu.Unlock()
+		return true
+	}
+	done := make(chan struct{})
+	w.waiters = append(w.waiters, done)
+	w.mu.Unlock()
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
