@@ -21,13 +21,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// processLimit is what EAGAIN from fork means: no process may be created. The pids controller's
+// limit counts threads as well as processes, so drainit's own threads count against it too.
+const processLimit = "no process can be created: the container's process limit is reached (its cgroup's pids.max: " +
+	"`--pids-limit`, the pod's pids limit; or RLIMIT_NPROC), threads included"
+
 // head is how much of a file Explain reads: a #! line longer than this is refused by the kernel
 // anyway (BINPRM_BUF_SIZE is 256), and ELF program headers sit near the start of the file.
 const head = 4096
 
 // Explain returns the status a shell would exit with when the exec of path failed with err (127
-// for something not found, 126 for something found that cannot be executed) and the reason,
-// naming path. The reason wraps err.
+// for something not found, 126 for something found that cannot be executed, and for a process
+// that could not be created at all) and the reason, naming path. The reason wraps err.
 func Explain(path string, err error) (int, error) {
 	var st unix.Stat_t
 	exists := unix.Stat(path, &st) == nil
@@ -46,6 +51,11 @@ func Explain(path string, err error) (int, error) {
 		return 126, fmt.Errorf("%s: %w: its file system is mounted noexec", path, err)
 	case errors.Is(err, unix.ENOEXEC) && exists:
 		return 126, fmt.Errorf("%s: %w: %s", path, err, badFormat(path))
+	case errors.Is(err, unix.EAGAIN):
+		// From fork, before any exec: nothing is wrong with the file.
+		return 126, fmt.Errorf("%s: %w: %s", path, err, processLimit)
+	case errors.Is(err, unix.ENOMEM):
+		return 126, fmt.Errorf("%s: %w: not enough memory to start a process (the container's memory limit?)", path, err)
 	}
 	return 126, fmt.Errorf("%s: %w", path, err)
 }

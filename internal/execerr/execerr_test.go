@@ -132,6 +132,24 @@ func TestExplainNamesTheRightFile(t *testing.T) {
 	}
 }
 
+// TestExplainProcessLimit: fork's EAGAIN (a cgroup's pids.max reached; the kernel's own error is
+// seen by the podman test that reaches one) and ENOMEM say what ran out, not the file.
+func TestExplainProcessLimit(t *testing.T) {
+	p := write(t, t.TempDir(), "app", []byte("#!/bin/sh\n"), 0o755)
+	for _, c := range []struct {
+		err  error
+		says string
+	}{
+		{unix.EAGAIN, "resource temporarily unavailable: no process can be created: the container's process limit is reached (its cgroup's pids.max"},
+		{unix.ENOMEM, "cannot allocate memory: not enough memory to start a process"},
+	} {
+		status, reason := Explain(p, c.err)
+		if status != 126 || !strings.Contains(reason.Error(), c.says) || !errors.Is(reason, c.err) {
+			t.Errorf("Explain(%v) = %d, %q; want 126 and %q", c.err, status, reason, c.says)
+		}
+	}
+}
+
 // TestExplainNoexecMount: a file that is executable but on a file system mounted noexec.
 func TestExplainNoexecMount(t *testing.T) {
 	if os.Geteuid() != 0 {
