@@ -260,19 +260,25 @@ func newLogger(w *os.File, format, level string, quiet bool) (zerolog.Logger, *l
 // with no stop sequence. On another descriptor the write fails with EPIPE, and only that line is
 // lost. (Notifying SIGPIPE would do too, at the cost of one more registration on the start path.)
 //
-// A pipe or a terminal is opened again in non-blocking mode (reopen): a line is written at once
-// when it fits, and the rest waits in the Go runtime's poller. A regular file is written at once
-// (it does not wait for a reader). Anything else (a socket) is written by logqueue's goroutine,
-// which may then hold a thread while it waits.
+// A pipe or a terminal, whose writes wait for a reader, is opened again in non-blocking mode
+// (reopen): a line is written at once when it fits, and the rest waits in the Go runtime's
+// poller. A file or another device (/dev/null) is written at once: it waits for no reader.
+// Anything else (a socket) is written by logqueue's goroutine, which may then hold a thread while
+// it waits.
 func logOutput(w *os.File) logqueue.Output {
-	if f := reopen(w); f != nil {
-		if rc, err := f.SyscallConn(); err == nil {
-			return logqueue.Output{Try: func(p []byte) (n int, err error) {
-				if cerr := rc.Write(func(fd uintptr) bool { n, err = unix.Write(int(fd), p); return true }); cerr != nil {
-					return 0, cerr
-				}
-				return max(n, 0), err
-			}, Wait: f}
+	var st unix.Stat_t
+	known := unix.Fstat(int(w.Fd()), &st) == nil
+	kind, tty := st.Mode&unix.S_IFMT, isTerminal(w)
+	if known && (kind == unix.S_IFIFO || tty) {
+		if f := reopen(w, &st); f != nil {
+			if rc, err := f.SyscallConn(); err == nil {
+				return logqueue.Output{Try: func(p []byte) (n int, err error) {
+					if cerr := rc.Write(func(fd uintptr) bool { n, err = unix.Write(int(fd), p); return true }); cerr != nil {
+						return 0, cerr
+					}
+					return max(n, 0), err
+				}, Wait: f}
+			}
 		}
 	}
 	fd, err := unix.FcntlInt(w.Fd(), unix.F_DUPFD_CLOEXEC, 3)
@@ -280,35 +286,28 @@ func logOutput(w *os.File) logqueue.Output {
 		return logqueue.Output{Wait: w}
 	}
 	f := os.NewFile(uintptr(fd), w.Name())
-	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+	if known && (kind == unix.S_IFREG || kind == unix.S_IFCHR && !tty) {
 		return logqueue.Output{Try: f.Write, Wait: f}
 	}
 	return logqueue.Output{Wait: f}
 }
 
-// reopen opens w's pipe, FIFO or terminal again through /proc, as an open file description of
-// drainit's own in non-blocking mode, or returns nil. Where w is a pipe whose reader has stopped
-// reading, a write to it in blocking mode waits in write(2), holding a thread; at a container's
-// process limit (pids.max counts threads) the Go runtime may be unable to create the thread it
-// wants next, and it aborts drainit: as PID 1, the whole container. The app keeps the
-// description it inherited, in blocking mode: O_NONBLOCK set on a duplicate would reach it too.
-// A file is not opened again (the new description would write from offset 0), nor can a socket
-// be.
-func reopen(w *os.File) *os.File {
-	var st, again unix.Stat_t
+// reopen opens w's pipe, FIFO or terminal (st: its fstat) again through /proc, as an open file
+// description of drainit's own in non-blocking mode, or returns nil. Where w is a pipe whose
+// reader has stopped reading, a write to it in blocking mode waits in write(2), holding a thread;
+// at a container's process limit (pids.max counts threads) the Go runtime may be unable to create
+// the thread it wants next, and it aborts drainit: as PID 1, the whole container. The app keeps
+// the description it inherited, in blocking mode: O_NONBLOCK set on a duplicate would reach it
+// too.
+func reopen(w *os.File, st *unix.Stat_t) *os.File {
 	if flags, err := unix.FcntlInt(w.Fd(), unix.F_GETFL, 0); err != nil || flags&unix.O_ACCMODE == unix.O_RDONLY {
 		return nil // not writable: the log's writes fail as they would have
-	}
-	if unix.Fstat(int(w.Fd()), &st) != nil {
-		return nil
-	}
-	if t := st.Mode & unix.S_IFMT; t != unix.S_IFIFO && t != unix.S_IFCHR {
-		return nil
 	}
 	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(int(w.Fd())), unix.O_WRONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
 	if err != nil {
 		return nil // no /proc, or a pipe whose reader has gone (ENXIO)
 	}
+	var again unix.Stat_t
 	if unix.Fstat(fd, &again) != nil || again.Dev != st.Dev || again.Ino != st.Ino || again.Rdev != st.Rdev {
 		_ = unix.Close(fd) // not w's file: a /proc that is not this process's
 		return nil
