@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/drainit/drainit/internal/check"
+	"github.com/drainit/drainit/internal/testenv"
 )
 
 // The seed case of the issue: grace 60, preStop 55, app shutdown 10 → needs 65.
@@ -253,28 +254,12 @@ func TestCheckCmdHelpAndNothingFound(t *testing.T) {
 	}
 }
 
-// writeTree writes files (slash-separated names) below a new directory and returns it.
-func writeTree(t *testing.T, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for name, content := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
-
 // TestCheckCmdDirectory: a directory is checked recursively; hidden directories and files that
 // are not Kubernetes are skipped quietly; a broken manifest found in it is reported on stderr
 // and makes the exit status 2 while every other file is still checked and reported; --exclude
 // leaves it out.
 func TestCheckCmdDirectory(t *testing.T) {
-	dir := writeTree(t, map[string]string{
+	dir := testenv.WriteTree(t, map[string]string{
 		"apps/orders.yaml":         seed65,
 		"apps/nested/plain.yml":    noDrain,
 		".hidden/zero.yaml":        "kind: Pod\nspec:\n  terminationGracePeriodSeconds: 0\n  containers: [{name: c}]\n",
@@ -320,7 +305,7 @@ func TestCheckCmdDirectory(t *testing.T) {
 
 // TestCheckCmdPattern: a quoted pattern is expanded by drainit, ** included.
 func TestCheckCmdPattern(t *testing.T) {
-	dir := writeTree(t, map[string]string{"k8s/a/b/orders.yaml": seed65, "k8s/plain.yaml": noDrain, "k8s/a/ok.yml": seedOK})
+	dir := testenv.WriteTree(t, map[string]string{"k8s/a/b/orders.yaml": seed65, "k8s/plain.yaml": noDrain, "k8s/a/ok.yml": seedOK})
 	t.Chdir(dir)
 	code, out, _ := runCheck(t, "", "k8s/**/*.yaml")
 	if code != 1 || strings.Count(out, "\n") != 2 || !strings.Contains(out, filepath.FromSlash("k8s/a/b/orders.yaml")+":17: error:") {
@@ -449,7 +434,7 @@ func TestCheckCmdHelpListsRules(t *testing.T) {
 // TestCheckCmdLenient: as pre-commit runs it, on every staged YAML file: a Helm template and a
 // playbook named on the command line are left out, the timing error still fails the commit.
 func TestCheckCmdLenient(t *testing.T) {
-	dir := writeTree(t, map[string]string{
+	dir := testenv.WriteTree(t, map[string]string{
 		"k8s/web.yaml":                seed65,
 		"chart/Chart.yaml":            "apiVersion: v2\nname: chart\nversion: 0.1.0\n",
 		"chart/templates/deploy.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\n",
@@ -478,7 +463,7 @@ func TestCheckCmdHostileNames(t *testing.T) {
 		t.Skip("no control characters in Windows file names")
 	}
 	evil := "evil\n\x1b[31mRED\x1b[0m\r\x1b]0;title\a\"q"
-	dir := writeTree(t, map[string]string{
+	dir := testenv.WriteTree(t, map[string]string{
 		evil + ".yaml":        seed65,
 		evil + "-broken.yaml": "apiVersion: v1\nkind: Pod\nspec: [\n",
 	})
@@ -502,7 +487,7 @@ func TestCheckCmdHostileNames(t *testing.T) {
 // TestCheckCmdTooLarge: an input over 64 MiB is not read: named, it stops the check with one
 // line naming it; found, it is reported and the other files are still checked.
 func TestCheckCmdTooLarge(t *testing.T) {
-	dir := writeTree(t, map[string]string{"k8s/orders.yaml": seed65, "k8s/huge.yaml": "a: b\n"})
+	dir := testenv.WriteTree(t, map[string]string{"k8s/orders.yaml": seed65, "k8s/huge.yaml": "a: b\n"})
 	huge := filepath.Join(dir, "k8s", "huge.yaml")
 	if err := os.Truncate(huge, 2<<30); err != nil {
 		t.Skipf("no sparse files here: %v", err)

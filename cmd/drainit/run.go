@@ -19,10 +19,12 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
+	"github.com/drainit/drainit/internal/cgroup"
 	"github.com/drainit/drainit/internal/config"
 	"github.com/drainit/drainit/internal/logqueue"
 	"github.com/drainit/drainit/internal/nesting"
 	"github.com/drainit/drainit/internal/oneline"
+	"github.com/drainit/drainit/internal/spare"
 	"github.com/drainit/drainit/signals"
 	"github.com/drainit/drainit/signals/early"
 	"github.com/drainit/drainit/supervisor"
@@ -75,9 +77,15 @@ func runCmd(args []string, stdout io.Writer, stderr *os.File) int {
 	reg.Wait()
 	// A trigger that is not early (--triggers PWR) too: a stop request must not be dropped.
 	reg.Register(cfg.Triggers)
-	// The rarely sent rest, once the app has run for lateSignalsAfter: see there.
+	// The rarely sent rest, and the spare threads first, once the app has run for
+	// lateSignalsAfter: see there.
 	var late *time.Timer
-	opts.Started = func() { late = time.AfterFunc(lateSignalsAfter, func() { notifyEach(reg.Sigs, reg.Late()) }) }
+	opts.Started = func() {
+		late = time.AfterFunc(lateSignalsAfter, func() {
+			reserveThreads(log, cgroup.Self("/"))
+			notifyEach(reg.Sigs, reg.Late())
+		})
+	}
 	// An app that is gone within lateSignalsAfter leaves nothing to register them for (and a
 	// test that runs this function again would find them registered to a channel no one reads).
 	defer func() {
@@ -108,6 +116,31 @@ func runCmd(args []string, stdout io.Writer, stderr *os.File) int {
 // of an app that exits at once; registered as the app started, they held back its SIGCHLD
 // longer. bench/STARTUP.md has the measurements.
 const lateSignalsAfter = 100 * time.Millisecond
+
+// spareThreads is how many threads drainit has the Go runtime hold for it (package spare): 10 in
+// all, where drainit has 7-9 once it has started the app.
+const spareThreads = 4
+
+// reserveThreads has the Go runtime start the spare threads where drainit sees a pids limit, and
+// it leaves room for them: a thread the runtime cannot create aborts drainit, at once rather than
+// maybe later. Not where drainit sees none (none is set, or one is set above the container's
+// cgroup, as a Kubernetes pod's): the threads cost memory (RssAnon +~90 KiB), which only a limit
+// pays back. Not on the start path: it takes 0.1-0.2 ms, and the app's start competed with it
+// for the CPUs (+0.1 ms to the app's first instruction, measured). An app that fills the limit
+// within lateSignalsAfter of its start leaves no room; one that fills it later (a leak, a bomb
+// that starts with the load) finds the threads taken.
+func reserveThreads(log zerolog.Logger, g cgroup.Group) {
+	cur, limit, ok := g.Pids()
+	if !ok {
+		return
+	}
+	if limit-cur < 2*spareThreads {
+		log.Warn().Int("pids", cur).Int("pids_max", limit).
+			Msg("the container's pids limit is all but reached: drainit takes no spare threads, and if the Go runtime wants one it cannot create, it aborts drainit (and the container with it)")
+		return
+	}
+	spare.Reserve(spareThreads)
+}
 
 // notifyEach registers the signals one Notify call at a time, so that a signal that arrives
 // meanwhile (a SIGTERM, the app's SIGCHLD) waits for one registration, not for all of them.

@@ -32,6 +32,8 @@
 //	                               <SIGNAME>" for each signal, and exits on SIGTERM unless it is
 //	                               among -hold; "ready app <pid>" comes once all are set up. -addr:
 //	                               the app also serves HTTP there
+//	testapp fill-pids [-after D]   print "ready app <pid>"; after D fork until the pids limit is
+//	                               reached, print "pids full N", and hold it; exit 0 on SIGTERM
 //	testapp ignore-term            print "ready app <pid>", ignore SIGTERM, run until killed
 //	testapp slow-stop DURATION     print "ready app <pid>"; on SIGTERM wait DURATION, exit 0
 //	testapp serve -addr A [-graceful|-naive] [-delay D]
@@ -108,6 +110,8 @@ func main() {
 		err = daemon(args)
 	case "tree":
 		err = tree(args)
+	case "fill-pids":
+		err = fillPids(args)
 	case "ignore-term":
 		signal.Ignore(syscall.SIGTERM)
 		say("ready app %d", os.Getpid())

@@ -72,3 +72,20 @@ func (p *SwitchProbe) Check(context.Context) error {
 	}
 	return errors.New("refused")
 }
+
+// WriteTree writes files (slash-separated names: content) below a new temporary directory, with
+// the directories they need, and returns it: a fake /proc or /sys, a tree of manifests.
+func WriteTree(t testing.TB, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
