@@ -295,14 +295,12 @@ func newLogger(w *os.File, format, level string, quiet bool) (zerolog.Logger, *l
 //
 // A pipe or a terminal, whose writes wait for a reader, is opened again in non-blocking mode
 // (reopen): a line is written at once when it fits, and the rest waits in the Go runtime's
-// poller. A file or another device (/dev/null) is written at once: it waits for no reader.
-// Anything else (a socket) is written by logqueue's goroutine, which may then hold a thread while
-// it waits.
+// poller. Anything else is written at once, in blocking mode: a file or a device (/dev/null)
+// waits for no reader; a socket (systemd's journal), or a pipe that cannot be opened again (no
+// /proc, RLIMIT_NOFILE all but reached), is written as it was before there was a queue.
 func logOutput(w *os.File) logqueue.Output {
 	var st unix.Stat_t
-	known := unix.Fstat(int(w.Fd()), &st) == nil
-	kind, tty := st.Mode&unix.S_IFMT, isTerminal(w)
-	if known && (kind == unix.S_IFIFO || tty) {
+	if unix.Fstat(int(w.Fd()), &st) == nil && (st.Mode&unix.S_IFMT == unix.S_IFIFO || isTerminal(w)) {
 		if f := reopen(w, &st); f != nil {
 			if rc, err := f.SyscallConn(); err == nil {
 				return logqueue.Output{Try: func(p []byte) (n int, err error) {
@@ -314,15 +312,13 @@ func logOutput(w *os.File) logqueue.Output {
 			}
 		}
 	}
+	// Written at once, as before there was a queue: nothing is queued, no timer waits for it.
 	fd, err := unix.FcntlInt(w.Fd(), unix.F_DUPFD_CLOEXEC, 3)
 	if err != nil {
-		return logqueue.Output{Wait: w}
+		return logqueue.Output{Try: w.Write, Wait: w}
 	}
 	f := os.NewFile(uintptr(fd), w.Name())
-	if known && (kind == unix.S_IFREG || kind == unix.S_IFCHR && !tty) {
-		return logqueue.Output{Try: f.Write, Wait: f}
-	}
-	return logqueue.Output{Wait: f}
+	return logqueue.Output{Try: f.Write, Wait: f}
 }
 
 // reopen opens w's pipe, FIFO or terminal (st: its fstat) again through /proc, as an open file
@@ -343,6 +339,16 @@ func reopen(w *os.File, st *unix.Stat_t) *os.File {
 	var again unix.Stat_t
 	if unix.Fstat(fd, &again) != nil || again.Dev != st.Dev || again.Ino != st.Ino || again.Rdev != st.Rdev {
 		_ = unix.Close(fd) // not w's file: a /proc that is not this process's
+		return nil
+	}
+	// The first file the Go poller takes makes it open its epoll and eventfd descriptors, and
+	// where it cannot (RLIMIT_NOFILE reached) the runtime aborts the program: seen at a limit of
+	// 6, where drainit, unable to fork the app, had exited 126 with one line. Descriptors are
+	// given lowest first, so fd is about how many are open: with less than two more free, the
+	// log is written in blocking mode.
+	var lim unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) != nil || uint64(fd)+3 >= lim.Cur {
+		_ = unix.Close(fd)
 		return nil
 	}
 	return os.NewFile(uintptr(fd), w.Name())
