@@ -24,7 +24,8 @@
 //     retransmitted segment or a CPU-starved node. A body, which nobody sends, has readTimeout.
 //   - Up to maxConns (512) connections are admitted, whoever opens them, and none is cut but by
 //     that deadline. At 10–15 KiB each (a goroutine, a read buffer, a file descriptor) that is
-//     room for a slow client's hundreds next to the kubelet's few.
+//     room for a slow client's hundreds next to the kubelet's few. Where RLIMIT_NOFILE would run
+//     out first, fewer (connLimit), and an address's share is an eighth of them, as 64 is of 512.
 //   - With maxConns open, the server makes room for each newcomer by resetting a connection
 //     that is older than shedAfter (250 ms) and has not delivered its request: of the address
 //     holding the most, its oldest. While an address holds more than its share, maxConnsPerIP
@@ -138,12 +139,28 @@ const (
 	// CPU while a flood lasts (~80 µs a connection shed, these and the ones past their grace).
 	quickShedRate = 5000
 	// maxPrestopWaiting bounds the /prestop calls waiting for the drain at once: an eighth of
-	// maxConns, so that probes always find room (the kubelet makes one call per container).
+	// maxConns (of the connection limit, at least 1), so that probes always find room (the
+	// kubelet makes one call per container).
 	maxPrestopWaiting = maxConns / 8
 	// shedLogEvery spaces the warnings about connections shed: a client re-opening hundreds
 	// of connections a second must not flood drainit's log.
 	shedLogEvery = 10 * time.Second
+	// fdReserve is how many of drainit's file descriptors the server leaves to the rest of
+	// drainit: an exec hook takes 5 as it starts and 2 while it runs, an HTTP hook or the ready
+	// probe 1, the adaptive drain a netlink socket and a /proc file, the termination log 1.
+	fdReserve = 16
 )
+
+// connLimit is how many connections the server holds at once with nofile descriptors allowed
+// (RLIMIT_NOFILE) and open already: maxConns, or fewer where the descriptors would run out
+// first, leaving fdReserve, and at least 1. Out of descriptors, the server could accept no
+// newcomer, and a full server's shedding, which makes room for a newcomer it has accepted, never
+// came: as PID 1 with a limit of 32, a client holding 300 slow connections took every
+// descriptor, no kubelet probe was answered in 4 s, and an offline exec hook could not start.
+func connLimit(nofile uint64, open int) int {
+	room := int64(min(nofile, 1<<20)) - int64(open) - fdReserve
+	return int(max(1, min(maxConns, room)))
+}
 
 // Server is the control server.
 type Server struct {
@@ -155,8 +172,10 @@ type Server struct {
 	// The log's warnings about connections shed and requests refused for their token, and its
 	// lines about /prestop calls: each at most once per shedLogEvery, with the count.
 	shedLog, refusedLog, prestopLog everyOnce
-	// prestopWaiting counts the /prestop calls waiting for the drain (maxPrestopWaiting).
+	// prestopWaiting counts the /prestop calls waiting for the drain, at most prestopMax
+	// (maxPrestopWaiting, or an eighth of a lower connection limit).
 	prestopWaiting atomic.Int32
+	prestopMax     int32
 }
 
 // everyOnce lets something through at most once per shedLogEvery, and counts what it held back.
@@ -181,15 +200,23 @@ func (e *everyOnce) tick(now time.Time) (n int, ok bool) {
 // New builds a server. token, when not empty, is required as "Authorization: Bearer TOKEN" on
 // /prestop and /status. maxWait bounds how long a /prestop answer may take (the grace period).
 func New(b Backend, token string, maxWait time.Duration, log zerolog.Logger) *Server {
-	s := &Server{b: b, token: token, log: log}
+	conns := maxConns
+	if nofile, open, ok := descriptors(); ok {
+		conns = connLimit(nofile, open)
+	}
+	if conns < maxConns {
+		log.Warn().Int("max_conns", conns).Int("fd_reserve", fdReserve).
+			Msg("control server: its connections are limited by the open files drainit may have (RLIMIT_NOFILE), less what it keeps for hooks")
+	}
+	s := &Server{b: b, token: token, log: log, prestopMax: int32(max(1, conns/8))}
 	s.srv = &http1.Server{
 		Handler:        s.Handle,
 		HeaderTimeout:  headerTimeout,
 		ReadTimeout:    readTimeout,
 		HandlerTimeout: maxWait + readTimeout,
 		WriteTimeout:   readTimeout,
-		MaxConns:       maxConns,
-		MaxConnsPerIP:  maxConnsPerIP,
+		MaxConns:       conns,
+		MaxConnsPerIP:  min(maxConnsPerIP, max(1, conns/8)), // an eighth, as 64 is of maxConns
 		ShedAfter:      shedAfter,
 		QuickShedRate:  quickShedRate,
 		AcceptError: func(err error, retry time.Duration) {
@@ -262,7 +289,7 @@ func (s *Server) Handle(ctx context.Context, r *http1.Request) http1.Response {
 		// A /prestop waits in its handler, where it is never shed: without a cap, callers
 		// holding every connection would starve the kubelet's probes. The drain is under way
 		// by then, which is all one more call could ask for.
-		if s.prestopWaiting.Add(1) > maxPrestopWaiting {
+		if s.prestopWaiting.Add(1) > s.prestopMax {
 			s.prestopWaiting.Add(-1)
 			return text(503, "too many /prestop calls waiting; the stop sequence is under way\n")
 		}

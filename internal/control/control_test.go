@@ -307,3 +307,24 @@ func FuzzHandler(f *testing.F) {
 		}
 	})
 }
+
+// The connections held at once leave fdReserve of RLIMIT_NOFILE to the rest of drainit: all of
+// maxConns where descriptors abound, fewer where they would run out first, and always one.
+func TestConnLimit(t *testing.T) {
+	for _, c := range []struct {
+		nofile uint64
+		open   int
+		want   int
+	}{
+		{1 << 20, 12, maxConns},
+		{1024, 10, maxConns},
+		{512, 10, 512 - 10 - fdReserve},
+		{32, 9, 32 - 9 - fdReserve},
+		{16, 9, 1},
+		{1 << 63, 10, maxConns},
+	} {
+		if got := connLimit(c.nofile, c.open); got != c.want {
+			t.Errorf("connLimit(%d, %d) = %d, want %d", c.nofile, c.open, got, c.want)
+		}
+	}
+}
