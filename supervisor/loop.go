@@ -45,6 +45,10 @@ type Options struct {
 	// for start-up work that must not delay the app (drainit registers the rarely sent signals,
 	// signals.Late, from there). It runs on the supervisor's goroutine and must not block.
 	Started func()
+	// OOMKills, when not nil, says how many processes the kernel's OOM killer has killed in
+	// drainit's cgroup since the app started (ok false: it cannot tell); asked when the app
+	// dies of SIGKILL, so that the log and the summary can say it was OOM-killed.
+	OOMKills func() (n uint64, ok bool)
 }
 
 // Supervisor carries everything one run needs; there is no package-level state.
@@ -528,6 +532,11 @@ func (s *Supervisor) reaped(m *machine, waitFlags int) []action {
 		acts = m.noChildren(now) // before appExit: see machine.noChildren
 	}
 	if app != nil {
+		if app.Signaled() && app.Signal() == unix.SIGKILL && s.opts.OOMKills != nil {
+			if n, ok := s.opts.OOMKills(); ok {
+				m.oomKilled(n)
+			}
+		}
 		acts = append(acts, m.appExit(now, *app)...)
 	}
 	if len(exits) > 0 && !none {

@@ -185,7 +185,8 @@ type machine struct {
 	appExited   bool
 	appStatus   int // shell-style: code, or 128+N
 	hasChildren bool
-	killed      bool // drainit sent SIGKILL
+	killed      bool   // drainit sent SIGKILL
+	oomKills    uint64 // the OOM killer's kills in drainit's cgroup since the app started (oomKilled)
 	stopSentAt  time.Time
 	timeline    []mark
 }
@@ -609,6 +610,11 @@ func (m *machine) giveUpReaping(now time.Time) []action {
 	return append([]action{actSurvivors{}}, m.enterPostStop(now)...)
 }
 
+// oomKilled records, before appExit, that the kernel's OOM killer has killed n processes in
+// drainit's cgroup since the app started: a SIGKILL that ends the app, and that drainit did not
+// send, is then taken for the OOM killer's.
+func (m *machine) oomKilled(n uint64) { m.oomKills = n }
+
 // appExit handles the reaper's report that the app itself has exited.
 func (m *machine) appExit(now time.Time, ws unix.WaitStatus) []action {
 	if m.appExited {
@@ -622,12 +628,29 @@ func (m *machine) appExit(now time.Time, ws unix.WaitStatus) []action {
 	if !m.t0.IsZero() {
 		acts = m.markDrained() // no app left to drain
 	}
-	e := m.event(now, zerolog.InfoLevel, fmt.Sprintf("app exited %d", m.appStatus)).
-		Int("status", m.appStatus).Dur("ran", now.Sub(m.start))
+	what, oom := fmt.Sprintf("app exited %d", m.appStatus), false
+	if ws.Signaled() && ws.Signal() == unix.SIGKILL {
+		// 137 is also what an app's own exit(137) gives; and a SIGKILL that drainit did not
+		// send is the OOM killer's when its count has grown meanwhile.
+		oom = !m.killed && m.oomKills > 0
+		if oom {
+			what += " (OOM-killed)"
+		} else {
+			what += " (killed by SIGKILL)"
+		}
+	}
+	e := m.event(now, zerolog.InfoLevel, what).Int("status", m.appStatus).Dur("ran", now.Sub(m.start))
 	if ws.Signaled() {
 		e = e.Str("signal", signals.Name(ws.Signal()))
 	}
+	if oom {
+		e = e.Uint64("oom_kills", m.oomKills)
+	}
 	e.Msg("app exited")
+	if oom {
+		m.line(now, zerolog.WarnLevel).Uint64("oom_kills", m.oomKills).
+			Msg("the app was killed by SIGKILL, and the kernel's OOM killer has killed processes in the container since it started: out of memory (the container's memory limit?)")
+	}
 	if m.hooksRunning[config.StageOffline] {
 		// A stop's offline hooks (a deregistration) run on; what the app left behind is ended
 		// once they have (hooksDone).

@@ -775,3 +775,44 @@ func TestAppStatusIsFinal(t *testing.T) {
 	}
 	want(t, m.noChildren(at(6.5)), actExit{42})
 }
+
+// An app killed by SIGKILL says so in the summary: the OOM killer's when the cgroup's count of
+// OOM kills has grown since the app started and drainit sent no SIGKILL, else just SIGKILL (137
+// is also an exit(137)). drainit's own SIGKILL is said as before, whatever the count.
+func TestAppKilledBySIGKILLSaysWhose(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		oomKills  uint64
+		drainits  bool
+		want, not string
+	}{
+		{"oom", 1, false, "app exited 137 (OOM-killed) +5s", "drainit had to SIGKILL"},
+		{"someone's", 0, false, "app exited 137 (killed by SIGKILL) +5s", "OOM"},
+		{"drainit's", 2, true, "app exited 137 (killed by SIGKILL) +", "OOM"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := newTestMachine(false, false)
+			now := at(5)
+			if c.drainits {
+				m.signal(at(1), unix.SIGTERM)
+				m.tick(at(6))  // the drain's end: the stop signal
+				m.tick(at(29)) // the kill point: t0 + grace - kill margin
+				now = at(29.1)
+			}
+			m.noChildren(now)
+			m.oomKilled(c.oomKills)
+			m.appExit(now, killedBy(unix.SIGKILL))
+			s := m.summaryLine
+			if !strings.Contains(s, c.want) || strings.Contains(s, c.not) {
+				t.Errorf("summary %q, want %q and no %q", s, c.want, c.not)
+			}
+		})
+	}
+	// An app that exits 137 by itself is no SIGKILL.
+	m := newTestMachine(false, false)
+	m.noChildren(at(5))
+	m.appExit(at(5), exited(137))
+	if s := m.summaryLine; !strings.Contains(s, "app exited 137 +5s") {
+		t.Errorf("summary %q, want app exited 137 and no more", s)
+	}
+}

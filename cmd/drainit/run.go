@@ -77,11 +77,14 @@ func runCmd(args []string, stdout io.Writer, stderr *os.File) int {
 	reg.Wait()
 	// A trigger that is not early (--triggers PWR) too: a stop request must not be dropped.
 	reg.Register(cfg.Triggers)
-	// The rarely sent rest, and the spare threads first, once the app has run for
-	// lateSignalsAfter: see there.
+	// The rarely sent rest, the OOM kill count's baseline and the spare threads first, once the
+	// app has run for lateSignalsAfter: see there.
 	var late *time.Timer
+	oom := cgroup.NewOOMWatch("/")
+	opts.OOMKills = oom.Since
 	opts.Started = func() {
 		late = time.AfterFunc(lateSignalsAfter, func() {
+			oom.Mark()
 			reserveThreads(log, cgroup.Self("/"))
 			notifyEach(reg.Sigs, reg.Late())
 		})

@@ -118,3 +118,28 @@ func TestAppNotStartedAtPidsLimit(t *testing.T) {
 	}
 	t.Fatal("in 5 tries, drainit never got to start the app within a pids limit of 7")
 }
+
+// TestAppOOMKilled: the app fills the container's memory limit (`podman run --memory 64m`) and
+// the kernel's OOM killer ends it, the largest process, with SIGKILL: drainit lives on, exits
+// 137 with its summary, and says the app was OOM-killed, from its cgroup's count of OOM kills
+// (memory.oom_control here, cgroup v1; memory.events on v2). Before, the summary said "app exited
+// 137", as for an exit(137).
+func TestAppOOMKilled(t *testing.T) {
+	h := need(t)
+	t.Parallel()
+	id := h.start(t, []string{"--memory=64m", "--memory-swap=64m"}, "--", "/testapp", "eat-memory", "300ms")
+	code, _ := h.exited(t, id)
+	o := h.logs(t, id)
+	if code != 137 {
+		t.Errorf("container exit code %d, want 137", code)
+	}
+	exited := o.event(t, "app exited")
+	if exited.Signal != "SIGKILL" || exited.Status == nil || *exited.Status != 137 {
+		t.Errorf("app exited with status %v signal %q, want 137 by SIGKILL", exited.Status, exited.Signal)
+	}
+	o.event(t, "the app was killed by SIGKILL, and the kernel's OOM killer has killed processes in the container since it started: out of memory (the container's memory limit?)")
+	done := o.event(t, "drainit exiting")
+	if done.Status == nil || *done.Status != 137 || !strings.Contains(done.Summary, "app exited 137 (OOM-killed)") {
+		t.Errorf("drainit exited with %v, summary %q; want 137, and the app OOM-killed", done.Status, done.Summary)
+	}
+}

@@ -34,6 +34,8 @@
 //	                               the app also serves HTTP there
 //	testapp fill-pids [-after D]   print "ready app <pid>"; after D fork until the pids limit is
 //	                               reached, print "pids full N", and hold it; exit 0 on SIGTERM
+//	testapp eat-memory [DELAY]     print "ready app <pid>", after DELAY allocate and touch memory
+//	                               until the OOM killer ends it, printing "ate N MiB" every 16 MiB
 //	testapp ignore-term            print "ready app <pid>", ignore SIGTERM, run until killed
 //	testapp slow-stop DURATION     print "ready app <pid>"; on SIGTERM wait DURATION, exit 0
 //	testapp serve -addr A [-graceful|-naive] [-delay D]
@@ -110,6 +112,8 @@ func main() {
 		err = daemon(args)
 	case "tree":
 		err = tree(args)
+	case "eat-memory":
+		err = eatMemory(args)
 	case "fill-pids":
 		err = fillPids(args)
 	case "ignore-term":
