@@ -1,21 +1,42 @@
 package supervisor
 
-import "os"
+import (
+	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
+)
+
+// terminationLogMax is what the kubelet reads of a termination log (its last 4096 bytes).
+const terminationLogMax = 4096
 
 // writeTerminationLog leaves the summary where Kubernetes shows it (kubectl describe pod reads the
 // last 4096 bytes of terminationMessagePath). The file must exist already, as the kubelet's
 // bind mount does: drainit does not create it, and a missing or read-only path is no error.
+//
+// Nothing here may wait: it runs as drainit exits, before the runtime's SIGKILL. The open is
+// non-blocking because opening a FIFO (or /dev/stdout, a pipe, through /proc) for writing waits
+// for a reader that may never come; the write to one whose reader does not read then fails
+// rather than waits, and the summary, which the log has too, is all that is lost.
 func writeTerminationLog(path, summary string) {
 	if path == "" || summary == "" {
 		return
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_TRUNC|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
 	if err != nil {
 		return
 	}
-	defer f.Close()
-	if len(summary) > 4096 {
-		summary = summary[:4096]
+	defer unix.Close(fd)
+	_, _ = unix.Write(fd, []byte(truncateUTF8(summary, terminationLogMax)))
+}
+
+// truncateUTF8 cuts s to at most n bytes, not inside a UTF-8 sequence: the kubelet passes the
+// message on to the API server, where an invalid sequence would become U+FFFD, or worse.
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	_, _ = f.WriteString(summary)
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
