@@ -13,24 +13,25 @@ import (
 // blocks on a caller that has gone away).
 type request struct {
 	prestop bool
+	kubelet bool // a /prestop from the kubelet's preStop hook
 	reply   chan Snapshot
 }
 
 var errExiting = errors.New("drainit is exiting")
 
 // Prestop implements control.Backend: it asks the loop to start (or join) the stop sequence and
-// waits for the end of the drain.
-func (s *Supervisor) Prestop(ctx context.Context) (control.Status, error) {
-	return s.ask(ctx, true)
+// waits for the end of the drain. kubelet says the call is the kubelet's preStop hook.
+func (s *Supervisor) Prestop(ctx context.Context, kubelet bool) (control.Status, error) {
+	return s.ask(ctx, request{prestop: true, kubelet: kubelet})
 }
 
 // Status implements control.Backend.
 func (s *Supervisor) Status(ctx context.Context) (control.Status, error) {
-	return s.ask(ctx, false)
+	return s.ask(ctx, request{})
 }
 
-func (s *Supervisor) ask(ctx context.Context, prestop bool) (control.Status, error) {
-	r := request{prestop, make(chan Snapshot, 1)}
+func (s *Supervisor) ask(ctx context.Context, r request) (control.Status, error) {
+	r.reply = make(chan Snapshot, 1)
 	select {
 	case s.reqs <- r:
 	case <-ctx.Done():

@@ -297,7 +297,7 @@ func (s *Supervisor) loop(ctx context.Context, m *machine, sigs <-chan unix.Sign
 				continue
 			}
 			waiters = append(waiters, r.reply)
-			acts = m.prestop(time.Now())
+			acts = m.prestop(time.Now(), r.kubelet)
 		}
 		if !m.t0.IsZero() || m.appExited {
 			stopOnline()

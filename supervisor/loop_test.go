@@ -366,7 +366,7 @@ func TestLoopPrestopDuringKill(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	st, err := r.s.Prestop(ctx)
+	st, err := r.s.Prestop(ctx, true)
 	if err != nil {
 		t.Fatalf("/prestop during the kill: %v", err)
 	}
@@ -449,7 +449,7 @@ func TestLoopPrestopAfterAppExited(t *testing.T) {
 	r.awaitSignal(t, sent{unix.SIGTERM, true}, 5*time.Second) // the cleanup has begun
 	for i := 1; i <= 2; i++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		st, err := r.s.Prestop(ctx)
+		st, err := r.s.Prestop(ctx, true)
 		cancel()
 		if err != nil {
 			t.Fatalf("/prestop #%d after the app exited: %v", i, err)

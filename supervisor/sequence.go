@@ -173,6 +173,7 @@ type machine struct {
 	deadline     time.Time   // t0 + grace
 	trigger      unix.Signal // 0 while only a /prestop has started the sequence
 	drained      bool
+	kubeletWaits bool      // the kubelet's /prestop call waits for the drain (preStopWaitOver)
 	drainAt      time.Time // the drain wait began
 	sigints      int       // SIGINTs since t0: the second skips the drain, the third kills
 	wake         time.Time // when the loop should call tick next; zero: no timer
@@ -277,6 +278,9 @@ func (m *machine) signal(now time.Time, sig unix.Signal) []action {
 		if sig == unix.SIGINT {
 			m.sigints = 1 // the first Ctrl-C, though not the first trigger
 		}
+		if !m.drained && m.kubeletWaits {
+			return m.preStopWaitOver(now, sig)
+		}
 		e := m.event(now, zerolog.InfoLevel, "signal "+signals.Name(sig)).Str("signal", signals.Name(sig))
 		switch m.phase {
 		case PhaseDrained:
@@ -311,9 +315,39 @@ func (m *machine) signal(now time.Time, sig unix.Signal) []action {
 	return nil
 }
 
+// kubeletMinGrace is the least time the kubelet gives the runtime from the stop signal to
+// SIGKILL (its minimumGracePeriodInSeconds), and all it gives once its wait for the preStop hook
+// has taken the whole grace period: it then asks for grace − the wait, rounded down, which is 0.
+const kubeletMinGrace = 2 * time.Second
+
+// preStopWaitOver handles the kubelet's stop signal arriving while its /prestop call still waits
+// for the drain. The kubelet waits for a preStop hook for the pod's grace period at most, and
+// signals only once the hook has answered or that wait is over: drainit had not answered, so the
+// pod's grace period has run out, shorter than drainit's (`kubectl delete --grace-period`, an
+// eviction, a node's shutdown, or terminationGracePeriodSeconds below --grace-period), and the
+// runtime's SIGKILL follows in kubeletMinGrace. Draining on, as drainit did, let that SIGKILL
+// end the app before it had its stop signal, every request in flight with it, and drainit before
+// its post-stop hooks and its summary. The app gets its stop signal now and the time left is
+// shared out: half of it to the app, the kill margin at most, and the rest to the post-stop
+// hooks and the exit.
+func (m *machine) preStopWaitOver(now time.Time, sig unix.Signal) []action {
+	if d := now.Add(kubeletMinGrace); d.Before(m.deadline) {
+		m.deadline = d
+	}
+	m.timing.KillMargin = min(m.timing.KillMargin, max(m.deadline.Sub(now), 0)/2)
+	m.event(now, zerolog.WarnLevel, "signal "+signals.Name(sig)+": the pod's grace period is over").
+		Str("signal", signals.Name(sig)).Dur("drained", now.Sub(m.t0)).Time("deadline", m.deadline.UTC()).
+		Msg("the kubelet's stop signal came while its preStop call still waited for the drain: the pod's grace period is over, shorter than drainit's --grace-period (kubectl delete --grace-period, an eviction, a node's shutdown?), and the runtime's SIGKILL follows in 2 s; stopping the app now")
+	return m.enterStopping(now)
+}
+
 // prestop handles a /prestop request: it starts the sequence (t0 = now) or joins the one under way.
 // The caller's answer is due at the next actDrained, or at once when drained is already true.
-func (m *machine) prestop(now time.Time) []action {
+// kubelet says the caller is the kubelet's preStop hook (see preStopWaitOver).
+func (m *machine) prestop(now time.Time, kubelet bool) []action {
+	if kubelet && !m.drained && !m.appExited {
+		m.kubeletWaits = true
+	}
 	if m.drained {
 		// A retry, or a second caller: the drain is over (drained comes only after a trigger),
 		// whether the app still runs or not, and the answer is due at once.

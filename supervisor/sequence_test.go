@@ -179,7 +179,7 @@ func TestNoTriggersForwardsEverything(t *testing.T) {
 	if !m.t0.IsZero() {
 		t.Fatal("a signal started the stop sequence with no trigger")
 	}
-	m.prestop(at(2))
+	m.prestop(at(2), false)
 	wantPhase(t, m, PhaseDraining)
 	if !m.deadline.Equal(at(32)) {
 		t.Fatalf("deadline %v, want the /prestop's time + grace", m.deadline.Sub(epoch))
@@ -256,7 +256,7 @@ func TestCtrlCTwiceAndThrice(t *testing.T) {
 	// After a /prestop, the first Ctrl-C is the signal the stop waits for, and it counts: the
 	// second skips the drain, the third kills (it took a third and a fourth).
 	m = newTestMachine(false, false)
-	m.prestop(at(0))
+	m.prestop(at(0), false)
 	want(t, m.signal(at(1), unix.SIGINT))
 	wantPhase(t, m, PhaseDraining)
 	want(t, m.signal(at(2), unix.SIGINT), actSignal{toAppStop, unix.SIGINT})
@@ -466,13 +466,13 @@ func drainedIn(acts []action) bool { return slices.Contains(acts, action(actDrai
 func TestPrestopThenKubeletSignal(t *testing.T) {
 	m := newTestMachine(true, false)
 	// The kubelet calls /prestop at 10 s: the sequence starts then, not at the SIGTERM.
-	acts := m.prestop(at(10))
+	acts := m.prestop(at(10), false)
 	want(t, acts, actRunHooks{config.StageOffline, hooksDeadline(at(38))})
 	if drainedIn(acts) {
 		t.Fatal("/prestop answered before the drain")
 	}
 	// A second, concurrent call joins: nothing runs again, no answer yet.
-	want(t, m.prestop(at(10.5)))
+	want(t, m.prestop(at(10.5), false))
 	if acts := m.hooksDone(at(11), config.StageOffline, "1 ok"); drainedIn(acts) || len(acts) != 0 {
 		t.Fatalf("after the hooks: %#v", acts)
 	}
@@ -484,7 +484,7 @@ func TestPrestopThenKubeletSignal(t *testing.T) {
 	want(t, acts)
 	wantPhase(t, m, PhaseDrained)
 	// A call after the drain is answered at once.
-	if !drainedIn(m.prestop(at(16.2))) {
+	if !drainedIn(m.prestop(at(16.2), false)) {
 		t.Fatal("/prestop after the drain not answered at once")
 	}
 	// The kubelet's SIGTERM: straight to the stop step, no second drain.
@@ -495,11 +495,12 @@ func TestPrestopThenKubeletSignal(t *testing.T) {
 	}
 }
 
+// TestPrestopSignalDuringDrain: a stop signal that comes while a /prestop call that is not the
+// kubelet's waits for the drain (a deploy tool's, or a person's) starts nothing new: the drain
+// ends as configured, then the stop signal goes out.
 func TestPrestopSignalDuringDrain(t *testing.T) {
-	// The kubelet's preStop wait ran out (grace shorter than our drain): its SIGTERM arrives
-	// mid-drain; the drain still ends as configured, then the stop signal goes out.
 	m := newTestMachine(false, false, func(c *config.Config) { c.StopSignal = unix.SIGQUIT })
-	m.prestop(at(0))
+	m.prestop(at(0), false)
 	want(t, m.signal(at(2), unix.SIGTERM))
 	wantPhase(t, m, PhaseDraining)
 	acts := m.tick(at(5))
@@ -509,11 +510,78 @@ func TestPrestopSignalDuringDrain(t *testing.T) {
 	want(t, acts, actSignal{toAppStop, unix.SIGQUIT})
 }
 
+// TestKubeletGraceRanOutDuringDrain: the kubelet's /prestop still waits when its stop signal
+// comes, so its wait for the hook took the pod's whole grace period, shorter than drainit's
+// (kubectl delete --grace-period 3 here, drainit told 30 s): the runtime's SIGKILL follows in
+// 2 s. The app gets its stop signal at once, not at the drain's end, after which that SIGKILL
+// would have come first; drainit's SIGKILL comes 1 s later, and the post-stop hooks and the exit
+// fit before the runtime's. Before, the drain went on to its end at 5 s.
+func TestKubeletGraceRanOutDuringDrain(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		offline bool
+		drain   func(c *config.Config)
+	}{
+		{"fixed drain", false, func(c *config.Config) { c.StopSignal = unix.SIGQUIT }},
+		{"adaptive drain", false, func(c *config.Config) {
+			c.StopSignal, c.Adaptive, c.DrainMin, c.DrainMax = unix.SIGQUIT, true, 0, 20*time.Second
+		}},
+		{"offline hooks running", true, func(c *config.Config) { c.StopSignal = unix.SIGQUIT }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := newTestMachine(c.offline, true, c.drain)
+			m.prestop(at(0), false) // another caller's first: the kubelet's joins
+			m.prestop(at(0.01), true)
+			sig := at(3.02)
+			acts := m.signal(sig, unix.SIGTERM)
+			if !drainedIn(acts) {
+				t.Errorf("the /prestop callers were not answered: %#v", acts)
+			}
+			if !slices.Contains(acts, action(actSignal{toAppStop, unix.SIGQUIT})) {
+				t.Fatalf("no stop signal to the app when the kubelet's grace ran out: %#v", acts)
+			}
+			if c.offline && !slices.Contains(acts, action(actCancelHooks{config.StageOffline})) {
+				t.Errorf("the offline hooks were not stopped: %#v", acts)
+			}
+			wantPhase(t, m, PhaseStopping)
+			deadline, kill := sig.Add(2*time.Second), sig.Add(time.Second)
+			if !m.deadline.Equal(deadline) || !m.wake.Equal(kill) {
+				t.Errorf("deadline %v, kill at %v; want 5.02s (2 s after the signal) and 4.02s",
+					m.deadline.Sub(epoch), m.wake.Sub(epoch))
+			}
+			want(t, m.tick(kill), actSignal{toEverything, unix.SIGKILL})
+			m.noChildren(at(4.03))
+			acts = m.appExit(at(4.03), killedBy(unix.SIGKILL))
+			var run *actRunHooks
+			for _, a := range acts {
+				if r, ok := a.(actRunHooks); ok && r.stage == config.StagePostStop {
+					run = &r
+				}
+			}
+			if run == nil || !run.deadline.Before(deadline) || !run.deadline.After(at(4.03)) {
+				t.Fatalf("post-stop hooks %+v, want them run with a deadline before 5.02s", run)
+			}
+		})
+	}
+
+	// The kubelet's wait never runs out where drainit's grace period is no longer than the pod's:
+	// the drain ends, /prestop is answered, and the signal follows it, as ever.
+	m := newTestMachine(false, false)
+	m.prestop(at(0), true)
+	if !drainedIn(m.tick(at(5))) {
+		t.Fatal("/prestop not answered at the end of the drain")
+	}
+	want(t, m.signal(at(5.01), unix.SIGTERM), actSignal{toAppStop, unix.SIGTERM})
+	if !m.deadline.Equal(at(30)) || !m.wake.Equal(at(28)) {
+		t.Errorf("deadline %v, kill at %v; want 30s and 28s", m.deadline.Sub(epoch), m.wake.Sub(epoch))
+	}
+}
+
 func TestPrestopWithoutSignal(t *testing.T) {
 	// Nobody sends a signal after /prestop: drainit stops the app itself at the kill point and
 	// kills it at the deadline.
 	m := newTestMachine(false, false)
-	m.prestop(at(0))
+	m.prestop(at(0), false)
 	m.tick(at(5))
 	wantPhase(t, m, PhaseDrained)
 	want(t, m.tick(at(28)), actSignal{toAppStop, unix.SIGTERM})
@@ -521,7 +589,7 @@ func TestPrestopWithoutSignal(t *testing.T) {
 
 	// The SIGTERM drainit stands in for goes through --rewrite, as the kubelet's would have.
 	m = newTestMachine(false, false, func(c *config.Config) { c.Rewrite = signals.Rewrite{unix.SIGTERM: unix.SIGQUIT} })
-	m.prestop(at(0))
+	m.prestop(at(0), false)
 	m.tick(at(5))
 	want(t, m.tick(at(28)), actSignal{toAppStop, unix.SIGQUIT})
 }
@@ -533,7 +601,7 @@ func TestPrestopWithoutSignal(t *testing.T) {
 // the kubelet's there.
 func TestPrestopSignalAfterDrainitStopped(t *testing.T) {
 	m := newTestMachine(true, false)
-	m.prestop(at(0))
+	m.prestop(at(0), false)
 	m.hooksDone(at(26), config.StageOffline, "1 failed")
 	if acts := m.tick(at(28)); !drainedIn(acts) {
 		t.Fatalf("the drain ended at the kill point but /prestop was not answered: %#v", acts)
@@ -552,7 +620,7 @@ func TestPrestopSignalAfterDrainitStopped(t *testing.T) {
 
 func TestPrestopAnsweredWhenAppExits(t *testing.T) {
 	m := newTestMachine(true, false)
-	m.prestop(at(0))
+	m.prestop(at(0), false)
 	m.noChildren(at(1))
 	if acts := m.appExit(at(1), exited(1)); !drainedIn(acts) {
 		t.Fatalf("app exited mid-sequence but /prestop callers were left waiting: %#v", acts)
@@ -756,7 +824,7 @@ func TestPrestopAfterTheAppExited(t *testing.T) {
 	m := newTestMachine(false, true)
 	m.noChildren(at(1))
 	m.appExit(at(1), exited(0))
-	acts := m.prestop(at(2))
+	acts := m.prestop(at(2), false)
 	if !drainedIn(acts) {
 		t.Fatalf("/prestop after the app's exit was not answered at once: %#v", acts)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/drainit/drainit/internal/config"
+	"github.com/drainit/drainit/internal/control"
 	"github.com/drainit/drainit/internal/http1"
 	"github.com/drainit/drainit/internal/oneline"
 )
@@ -85,8 +86,11 @@ func prestopCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "drainit prestop: --addr %q: %v\n", *addr, err)
 		return 2
 	}
+	// drainit's control server takes a call with this User-Agent for the kubelet's (see
+	// control.FromKubelet).
+	call.Header = map[string]string{"User-Agent": control.PrestopUserAgent}
 	if tok != "" {
-		call.Header = map[string]string{"Authorization": "Bearer " + tok}
+		call.Header["Authorization"] = "Bearer " + tok
 	}
 	start := time.Now()
 	res, err := http1.Do(ctx, call)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/drainit/drainit/internal/control"
 )
 
 func TestSleep(t *testing.T) {
@@ -88,6 +90,11 @@ func TestPrestop(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), `"phase":"drained"`) || got.Get("Authorization") != "Bearer tok" {
 		t.Errorf("stdout %q, Authorization %q", out.String(), got.Get("Authorization"))
+	}
+	// drainit takes the call for the kubelet's preStop hook, which `drainit prestop` is the exec
+	// form of (a stop signal while it waits then says the pod's grace period is over).
+	if ua := got.Get("User-Agent"); !control.FromKubelet(ua) {
+		t.Errorf("User-Agent %q: drainit's control server does not take it for the kubelet's", ua)
 	}
 	// The token from the environment, as in a container.
 	t.Setenv("DRAINIT_HTTP_TOKEN", "tok")

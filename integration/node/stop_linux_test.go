@@ -267,3 +267,57 @@ func (r *running) check(t *testing.T) (string, error) {
 	err := cmd.Run()
 	return out.String(), err
 }
+
+// TestPodGraceShorterThanDrain: the pod's grace period runs out while drainit still drains (a
+// `kubectl delete --grace-period`, an eviction or a node's shutdown gives a pod less than its
+// terminationGracePeriodSeconds, which drainit's --grace-period was set from; here the pod has 4 s
+// and drainit is told 30 s, with a 20 s drain). The kubelet waits for the preStop hook for the
+// grace period, then sends the stop signal with its 2 s minimum before SIGKILL. drainit, its
+// /prestop still waiting, takes that signal for the end of the grace period: the app gets its
+// stop signal at once, the post-stop hook runs, and drainit exits with the app's status before the
+// runtime's SIGKILL. Before, the drain went on, the runtime SIGKILLed the container at 6 s, and the
+// app never had its stop signal. For both preStop forms: httpGet and `drainit prestop`.
+func TestPodGraceShorterThanDrain(t *testing.T) {
+	n := need(t)
+	t.Parallel()
+	const podGrace = 4
+	for _, form := range []string{"httpGet", "exec"} {
+		t.Run(form, func(t *testing.T) {
+			t.Parallel()
+			r := n.start(t, pod{name: "short-grace-" + strings.ToLower(form), image: imageTerm, grace: podGrace,
+				env: drainitEnv("DRAINIT_GRACE_PERIOD", "30s", "DRAINIT_DRAIN_DELAY", "20s",
+					"DRAINIT_POST_STOP_EXEC", "/testapp exit 0"),
+				app: []string{"signals"}, preStop: form})
+			s := r.stop(t)
+
+			if s.preStopAt.IsZero() {
+				t.Fatal("the kubelet logged no \"Running preStop hook\"")
+			}
+			// The kubelet gave up on the hook after the grace period, and gave the runtime 2 s.
+			if wait := s.signalAt.Sub(s.preStopAt); wait < podGrace*time.Second-clockSlack || s.grace != 2 {
+				t.Fatalf("the kubelet signalled %s after the preStop with a grace of %d s; want %d s and 2 s", wait, s.grace, podGrace)
+			}
+			over := s.find(t, "the kubelet's stop signal came while its preStop call still waited for the drain: the pod's grace period is over, shorter than drainit's --grace-period (kubectl delete --grace-period, an eviction, a node's shutdown?), and the runtime's SIGKILL follows in 2 s; stopping the app now")
+			sent := s.find(t, "stop signal sent")
+			if sent.Signal != "SIGTERM" || elapsed(sent) < elapsed(over) || elapsed(sent) > elapsed(over)+100*time.Millisecond {
+				t.Errorf("drainit sent %s %s after the trigger, the kubelet's signal came at %s; want SIGTERM at once", sent.Signal, elapsed(sent), elapsed(over))
+			}
+			if got := s.appLine(t, "got app "); got.text != "got app SIGTERM" {
+				t.Errorf("the app's first signal is %q, want SIGTERM", got.text)
+			}
+			if s.runtimeKill {
+				t.Error("containerd had to SIGKILL the container")
+			}
+			if s.exit.ExitStatus != 0 {
+				t.Errorf("the container exited %d, want 0 (the app's status)", s.exit.ExitStatus)
+			}
+			done := s.find(t, "drainit exiting")
+			if !strings.Contains(done.Summary, "post-stop hooks: 1 ok") {
+				t.Errorf("drainit's summary %q: the post-stop hook did not run", done.Summary)
+			}
+			if by := s.signalAt.Add(2 * time.Second); s.exit.ExitedAt.After(by) {
+				t.Errorf("the container exited at %s, after the runtime's SIGKILL was due (%s)", s.exit.ExitedAt.Format(time.StampMilli), by.Format(time.StampMilli))
+			}
+		})
+	}
+}

@@ -112,8 +112,10 @@ type Status struct {
 // they return early with ctx's error if ctx ends first.
 type Backend interface {
 	// Prestop starts the stop sequence (or joins the one under way) and returns once the drain is
-	// done, with the status at that moment.
-	Prestop(ctx context.Context) (Status, error)
+	// done, with the status at that moment. kubelet says the call is the kubelet's preStop hook
+	// (FromKubelet): the kubelet waits for its answer for the pod's grace period at most, and a
+	// stop signal that comes while the call still waits says that the grace period is over.
+	Prestop(ctx context.Context, kubelet bool) (Status, error)
 	// Status returns the current status.
 	Status(ctx context.Context) (Status, error)
 }
@@ -150,6 +152,17 @@ const (
 	// probe 1, the adaptive drain a netlink socket and a /proc file, the termination log 1.
 	fdReserve = 16
 )
+
+// PrestopUserAgent is the User-Agent of `drainit prestop`, the exec form of the kubelet's
+// preStop hook.
+const PrestopUserAgent = "drainit-prestop"
+
+// FromKubelet says whether a /prestop call with this User-Agent is the kubelet's preStop hook:
+// its httpGet form (the kubelet's "kube-lifecycle/MAJOR.MINOR", unless the hook's httpHeaders
+// set another) or its exec form, `drainit prestop`.
+func FromKubelet(userAgent string) bool {
+	return strings.HasPrefix(userAgent, "kube-lifecycle/") || userAgent == PrestopUserAgent
+}
 
 // connLimit is how many connections the server holds at once with nofile descriptors allowed
 // (RLIMIT_NOFILE) and open already: maxConns, or fewer where the descriptors would run out
@@ -297,7 +310,7 @@ func (s *Server) Handle(ctx context.Context, r *http1.Request) http1.Response {
 		if n, ok := s.prestopLog.tick(time.Now()); ok {
 			s.log.Info().Str("remote", r.RemoteAddr).Str("user_agent", r.Header.Get("User-Agent")).Int("calls", n).Msg("/prestop called")
 		}
-		st, err := s.b.Prestop(ctx)
+		st, err := s.b.Prestop(ctx, FromKubelet(r.Header.Get("User-Agent")))
 		if err != nil {
 			return text(503, "prestop: "+err.Error()+"\n")
 		}

@@ -22,12 +22,18 @@ import (
 type fakeBackend struct {
 	prestop func(ctx context.Context) (Status, error)
 	status  func(ctx context.Context) (Status, error)
+	kubelet func(bool) // what Prestop was told of its caller, when not nil
 }
 
 var _ Backend = (*fakeBackend)(nil)
 
-func (f *fakeBackend) Prestop(ctx context.Context) (Status, error) { return f.prestop(ctx) }
-func (f *fakeBackend) Status(ctx context.Context) (Status, error)  { return f.status(ctx) }
+func (f *fakeBackend) Prestop(ctx context.Context, kubelet bool) (Status, error) {
+	if f.kubelet != nil {
+		f.kubelet(kubelet)
+	}
+	return f.prestop(ctx)
+}
+func (f *fakeBackend) Status(ctx context.Context) (Status, error) { return f.status(ctx) }
 
 func running(ready, draining bool) func(context.Context) (Status, error) {
 	return func(context.Context) (Status, error) {
@@ -325,6 +331,30 @@ func TestConnLimit(t *testing.T) {
 	} {
 		if got := connLimit(c.nofile, c.open); got != c.want {
 			t.Errorf("connLimit(%d, %d) = %d, want %d", c.nofile, c.open, got, c.want)
+		}
+	}
+}
+
+// TestPrestopCaller: the backend is told whether a /prestop is the kubelet's preStop hook, by
+// its User-Agent: the kubelet's httpGet ("kube-lifecycle/1.33") or `drainit prestop`; anyone
+// else's (curl, a deploy tool, none) is not, as the kubelet's grace period says nothing of it.
+func TestPrestopCaller(t *testing.T) {
+	for ua, want := range map[string]bool{
+		"kube-lifecycle/1.33": true, "kube-lifecycle/1.36": true, PrestopUserAgent: true,
+		"": false, "curl/7.88.1": false, "kube-probe/1.33": false, "drainit": false, "drainit-prestop/2": false,
+		"Kube-Lifecycle/1.33": false, " kube-lifecycle/1.33": false,
+	} {
+		var told []bool
+		b := &fakeBackend{
+			prestop: func(context.Context) (Status, error) { return Status{Drained: true}, nil },
+			kubelet: func(k bool) { told = append(told, k) },
+		}
+		hdr := map[string]string{}
+		if ua != "" {
+			hdr["User-Agent"] = ua
+		}
+		if rec := do(t, New(b, "", time.Second, zerolog.Nop()), "GET", "/prestop", hdr); rec.Code != 200 || len(told) != 1 || told[0] != want {
+			t.Errorf("User-Agent %q: %d, the backend told kubelet=%v; want 200 and kubelet=%v", ua, rec.Code, told, want)
 		}
 	}
 }
