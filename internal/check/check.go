@@ -63,6 +63,7 @@ const (
 	RuleStopSignalNotTrigger = "stop-signal-not-trigger" // lifecycle.stopSignal is not one of drainit's triggers
 	RuleStopSignalImage      = "stop-signal-image"       // an image (by name) whose STOPSIGNAL is no trigger: nginx, httpd, haproxy
 	RuleStopSignalInvalid    = "stop-signal-invalid"     // a lifecycle.stopSignal the API server rejects
+	RuleForwardMasterWorker  = "forward-master-worker"   // haproxy (its master passes signals on) under --forward group
 
 	RuleSignalsSandbox = "prestop-signals-sandbox" // a preStop's kill of PID 1: the sandbox, with shareProcessNamespace
 )
@@ -209,6 +210,7 @@ func checkContainerAfter(w *Workload, c *Container, before stopBefore) ([]Findin
 	k.adaptiveUDP()
 	k.probes()
 	k.stopSignal()
+	k.forwardMasterWorker()
 	if w.SharePID {
 		k.signalsSandbox(env)
 	}

@@ -96,7 +96,7 @@ func TestEveryRuleHasACase(t *testing.T) {
 	for _, r := range []string{RuleGraceZero, RulePreStopGrace, RuleShutdownGrace, RuleDrainitConfig, RuleDrainitGrace,
 		RulePreStopServer, RulePreStopToken, RuleNoShell, RuleNoDrain, RuleSpringDuration,
 		RuleStopSignalNotTrigger, RuleStopSignalImage, RuleStopSignalInvalid, RuleGraceNegative, RuleSidecarGrace, RuleAdaptiveUDP,
-		RuleSignalsSandbox} {
+		RuleSignalsSandbox, RuleForwardMasterWorker} {
 		if !seen[r] {
 			t.Errorf("rule %s fires in no testdata/rules manifest", r)
 		}
@@ -703,7 +703,11 @@ func TestStopSignal(t *testing.T) {
 		{"php CLI image", "image: php:8.3-cli\n" + run, ""},
 		{"php apache image: STOPSIGNAL SIGWINCH", "image: php:8.3-apache\n" + run, iq},
 		{"httpd with --stop-signal WINCH", "image: httpd:2.4\ncommand: [/drainit, --stop-signal=WINCH, --, httpd-foreground]", ""},
-		{"haproxy with DRAINIT_STOP_SIGNAL=USR1", "image: haproxy:3.0\n" + run + "env: [{name: DRAINIT_STOP_SIGNAL, value: USR1}]", ""},
+		{"haproxy with DRAINIT_STOP_SIGNAL=USR1 and --forward group", "image: haproxy:3.0\n" + run + "env: [{name: DRAINIT_STOP_SIGNAL, value: USR1}]", "warning:forward-master-worker"},
+		{"haproxy with DRAINIT_STOP_SIGNAL=USR1 and DRAINIT_FORWARD=child", "image: haproxy:3.0\n" + run + "env: [{name: DRAINIT_STOP_SIGNAL, value: USR1}, {name: DRAINIT_FORWARD, value: child}]", ""},
+		{"haproxy with --forward=child", "image: haproxy:3.0\ncommand: [/drainit, --stop-signal=USR1, --forward=child, --, haproxy]", ""},
+		{"haproxy, forward from a ConfigMap: unchecked", "image: haproxy:3.0\ncommand: [/drainit, --stop-signal=USR1, --, haproxy]\nenv: [{name: DRAINIT_FORWARD, valueFrom: {configMapKeyRef: {name: s, key: k}}}]", ""},
+		{"haproxy-ingress is another program", "image: haproxy-ingress:0.14\ncommand: [/drainit, --stop-signal=USR1, --, haproxy]", ""},
 		{"haproxy with --stop-signal QUIT", "image: haproxy:3.0\ncommand: [/drainit, --stop-signal=QUIT, --, haproxy]", iq},
 		{"nginx elsewhere in the name", "image: registry.example.com/my-nginx-app:1\n" + run, ""},
 		{"nginx as a registry path", "image: nginx.example.com/app:1\n" + run, ""},
@@ -783,9 +787,14 @@ func TestStopSignalMessages(t *testing.T) {
 				t.Errorf("%s: message lacks %q: %s", c.image, s, f.Message)
 			}
 		}
-		// The image's signal as drainit's stop signal, or as one of its triggers: nothing to say.
+		// The image's signal as drainit's stop signal, or as one of its triggers: nothing to say
+		// (with --forward child for haproxy: forward-master-worker).
+		forward := ""
+		if strings.Contains(c.more, "--forward child") {
+			forward = "--forward=child, "
+		}
 		for _, flag := range []string{"--stop-signal=" + c.short, "'--triggers=TERM," + c.short + "'"} {
-			ws, err := Read("p.yaml", strings.NewReader(pod("", "command: [/drainit, "+flag+", --, /app]\nimage: "+c.image)))
+			ws, err := Read("p.yaml", strings.NewReader(pod("", "command: [/drainit, "+forward+flag+", --, /app]\nimage: "+c.image)))
 			if err != nil {
 				t.Fatal(err)
 			}

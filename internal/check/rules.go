@@ -129,6 +129,12 @@ var registry = []RuleInfo{
 		Fix:     "Set --stop-signal to the image's signal (DRAINIT_STOP_SIGNAL=QUIT, WINCH or USR1; for haproxy also --forward child): it then starts the drain and is what the app gets after it, its graceful stop.",
 	},
 	{
+		ID: RuleForwardMasterWorker, Severity: Warning,
+		Short:   "haproxy under drainit's --forward group: its workers get each signal twice",
+		Catches: "An image that looks, by its name, like haproxy, whose stop signal (SIGUSR1) drainit takes as a trigger, run with --forward group (the default): haproxy -W, as its image's entry point runs it, has its master pass every signal on to its workers, and drainit signals the whole group, so each worker gets the stop signal twice; about one stop in a hundred a worker then exits 138 or 139 instead of finishing its requests (tested on Debian's haproxy 2.6).",
+		Fix:     "Set --forward child (DRAINIT_FORWARD=child): drainit signals haproxy's master alone, which passes the signal on.",
+	},
+	{
 		ID: RuleStopSignalInvalid, Severity: Error,
 		Short:   "a lifecycle.stopSignal the API server rejects",
 		Catches: "lifecycle.stopSignal (Kubernetes 1.33+) must be an upper-case signal name with the SIG prefix (SIGTERM, SIGRTMIN+1): anything else makes the API server reject the pod where ContainerStopSignals is on.",

@@ -132,3 +132,28 @@ func (k *containerCheck) forwardedSeverity() Severity {
 	}
 	return Error
 }
+
+// forwardMasterWorker: an image that looks like haproxy, whose master (-W, as its image's entry
+// point runs it) passes every signal on to its workers, under drainit's --forward group (the
+// default), which signals the workers too: each gets every forwarded signal twice, the stop
+// signal included. Said here only where stop-signal-image, whose advice names --forward child
+// already, has nothing to say (the image's signal is a trigger).
+func (k *containerCheck) forwardMasterWorker() {
+	c, dc := k.c, k.dc
+	if dc == nil || !dc.trigKnown {
+		return
+	}
+	is, ok := appsignal.ByImage(c.Image)
+	fw := dc.settings["forward"]
+	if !ok || !is.ForwardChild || !dc.isTrigger(is.Signal) || !fw.known || fw.raw == "child" {
+		return
+	}
+	line := fw.line
+	if line == 0 {
+		line = c.ImageLine
+	}
+	k.add(line, Warning, RuleForwardMasterWorker, "image %q looks like %s (a guess from its name), whose master (-W, as its images' entry point "+
+		"runs it) passes each signal on to its workers; drainit's --forward is %q, so it signals the workers as well and each gets "+
+		"every forwarded signal twice, %s (its graceful stop) included: a worker can exit 138 or 139 in the middle of its stop; set "+
+		"--forward child (DRAINIT_FORWARD=child)", c.Image, is.App, fw.raw, signals.Name(is.Signal))
+}

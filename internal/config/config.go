@@ -176,6 +176,8 @@ func (c *Config) Warnings() []string {
 	}
 	if w := c.gracefulStopNote(); w != "" {
 		out = append(out, w)
+	} else if w := c.masterWorkerNote(); w != "" {
+		out = append(out, w)
 	}
 	for spec := range c.Hooks {
 		if spec.Stage == StagePostStop && c.HookTimeout > c.GracePeriod-c.Drain()-c.KillMargin {
@@ -210,6 +212,20 @@ func (c *Config) gracefulStopNote() string {
 		"%s is no trigger, so a runtime that stops the container with it has it forwarded at once, with no drain%s; "+
 		"set --stop-signal %s (DRAINIT_STOP_SIGNAL=%s)%s, or --stop-signal TERM if SIGTERM is meant",
 		s.App, oneline.Escape(word), name, name, after, short, short, s.ForwardAdvice(c.forwardName()))
+}
+
+// masterWorkerNote warns when the app's command looks like a server whose master passes each
+// signal on to its workers (haproxy -W, package appsignal) and drainit signals the whole group:
+// a worker then gets every forwarded signal twice, the stop signal included. gracefulStopNote
+// says it where it applies, with its own advice.
+func (c *Config) masterWorkerNote() string {
+	s, word, ok := appsignal.ByCommand(c.Command)
+	if !ok || !s.ForwardChild || c.Forward == ForwardChild {
+		return ""
+	}
+	return fmt.Sprintf("the app looks like %s (%s), whose master (-W, as its images run it) passes each signal on to its workers: "+
+		"with --forward group a worker gets every signal drainit forwards twice, the stop signal included, and exits 138 or 139 now "+
+		"and then; set --forward child (DRAINIT_FORWARD=child)", s.App, oneline.Escape(word))
 }
 
 // forwardName is --forward as written: "group" or "child".

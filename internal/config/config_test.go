@@ -304,6 +304,14 @@ func TestGracefulStopNoted(t *testing.T) {
 		{[]string{"nginx"}, map[string]string{"DRAINIT_STOP_SIGNAL": "TERM"}, nil, ""},
 		{[]string{"--triggers", "TERM,QUIT", "nginx"}, nil, nil, ""},
 		{[]string{"/app", "nginx"}, nil, nil, ""},
+		// haproxy with its stop signal chosen, but signalled as a group: its workers would get every
+		// signal twice, from drainit and from their master.
+		{[]string{"--stop-signal", "USR1", "haproxy", "-W", "-db"}, nil, []string{"looks like haproxy (haproxy)",
+			"gets every signal drainit forwards twice", "--forward child (DRAINIT_FORWARD=child)"}, "forwarded at once"},
+		{[]string{"--triggers", "TERM,USR1", "/docker-entrypoint.sh", "haproxy"}, nil, []string{"--forward child"}, ""},
+		{[]string{"--stop-signal", "USR1", "--forward", "child", "haproxy"}, nil, nil, ""},
+		{[]string{"--stop-signal", "USR1", "haproxy"}, map[string]string{"DRAINIT_FORWARD": "child"}, nil, ""},
+		{[]string{"--stop-signal", "QUIT", "--forward", "group", "nginx"}, nil, nil, ""},
 	} {
 		cfg, err := parse(t, c.args, c.env)
 		if err != nil {
