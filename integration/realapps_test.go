@@ -110,29 +110,36 @@ backend be
 // 10, and haproxy went on serving; one 95 ms after was not, nor any of 20 sent once the CLI
 // answered. The master serves its CLI from the loop it enters once its handlers are in place.
 func haproxyMasterReady(dir string) error {
-	c, err := net.DialTimeout("unix", filepath.Join(dir, "master.sock"), time.Second)
+	got, err := haproxyCLI(filepath.Join(dir, "master.sock"), "show proc")
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	if err := c.SetDeadline(time.Now().Add(time.Second)); err != nil {
-		return err
-	}
-	if _, err := io.WriteString(c, "show proc\n"); err != nil {
-		return err
-	}
-	// The CLI answers until the client is done: the end of what it sends.
-	if err := c.(*net.UnixConn).CloseWrite(); err != nil {
-		return err
-	}
-	got, err := io.ReadAll(c)
-	if err != nil {
-		return err
-	}
-	if !bytes.Contains(got, []byte("master")) {
+	if !strings.Contains(got, "master") {
 		return fmt.Errorf("show proc: %q", got)
 	}
 	return nil
+}
+
+// haproxyCLI runs one command on haproxy's CLI at the unix socket sock (the master's, or a stats
+// socket) and returns the answer.
+func haproxyCLI(sock, cmd string) (string, error) {
+	c, err := net.DialTimeout("unix", sock, time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	if err := c.SetDeadline(time.Now().Add(time.Second)); err != nil {
+		return "", err
+	}
+	if _, err := io.WriteString(c, cmd+"\n"); err != nil {
+		return "", err
+	}
+	// The CLI answers until the client is done: the end of what it sends.
+	if err := c.(*net.UnixConn).CloseWrite(); err != nil {
+		return "", err
+	}
+	got, err := io.ReadAll(c)
+	return string(got), err
 }
 
 // apacheModules is where Debian's apache2-bin puts httpd's modules.
