@@ -22,9 +22,9 @@ import (
 	"github.com/drainit/drainit/internal/testenv"
 )
 
-// TestAdaptiveDrainBlindBehindPoolingProxy: a limitation of --drain adaptive, on a real L7 proxy
-// (Debian's haproxy). The adaptive drain ends once no new TCP connection has reached the app for
-// --drain-quiet. An L7 proxy that keeps a pool of keep-alive connections to each pod and routes
+// TestAdaptiveDrainBehindPoolingProxy: --drain adaptive behind a real L7 proxy (Debian's
+// haproxy). Counting new connections (--drain-watch connections, the default), the adaptive
+// drain ends once no new TCP connection has reached the app for --drain-quiet. An L7 proxy that keeps a pool of keep-alive connections to each pod and routes
 // each request over one of them (haproxy's http-reuse always, ingress-nginx's upstream keepalive,
 // Envoy) opens no new connection while it still routes requests to the pod: the drain sees
 // silence from the start and ends after the quiet period, whatever the proxy's propagation
@@ -41,14 +41,16 @@ import (
 // SIGTERM once it returns. The endpoint's removal reaches haproxy propagation after the trigger
 // (its runtime API: set server be/pod1 state maint).
 //
-//   - "adaptive quiet 1s": today's behaviour, the limitation. The drain ends by its quiet period,
-//     long before the proxy stops routing to the pod, having counted next to no new connections
-//     while the pod answered dozens of requests; haproxy routes requests to the pod after the drain
-//     ended, and the clients get 503s for them until the removal. When the adaptive drain learns to
-//     see such traffic, this subtest fails: turn it into the claim that nothing is lost.
+//   - "adaptive quiet 1s": counting new connections, the limitation. The drain ends by its quiet
+//     period, long before the proxy stops routing to the pod, having counted next to no new
+//     connections while the pod answered dozens of requests; haproxy routes requests to the pod
+//     after the drain ended, and the clients get 503s for them until the removal. drainit warns
+//     that requests came over open connections during the silence.
+//   - "adaptive requests": --drain-watch requests counts the open connections that received data
+//     too: the drain ends a quiet period after the removal, and nothing is lost.
 //   - "fixed": the contrast, --drain-delay longer than the propagation: the pod answers what
 //     haproxy routes to it until the removal, and nothing is lost.
-func TestAdaptiveDrainBlindBehindPoolingProxy(t *testing.T) {
+func TestAdaptiveDrainBehindPoolingProxy(t *testing.T) {
 	requireRoot(t)
 	_, haproxy := installed(t, "haproxy")
 	tools := map[string]string{}
@@ -73,9 +75,11 @@ func TestAdaptiveDrainBlindBehindPoolingProxy(t *testing.T) {
 		name     string
 		drain    []string
 		adaptive bool
+		requests bool // --drain-watch requests
 	}{
-		{"adaptive quiet 1s", []string{"--drain", "adaptive", "--drain-quiet", quiet.String(), "--drain-max", "15s"}, true},
-		{"fixed", []string{"--drain-delay", (propagation + time.Second).String()}, false},
+		{"adaptive quiet 1s", []string{"--drain", "adaptive", "--drain-quiet", quiet.String(), "--drain-max", "15s"}, true, false},
+		{"adaptive requests", []string{"--drain", "adaptive", "--drain-watch", "requests", "--drain-quiet", quiet.String(), "--drain-max", "15s"}, true, true},
+		{"fixed", []string{"--drain-delay", (propagation + time.Second).String()}, false, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -156,8 +160,28 @@ func TestAdaptiveDrainBlindBehindPoolingProxy(t *testing.T) {
 				return
 			}
 
-			// Today's behaviour: the drain ended by its quiet period, long before the removal...
 			over := only(t, n.drainit, "adaptive drain over")
+			if c.requests {
+				// Requests over haproxy's pooled connections are traffic: the drain ends a quiet
+				// period after haproxy stops routing to the pod, and nothing is lost.
+				if el := elapsedOf(t, over); over.str("reason") != "quiet" || el < propagation || el > propagation+quiet+dumpSlack {
+					t.Errorf("the adaptive drain ended %s after the trigger (%s), want its quiet period %s after the removal at %s (+%s)",
+						el, over.str("reason"), quiet, propagation, dumpSlack)
+				}
+				if data, _ := over.int("open_connection_data"); data < 20 {
+					t.Errorf("the drain saw data on open connections %d times, want 20 at least: pod1 answered %d requests over them", data, servedInDrain)
+				}
+				if len(failed) > 0 {
+					t.Errorf("%d requests failed, want none; the first: %v", len(failed), failed[0])
+				}
+				if late := load.count(servedBy("pod1", removed.Add(-200*time.Millisecond))); late == 0 {
+					t.Errorf("pod1 answered no request in the 200 ms before its removal, want it to serve until haproxy stopped routing to it")
+				}
+				return
+			}
+
+			// Counting new connections only: the drain ended by its quiet period, long before the
+			// removal...
 			if el := elapsedOf(t, over); over.str("reason") != "quiet" || el < quiet-time.Millisecond || el > propagation-margin {
 				t.Errorf("the adaptive drain ended %s after the trigger (%s), want by its quiet period %s, before the removal (%s) less %s: the limitation this test shows",
 					el, over.str("reason"), quiet, propagation, margin)
@@ -166,6 +190,10 @@ func TestAdaptiveDrainBlindBehindPoolingProxy(t *testing.T) {
 			if servedInDrain < 20 || conns*10 > servedInDrain {
 				t.Errorf("during the drain pod1 answered %d requests and the drain counted %d new connections, want 20 requests at least over a tenth as many connections: the requests came over haproxy's pooled connections",
 					servedInDrain, conns)
+			}
+			// ...though it says so: requests came over open connections during the silence...
+			if busy := events(n.drainit, "requests came over open connections during the silence the drain waited, while no new connection did: a proxy that pools its connections to the pod (an ingress controller, a mesh sidecar, a cloud load balancer) may still be routing to it; --drain-watch requests waits for those requests to stop too"); len(busy) != 1 {
+				t.Errorf("drainit logged %d warnings that requests came over open connections during the drain's silence, want one", len(busy))
 			}
 			// ...while haproxy still routed requests to the pod, which the clients lost.
 			if routedAfter < 10 {
@@ -183,7 +211,7 @@ func TestAdaptiveDrainBlindBehindPoolingProxy(t *testing.T) {
 	}
 }
 
-// poolingNode is the set-up of TestAdaptiveDrainBlindBehindPoolingProxy: haproxy in the node's
+// poolingNode is the set-up of TestAdaptiveDrainBehindPoolingProxy: haproxy in the node's
 // network namespace, pod1 (drainit) and pod2 in theirs.
 type poolingNode struct {
 	dir     string

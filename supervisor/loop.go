@@ -338,7 +338,7 @@ func (s *Supervisor) loop(ctx context.Context, m *machine, sigs <-chan unix.Sign
 				stopWatch = stop
 				drainRes = drainwatch.Start(wctx, drainwatch.Config{
 					AppPID: s.appPid, Adopter: os.Getpid(), Ports: s.cfg.DrainPorts, Quiet: s.cfg.DrainQuiet, Min: a.min,
-					Max: a.max, SelfAccepted: s.accepted, Auto: s.cfg.DrainQuietAuto, History: s.history,
+					Max: a.max, SelfAccepted: s.accepted, Auto: s.cfg.DrainQuietAuto, History: s.history, Requests: s.cfg.DrainRequests,
 				})
 			case actDrained:
 				st := m.snapshot(time.Now(), s.appPid)

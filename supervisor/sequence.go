@@ -535,10 +535,26 @@ func (m *machine) drainWatched(now time.Time, r drainwatch.Result) []action {
 			Msg("cannot watch the app's connections: falling back to the fixed drain delay")
 		return m.fixedDrain(now, m.timing.DrainDelay, " (fixed, fallback)")
 	}
-	ev := m.event(now, zerolog.InfoLevel, fmt.Sprintf("drain ended: %s, %d new connections", r.Reason, r.NewConns)).
+	if r.Busy > 0 {
+		// The count of new connections saw nothing, yet requests came over connections already
+		// open: a proxy that keeps its connections to the pod routes each request over them, and
+		// the silence says nothing of when it stops.
+		m.line(now, zerolog.WarnLevel).Int("busy_connections", r.Busy).Dur("silence", r.Silence).
+			Msg("requests came over open connections during the silence the drain waited, while no new connection did: a proxy that pools its connections to the pod (an ingress controller, a mesh sidecar, a cloud load balancer) may still be routing to it; --drain-watch requests waits for those requests to stop too")
+	}
+	what := fmt.Sprintf("drain ended: %s, %d new connections", r.Reason, r.NewConns)
+	watch := "connections"
+	if r.Requests {
+		watch = "requests"
+		what += fmt.Sprintf(", data on open connections %d times", r.OpenData)
+	}
+	ev := m.event(now, zerolog.InfoLevel, what).Str("watch", watch).
 		Str("reason", string(r.Reason)).Int("new_connections", r.NewConns).Str("method", string(r.Method)).
 		Int("listeners", len(r.Watched)).Int("polls", r.Polls).Dur("longest_poll_gap", r.Interval).
 		Dur("baseline", r.Baseline).Dur("silence", r.Silence).Dur("cpu", r.CPU)
+	if r.Requests {
+		ev = ev.Int("open_connection_data", r.OpenData)
+	}
 	if r.Elapsed > 0 {
 		// drainit's CPU while watching, as a share of one core: the budget is 2%.
 		ev = ev.Float64("cpu_share", math.Round(r.CPU.Seconds()/r.Elapsed.Seconds()*1e4)/1e4)

@@ -60,6 +60,7 @@ type Raw struct {
 	DrainDelay     string `env:"DRAIN_DELAY" flag:"drain-delay" envDefault:"5s" help:"fixed drain wait after the offline hooks, while the app still serves; with --drain adaptive, the wait when the app's connections cannot be watched"`
 	Drain          string `env:"DRAIN" flag:"drain" envDefault:"fixed" help:"fixed (wait --drain-delay) or adaptive (until no new connection for --drain-quiet, within --drain-min and --drain-max)"`
 	DrainQuiet     string `env:"DRAIN_QUIET" flag:"drain-quiet" envDefault:"1s" help:"adaptive drain: end once no new connection has arrived for this long; auto: for a silence that follows the traffic (2·ln(10⁴)/rate of new connections, at least 100ms)"`
+	DrainWatch     string `env:"DRAIN_WATCH" flag:"drain-watch" envDefault:"connections" help:"adaptive drain: what traffic is: connections (new TCP connections) or requests (also data on connections already open: for a pod behind a proxy that pools its connections, such as an ingress controller, a mesh sidecar or a cloud load balancer)"`
 	DrainMin       string `env:"DRAIN_MIN" flag:"drain-min" envDefault:"0s" help:"adaptive drain: never shorter than this"`
 	DrainMax       string `env:"DRAIN_MAX" flag:"drain-max" envDefault:"15s" help:"adaptive drain: never longer than this"`
 	DrainPorts     string `env:"DRAIN_PORTS" flag:"drain-ports" envDefault:"" repeat:"add" help:"adaptive drain: watch these listeners (PORT or ADDR:PORT, comma-separated) instead of the app's own"`
@@ -104,11 +105,14 @@ type Config struct {
 	// DrainQuietAuto: --drain-quiet auto, a quiet period that follows the traffic
 	// (drainwatch.Config.Auto); DrainQuiet is then zero.
 	DrainQuietAuto bool
-	DrainMin       time.Duration
-	DrainMax       time.Duration
-	DrainPorts     []drainwatch.Endpoint
-	KillMargin     time.Duration
-	CleanupWait    time.Duration
+	// DrainRequests: --drain-watch requests, the adaptive drain counts data on open connections
+	// as traffic too (drainwatch.Config.Requests).
+	DrainRequests bool
+	DrainMin      time.Duration
+	DrainMax      time.Duration
+	DrainPorts    []drainwatch.Endpoint
+	KillMargin    time.Duration
+	CleanupWait   time.Duration
 	// Triggers start the stop sequence: --triggers, and the stop signal when one is set.
 	//
 	// The stop signal is always a trigger because whatever a platform sends to stop a container
@@ -747,6 +751,13 @@ func (p *parsed) check() *Validation {
 	} else {
 		c.DrainQuiet = d
 	}
+	switch strings.TrimSpace(r.DrainWatch) {
+	case "connections":
+	case "requests":
+		c.DrainRequests = true
+	default:
+		bad("drain-watch", r.DrainWatch, errors.New("must be connections or requests"))
+	}
 	dur("drain-min", r.DrainMin, &c.DrainMin)
 	dur("drain-max", r.DrainMax, &c.DrainMax)
 	switch r.Drain {
@@ -843,7 +854,7 @@ func (p *parsed) check() *Validation {
 	// leaves the fixed 5 s drain): the log says so at start. Not the other way round: the adaptive
 	// drain falls back to --drain-delay when the app's connections cannot be watched.
 	if usable("drain") && !c.Adaptive {
-		for _, f := range []string{"drain-quiet", "drain-min", "drain-max"} {
+		for _, f := range []string{"drain-quiet", "drain-watch", "drain-min", "drain-max"} {
 			if p.from[f] != "" {
 				c.notes = append(c.notes, fmt.Sprintf("%s has no effect: %s is fixed, and it applies to %s adaptive only",
 					p.from[f], c.OptionName("drain"), c.OptionName("drain")))

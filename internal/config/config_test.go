@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"regexp"
 	"slices"
@@ -470,4 +471,41 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("accepted with command %q, grace period %v", c.Command, c.GracePeriod)
 		}
 	})
+}
+
+// --drain-watch: connections (the default) or requests, from the flag or the environment; any
+// other value is one line naming the option and what it takes; with a fixed drain it is noted
+// as having no effect.
+func TestDrainWatch(t *testing.T) {
+	for _, tc := range []struct {
+		args     []string
+		env      map[string]string
+		requests bool
+	}{
+		{[]string{"--drain", "adaptive", "app"}, nil, false},
+		{[]string{"--drain", "adaptive", "--drain-watch", "connections", "app"}, nil, false},
+		{[]string{"--drain", "adaptive", "--drain-watch=requests", "app"}, nil, true},
+		{[]string{"--drain", "adaptive", "app"}, map[string]string{"DRAINIT_DRAIN_WATCH": " requests "}, true},
+		{[]string{"--drain", "adaptive", "--drain-watch", "connections", "app"}, map[string]string{"DRAINIT_DRAIN_WATCH": "requests"}, false},
+	} {
+		c, err := parse(t, tc.args, tc.env)
+		if err != nil || c.DrainRequests != tc.requests {
+			t.Errorf("Parse(%q, %v): %v, requests %v; want %v", tc.args, tc.env, err, c != nil && c.DrainRequests, tc.requests)
+		}
+	}
+	for _, v := range []string{"request", "Requests", "", "bytes"} {
+		_, err := parse(t, []string{"--drain", "adaptive", "--drain-watch", v, "app"}, nil)
+		var ce *Error
+		want := fmt.Sprintf("--drain-watch %q: must be connections or requests", v)
+		if err == nil || err.Error() != want || !errors.As(err, &ce) || ce.Flag != "drain-watch" {
+			t.Errorf("--drain-watch %q: %v, want the one-line *Error %q", v, err, want)
+		}
+	}
+	c, err := parse(t, []string{"--drain-watch", "requests", "app"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ws := c.Warnings(); len(ws) != 1 || !strings.Contains(ws[0], "--drain-watch has no effect") {
+		t.Errorf("--drain-watch with a fixed drain: warnings %q, want that it has no effect", ws)
+	}
 }

@@ -80,6 +80,24 @@
 // what the snapshot shows; ListenOverflows and ListenDrops count failures, not arrivals; and every
 // counter is namespace-wide.
 //
+// # Requests on open connections
+//
+// A new connection is what kube-proxy routes, but an L7 proxy (ingress-nginx's upstream
+// keepalive, Envoy, haproxy's http-reuse, a cloud load balancer) keeps connections open to the
+// pod and routes each request over one of them: while it still routes, no new connection need
+// come (integration/rollout/L7PROXY.md: none in a whole drain, with the pod answering 150
+// requests a second). With Config.Requests, a second sock_diag socket that asks for each
+// connection's tcp_info (requestWatch) reads the established connections to the watched
+// listeners at every poll, and each whose tcpi_bytes_received grew since the last poll counts
+// as one arrival beside the new connections: a connection that carried several requests between
+// two polls counts once, which understates the rate and lengthens the auto quiet period, the
+// safe side. A connection is known by its socket cookie; one new since the last poll is the
+// sampler's new connection, not counted again. Without Requests the same read is made once at
+// the end of a drain that ended quiet: Result.Busy is how many open connections received data
+// within the silence it waited (tcpi_last_data_recv), for the log to say that the silence may
+// not be one. With Requests and Auto the History is not used: it counts new connections only,
+// and the estimator's 30 s cap would hold the requests' rate to it.
+//
 // Health checks are traffic too: a probe on the app's port every period shorter than the quiet
 // period keeps the drain open until the maximum. Point readiness probes at drainit's /readyz.
 //

@@ -19,6 +19,9 @@ type diagConn struct {
 	seq uint32
 	buf []byte
 	req []byte
+	// info asks each dump for every socket's struct tcp_info (INET_DIAG_INFO), read into
+	// Socket.Info: what data the connection has received, and when last.
+	info bool
 }
 
 const (
@@ -26,6 +29,12 @@ const (
 	inetDiagReqLen   = 56 // struct inet_diag_req_v2
 	inetDiagMsgLen   = 72 // struct inet_diag_msg
 	attrBytecode     = 1  // INET_DIAG_REQ_BYTECODE
+	attrInfo         = 2  // INET_DIAG_INFO: struct tcp_info, asked for with bit attrInfo-1 of idiag_ext
+	// Where struct tcp_info (linux/tcp.h) holds what Socket.Info takes: tcpi_last_data_recv
+	// (Linux 2.6), tcpi_bytes_received (4.1).
+	tcpInfoLastDataRecv  = 52
+	tcpInfoBytesReceived = 128
+	tcpInfoMinLen        = tcpInfoBytesReceived + 8
 )
 
 // statesConns are the states of incoming connections (see detector); statesListen, listeners.
@@ -64,6 +73,9 @@ func (c *diagConn) dump(family uint8, states uint32, filter []byte, fn func(*Soc
 	ne.PutUint32(req[8:], c.seq)
 	r := req[unix.NLMSG_HDRLEN:]
 	r[0], r[1] = family, unix.IPPROTO_TCP
+	if c.info {
+		r[2] = 1 << (attrInfo - 1)
+	}
 	ne.PutUint32(r[4:], states)
 	if len(filter) > 0 {
 		var attr [unix.SizeofNlAttr]byte
@@ -139,8 +151,30 @@ func parseDiag(b []byte, seq uint32, s *Socket, fn func(*Socket)) (done bool, er
 	return false, nil
 }
 
-// diagSocket reads a struct inet_diag_msg.
+// diagSocket reads a struct inet_diag_msg and, from the attributes after it, the socket's
+// tcp_info when the dump carries it (Socket.Info.OK).
 func diagSocket(m []byte, s *Socket) {
+	s.Info = TCPInfo{}
+	for a := m[inetDiagMsgLen:]; len(a) >= unix.SizeofNlAttr; {
+		l, typ := int(binary.NativeEndian.Uint16(a[0:])), binary.NativeEndian.Uint16(a[2:])
+		if l < unix.SizeofNlAttr || l > len(a) {
+			break // malformed: the socket is read without its info
+		}
+		if v := a[unix.SizeofNlAttr:l]; typ == attrInfo && len(v) >= tcpInfoMinLen {
+			s.Info = TCPInfo{
+				OK:            true,
+				LastDataRecv:  time.Duration(binary.NativeEndian.Uint32(v[tcpInfoLastDataRecv:])) * time.Millisecond,
+				BytesReceived: binary.NativeEndian.Uint64(v[tcpInfoBytesReceived:]),
+			}
+		}
+		a = a[min(len(a), (l+unix.NLA_ALIGNTO-1)&^(unix.NLA_ALIGNTO-1)):]
+	}
+	diagSockID(m, s)
+}
+
+// diagSockID reads the socket's identity and state from a struct inet_diag_msg.
+func diagSockID(m []byte, s *Socket) {
+	s.Cookie = binary.NativeEndian.Uint64(m[44:])
 	s.V6 = m[0] == unix.AF_INET6
 	s.State = State(m[1])
 	// inet_diag_sockid: ports in network byte order, addresses as 16 bytes (IPv4 in the first 4).

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/netip"
+	"time"
 )
 
 // State is a TCP socket state, numbered as the kernel numbers them (include/net/tcp_states.h),
@@ -46,6 +47,18 @@ type Socket struct {
 	// (SYN_RECV), a TIME_WAIT entry, a connection its process has closed.
 	Inode uint64
 	V6    bool // from the IPv6 table (tcp6, AF_INET6): v4-mapped addresses come from dual-stack sockets
+	// Cookie is the kernel's id of the socket (sock_diag only): unique while the socket lives.
+	Cookie uint64
+	// Info is what the connection has received (sock_diag with the info asked for only).
+	Info TCPInfo
+}
+
+// TCPInfo is what the adaptive drain reads of a connection's struct tcp_info: whether requests
+// still come on it.
+type TCPInfo struct {
+	OK            bool          // the dump carried it
+	LastDataRecv  time.Duration // since the last data received (to the millisecond)
+	BytesReceived uint64        // data received over the connection's life
 }
 
 // parseProcNet reads a /proc/net/tcp or /proc/net/tcp6 table and calls fn for each socket that

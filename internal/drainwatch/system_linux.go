@@ -198,6 +198,21 @@ func openSystem(cfg Config, o systemOptions) (sampler, error) {
 	if _, isDiag := s.(*diagSampler); !isDiag && diag != nil {
 		diag.close()
 	}
+	// The open connections, with what each has received: counted as traffic with cfg.Requests,
+	// else read once at the end (busyConns).
+	var v4, v6 bool
+	for _, l := range watched {
+		v4, v6 = v4 || !l.v6, v6 || l.v6
+	}
+	if o.force != MethodProcNet {
+		if w := newRequestWatch(endpoints, v4, v6); w != nil {
+			return &requestSampler{sampler: s, w: w, count: cfg.Requests}, nil
+		}
+	}
+	if cfg.Requests {
+		s.close()
+		return nil, errors.New("watching requests on open connections (--drain-watch requests) needs netlink sock_diag, which is unavailable here")
+	}
 	return s, nil
 }
 

@@ -51,6 +51,10 @@ type Config struct {
 	// The drain ends once no new connection has arrived for Quiet (and Min has passed), or at
 	// Max. Zero: DefaultQuiet, 0 and DefaultMax.
 	Quiet, Min, Max time.Duration
+	// Requests counts, beside new connections, the open connections that received data since
+	// the last poll (--drain-watch requests): requests that a proxy pooling connections to the
+	// pod routes over them. See "Requests on open connections" in the package doc.
+	Requests bool
 	// Auto replaces Quiet with a silence that follows the traffic (--drain-quiet auto): long
 	// enough that traffic still routed at half the recent rate would have broken it with
 	// probability under AutoEpsilon. See the package doc.
@@ -149,6 +153,15 @@ type Result struct {
 	// Note says, for the log, why a drain ended at its maximum with Config.Auto: too few
 	// arrivals to tell, or a silence needed that runs past the maximum.
 	Note string
+	// Busy, when the drain ended quiet counting new connections only, is how many open
+	// connections received data during the silence it waited (-1: unknown): requests still
+	// routed to the pod over connections a proxy keeps open, which that count cannot see.
+	Busy int
+	// Requests says the drain counted requests on open connections too (Config.Requests), and
+	// OpenData how often: an open connection that received data between two polls counts once
+	// (NewConns does not include them).
+	Requests bool
+	OpenData int
 	// CPU is drainit's CPU time (the whole process's, user and system) from Start to the end,
 	// zero when unknown.
 	CPU time.Duration
@@ -235,7 +248,7 @@ func run(ctx context.Context, cfg Config, e env, t0 time.Time) (Result, bool) {
 		return unavailable(err)
 	}
 	defer s.close()
-	res.Method, res.Watched = s.method(), s.watched()
+	res.Method, res.Watched, res.Requests, res.Busy = s.method(), s.watched(), cfg.Requests, -1
 	prev := e.now()
 	cost := e.measure(func() { _, err = s.sample() }) // the baseline: what is there is not new
 	if err != nil {
@@ -248,8 +261,14 @@ func run(ctx context.Context, cfg Config, e env, t0 time.Time) (Result, bool) {
 	res.Baseline = sch.last.Sub(t0)
 	if cfg.Auto {
 		sch.auto = &estimator{}
-		// The counter before the drain is the app's alone only where passive-opens applies.
-		if c, ok := s.(rawCounter); ok && len(samples) > 0 {
+		// The counter before the drain is the app's alone only where passive-opens applies; and
+		// it counts new connections only, where Requests counts requests on open ones too (its
+		// 30 s would cap their rate at its own: see estimator).
+		base := s
+		if w, ok := s.(wrapped); ok {
+			base = w.base()
+		}
+		if c, ok := base.(rawCounter); ok && len(samples) > 0 && !cfg.Requests {
 			opens, own := c.counter()
 			for _, b := range historyBins(samples, counterSample{sch.last, opens, own}) {
 				sch.auto.add(b.end, b.span, b.n)
@@ -259,6 +278,10 @@ func run(ctx context.Context, cfg Config, e env, t0 time.Time) (Result, bool) {
 	}
 	end := func(r Reason, now time.Time) (Result, bool) {
 		res.NewConns, res.Silence = sch.newConns, now.Sub(sch.last)
+		if o, ok := s.(interface{ openCounts() int }); ok {
+			res.OpenData = o.openCounts()
+			res.NewConns -= res.OpenData
+		}
 		if sch.auto != nil {
 			est := sch.auto.est
 			res.Auto = &est
@@ -269,6 +292,11 @@ func run(ctx context.Context, cfg Config, e env, t0 time.Time) (Result, bool) {
 				case sch.last.Add(est.Needed).After(sch.maxAt()):
 					res.Note = est.String() + ", which runs past the maximum"
 				}
+			}
+		}
+		if b, ok := s.(busyCounter); ok && r == ReasonQuiet && !cfg.Requests {
+			if n, ok := b.busyConns(res.Silence); ok {
+				res.Busy = n
 			}
 		}
 		res.Reason, res.Elapsed = r, now.Sub(t0)
@@ -323,6 +351,16 @@ func run(ctx context.Context, cfg Config, e env, t0 time.Time) (Result, bool) {
 			return end(r, now)
 		}
 	}
+}
+
+// wrapped is a sampler that adds to another's count (requestSampler).
+type wrapped interface {
+	base() sampler
+}
+
+// busyCounter is a sampler that can say how many open connections received data lately.
+type busyCounter interface {
+	busyConns(within time.Duration) (int, bool)
 }
 
 // rawCounter is a sampler that reads the PassiveOpens counter: its readings at the baseline
