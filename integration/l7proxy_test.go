@@ -191,9 +191,11 @@ func TestAdaptiveDrainBehindPoolingProxy(t *testing.T) {
 				t.Errorf("during the drain pod1 answered %d requests and the drain counted %d new connections, want 20 requests at least over a tenth as many connections: the requests came over haproxy's pooled connections",
 					servedInDrain, conns)
 			}
-			// ...though it says so: requests came over open connections during the silence...
-			if busy := events(n.drainit, "requests came over open connections during the silence the drain waited, while no new connection did: a proxy that pools its connections to the pod (an ingress controller, a mesh sidecar, a cloud load balancer) may still be routing to it; --drain-watch requests waits for those requests to stop too"); len(busy) != 1 {
-				t.Errorf("drainit logged %d warnings that requests came over open connections during the drain's silence, want one", len(busy))
+			// ...though it says so when it counted not one new connection (haproxy's pool may
+			// grow by one under load, and then the drain cannot tell): requests came over open
+			// connections during the silence...
+			if busy := events(n.drainit, "no new connection came during the drain, but requests came over open connections during the silence it waited: if a proxy that pools its connections to the pod routes to it (an ingress controller, a mesh sidecar, a cloud load balancer), it may still be routing; --drain-watch requests waits for those requests to stop too"); conns == 0 && len(busy) != 1 || conns > 0 && len(busy) != 0 {
+				t.Errorf("drainit logged %d warnings that requests came over open connections during the silence of a drain that counted %d new connections, want one if none", len(busy), conns)
 			}
 			// ...while haproxy still routed requests to the pod, which the clients lost.
 			if routedAfter < 10 {

@@ -535,12 +535,13 @@ func (m *machine) drainWatched(now time.Time, r drainwatch.Result) []action {
 			Msg("cannot watch the app's connections: falling back to the fixed drain delay")
 		return m.fixedDrain(now, m.timing.DrainDelay, " (fixed, fallback)")
 	}
-	if r.Busy > 0 {
-		// The count of new connections saw nothing, yet requests came over connections already
-		// open: a proxy that keeps its connections to the pod routes each request over them, and
-		// the silence says nothing of when it stops.
+	if r.Busy > 0 && r.NewConns == 0 {
+		// Not one new connection in the whole drain, yet requests came over connections already
+		// open: a proxy that keeps its connections to the pod may route each request over them,
+		// and then the silence says nothing of when it stops. (Where new connections came, they
+		// show the routing; requests on open ones are then most likely keep-alive clients'.)
 		m.line(now, zerolog.WarnLevel).Int("busy_connections", r.Busy).Dur("silence", r.Silence).
-			Msg("requests came over open connections during the silence the drain waited, while no new connection did: a proxy that pools its connections to the pod (an ingress controller, a mesh sidecar, a cloud load balancer) may still be routing to it; --drain-watch requests waits for those requests to stop too")
+			Msg("no new connection came during the drain, but requests came over open connections during the silence it waited: if a proxy that pools its connections to the pod routes to it (an ingress controller, a mesh sidecar, a cloud load balancer), it may still be routing; --drain-watch requests waits for those requests to stop too")
 	}
 	what := fmt.Sprintf("drain ended: %s, %d new connections", r.Reason, r.NewConns)
 	watch := "connections"
