@@ -246,10 +246,17 @@ func Start(argv []string, o Options) (*Pod, error) {
 		close(p.exited)
 	}()
 	// unshare mounts /proc and then execs the command: wait for the exec, so that a signal sent
-	// to PID reaches the command and not unshare's code.
+	// to PID reaches the command and not unshare's code. The command may exec another in turn
+	// (testapp _netns does, at once): what is waited for is that PID no longer runs unshare,
+	// which a poll that missed the command's own moment still sees.
+	launcher, err := os.Stat(l.Argv[0])
+	if err != nil {
+		_ = cmd.Process.Kill()
+		return nil, fmt.Errorf("pod: %w", err)
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if st, err := proc.Exe("/proc", p.PID); err == nil && os.SameFile(st, want) {
+		if st, err := proc.Exe("/proc", p.PID); err == nil && (os.SameFile(st, want) || !os.SameFile(st, launcher)) {
 			return p, nil
 		}
 		select {
