@@ -19,12 +19,13 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// podMeta is what the pod template's metadata says about an Istio sidecar. Each value keeps its
+// podMeta is what the pod template's metadata says about a service mesh's sidecar (Istio, Linkerd). Each value keeps its
 // line; a zero line means the key is absent.
 type podMeta struct {
 	proxyConfig   metaValue // annotation proxy.istio.io/config
 	inject        metaValue // annotation or label sidecar.istio.io/inject
 	nativeSidecar metaValue // annotation sidecar.istio.io/nativeSidecar
+	linkerdInject metaValue // annotation linkerd.io/inject
 }
 
 // metaValue is an annotation's or label's value and where it is. For a block scalar (`|`),
@@ -87,6 +88,7 @@ func (r *reader) appMeta(obj, tmpl *yaml.Node, path string, w *Workload) {
 		w.podMeta.proxyConfig = r.metaValue(ann, "proxy.istio.io/config", path)
 		w.podMeta.inject = r.metaValue(ann, "sidecar.istio.io/inject", path)
 		w.podMeta.nativeSidecar = r.metaValue(ann, "sidecar.istio.io/nativeSidecar", path)
+		w.podMeta.linkerdInject = r.metaValue(ann, "linkerd.io/inject", path)
 	}
 	if labels, err := r.mapping(meta, "labels", path); err == nil && labels != nil && w.podMeta.inject.line == 0 {
 		// The label is how Istio documents it; the annotation is its older form.

@@ -58,6 +58,7 @@ const (
 	RuleNoDrain          = "no-drain"               // nothing delays the stop for endpoint removal
 	RuleSpringDuration   = "spring-duration"        // a Spring Boot shutdown timeout that is likely wrong
 	RuleAdaptiveUDP      = "adaptive-drain-udp"     // an adaptive drain in a container that serves UDP: fixed
+	RuleAdaptiveMesh     = "adaptive-drain-mesh"    // an adaptive drain counting connections behind a mesh's sidecar
 	minGraceAfterSignal  = 2 * time.Second          // the kubelet's minimumGracePeriodInSeconds
 
 	RuleStopSignalNotTrigger = "stop-signal-not-trigger" // lifecycle.stopSignal is not one of drainit's triggers
@@ -208,6 +209,7 @@ func checkContainerAfter(w *Workload, c *Container, before stopBefore) ([]Findin
 	k.noShell()
 	k.controlServer()
 	k.adaptiveUDP()
+	k.adaptiveMesh(w)
 	k.probes()
 	k.stopSignal()
 	k.forwardMasterWorker()
@@ -234,6 +236,46 @@ func checkContainerAfter(w *Workload, c *Container, before stopBefore) ([]Findin
 			"(5-10s, within terminationGracePeriodSeconds %s) or run the app under drainit", fmtDur(w.Grace))
 	}
 	return k.out, k.stopEnd(before)
+}
+
+// adaptiveMesh: in a pod of a service mesh, the sidecar (Envoy, linkerd-proxy) takes the pod's
+// inbound traffic and passes each request to the app over connections it keeps open: counting
+// new connections, the adaptive drain sees none while the mesh still routes to the pod and ends
+// after its quiet period (integration/rollout/L7PROXY.md, on haproxy and nginx pools). Evidence
+// of Istio as istio.go takes it; of Linkerd, the annotation linkerd.io/inject: enabled or a
+// linkerd-proxy container. Injection enabled for the namespace is not in the manifest.
+func (k *containerCheck) adaptiveMesh(w *Workload) {
+	dc := k.dc
+	if dc == nil || len(dc.errs) > 0 || !dc.adaptive {
+		return
+	}
+	watch := dc.settings["drain-watch"]
+	if !watch.known || strings.TrimSpace(watch.raw) != "connections" {
+		return
+	}
+	mesh, line := "", 0
+	if p := istioOf(w); p != nil {
+		mesh, line = "Istio", p.drainLine
+	} else if v := w.podMeta.linkerdInject; v.line != 0 && strings.EqualFold(strings.TrimSpace(v.value), "enabled") {
+		mesh, line = "Linkerd", v.line
+	} else {
+		for i := range w.Containers {
+			if w.Containers[i].Name == "linkerd-proxy" {
+				mesh, line = "Linkerd", w.Containers[i].Line
+			}
+		}
+	}
+	if mesh == "" {
+		return
+	}
+	at := dc.line
+	if watch.line != 0 {
+		at = watch.line
+	}
+	k.add(at, Warning, RuleAdaptiveMesh, "the drain is adaptive and counts new connections (--drain-watch %s), but the pod is in %s's mesh (line %d): "+
+		"its sidecar keeps connections open to the app and passes each request over them, so no new connection need come while the mesh "+
+		"still routes to the pod, and the drain ends after its quiet period with requests still on their way; set --drain-watch requests "+
+		"(DRAINIT_DRAIN_WATCH=requests), which counts requests on open connections too", watch.raw, mesh, line)
 }
 
 // adaptiveUDP: drainit's adaptive drain counts new TCP connections, and for an app that serves

@@ -104,6 +104,12 @@ var registry = []RuleInfo{
 		Fix:     "Set --drain-delay (DRAINIT_DRAIN_DELAY) to cover the time the load balancers take to stop sending the pod UDP; if the UDP port is not routed to the pod (a gossip port), name the TCP ports to watch in --drain-ports.",
 	},
 	{
+		ID: RuleAdaptiveMesh, Severity: Warning,
+		Short:   "an adaptive drain that counts new connections in a service mesh's pod",
+		Catches: "drainit with --drain adaptive and --drain-watch connections (the default) in a pod with an Istio or Linkerd sidecar (sidecar.istio.io/inject or linkerd.io/inject enabled, proxy.istio.io/config, or an istio-proxy or linkerd-proxy container): the sidecar passes each request to the app over connections it keeps open, so no new connection need come while the mesh still routes to the pod, and the drain ends after its quiet period with requests still on their way (README: Adaptive drain, behind a proxy that pools its connections). Injection enabled for the whole namespace is not in the manifest.",
+		Fix:     "Set --drain-watch requests (DRAINIT_DRAIN_WATCH=requests): the drain then counts requests on open connections too, and ends once the mesh has stopped routing to the pod.",
+	},
+	{
 		ID: RuleNoDrain, Severity: Info,
 		Short:   "nothing delays the stop for endpoint removal",
 		Catches: "A container with no preStop hook that does not run under drainit (Jobs and CronJobs excepted): SIGTERM arrives while the endpoint's removal is still reaching kube-proxy and the load balancers, so new connections can land on a stopping app.",
