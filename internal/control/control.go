@@ -149,7 +149,7 @@ const (
 	shedLogEvery = 10 * time.Second
 	// fdReserve is how many of drainit's file descriptors the server leaves to the rest of
 	// drainit: an exec hook takes 5 as it starts and 2 while it runs, an HTTP hook or the ready
-	// probe 1, the adaptive drain a netlink socket and a /proc file, the termination log 1.
+	// probe 1, the adaptive drain two netlink sockets and a /proc file, the termination log 1.
 	fdReserve = 16
 )
 
