@@ -47,7 +47,9 @@ import (
 //     after the drain ended, and the clients get 503s for them until the removal. drainit warns
 //     that requests came over open connections during the silence.
 //   - "adaptive requests": --drain-watch requests counts the open connections that received data
-//     too: the drain ends a quiet period after the removal, and nothing is lost.
+//     too: the drain ends a quiet period after the removal, and nothing is lost. "adaptive
+//     requests auto" is the same with --drain-quiet auto, whose rate then rests on the drain's own
+//     arrivals: it ends within the 1 s quiet period's bound (0.53 s after the removal, seen).
 //   - "fixed": the contrast, --drain-delay longer than the propagation: the pod answers what
 //     haproxy routes to it until the removal, and nothing is lost.
 func TestAdaptiveDrainBehindPoolingProxy(t *testing.T) {
@@ -79,6 +81,7 @@ func TestAdaptiveDrainBehindPoolingProxy(t *testing.T) {
 	}{
 		{"adaptive quiet 1s", []string{"--drain", "adaptive", "--drain-quiet", quiet.String(), "--drain-max", "15s"}, true, false},
 		{"adaptive requests", []string{"--drain", "adaptive", "--drain-watch", "requests", "--drain-quiet", quiet.String(), "--drain-max", "15s"}, true, true},
+		{"adaptive requests auto", []string{"--drain", "adaptive", "--drain-watch", "requests", "--drain-quiet", "auto", "--drain-max", "15s"}, true, true},
 		{"fixed", []string{"--drain-delay", (propagation + time.Second).String()}, false, false},
 	}
 	for _, c := range cases {
