@@ -17,7 +17,7 @@ type requestWatch struct {
 	// received is each connection's tcpi_bytes_received at the last poll, by cookie; next is
 	// the one being filled, swapped in at the end of a poll.
 	received, next map[uint64]uint64
-	busy           int // connections whose data came within busyWithin (sample's argument)
+	busy           int // connections whose data came within `within` (poll's argument)
 	within         time.Duration
 	visit          func(*Socket) // bound once: not a closure per poll
 	active         int           // connections that received data since the last poll
