@@ -14,15 +14,18 @@ import (
 type request struct {
 	prestop bool
 	kubelet bool // a /prestop from the kubelet's preStop hook
-	reply   chan Snapshot
+	// connected says whether the /prestop's caller still waits on its connection (nil: unknown)
+	connected func() bool
+	reply     chan Snapshot
 }
 
 var errExiting = errors.New("drainit is exiting")
 
 // Prestop implements control.Backend: it asks the loop to start (or join) the stop sequence and
-// waits for the end of the drain. kubelet says the call is the kubelet's preStop hook.
-func (s *Supervisor) Prestop(ctx context.Context, kubelet bool) (control.Status, error) {
-	return s.ask(ctx, request{prestop: true, kubelet: kubelet})
+// waits for the end of the drain. kubelet says the call is the kubelet's preStop hook, and
+// connected whether its caller still waits (see control.Backend).
+func (s *Supervisor) Prestop(ctx context.Context, kubelet bool, connected func() bool) (control.Status, error) {
+	return s.ask(ctx, request{prestop: true, kubelet: kubelet, connected: connected})
 }
 
 // Status implements control.Backend.

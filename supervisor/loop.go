@@ -221,6 +221,9 @@ func (s *Supervisor) loop(ctx context.Context, m *machine, sigs <-chan unix.Sign
 	var cancel [stageCount]context.CancelCauseFunc // each stage's hooks' context, with why it ends
 	stageHooks := [stageCount][]hooks.Hook{config.StageOffline: s.opts.Offline, config.StagePostStop: s.opts.PostStop}
 	var waiters []chan Snapshot // /prestop callers waiting for the end of the drain
+	// kubeletCalls say, for each of the kubelet's /prestop calls among waiters, whether its caller
+	// still waits (request.connected).
+	var kubeletCalls []func() bool
 	s.loopLog = s.log.Hook(stopSequenceHook{m})
 
 	// Readiness: the probe, then the online hooks, then the probe again and again, in the
@@ -274,6 +277,9 @@ func (s *Supervisor) loop(ctx context.Context, m *machine, sigs <-chan unix.Sign
 		case <-s.chld:
 			acts = s.reaped(m, waitFlags)
 		case sig := <-sigs:
+			if m.kubeletWaits && !anyWaits(kubeletCalls) {
+				m.kubeletGone(time.Now())
+			}
 			acts = m.signal(time.Now(), sig)
 			suspend = s.suspendsOn(sig) && len(acts) > 0
 		case <-timer.C:
@@ -297,6 +303,9 @@ func (s *Supervisor) loop(ctx context.Context, m *machine, sigs <-chan unix.Sign
 				continue
 			}
 			waiters = append(waiters, r.reply)
+			if r.kubelet {
+				kubeletCalls = append(kubeletCalls, r.connected)
+			}
 			acts = m.prestop(time.Now(), r.kubelet)
 		}
 		if !m.t0.IsZero() || m.appExited {
@@ -345,7 +354,7 @@ func (s *Supervisor) loop(ctx context.Context, m *machine, sigs <-chan unix.Sign
 				for _, w := range waiters {
 					w <- st
 				}
-				waiters = nil
+				waiters, kubeletCalls = nil, nil
 			case actSurvivors:
 				// Before the post-stop hooks' processes join them.
 				s.loopLog.Error().Strs("survivors", s.proc.survivors()).Msg("what survives SIGKILL")
@@ -589,4 +598,15 @@ func (s *Supervisor) deliver(to target, sig unix.Signal) {
 		ev.Int("pgid", s.appPid).Msg("forwarding signal to the app's process group")
 		s.proc.signal(s.appPid, sig, true, s.appReaped)
 	}
+}
+
+// anyWaits says whether any of the kubelet's /prestop calls still waits for its answer (a call
+// that cannot tell is taken to).
+func anyWaits(calls []func() bool) bool {
+	for _, connected := range calls {
+		if connected == nil || connected() {
+			return true
+		}
+	}
+	return false
 }

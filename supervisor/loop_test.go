@@ -366,7 +366,7 @@ func TestLoopPrestopDuringKill(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	st, err := r.s.Prestop(ctx, true)
+	st, err := r.s.Prestop(ctx, true, nil)
 	if err != nil {
 		t.Fatalf("/prestop during the kill: %v", err)
 	}
@@ -449,7 +449,7 @@ func TestLoopPrestopAfterAppExited(t *testing.T) {
 	r.awaitSignal(t, sent{unix.SIGTERM, true}, 5*time.Second) // the cleanup has begun
 	for i := 1; i <= 2; i++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		st, err := r.s.Prestop(ctx, true)
+		st, err := r.s.Prestop(ctx, true, nil)
 		cancel()
 		if err != nil {
 			t.Fatalf("/prestop #%d after the app exited: %v", i, err)
@@ -648,5 +648,48 @@ func TestLocalTarget(t *testing.T) {
 		if s := got.String(); ok != (want != "") || ok && s != want {
 			t.Errorf("localTarget(%q) = %v, %v; want %q", in, got, ok, want)
 		}
+	}
+}
+
+// TestLoopKubeletPrestopGone: a stop signal while the kubelet's /prestop still waits ends the
+// drain (the pod's grace period is over); but once that call has given up (`drainit prestop
+// --timeout`, its process killed: its connection closed), the signal that follows says nothing of
+// the grace period, and the drain goes on to its end, as for any signal after a /prestop. Before,
+// a call once made was taken to wait for good: the app was stopped at once, and SIGKILLed 1 s
+// later with most of the pod's grace period left.
+func TestLoopKubeletPrestopGone(t *testing.T) {
+	for _, gone := range []bool{false, true} {
+		t.Run(fmt.Sprintf("gone=%v", gone), func(t *testing.T) {
+			r := newRun(t, Options{}, func(c *config.Config) { c.GracePeriod, c.DrainDelay = 30*time.Second, time.Second })
+			r.start(t)
+			var left atomic.Bool
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			answered := make(chan error, 1)
+			go func() {
+				_, err := r.s.Prestop(ctx, true, func() bool { return !left.Load() })
+				answered <- err
+			}()
+			awaitStatus(t, r, func(st control.Status) bool { return st.Draining }, "the drain under way")
+			if gone {
+				left.Store(true)
+				cancel()
+				<-answered
+			}
+			sig := time.Now()
+			r.sigs <- unix.SIGTERM
+			r.awaitSignal(t, sent{unix.SIGTERM, false}, 5*time.Second)
+			took := time.Since(sig)
+			if gone && took < 700*time.Millisecond {
+				t.Errorf("the app's stop signal %s after the kubelet's, with its /prestop call gone: want the drain's end", took)
+			}
+			if !gone && took > 500*time.Millisecond {
+				t.Errorf("the app's stop signal %s after the kubelet's, its /prestop still waiting: want it at once", took)
+			}
+			r.appExits(exited(0))
+			if code := r.wait(t, 5*time.Second); code != 0 {
+				t.Fatalf("exit %d, want 0", code)
+			}
+		})
 	}
 }

@@ -341,6 +341,16 @@ func (m *machine) preStopWaitOver(now time.Time, sig unix.Signal) []action {
 	return m.enterStopping(now)
 }
 
+// kubeletGone records that the kubelet's /prestop calls, the drain not over, wait no longer:
+// each gave up (`drainit prestop --timeout`) or went with its caller (an exec hook killed, a
+// kubelet restarting), and the kubelet then signals with the grace period left, which may be
+// most of it. A signal that follows says nothing of the grace period (preStopWaitOver): the
+// drain goes on. A call that comes later waits again.
+func (m *machine) kubeletGone(now time.Time) {
+	m.kubeletWaits = false
+	m.debug(now).Msg("the kubelet's /prestop calls have given up waiting for the drain: a stop signal now does not say that the pod's grace period is over")
+}
+
 // prestop handles a /prestop request: it starts the sequence (t0 = now) or joins the one under way.
 // The caller's answer is due at the next actDrained, or at once when drained is already true.
 // kubelet says the caller is the kubelet's preStop hook (see preStopWaitOver).

@@ -115,7 +115,10 @@ type Backend interface {
 	// done, with the status at that moment. kubelet says the call is the kubelet's preStop hook
 	// (FromKubelet): the kubelet waits for its answer for the pod's grace period at most, and a
 	// stop signal that comes while the call still waits says that the grace period is over.
-	Prestop(ctx context.Context, kubelet bool) (Status, error)
+	// connected says whether the caller still holds its connection, waiting (nil: unknown, taken
+	// as yes): a call given up (`drainit prestop --timeout`, a hook killed) waits no more, and a
+	// signal after it says nothing of the grace period.
+	Prestop(ctx context.Context, kubelet bool, connected func() bool) (Status, error)
 	// Status returns the current status.
 	Status(ctx context.Context) (Status, error)
 }
@@ -310,7 +313,7 @@ func (s *Server) Handle(ctx context.Context, r *http1.Request) http1.Response {
 		if n, ok := s.prestopLog.tick(time.Now()); ok {
 			s.log.Info().Str("remote", r.RemoteAddr).Str("user_agent", r.Header.Get("User-Agent")).Int("calls", n).Msg("/prestop called")
 		}
-		st, err := s.b.Prestop(ctx, FromKubelet(r.Header.Get("User-Agent")))
+		st, err := s.b.Prestop(ctx, FromKubelet(r.Header.Get("User-Agent")), r.Connected)
 		if err != nil {
 			return text(503, "prestop: "+err.Error()+"\n")
 		}

@@ -27,7 +27,7 @@ type fakeBackend struct {
 
 var _ Backend = (*fakeBackend)(nil)
 
-func (f *fakeBackend) Prestop(ctx context.Context, kubelet bool) (Status, error) {
+func (f *fakeBackend) Prestop(ctx context.Context, kubelet bool, _ func() bool) (Status, error) {
 	if f.kubelet != nil {
 		f.kubelet(kubelet)
 	}

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/textproto"
 	"strconv"
 	"strings"
@@ -41,7 +42,19 @@ type Request struct {
 	Query      string
 	Header     textproto.MIMEHeader // canonical keys
 	RemoteAddr string
-	body       int64 // Content-Length
+	body       int64    // Content-Length
+	peer       net.Conn // the server's connection the request came on; nil when unknown
+}
+
+// Connected says whether the client still holds the connection the request came on, waiting for
+// the answer: false once it has closed it (or reset it), true when that is unknown (a request not
+// read from a socket). It reads nothing and never waits. A client that shuts down its sending
+// side after its request, and still reads, looks gone too.
+func (r *Request) Connected() bool {
+	if r.peer == nil {
+		return true
+	}
+	return peerOpen(r.peer)
 }
 
 // head reads a message head: the start line and the header fields up to the empty line, at most

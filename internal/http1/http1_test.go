@@ -655,3 +655,46 @@ func TestLateServerStillReadsWhatCameInTime(t *testing.T) {
 		t.Fatalf("a request sent in time, read late: %q, want 200 (an empty line: closed unanswered)", got)
 	}
 }
+
+// TestConnected: a handler that waits can tell whether its client still waits for the answer:
+// yes while the connection is open, also past the server's read deadline (the head's timeout,
+// here 300 ms, which the wait outlasts) and with data pipelined after the request (read into
+// the server's buffer); no once the client has closed it.
+func TestConnected(t *testing.T) {
+	for _, pipelined := range []bool{false, true} {
+		started, release := make(chan *Request, 1), make(chan struct{})
+		_, addr := startServer(t, func(ctx context.Context, r *Request) Response {
+			started <- r
+			<-release
+			return Response{Status: 200}
+		}, 300*time.Millisecond)
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := "GET /wait HTTP/1.1\r\n\r\n"
+		if pipelined {
+			req += "GET /more HTTP/1.1\r\n\r\n"
+		}
+		if _, err := io.WriteString(c, req); err != nil {
+			t.Fatal(err)
+		}
+		r := <-started
+		time.Sleep(400 * time.Millisecond) // past the read deadline
+		if !r.Connected() {
+			t.Errorf("pipelined %v: Connected false with the client still there", pipelined)
+		}
+		c.Close()
+		deadline := time.Now().Add(5 * time.Second)
+		for r.Connected() && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		if r.Connected() {
+			t.Errorf("pipelined %v: Connected true 5 s after the client closed its connection", pipelined)
+		}
+		close(release)
+	}
+	if !(&Request{}).Connected() {
+		t.Error("a request not read from a connection is taken for one whose client has gone")
+	}
+}

@@ -411,7 +411,7 @@ func (s *Server) serveConn(c *conn) {
 	if !s.markBusy(c) {
 		return
 	}
-	req.RemoteAddr = c.RemoteAddr().String()
+	req.RemoteAddr, req.peer = c.RemoteAddr().String(), c.Conn
 	ctx, cancel := context.WithTimeout(s.ctx, s.HandlerTimeout)
 	defer cancel()
 	resp := s.Handler(ctx, req)
