@@ -89,9 +89,12 @@
 // requests a second). With Config.Requests, a second sock_diag socket that asks for each
 // connection's tcp_info (requestWatch) reads the established connections to the watched
 // listeners at every poll, and each whose tcpi_bytes_received grew since the last poll counts
-// as one arrival beside the new connections: a connection that carried several requests between
-// two polls counts once, which understates the rate and lengthens the auto quiet period, the
-// safe side. A connection is known by its socket cookie; one new since the last poll is the
+// as one arrival beside the new connections, at most once per countEvery (100 ms): a connection
+// that carried several requests between two counts counts once, which understates the rate and
+// lengthens the auto quiet period, the safe side, and one that receives without a pause (an
+// upload) is not taken for 20-50 requests a second where the polls come that often. Data held
+// back by countEvery is counted once it has passed, so the silence never starts before the last
+// data. A connection is known by its socket cookie; one new since the last poll is the
 // sampler's new connection, not counted again. Without Requests the same read is made once at
 // the end of a drain that ended quiet: Result.Busy is how many open connections received data
 // within the silence it waited (tcpi_last_data_recv), for the log to say that the silence may

@@ -11,16 +11,34 @@ import (
 // connections already open, which no count of new connections sees (see "Requests on open
 // connections" in the package doc).
 type requestWatch struct {
-	diag   *diagConn
-	filter []byte // the watched listeners' local ends (endpointFilter)
-	v4, v6 bool
-	// received is each connection's tcpi_bytes_received at the last poll, by cookie; next is
-	// the one being filled, swapped in at the end of a poll.
-	received, next map[uint64]uint64
-	busy           int // connections whose data came within `within` (poll's argument)
-	within         time.Duration
-	visit          func(*Socket) // bound once: not a closure per poll
-	active         int           // connections that received data since the last poll
+	diag      *diagConn
+	endpoints []Endpoint
+	filter    []byte // the watched listeners' local ends (endpointFilter; nil past its size)
+	v4, v6    bool
+	// conns is each connection's state at the last poll, by cookie; next is the one being
+	// filled, swapped in at the end of a poll.
+	conns, next map[uint64]connState
+	now         time.Time
+	busy        int // connections whose data came within `within` (poll's argument)
+	within      time.Duration
+	visit       func(*Socket) // bound once: not a closure per poll
+	active      int           // connections counted at this poll
+}
+
+// countEvery is the least time between two counts of one connection. A connection that receives
+// data without a pause (an upload, a stream) would otherwise count at every poll, 20-50 times a
+// second where the drain polls that often, and pass for a rate of requests that makes the
+// automatic quiet period short; counted at most every 100 ms, one connection is at most 10 a
+// second. Data that comes within countEvery of a count is counted when countEvery has passed
+// (pending), so that the last data is always followed by a count: the silence never starts
+// before it.
+const countEvery = DefaultInterval
+
+// connState is what requestWatch keeps of a connection between polls.
+type connState struct {
+	received uint64    // tcpi_bytes_received
+	counted  time.Time // when it was last counted
+	pending  bool      // it has received data since, not yet counted
 }
 
 // newRequestWatch opens the watch on the connections to endpoints, in the IPv4 table, the IPv6
@@ -31,8 +49,8 @@ func newRequestWatch(endpoints []Endpoint, v4, v6 bool) *requestWatch {
 		return nil
 	}
 	diag.info = true
-	w := &requestWatch{diag: diag, filter: endpointFilter(endpoints), v4: v4, v6: v6,
-		received: map[uint64]uint64{}, next: map[uint64]uint64{}}
+	w := &requestWatch{diag: diag, endpoints: endpoints, filter: endpointFilter(endpoints), v4: v4, v6: v6,
+		conns: map[uint64]connState{}, next: map[uint64]connState{}}
 	w.visit = w.add
 	return w
 }
@@ -41,21 +59,44 @@ func (w *requestWatch) add(s *Socket) {
 	if !s.Info.OK {
 		return
 	}
-	if prev, ok := w.received[s.Cookie]; ok && s.Info.BytesReceived > prev {
-		w.active++
+	if w.filter == nil && !w.watched(s) {
+		return // no filter in the kernel (too many endpoints for one): every socket comes
 	}
-	w.next[s.Cookie] = s.Info.BytesReceived
+	c, seen := w.conns[s.Cookie]
+	if seen && s.Info.BytesReceived > c.received {
+		c.pending = true
+	}
+	if !seen {
+		// New since the last poll: the sampler beside counts it as a new connection.
+		c = connState{counted: w.now}
+	}
+	c.received = s.Info.BytesReceived
+	if c.pending && w.now.Sub(c.counted) >= countEvery {
+		w.active++
+		c.counted, c.pending = w.now, false
+	}
+	w.next[s.Cookie] = c
 	if s.Info.LastDataRecv < w.within {
 		w.busy++
 	}
 }
 
-// poll reads the open connections once and returns how many received data since the previous
-// poll (the first poll, a baseline, returns 0) and how many received data within the last
-// within. A connection opened since the previous poll counts in neither the first number nor
-// here at all but as a new connection, which the sampler beside counts.
-func (w *requestWatch) poll(within time.Duration) (active, busy int, err error) {
-	w.active, w.busy, w.within = 0, 0, within
+// watched says whether s is a connection to one of the endpoints.
+func (w *requestWatch) watched(s *Socket) bool {
+	for _, e := range w.endpoints {
+		if e.matches(s.Local.Addr(), s.Local.Port()) {
+			return true
+		}
+	}
+	return false
+}
+
+// poll reads the open connections at now and returns how many are counted as having received
+// data (see countEvery; the first poll, a baseline, counts none) and how many received data
+// within the last within. A connection opened since the previous poll is not counted here but
+// as a new connection, which the sampler beside counts.
+func (w *requestWatch) poll(now time.Time, within time.Duration) (active, busy int, err error) {
+	w.active, w.busy, w.within, w.now = 0, 0, within, now
 	clear(w.next)
 	for _, t := range []struct {
 		on     bool
@@ -67,7 +108,7 @@ func (w *requestWatch) poll(within time.Duration) (active, busy int, err error) 
 			}
 		}
 	}
-	w.received, w.next = w.next, w.received
+	w.conns, w.next = w.next, w.conns
 	return w.active, w.busy, nil
 }
 
@@ -81,6 +122,7 @@ func (w *requestWatch) close() { w.diag.close() }
 // busyConns at the end of the drain.
 type requestSampler struct {
 	sampler
+	now    func() time.Time
 	w      *requestWatch
 	count  bool
 	counts int // the open connections' counts sample has added, in all
@@ -91,7 +133,7 @@ func (s *requestSampler) sample() (int, error) {
 	if err != nil || !s.count {
 		return n, err
 	}
-	active, _, err := s.w.poll(0)
+	active, _, err := s.w.poll(s.now(), 0)
 	if err != nil {
 		return 0, err
 	}
@@ -111,6 +153,6 @@ func (s *requestSampler) close() {
 // busyConns says how many open connections received data within d: at the end of a drain that
 // counted new connections only, requests that still came (a proxy that pools connections).
 func (s *requestSampler) busyConns(d time.Duration) (int, bool) {
-	_, busy, err := s.w.poll(d)
+	_, busy, err := s.w.poll(s.now(), d)
 	return busy, err == nil
 }

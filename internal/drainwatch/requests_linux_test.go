@@ -112,21 +112,52 @@ func TestRequestWatchLive(t *testing.T) {
 		t.Skip("no netlink sock_diag here")
 	}
 	defer w.close()
-	if active, _, err := w.poll(time.Hour); err != nil || active != 0 {
+	// The polls' times are made up, a second apart, so that countEvery never holds a count back.
+	at := time.Now()
+	poll := func(within time.Duration) (int, int, error) {
+		at = at.Add(time.Second)
+		return w.poll(at, within)
+	}
+	if active, _, err := poll(time.Hour); err != nil || active != 0 {
 		t.Fatalf("baseline: %d active, %v; want 0", active, err)
 	}
 	send(busyC, busyS)
 	send(otherC, otherS)
-	if active, busy, err := w.poll(time.Minute); err != nil || active != 1 || busy < 1 {
+	if active, busy, err := poll(time.Minute); err != nil || active != 1 || busy < 1 {
 		t.Errorf("after a request on one connection: %d active, %d busy, %v; want 1 and at least 1", active, busy, err)
 	}
-	if active, _, err := w.poll(0); err != nil || active != 0 {
+	if active, _, err := poll(0); err != nil || active != 0 {
 		t.Errorf("with nothing sent since: %d active, %v; want 0", active, err)
 	}
 	send(busyC, busyS)
 	send(busyC, busyS)
-	if active, _, err := w.poll(0); err != nil || active != 1 {
+	if active, _, err := poll(0); err != nil || active != 1 {
 		t.Errorf("after two requests on one connection: %d active, %v; want it counted once", active, err)
+	}
+
+	// Polls 20 ms apart with data at each: one connection counts at most once per countEvery,
+	// and data held back is counted once countEvery has passed, even with none since.
+	counted := 0
+	for range 10 { // 200 ms
+		send(busyC, busyS)
+		at = at.Add(20 * time.Millisecond)
+		n, _, err := w.poll(at, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		counted += n
+	}
+	if counted < 1 || counted > 2 {
+		t.Errorf("data at 10 polls over 200 ms counted %d times, want 1 or 2 (once per %s)", counted, countEvery)
+	}
+	send(busyC, busyS)
+	at = at.Add(20 * time.Millisecond)
+	if n, _, _ := w.poll(at, 0); n != 0 {
+		t.Errorf("data 20 ms after a count counted at once (%d)", n)
+	}
+	at = at.Add(countEvery)
+	if n, _, _ := w.poll(at, 0); n != 1 {
+		t.Errorf("data held back was not counted %s later, with none since (%d)", countEvery, n)
 	}
 }
 

@@ -206,7 +206,11 @@ func openSystem(cfg Config, o systemOptions) (sampler, error) {
 	}
 	if o.force != MethodProcNet {
 		if w := newRequestWatch(endpoints, v4, v6); w != nil {
-			return &requestSampler{sampler: s, w: w, count: cfg.Requests}, nil
+			now := cfg.Now
+			if now == nil {
+				now = time.Now
+			}
+			return &requestSampler{sampler: s, now: now, w: w, count: cfg.Requests}, nil
 		}
 	}
 	if cfg.Requests {
