@@ -1,6 +1,7 @@
 package drainwatch
 
 import (
+	"errors"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -23,7 +24,12 @@ type requestWatch struct {
 	within      time.Duration
 	visit       func(*Socket) // bound once: not a closure per poll
 	active      int           // connections counted at this poll
+	noInfo      bool          // a socket came without a tcp_info the watch can read
 }
+
+// errNoTCPInfo: the kernel's tcp_info lacks what the watch reads (before Linux 4.1), or it sent
+// none; counted without it, requests on open connections would go unseen in silence.
+var errNoTCPInfo = errors.New("the kernel does not report what a connection has received (tcp_info's tcpi_bytes_received, Linux 4.1+)")
 
 // countEvery is the least time between two counts of one connection. A connection that receives
 // data without a pause (an upload, a stream) would otherwise count at every poll, 20-50 times a
@@ -57,6 +63,7 @@ func newRequestWatch(endpoints []Endpoint, v4, v6 bool) *requestWatch {
 
 func (w *requestWatch) add(s *Socket) {
 	if !s.Info.OK {
+		w.noInfo = true
 		return
 	}
 	if w.filter == nil && !w.watched(s) {
@@ -96,7 +103,7 @@ func (w *requestWatch) watched(s *Socket) bool {
 // within the last within. A connection opened since the previous poll is not counted here but
 // as a new connection, which the sampler beside counts.
 func (w *requestWatch) poll(now time.Time, within time.Duration) (active, busy int, err error) {
-	w.active, w.busy, w.within, w.now = 0, 0, within, now
+	w.active, w.busy, w.within, w.now, w.noInfo = 0, 0, within, now, false
 	clear(w.next)
 	for _, t := range []struct {
 		on     bool
@@ -109,6 +116,9 @@ func (w *requestWatch) poll(now time.Time, within time.Duration) (active, busy i
 		}
 	}
 	w.conns, w.next = w.next, w.conns
+	if w.noInfo {
+		return 0, 0, errNoTCPInfo
+	}
 	return w.active, w.busy, nil
 }
 
