@@ -26,17 +26,27 @@ func writeTerminationLog(path, summary string) {
 		return
 	}
 	defer unix.Close(fd)
-	_, _ = unix.Write(fd, []byte(truncateUTF8(summary, terminationLogMax)))
+	_, _ = unix.Write(fd, []byte(cutMiddle(summary, terminationLogMax)))
 }
 
-// truncateUTF8 cuts s to at most n bytes, not inside a UTF-8 sequence: the kubelet passes the
-// message on to the API server, where an invalid sequence would become U+FFFD, or worse.
-func truncateUTF8(s string, n int) string {
+// elision marks what cutMiddle left out.
+const elision = " … "
+
+// cutMiddle fits s into n bytes by leaving out its middle: the summary's start says how the stop
+// began and its end how drainit exited, with the status. Never inside a UTF-8 sequence: the
+// kubelet passes the message on to the API server, where an invalid sequence would become
+// U+FFFD, or worse.
+func cutMiddle(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
+	keep := n - len(elision)
+	head, tail := keep/2, len(s)-(keep-keep/2)
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
 	}
-	return s[:n]
+	for tail < len(s) && !utf8.RuneStart(s[tail]) {
+		tail++
+	}
+	return s[:head] + elision + s[tail:]
 }

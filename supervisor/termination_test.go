@@ -53,23 +53,26 @@ func TestTerminationLogNeverWaits(t *testing.T) {
 	}
 }
 
-// TestTerminationLogCut: a summary longer than the kubelet reads is cut to 4096 bytes, never
-// inside a character.
+// TestTerminationLogCut: a summary longer than the kubelet reads (4096 bytes) keeps its start and
+// its end, the exit status, with its middle left out, never inside a character.
 func TestTerminationLogCut(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "termination-log")
 	if err := os.WriteFile(p, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	long := strings.Repeat("a", terminationLogMax-1) + "é and more"
+	long := "trigger SIGTERM +0s; " + strings.Repeat("hook é ", 1000) + "exit 143 +9.5s"
 	writeTerminationLog(p, long)
 	b, err := os.ReadFile(p)
-	if err != nil || string(b) != strings.Repeat("a", terminationLogMax-1) || !utf8.Valid(b) {
-		t.Errorf("termination log of %d bytes (valid UTF-8: %v, %v); want the 4095 bytes before the é", len(b), utf8.Valid(b), err)
+	if err != nil || len(b) > terminationLogMax || !utf8.Valid(b) ||
+		!strings.HasPrefix(string(b), "trigger SIGTERM +0s; hook") || !strings.HasSuffix(string(b), "hook é exit 143 +9.5s") || !strings.Contains(string(b), elision) {
+		t.Errorf("termination log of %d bytes (valid UTF-8: %v, %v): want at most %d bytes with the start, the exit and %q between:\n%s",
+			len(b), utf8.Valid(b), err, terminationLogMax, elision, b)
 	}
-	for _, s := range []string{"", "abc", strings.Repeat("é", 3000), strings.Repeat("€", 2000)} {
-		got := truncateUTF8(s, terminationLogMax)
-		if len(got) > terminationLogMax || !utf8.ValidString(got) || !strings.HasPrefix(s, got) || len(s)-len(got) >= 4 && len(got) < terminationLogMax-3 {
-			t.Errorf("truncateUTF8 of %d bytes gave %d bytes (valid %v)", len(s), len(got), utf8.ValidString(got))
+	for _, s := range []string{"", "abc", strings.Repeat("é", 3000), strings.Repeat("€", 2000), strings.Repeat("a", 5000) + "€"} {
+		got := cutMiddle(s, terminationLogMax)
+		if len(got) > terminationLogMax || !utf8.ValidString(got) || len(s) <= terminationLogMax && got != s ||
+			len(s) > terminationLogMax && len(got) < terminationLogMax-8 {
+			t.Errorf("cutMiddle of %d bytes gave %d bytes (valid %v)", len(s), len(got), utf8.ValidString(got))
 		}
 	}
 }
