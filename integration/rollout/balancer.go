@@ -58,7 +58,7 @@ type Event struct {
 	Delivered time.Time
 }
 
-// Route is one connection the Balancer sent to an endpoint.
+// Route is one connection the Balancer sent to an endpoint (from a pooling proxy, one request).
 type Route struct {
 	Endpoint string
 	At       time.Time
@@ -72,8 +72,8 @@ type Route struct {
 
 // Balancer is the kube-proxy stand-in: an L4 TCP load balancer that picks an endpoint round-robin
 // for each new connection and then copies bytes both ways, with no retries and no health checks,
-// as iptables DNAT does. Endpoint changes only affect new connections. Its methods are safe for
-// concurrent use.
+// as iptables DNAT does. Endpoint changes only affect new connections. NewPooledProxy makes one
+// that is an L7 proxy instead (pooled.go). Its methods are safe for concurrent use.
 type Balancer struct {
 	// CutAfter is how long the pod must have had a request it drops for the drop to count as a
 	// cut in flight (EventCut) rather than a drop on arrival (EventDropped). A pod picks a
@@ -84,6 +84,7 @@ type Balancer struct {
 	// the runner dials a pod inside the pod's own namespace. Set it before the first connection.
 	Dial func(addr string, timeout time.Duration) (net.Conn, error)
 
+	pooled      bool // an L7 pooling proxy (NewPooledProxy)
 	ln          net.Listener
 	dialTimeout time.Duration
 	wg          sync.WaitGroup
@@ -97,15 +98,22 @@ type Balancer struct {
 	pending   map[string]Event // by client address, until Take
 	open      map[net.Conn]struct{}
 	closed    bool
+	idle      map[string][]*pooledConn // pooled: the idle connections to each endpoint
+	dials     []Route                  // pooled: the connections it opened to the endpoints
 }
 
 // NewBalancer listens on addr (e.g. "127.0.0.1:0") and serves until Close.
 func NewBalancer(addr string, endpoints []string) (*Balancer, error) {
+	return newBalancer(addr, endpoints, false)
+}
+
+func newBalancer(addr string, endpoints []string, pooled bool) (*Balancer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("balancer: %w", err)
 	}
 	b := &Balancer{
+		pooled:      pooled,
 		CutAfter:    DefaultCutAfter,
 		ln:          ln,
 		dialTimeout: 3 * time.Second,
@@ -113,6 +121,7 @@ func NewBalancer(addr string, endpoints []string) (*Balancer, error) {
 		removed:     map[string]time.Time{},
 		pending:     map[string]Event{},
 		open:        map[net.Conn]struct{}{},
+		idle:        map[string][]*pooledConn{},
 	}
 	b.wg.Add(1)
 	go b.serve()
@@ -143,7 +152,8 @@ func (b *Balancer) RemovedAt(ep string) time.Time {
 	return b.removed[ep]
 }
 
-// Routes returns every connection sent to an endpoint so far, in order.
+// Routes returns every connection sent to an endpoint so far, in order (from a pooling proxy,
+// every request).
 func (b *Balancer) Routes() []Route {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -200,8 +210,8 @@ func (b *Balancer) serve() {
 	}
 }
 
-// pick chooses the endpoint for a new connection from client, round-robin, and returns the
-// index of its Route.
+// pick chooses the endpoint for a new connection from client (in a pooling proxy, for a request),
+// round-robin, and returns the index of its Route.
 func (b *Balancer) pick(client string) (string, int, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -251,7 +261,19 @@ func (b *Balancer) untrack(cs ...net.Conn) {
 	}
 }
 
+// dialEndpoint connects to ep with Dial.
+func (b *Balancer) dialEndpoint(ep string) (net.Conn, error) {
+	if b.Dial != nil {
+		return b.Dial(ep, b.dialTimeout)
+	}
+	return net.DialTimeout("tcp", ep, b.dialTimeout)
+}
+
 func (b *Balancer) handle(client net.Conn) {
+	if b.pooled {
+		b.handlePooled(client)
+		return
+	}
 	addr := client.RemoteAddr().String()
 	ep, route, ok := b.pick(addr)
 	if !ok {
@@ -259,13 +281,7 @@ func (b *Balancer) handle(client net.Conn) {
 		reset(client)
 		return
 	}
-	dial := b.Dial
-	if dial == nil {
-		dial = func(addr string, timeout time.Duration) (net.Conn, error) {
-			return net.DialTimeout("tcp", addr, timeout)
-		}
-	}
-	up, err := dial(ep, b.dialTimeout)
+	up, err := b.dialEndpoint(ep)
 	if err != nil {
 		kind := EventDialFailed
 		if errors.Is(err, syscall.ECONNREFUSED) {

@@ -53,7 +53,13 @@ func named(name string) func(net.Conn) {
 
 func balancer(t *testing.T, endpoints ...string) *Balancer {
 	t.Helper()
-	b, err := NewBalancer("127.0.0.1:0", endpoints)
+	return started(t, NewBalancer, endpoints)
+}
+
+// started is a Balancer made by newBalancer, closed at the end of the test.
+func started(t *testing.T, newBalancer func(string, []string) (*Balancer, error), endpoints []string) *Balancer {
+	t.Helper()
+	b, err := newBalancer("127.0.0.1:0", endpoints)
 	if err != nil {
 		t.Fatal(err)
 	}
