@@ -22,7 +22,7 @@ type DrainLog struct {
 	// Routed is how many connections the Balancer sent the pod from drainit's baseline to its
 	// answer to the preStop call (the harness's count, to hold NewConns against: fewer seen than
 	// routed means the watch missed some; one either way is the two clocks' millisecond at the
-	// baseline).
+	// baseline). Behind pooling L7 proxies it counts requests, which NewConns does not.
 	Routed int `json:"routed_during_drain"`
 	// ClientClosedFirst counts those of them the client closed first (Route.ClientClosedFirst):
 	// they left no TIME_WAIT behind, so a snapshot of the table saw them only while they were

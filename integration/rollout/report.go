@@ -42,10 +42,13 @@ type Result struct {
 	// within CutAfter, or unread); the client's failure or retry counts them too.
 	Dropped int `json:"dropped"`
 	// RoutedBefore and RoutedAfter count the new connections the balancer sent to the stopped pod
-	// before and after the deletion (after: until the propagation delay was over).
-	RoutedBefore int     `json:"routed_before_delete"`
-	RoutedAfter  int     `json:"routed_after_delete"`
-	Removed      Seconds `json:"endpoint_removed_seconds"`
+	// before and after the deletion (after: until the propagation delay was over); behind pooling
+	// L7 proxies (Scenario.Pooled), the requests, and PoolDialsAfter the connections the proxies
+	// opened to the pod after the deletion (nil for L4 balancers), which are all it saw as new.
+	RoutedBefore   int     `json:"routed_before_delete"`
+	RoutedAfter    int     `json:"routed_after_delete"`
+	PoolDialsAfter *int    `json:"pool_connections_after_delete,omitempty"`
+	Removed        Seconds `json:"endpoint_removed_seconds"`
 	// TCPSockets is how many TCP sockets the host's network namespace, which the pods share,
 	// held at the deletion, TIME_WAIT included (-1: unknown). An adaptive drain outside a network
 	// namespace of its own scans that table on each poll, and a big one makes it poll less often.
@@ -67,12 +70,12 @@ type Result struct {
 	// OfferedRate is the new-connection requests a second the load was set to, all proxies
 	// together; AchievedRate what the generator started (a busy machine starts them late); PodRate
 	// the new connections a second the proxies sent the stopped pod in the second before the
-	// deletion.
+	// deletion (behind pooling proxies, the requests, keep-alive clients' included).
 	OfferedRate  float64 `json:"offered_rate"`
 	AchievedRate float64 `json:"achieved_rate"`
 	PodRate      float64 `json:"pod_rate"`
-	// LastRouted is when the last new connection was sent to the stopped pod (nil: none after
-	// the deletion).
+	// LastRouted is when the last new connection (behind pooling proxies, request) was sent to
+	// the stopped pod (nil: none after the deletion).
 	LastRouted *Seconds `json:"last_routed_seconds,omitempty"`
 	// DrainCPU is drainit's CPU time from the deletion to the end of its drain, as a fraction of
 	// one core (nil: not drainit, or no preStop to mark the drain's end).

@@ -198,11 +198,9 @@ func TestAdaptiveDrain(t *testing.T) {
 		// first polls of a drain ~0.2 s apart; a big TCP table, or a busy machine on which
 		// every CPU cost more, all of them): the poll that saw the last connection came
 		// QuietAfterLast - Silence after it, and what that is over the interval moves the bound.
-		seenAfter := (d.QuietAfterLast - d.Silence).Duration()
-		stretch := max(0, seenAfter-drainwatch.DefaultInterval)
-		if bound := p + AdaptiveQuiet + AdaptiveSlack + stretch; res.Stop.Duration() > bound && !res.Noisy {
-			t.Errorf("%s: the pod took %.2fs to stop, over propagation + quiet + %s + %s (the last connection seen %.3fs after it came; polls %.3fs apart at most) = %s (the drain ended %.2fs after the last connection; %d TCP sockets on the host)",
-				where, float64(res.Stop), AdaptiveSlack, stretch, seenAfter.Seconds(), float64(d.PollGap), bound, float64(d.QuietAfterLast), res.TCPSockets)
+		if bound, seenAfter := quietBound(p, d); res.Stop.Duration() > bound && !res.Noisy {
+			t.Errorf("%s: the pod took %.2fs to stop, over propagation + quiet + %s + what the last connection was seen late (%.3fs after it came; polls %.3fs apart at most) = %s (the drain ended %.2fs after the last connection; %d TCP sockets on the host)",
+				where, float64(res.Stop), AdaptiveSlack, seenAfter.Seconds(), float64(d.PollGap), bound, float64(d.QuietAfterLast), res.TCPSockets)
 		}
 		// It saw the last connections: the drain ended no sooner than the quiet period after the
 		// last one sent to the pod (less a poll interval, for the last being missed but one just
@@ -211,6 +209,66 @@ func TestAdaptiveDrain(t *testing.T) {
 		if p >= time.Second && d.QuietAfterLast.Duration() < AdaptiveQuiet-drainwatch.DefaultInterval && !res.stalledSilence() {
 			t.Errorf("%s: the drain ended %.2fs after the last connection sent to the pod, before the quiet period %s: it missed connections",
 				where, float64(d.QuietAfterLast), AdaptiveQuiet)
+		}
+	}
+}
+
+// quietBound is the 1 s quiet period's bound on the stop, propagation + quiet + slack, moved by
+// how much later than a poll interval drainit's poll saw the last arrival (seenAfter): the slack
+// holds a poll interval, and drainit spaces its polls further to keep its CPU within budget.
+func quietBound(p time.Duration, d *DrainLog) (bound, seenAfter time.Duration) {
+	seenAfter = (d.QuietAfterLast - d.Silence).Duration()
+	return p + AdaptiveQuiet + AdaptiveSlack + max(0, seenAfter-drainwatch.DefaultInterval), seenAfter
+}
+
+// Behind pooling L7 proxies (L7PROXY.md), with the endpoint's removal 3 s after the deletion:
+// the proxy sends the stopping pod requests over connections it opened before, not new
+// connections. Counting new connections, the adaptive drain sees none, ends after its quiet
+// period, and what the proxy still routes to the pod fails: the known limitation, which the
+// harness must show. With --drain-watch requests it waits for the requests to stop: nothing
+// lost, and the pod stops within propagation + quiet + 0.5 s.
+func TestL7PooledProxy(t *testing.T) {
+	const p = 3 * time.Second
+	r := runner(t, 4)
+	for _, res := range runJobs(t, r, jobs(t, p, 2, L7Keys()...)) {
+		where := fmt.Sprintf("%s, run %d", res.Scenario, res.Rep)
+		d := res.Drain
+		if d == nil || res.PoolDialsAfter == nil {
+			t.Fatalf("%s: drain %+v, pool connections after the deletion %v: want both", where, d, res.PoolDialsAfter)
+		}
+		t.Logf("%s: stop %.2fs, drain %s after %.2fs, %d new connections seen, %d requests routed meanwhile, ended %.2fs after the last; %d requests and %d new connections to the pod after the deletion; %d failed %v",
+			where, float64(res.Stop), d.Reason, float64(d.Drained), d.NewConns, d.Routed, float64(d.QuietAfterLast),
+			res.RoutedAfter, *res.PoolDialsAfter, res.Failed, res.ByKind)
+		// What a pooling proxy does: after the deletion the pod got requests, over connections
+		// the proxy had opened before, hardly ever a new one.
+		if res.RoutedAfter == 0 || *res.PoolDialsAfter*10 > res.RoutedAfter {
+			t.Errorf("%s: %d requests and %d new connections to the stopped pod after the deletion: want requests over the pool's connections",
+				where, res.RoutedAfter, *res.PoolDialsAfter)
+		}
+		if res.Killed || res.ExitStatus != 0 || res.PreStopError != "" {
+			t.Errorf("%s: SIGKILLed %v, exit status %d, preStop error %q", where, res.Killed, res.ExitStatus, res.PreStopError)
+		}
+		if d.Reason != "quiet" {
+			t.Errorf("%s: the drain ended with %q, want quiet", where, d.Reason)
+		}
+		switch res.Scenario {
+		case "l7-connections":
+			if res.Stop.Duration() >= p || res.Failed == 0 {
+				t.Errorf("%s: stop %.2fs, %d failed: want the drain blind to the proxy's requests, over before the removal at %s, and requests lost",
+					where, float64(res.Stop), res.Failed, p)
+			}
+		case "l7-requests":
+			if lost(t, res) {
+				t.Errorf("%s: %d failed %v, %d cut; failures %+v; drops %+v (timers %.0fms late)", where, res.Failed, res.ByKind, res.Cut, res.Failures, res.Drops, float64(res.TimerLate)*1000)
+			}
+			if bound, seenAfter := quietBound(p, d); res.Stop.Duration() > bound && !res.Noisy {
+				t.Errorf("%s: the pod took %.2fs to stop, over %s (the last request seen %.3fs after it came)", where, float64(res.Stop), bound, seenAfter.Seconds())
+			}
+			// It saw the last requests: the drain ended no sooner than the quiet period after
+			// the last one the proxy sent the pod, less a poll interval.
+			if d.QuietAfterLast.Duration() < AdaptiveQuiet-drainwatch.DefaultInterval && !res.stalledSilence() {
+				t.Errorf("%s: the drain ended %.2fs after the last request sent to the pod, before the quiet period %s", where, float64(d.QuietAfterLast), AdaptiveQuiet)
+			}
 		}
 	}
 }

@@ -484,8 +484,12 @@ func (r *Runner) Run(ctx context.Context, s Scenario, c Cell, rep int) (Result, 
 			lb.Close()
 		}
 	}()
+	newProxy := NewBalancer
+	if s.Pooled {
+		newProxy = NewPooledProxy
+	}
 	for i, px := range proxies {
-		lb, err := NewBalancer("127.0.0.1:0", endpoints)
+		lb, err := newProxy("127.0.0.1:0", endpoints)
 		if err != nil {
 			return res, err
 		}
@@ -653,6 +657,17 @@ func (r *Runner) Run(ctx context.Context, s Scenario, c Cell, rep int) (Result, 
 	if !lastRouted.IsZero() {
 		at := seconds(lastRouted.Sub(t0))
 		res.LastRouted = &at
+	}
+	if s.Pooled {
+		n := 0
+		for _, lb := range lbs {
+			for _, d := range lb.PoolDials() {
+				if d.Endpoint == victim.addr && !d.At.Before(t0) {
+					n++
+				}
+			}
+		}
+		res.PoolDialsAfter = &n
 	}
 	for _, lb := range lbs {
 		if at := lb.RemovedAt(victim.addr); !at.IsZero() {

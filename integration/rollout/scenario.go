@@ -90,8 +90,13 @@ type Scenario struct {
 	MaxStop func(c Cell) time.Duration
 	// OutsideModel, if set, says why the scenario makes no claim in cell c (nothing expected,
 	// no stop bound): the automatic quiet period with a straggler carrying less than half of
-	// what the other proxies leave (drainwatch's package doc). Its results are still reported.
+	// what the other proxies leave (drainwatch's package doc), an adaptive drain counting new
+	// connections behind a pooling L7 proxy. Its results are still reported.
 	OutsideModel func(c Cell) string
+	// Pooled: the proxies in front of the pods are L7 pooling proxies (NewPooledProxy), which
+	// route each request over keep-alive connections they keep to each pod, as an ingress
+	// controller does, instead of L4 balancers that route new connections, as kube-proxy does.
+	Pooled bool
 }
 
 // Cell is where a scenario runs: the proxies in front of the pods, and the load.
@@ -206,6 +211,9 @@ const AdaptiveQuiet = time.Second
 // in-flight requests (issue 6: "within propagation + quiet + 0.5 s").
 const AdaptiveSlack = 500 * time.Millisecond
 
+// quietMaxStop is the 1 s quiet period's claim in cell c (issue 6): propagation + quiet + slack.
+func quietMaxStop(c Cell) time.Duration { return c.Propagation + AdaptiveQuiet + AdaptiveSlack }
+
 // The automatic quiet period's targets (issue 16), on the stop duration beyond the last
 // proxy's delay: AutoFastSlack from AutoFastRate new connections a second at the pod, and
 // AutoSlowSlack below (no worse than the 1 s quiet period's usual D + 1.2 s).
@@ -231,6 +239,12 @@ func autoOutsideModel(c Cell) string {
 		return "a 2% straggler: outside the automatic quiet period's model"
 	}
 	return ""
+}
+
+// l7OutsideModel: counting new connections, an adaptive drain behind a pooling L7 proxy sees
+// none and ends after its quiet period whatever the proxy still routes (L7PROXY.md).
+func l7OutsideModel(Cell) string {
+	return "a pooling L7 proxy opens no new connection: counting connections, the drain sees no traffic (--drain-watch requests does)"
 }
 
 // DrainGrace is the grace period of the scenarios that compare fixed and adaptive drains: the
@@ -276,7 +290,7 @@ func Scenarios() []Scenario {
 			s := drainitPreStop("drainit-adaptive", "drainit, preStop httpGet, adaptive drain, quiet 1s",
 				func(p time.Duration) time.Duration { return p + AdaptiveQuiet },
 				"--drain", "adaptive", "--drain-quiet", AdaptiveQuiet.String())
-			s.MaxStop = func(c Cell) time.Duration { return c.Propagation + AdaptiveQuiet + AdaptiveSlack }
+			s.MaxStop = quietMaxStop
 			return s
 		}(),
 		// Issue 16: the quiet period that follows the traffic. Its nominal drain is the
@@ -292,6 +306,24 @@ func Scenarios() []Scenario {
 			"--drain", "fixed", "--drain-delay", "5s"),
 		drainitPreStop("drainit-fixed10", "drainit, preStop httpGet, fixed 10s drain", constant(10*time.Second),
 			"--drain", "fixed", "--drain-delay", "10s"),
+		// Behind a pooling L7 proxy (L7PROXY.md): the adaptive drain with a 1 s quiet period,
+		// counting new connections, which the proxy does not open (the known limitation: it sees
+		// silence from the start and ends after the quiet period, so its nominal drain is that),
+		// and counting requests on open connections too, which claims what the L4 one does.
+		func() Scenario {
+			s := drainitPreStop("l7-connections", "L7 pooled: drainit adaptive, quiet 1s, counts connections",
+				constant(AdaptiveQuiet), "--drain", "adaptive", "--drain-quiet", AdaptiveQuiet.String())
+			s.Pooled, s.OutsideModel = true, l7OutsideModel
+			return s
+		}(),
+		func() Scenario {
+			s := drainitPreStop("l7-requests", "L7 pooled: drainit adaptive, quiet 1s, --drain-watch requests",
+				func(p time.Duration) time.Duration { return p + AdaptiveQuiet },
+				"--drain", "adaptive", "--drain-quiet", AdaptiveQuiet.String(), "--drain-watch", "requests")
+			s.Pooled = true
+			s.MaxStop = quietMaxStop
+			return s
+		}(),
 		// A real nginx, stopped the way the runtime stops an image FROM nginx: SIGQUIT, no
 		// preStop. Bare, nginx closes its listener at once (it is graceful otherwise); behind
 		// drainit with --stop-signal QUIT, that SIGQUIT starts the drain and nginx gets its
@@ -309,7 +341,7 @@ func Scenarios() []Scenario {
 			DrainitArgs: func(time.Duration) []string {
 				return []string{"--stop-signal", "QUIT", "--drain", "adaptive", "--drain-quiet", AdaptiveQuiet.String()}
 			},
-			MaxStop: func(c Cell) time.Duration { return c.Propagation + AdaptiveQuiet + AdaptiveSlack }},
+			MaxStop: quietMaxStop},
 	}
 }
 
@@ -318,16 +350,23 @@ func NginxKeys() []string {
 	return []string{"nginx-bare", "nginx-drainit", "nginx-adaptive"}
 }
 
+// L7Keys returns the keys of the scenarios behind pooling L7 proxies: the adaptive drain with a
+// 1 s quiet period counting new connections (outside its model there) and counting requests.
+func L7Keys() []string {
+	return []string{"l7-connections", "l7-requests"}
+}
+
 // DrainKeys returns the keys of the scenarios that compare the adaptive drains, with the
-// automatic quiet period and with a 1 s one, with fixed delays (issues 6 and 16), for `rollout
-// -scenarios drains` and the benchmark.
+// automatic quiet period and with a 1 s one, with fixed delays (issues 6 and 16), then the
+// adaptive drains behind pooling L7 proxies (L7Keys), for `rollout -scenarios drains` and the
+// benchmark.
 func DrainKeys() []string {
-	return []string{"drainit-auto", "drainit-adaptive", "drainit-fixed5", "drainit-fixed10"}
+	return append([]string{"drainit-auto", "drainit-adaptive", "drainit-fixed5", "drainit-fixed10"}, L7Keys()...)
 }
 
 // DefaultKeys returns the keys of the scenarios compared unless told otherwise: issue 5's six,
-// then the adaptive drains beside fixed 5 s and 10 s drains (DrainKeys), then a real nginx
-// bare and behind drainit (NginxKeys).
+// then the adaptive drains beside fixed 5 s and 10 s drains and behind pooling L7 proxies
+// (DrainKeys), then a real nginx bare and behind drainit (NginxKeys).
 func DefaultKeys() []string {
 	keys := append([]string{"bare-naive", "bare-graceful", "tini", "prestop-sleep", "drainit-prestop", "drainit-default"},
 		DrainKeys()...)

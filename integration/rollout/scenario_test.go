@@ -59,12 +59,17 @@ func TestDrainScenarios(t *testing.T) {
 		if s.Init != Drainit || s.PreStop != HTTPPreStop || s.Grace != DrainGrace || s.Naive {
 			t.Errorf("%s: %+v", s.Key, s)
 		}
+		if l7 := slices.Contains(L7Keys(), s.Key); s.Pooled != l7 {
+			t.Errorf("%s: pooled L7 proxies %v, want %v", s.Key, s.Pooled, l7)
+		}
 	}
 	wantArgs := map[string]string{
 		"drainit-auto":     "--drain adaptive --drain-quiet auto",
 		"drainit-adaptive": "--drain adaptive --drain-quiet 1s",
 		"drainit-fixed5":   "--drain fixed --drain-delay 5s",
 		"drainit-fixed10":  "--drain fixed --drain-delay 10s",
+		"l7-connections":   "--drain adaptive --drain-quiet 1s",
+		"l7-requests":      "--drain adaptive --drain-quiet 1s --drain-watch requests",
 	}
 	if len(ss) != len(wantArgs) {
 		t.Fatalf("%d drain scenarios, want %d", len(ss), len(wantArgs))
@@ -80,6 +85,14 @@ func TestDrainScenarios(t *testing.T) {
 		c := byKey["drainit-adaptive"].Claim(Cell{Propagation: p})
 		if c.Expect != ExpectNoLoss || c.MaxStop != p+1500*time.Millisecond {
 			t.Errorf("adaptive at %s: claim %+v, want no loss and stop <= %s", p, c, p+1500*time.Millisecond)
+		}
+		// Behind a pooling L7 proxy: counting requests claims what counting connections claims
+		// behind an L4 one; counting connections claims nothing (it sees no traffic there).
+		if c := byKey["l7-requests"].Claim(Cell{Propagation: p}); c.Expect != ExpectNoLoss || c.MaxStop != p+1500*time.Millisecond || c.Outside != "" {
+			t.Errorf("L7 requests at %s: claim %+v, want no loss and stop <= %s", p, c, p+1500*time.Millisecond)
+		}
+		if c := byKey["l7-connections"].Claim(Cell{Propagation: p}); c.Outside == "" || c.Expect != NoExpectation || c.MaxStop != 0 {
+			t.Errorf("L7 connections at %s: claim %+v, want none, outside the model", p, c)
 		}
 		if c := byKey["drainit-fixed5"].Claim(Cell{Propagation: p}); c.MaxStop != 0 {
 			t.Errorf("fixed at %s: claim %+v, want no stop bound", p, c)
@@ -183,8 +196,8 @@ func TestLookup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 13 {
-		t.Fatalf("%d default scenarios, want issue 5's 6, issues 6 and 16's 4 and nginx's 3", len(got))
+	if len(got) != 15 {
+		t.Fatalf("%d default scenarios, want issue 5's 6, issues 6 and 16's 4, the L7 proxy's 2 and nginx's 3", len(got))
 	}
 	if _, err := Lookup([]string{"bare-naive", "nope"}); err == nil {
 		t.Fatal("Lookup accepted an unknown scenario")
