@@ -27,6 +27,6 @@ if [ "$(id -u)" != 0 ]; then
 		exit 1
 	fi
 fi
-echo "demo: stopping one of two pods under load, 13 ways x 3 propagation delays (about 40 s)..." >&2
+echo "demo: stopping one of two pods under load, 15 ways x 3 propagation delays (about 40 s)..." >&2
 # shellcheck disable=SC2086 # $run is a command line
 exec $run "$@"
