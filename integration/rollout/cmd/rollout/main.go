@@ -9,7 +9,8 @@
 //	        [-repeat N] [-parallel N] [-json | -drain-table]
 //
 // -scenarios takes keys, "all", or "drains" (the adaptive drains, quiet auto and 1 s, beside
-// fixed 5 s and 10 s drains); -topologies adds cells with several proxies dropping the pod each
+// fixed 5 s and 10 s drains, and the 1 s one behind pooling L7 proxies, counting connections and
+// requests); -topologies adds cells with several proxies dropping the pod each
 // at its own time ("staggered", "straggler"); -rates runs every cell at each rate of new
 // connections a second at the stopped pod (the load is that times the pods) instead of -rate's
 // load; -poisson makes those arrive as a Poisson stream. -drain-table prints, as Markdown, the
