@@ -48,7 +48,7 @@ func closedKind(held, late, cutAfter time.Duration) EventKind {
 // DefaultCutAfter is the Balancer's CutAfter unless set.
 const DefaultCutAfter = 20 * time.Millisecond
 
-// Event is one connection the Balancer saw end badly.
+// Event is one connection the Balancer saw end badly (from a pooling proxy, one request).
 type Event struct {
 	Kind     EventKind
 	Client   string // the client's address (its end of the connection to the Balancer)
