@@ -18,8 +18,11 @@ type DrainStat struct {
 	// Rate is the cell's new connections a second at the stopped pod (0: Config.Rate's load);
 	// PodRate what the pod got in the second before the deletion, and AchievedRate what the load
 	// generator started of OfferedRate, all proxies together, medians over the runs.
-	Rate         float64 `json:"rate,omitempty"`
-	PodRate      float64 `json:"pod_rate"`
+	Rate    float64 `json:"rate,omitempty"`
+	PodRate float64 `json:"pod_rate"`
+	// Pooled: behind pooling L7 proxies, where PodRate and the last routed are requests (the
+	// keep-alive clients' too), not new connections.
+	Pooled       bool    `json:"pooled,omitempty"`
 	OfferedRate  float64 `json:"offered_rate"`
 	AchievedRate float64 `json:"achieved_rate"`
 	Runs         int     `json:"runs"`
@@ -119,6 +122,7 @@ func DrainStats(results []Result, claim func(string, Cell) Claim) []DrainStat {
 				v := res.Drain.CPUShare
 				d.DrainCPU = &v
 			}
+			d.Pooled = d.Pooled || res.PoolDialsAfter != nil
 			stops = append(stops, res.Stop)
 			podRates = append(podRates, res.PodRate)
 			achieved = append(achieved, res.AchievedRate)
@@ -173,9 +177,13 @@ func WriteDrainTable(w io.Writer, stats []DrainStat) error {
 			}
 			target = fmt.Sprintf("<= %.2fs %s", float64(d.MaxStop), verdict)
 		}
-		rate := fmt.Sprintf("(%.0f)", d.PodRate)
+		got := fmt.Sprintf("%.0f", d.PodRate)
+		if d.Pooled {
+			got += " requests/s" // the keep-alive clients' too
+		}
+		rate := "(" + got + ")"
 		if d.Rate > 0 {
-			rate = fmt.Sprintf("%.0f (%.0f)", d.Rate, d.PodRate)
+			rate = fmt.Sprintf("%.0f (%s)", d.Rate, got)
 		}
 		afterLast := "-"
 		if d.AfterLastMedian != nil {

@@ -25,12 +25,21 @@ func TestDrainStats(t *testing.T) {
 			Drain: &DrainLog{Reason: "quiet", Auto: true, Rate: 66, SilenceNeeded: &needed, NewConns: 300, Routed: 300}},
 		{Scenario: "drainit-auto", Name: "auto", Propagation: 2.5, Topology: "staggered", Rate: 200, PodRate: 210, Stop: 2.85, LastRouted: sec(2.47),
 			Drain: &DrainLog{Reason: "quiet", Auto: true, Rate: 70, SilenceNeeded: &needed, NewConns: 300, Routed: 300}},
+		// Behind pooling L7 proxies the pod's rate is requests, and counting connections there
+		// claims nothing.
+		{Scenario: "l7-connections", Name: "L7 connections", Propagation: 3, Rate: 20, PodRate: 46, Stop: 1.14, LastRouted: sec(3),
+			Failed: 100, ByKind: map[Kind]int{Refused: 100}, PoolDialsAfter: new(int)},
+		{Scenario: "l7-requests", Name: "L7 requests", Propagation: 3, Rate: 20, PodRate: 47, Stop: 4.03, LastRouted: sec(3),
+			PoolDialsAfter: new(int)},
 	}
 	stats := DrainStats(results, ClaimsFor(Scenarios()))
-	if len(stats) != 3 {
-		t.Fatalf("%d stats, want 3: %+v", len(stats), stats)
+	if len(stats) != 5 {
+		t.Fatalf("%d stats, want 5: %+v", len(stats), stats)
 	}
 	a, f, auto := stats[0], stats[1], stats[2]
+	if a.Pooled || !stats[3].Pooled || stats[3].Outside == "" || stats[4].MaxStop != 4.5 {
+		t.Errorf("L4 %+v, L7 %+v and %+v", a, stats[3], stats[4])
+	}
 	if a.Runs != 3 || a.StopMin != 2.1 || a.StopMedian != 2.2 || a.StopMax != 2.6 || !a.ZeroFailures {
 		t.Errorf("adaptive %+v", a)
 	}
@@ -57,6 +66,8 @@ func TestDrainStats(t *testing.T) {
 		"| adaptive | 1s | (0) | 3 | 0 | 2.20s | 2.60s | <= 2.50s FAIL | 1.21s / 1.60s | - | 0.50% |",
 		"| fixed 5s | 1s | (0) | 2 | 2/0/0 | - (lost requests) | 5.30s | - | - | - | - |",
 		"| auto | staggered (0.3s,1s,2.5s) | 200 (200) | 2 | 0 | 2.80s | 2.85s | <= 2.80s FAIL | 0.32s / 0.38s | 68/s, 0.10s | - |",
+		"| L7 connections | 3s | 20 (46 requests/s) | 1 | 100/0/0 | - (lost requests) | 1.14s | none: a pooling L7 proxy",
+		"| L7 requests | 3s | 20 (47 requests/s) | 1 | 0 | 4.03s | 4.03s | <= 4.50s ok | 1.03s / 1.03s | - | - |",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
