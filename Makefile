@@ -60,14 +60,16 @@ kubelet:
 ## BENCHFLAGS=-quick for a short run), the control server's answer latency while a client holds
 ## 300 slow connections, then the stop duration of adaptive drains (--drain-quiet auto and 1s)
 ## against fixed 5 s and 10 s ones in the rollout harness, at 3 propagation delays, behind
-## several proxies, at DRAINRATES new connections a second; writes bench/RESULTS.md and
-## bench/DRAIN.md. DRAINREPEAT=20 DRAINREPEATFIXED=2 for issue 16's 20 stops a cell (~35 min)
+## several proxies, at DRAINRATES new connections a second, and of the 1 s quiet period behind
+## pooling L7 proxies (counting connections, then requests: the "L7 pooled" rows); writes
+## bench/RESULTS.md and bench/DRAIN.md. DRAINREPEAT=20 DRAINREPEATFIXED=2 for issue 16's 20
+## stops a cell (~80 min)
 DRAINREPEAT ?= 5
 DRAINREPEATFIXED ?= 1
 DRAINRATES ?= 20,200,1000
 bench: build
 	$(GO) run ./bench -drainit $(BIN) $(BENCHFLAGS)
-	@echo "bench: pod stop duration at zero failures, adaptive vs fixed drains (about 8 minutes)..."
+	@echo "bench: pod stop duration at zero failures, adaptive vs fixed drains, L4 and L7 proxies (about 17 minutes)..."
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o bin/testapp ./integration/testapp
 	$(GO) build -o bin/rollout ./integration/rollout/cmd/rollout
 	bin/rollout -drainit $(BIN) -testapp bin/testapp -scenarios drains -propagation 0.2s,1s,3s \
