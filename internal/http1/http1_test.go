@@ -698,3 +698,31 @@ func TestConnected(t *testing.T) {
 		t.Error("a request not read from a connection is taken for one whose client has gone")
 	}
 }
+
+// TestConnectedAfterServerClose: a connection this side has closed already (the handler's time
+// ran out, the server closed it) has no one waiting on it: Connected is false, not the "cannot
+// tell" true, which would keep a /prestop call that is long gone counted as the kubelet's.
+func TestConnectedAfterServerClose(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Request{peer: s}
+	if !r.Connected() {
+		t.Fatal("Connected false with both ends open")
+	}
+	s.Close()
+	if r.Connected() {
+		t.Error("Connected true on a connection the server has closed")
+	}
+}
