@@ -59,6 +59,7 @@ const (
 	RuleSpringDuration   = "spring-duration"        // a Spring Boot shutdown timeout that is likely wrong
 	RuleAdaptiveUDP      = "adaptive-drain-udp"     // an adaptive drain in a container that serves UDP: fixed
 	RuleAdaptiveMesh     = "adaptive-drain-mesh"    // an adaptive drain counting connections behind a mesh's sidecar
+	RuleProbeGrace       = "probe-grace-short"      // a liveness or startup probe's grace period shorter than drainit's stop
 	minGraceAfterSignal  = 2 * time.Second          // the kubelet's minimumGracePeriodInSeconds
 
 	RuleStopSignalNotTrigger = "stop-signal-not-trigger" // lifecycle.stopSignal is not one of drainit's triggers
@@ -211,6 +212,7 @@ func checkContainerAfter(w *Workload, c *Container, before stopBefore) ([]Findin
 	k.adaptiveUDP()
 	k.adaptiveMesh(w)
 	k.probes()
+	k.probeGrace()
 	k.stopSignal()
 	k.forwardMasterWorker()
 	if w.SharePID {
@@ -236,6 +238,37 @@ func checkContainerAfter(w *Workload, c *Container, before stopBefore) ([]Findin
 			"(5-10s, within terminationGracePeriodSeconds %s) or run the app under drainit", fmtDur(w.Grace))
 	}
 	return k.out, k.stopEnd(before)
+}
+
+// probeGrace: a liveness or startup probe with a terminationGracePeriodSeconds of its own has the
+// kubelet restart the container with that grace period when it fails (KEP-2238), not the pod's,
+// which drainit's --grace-period is set from and which drainit cannot tell apart. Where it is
+// shorter than drainit's drain and kill margin, the runtime's SIGKILL comes before drainit's: the
+// post-stop hooks and the summary are lost, and where it is no longer than the drain itself, the
+// app gets no stop signal at all (a preStop to drainit excepted: drainit then sees the grace run
+// out and stops the app 2 s before the SIGKILL).
+func (k *containerCheck) probeGrace() {
+	dc := k.dc
+	if dc == nil || len(dc.errs) > 0 || !dc.grace.known || !dc.drain.known || !dc.margin.known {
+		return
+	}
+	need := dc.drain.d + dc.margin.d
+	for _, p := range k.c.Probes {
+		if p.Grace == 0 || p.Kind == "readinessProbe" || p.Grace >= need || p.Grace >= dc.grace.d {
+			continue
+		}
+		what := fmt.Sprintf("the app has %s from its stop signal, after the drain, to the runtime's SIGKILL, which comes before drainit's kill point: the post-stop hooks and the summary are lost", fmtDur(p.Grace-dc.drain.d))
+		if p.Grace <= dc.drain.d {
+			what = fmt.Sprintf("drainit's drain (%s) outlasts it and the runtime SIGKILLs the app before it has had its stop signal", fmtDur(dc.drain.d))
+			if k.ps.kind == hookDrainit {
+				what = fmt.Sprintf("drainit's drain (%s) outlasts it: the preStop call to drainit still waits when the kubelet's signal comes, so drainit stops the app then, and it has 1 s before the runtime's SIGKILL", fmtDur(dc.drain.d))
+			}
+		}
+		k.add(p.GraceLine, Warning, RuleProbeGrace, "the %s sets terminationGracePeriodSeconds %s: when it fails, the kubelet restarts the container "+
+			"with that grace period, not the pod's %s that drainit's grace period (%s) follows, and drainit cannot tell a probe's restart from a "+
+			"deletion; %s; set it to at least %s (drainit's drain %s + kill margin %s), or leave it out",
+			p.Kind, fmtDur(p.Grace), fmtDur(k.grace), fmtDur(dc.grace.d), what, fmtDur(need), fmtDur(dc.drain.d), fmtDur(dc.margin.d))
+	}
 }
 
 // adaptiveMesh: in a pod of a service mesh, the sidecar (Envoy, linkerd-proxy) takes the pod's

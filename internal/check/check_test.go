@@ -96,7 +96,7 @@ func TestEveryRuleHasACase(t *testing.T) {
 	for _, r := range []string{RuleGraceZero, RulePreStopGrace, RuleShutdownGrace, RuleDrainitConfig, RuleDrainitGrace,
 		RulePreStopServer, RulePreStopToken, RuleNoShell, RuleNoDrain, RuleSpringDuration,
 		RuleStopSignalNotTrigger, RuleStopSignalImage, RuleStopSignalInvalid, RuleGraceNegative, RuleSidecarGrace, RuleAdaptiveUDP,
-		RuleSignalsSandbox, RuleForwardMasterWorker, RuleAdaptiveMesh} {
+		RuleSignalsSandbox, RuleForwardMasterWorker, RuleAdaptiveMesh, RuleProbeGrace} {
 		if !seen[r] {
 			t.Errorf("rule %s fires in no testdata/rules manifest", r)
 		}

@@ -134,6 +134,11 @@ type HTTPGet struct {
 type Probe struct {
 	Kind string // readinessProbe, livenessProbe or startupProbe
 	*Handler
+	// Grace is the probe's own terminationGracePeriodSeconds (liveness and startup probes,
+	// Kubernetes 1.25+ by default): the grace period of the restart its failure causes. Zero
+	// when unset; GraceLine is where it is set.
+	Grace     time.Duration
+	GraceLine int
 }
 
 // Header is one of an httpGet hook's httpHeaders.
@@ -498,7 +503,19 @@ func (r *reader) container(n *yaml.Node, path string) (Container, error) {
 		if err != nil {
 			return c, err
 		}
-		c.Probes = append(c.Probes, Probe{Kind: kind, Handler: h})
+		probe := Probe{Kind: kind, Handler: h}
+		if g, err := r.get(pn, "terminationGracePeriodSeconds", join(path, kind)); err != nil {
+			return c, err
+		} else if g != nil {
+			secs, err := r.int(g, join(join(path, kind), "terminationGracePeriodSeconds"), 64)
+			if err != nil {
+				return c, err
+			}
+			if secs > 0 {
+				probe.Grace, probe.GraceLine = time.Duration(min(secs, math.MaxInt64/int64(time.Second)))*time.Second, g.Line
+			}
+		}
+		c.Probes = append(c.Probes, probe)
 	}
 	lc, err := r.mapping(n, "lifecycle", path)
 	if err != nil || lc == nil {

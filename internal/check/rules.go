@@ -104,6 +104,12 @@ var registry = []RuleInfo{
 		Fix:     "Set --drain-delay (DRAINIT_DRAIN_DELAY) to cover the time the load balancers take to stop sending the pod UDP; if the UDP port is not routed to the pod (a gossip port), name the TCP ports to watch in --drain-ports.",
 	},
 	{
+		ID: RuleProbeGrace, Severity: Warning,
+		Short:   "a liveness or startup probe's grace period shorter than drainit's stop",
+		Catches: "A livenessProbe or startupProbe with its own terminationGracePeriodSeconds, shorter than drainit's drain and kill margin: when the probe fails, the kubelet restarts the container with that grace period, not the pod's that drainit's --grace-period follows, and drainit cannot tell the restart from a deletion. The runtime's SIGKILL then comes before drainit's: the post-stop hooks and the summary are lost, and where the grace period is no longer than the drain, the app gets no stop signal at all (with a preStop to drainit, drainit stops it 2 s before the SIGKILL).",
+		Fix:     "Raise the probe's terminationGracePeriodSeconds to at least the drain plus the kill margin (the message gives the number), or leave it out so that the pod's applies.",
+	},
+	{
 		ID: RuleAdaptiveMesh, Severity: Warning,
 		Short:   "an adaptive drain that counts new connections in a service mesh's pod",
 		Catches: "drainit with --drain adaptive and --drain-watch connections (the default) in a pod with an Istio or Linkerd sidecar (sidecar.istio.io/inject or linkerd.io/inject enabled, proxy.istio.io/config, or an istio-proxy or linkerd-proxy container): the sidecar passes each request to the app over connections it keeps open, so no new connection need come while the mesh still routes to the pod, and the drain ends after its quiet period with requests still on their way (README: Adaptive drain, behind a proxy that pools its connections). Injection enabled for the whole namespace is not in the manifest.",
