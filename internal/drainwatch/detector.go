@@ -103,9 +103,12 @@ func (d *detector) wants(port uint16, st State) bool {
 	return false
 }
 
-func (d *detector) watched(s *Socket) bool {
+func (d *detector) watched(s *Socket) bool { return toAny(d.listeners, s) }
+
+// toAny says whether s is a connection to one of the listening endpoints eps (by its local end).
+func toAny(eps []Endpoint, s *Socket) bool {
 	addr, port := s.Local.Addr(), s.Local.Port()
-	for _, l := range d.listeners {
+	for _, l := range eps {
 		if l.matches(addr, port) {
 			return true
 		}

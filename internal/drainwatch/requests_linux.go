@@ -66,7 +66,7 @@ func (w *requestWatch) add(s *Socket) {
 		w.noInfo = true
 		return
 	}
-	if w.filter == nil && !w.watched(s) {
+	if w.filter == nil && !toAny(w.endpoints, s) {
 		return // no filter in the kernel (too many endpoints for one): every socket comes
 	}
 	c, seen := w.conns[s.Cookie]
@@ -86,16 +86,6 @@ func (w *requestWatch) add(s *Socket) {
 	if s.Info.LastDataRecv < w.within {
 		w.busy++
 	}
-}
-
-// watched says whether s is a connection to one of the endpoints.
-func (w *requestWatch) watched(s *Socket) bool {
-	for _, e := range w.endpoints {
-		if e.matches(s.Local.Addr(), s.Local.Port()) {
-			return true
-		}
-	}
-	return false
 }
 
 // poll reads the open connections at now and returns how many are counted as having received

@@ -167,6 +167,11 @@ func openSystem(cfg Config, o systemOptions) (sampler, error) {
 			endpoints = append(endpoints, l.Endpoint)
 		}
 	}
+	// Which tables hold the watched listeners' connections.
+	var v4, v6 bool
+	for _, l := range watched {
+		v4, v6 = v4 || !l.v6, v6 || l.v6
+	}
 	var s sampler
 	if o.force == "" || o.force == MethodPassiveOpens {
 		s = passiveOpensSampler(cfg, o.proc, o.self, all, watched, endpoints)
@@ -176,23 +181,12 @@ func openSystem(cfg Config, o systemOptions) (sampler, error) {
 	}
 	if s == nil && diag != nil {
 		det := newDetector(endpoints)
-		ds := &diagSampler{diag: diag, det: det, endpoints: endpoints, add: det.add}
-		for _, l := range watched {
-			ds.v4 = ds.v4 || !l.v6
-			ds.v6 = ds.v6 || l.v6
-		}
-		ds.filter = endpointFilter(endpoints)
-		s = ds
+		s = &diagSampler{diag: diag, det: det, endpoints: endpoints, add: det.add, v4: v4, v6: v6, filter: endpointFilter(endpoints)}
 	}
 	if s == nil {
 		det := newDetector(endpoints)
-		ps := &procSampler{det: det, endpoints: endpoints, want: det.wants, add: det.add}
-		for _, l := range watched {
-			ps.v4 = ps.v4 || !l.v6
-			ps.v6 = ps.v6 || l.v6
-		}
-		ps.tcp, ps.tcp6 = filepath.Join(o.proc, "net/tcp"), filepath.Join(o.proc, "net/tcp6")
-		s = ps
+		s = &procSampler{det: det, endpoints: endpoints, want: det.wants, add: det.add, v4: v4, v6: v6,
+			tcp: filepath.Join(o.proc, "net/tcp"), tcp6: filepath.Join(o.proc, "net/tcp6")}
 	}
 	ok = true
 	if _, isDiag := s.(*diagSampler); !isDiag && diag != nil {
@@ -200,17 +194,9 @@ func openSystem(cfg Config, o systemOptions) (sampler, error) {
 	}
 	// The open connections, with what each has received: counted as traffic with cfg.Requests,
 	// else read once at the end (busyConns).
-	var v4, v6 bool
-	for _, l := range watched {
-		v4, v6 = v4 || !l.v6, v6 || l.v6
-	}
 	if o.force != MethodProcNet {
 		if w := newRequestWatch(endpoints, v4, v6); w != nil {
-			now := cfg.Now
-			if now == nil {
-				now = time.Now
-			}
-			return &requestSampler{sampler: s, now: now, w: w, count: cfg.Requests}, nil
+			return &requestSampler{sampler: s, now: cfg.withDefaults().Now, w: w, count: cfg.Requests}, nil
 		}
 	}
 	if cfg.Requests {
