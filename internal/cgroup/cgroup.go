@@ -14,39 +14,75 @@ package cgroup
 import (
 	"bytes"
 	"errors"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/drainit/drainit/internal/proc"
 )
 
 // Group is drainit's cgroup, as /proc/self/cgroup names it.
+//
+// Reading it allocates little: drainit reads it once its app has started, and each allocation
+// of a size class its start had not used makes the Go runtime take a span of that class for good
+// (os.ReadFile's 4 KiB buffer for a file under /sys, filepath.Join's strings, a map): the
+// reads with os.ReadFile, a map of controllers and a Group for each use had grown drainit's
+// idle RssAnon by ~80 KiB (bench/STARTUP.md).
 type Group struct {
-	root string            // "/" but for tests
-	path map[string]string // by v1 controller name; "" is the v2 hierarchy's
+	root string // "/" but for tests
+	// The paths /proc/self/cgroup gives: v2's ("0::PATH"), v1's pids and memory controllers'.
+	v2, pids, memory          string
+	hasV2, hasPids, hasMemory bool
 }
+
+// cgroupFileMax bounds what is read of a cgroup file drainit parses (pids.max, memory.events):
+// a few lines each.
+const cgroupFileMax = 4 << 10
 
 // Self reads which cgroup this process is in from ROOT/proc/self/cgroup (root is "/" but for
 // tests). A missing or unreadable file gives a Group that looks only at the mounts' roots.
 func Self(root string) Group {
-	g := Group{root: root, path: map[string]string{}}
-	b, err := os.ReadFile(filepath.Join(root, "proc", "self", "cgroup"))
+	b, err := proc.ReadSmall(join(root, "proc/self/cgroup"), make([]byte, 0, 512), 64<<10)
 	if err != nil {
-		return g
+		return Group{root: root}
 	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		_, rest, ok := strings.Cut(line, ":")
-		if !ok {
+	return parseSelf(root, string(b)) // one copy: the paths are its substrings
+}
+
+// parseSelf reads /proc/self/cgroup's text: "ID:CONTROLLERS:PATH" lines, CONTROLLERS empty for
+// v2's and comma-separated for v1's.
+func parseSelf(root, text string) Group {
+	g := Group{root: root}
+	for line := range strings.Lines(text) {
+		line = strings.TrimSuffix(line, "\n")
+		i := strings.IndexByte(line, ':')
+		if i < 0 {
 			continue
 		}
-		ctrls, path, ok := strings.Cut(rest, ":")
-		if !ok {
+		rest := line[i+1:]
+		j := strings.IndexByte(rest, ':')
+		if j < 0 {
 			continue
 		}
-		for c := range strings.SplitSeq(ctrls, ",") {
-			g.path[c] = path
+		ctrls, path := rest[:j], rest[j+1:]
+		if ctrls == "" {
+			g.v2, g.hasV2 = path, true
+			continue
+		}
+		for ctrls != "" {
+			c := ctrls
+			if k := strings.IndexByte(ctrls, ','); k >= 0 {
+				c, ctrls = ctrls[:k], ctrls[k+1:]
+			} else {
+				ctrls = ""
+			}
+			switch c {
+			case "pids":
+				g.pids, g.hasPids = path, true
+			case "memory":
+				g.memory, g.hasMemory = path, true
+			}
 		}
 	}
 	return g
@@ -55,43 +91,71 @@ func Self(root string) Group {
 // read returns the first of a controller's file that can be read: at drainit's path below the
 // hierarchy's mount, then at the mount itself; v2 first, then v1 (controller "pids", "memory").
 // name2 and name1 are the file's names in v2 and v1.
-func (g Group) read(controller, name2, name1 string) ([]byte, error) {
-	v2 := filepath.Join(g.root, "sys", "fs", "cgroup")
-	v1 := filepath.Join(v2, controller)
-	var candidates []string
+func (g Group) read(controller, name2, name1 string, buf []byte) ([]byte, error) {
+	v2 := join(g.root, "sys/fs/cgroup")
+	v1 := join(v2, controller)
+	v1path, hasV1 := g.pids, g.hasPids
+	if controller == "memory" {
+		v1path, hasV1 = g.memory, g.hasMemory
+	}
+	try := func(path string) ([]byte, bool) {
+		b, err := proc.ReadSmall(path, buf, cgroupFileMax)
+		return b, err == nil
+	}
 	if name2 != "" {
-		if p, ok := g.path[""]; ok {
-			candidates = append(candidates, filepath.Join(v2, p, name2))
+		if g.hasV2 {
+			if b, ok := try(join(join(v2, g.v2), name2)); ok {
+				return b, nil
+			}
 		}
-		candidates = append(candidates, filepath.Join(v2, name2))
-	}
-	if name1 != "" {
-		if p, ok := g.path[controller]; ok {
-			candidates = append(candidates, filepath.Join(v1, p, name1))
-		}
-		candidates = append(candidates, filepath.Join(v1, name1))
-	}
-	err := errors.New("no " + controller + " controller file found")
-	for _, c := range candidates {
-		var b []byte
-		if b, err = os.ReadFile(c); err == nil {
+		if b, ok := try(join(v2, name2)); ok {
 			return b, nil
 		}
 	}
-	return nil, err
+	if name1 != "" {
+		if hasV1 {
+			if b, ok := try(join(join(v1, v1path), name1)); ok {
+				return b, nil
+			}
+		}
+		if b, ok := try(join(v1, name1)); ok {
+			return b, nil
+		}
+	}
+	return nil, errors.New("no " + controller + " controller file found")
+}
+
+// join joins two parts of a path with one slash, as filepath.Join would for the paths here
+// (absolute, clean): "/" and "sys/fs/cgroup" give "/sys/fs/cgroup", "/sys/fs/cgroup" and "/"
+// give "/sys/fs/cgroup".
+func join(dir, name string) string {
+	for len(name) > 0 && name[0] == '/' {
+		name = name[1:]
+	}
+	for len(dir) > 1 && dir[len(dir)-1] == '/' {
+		dir = dir[:len(dir)-1]
+	}
+	switch {
+	case name == "":
+		return dir
+	case dir == "/" || dir == "":
+		return "/" + name
+	}
+	return dir + "/" + name
 }
 
 // Pids returns how many tasks (processes and threads) drainit's cgroup holds and its limit;
 // limited is false when there is none, or none can be read.
 func (g Group) Pids() (current, limit int, limited bool) {
-	b, err := g.read("pids", "pids.max", "pids.max")
+	buf := make([]byte, 0, 64)
+	b, err := g.read("pids", "pids.max", "pids.max", buf)
 	if err != nil {
 		return 0, 0, false
 	}
 	if limit, err = strconv.Atoi(string(bytes.TrimSpace(b))); err != nil {
 		return 0, 0, false // "max"
 	}
-	if b, err = g.read("pids", "pids.current", "pids.current"); err != nil {
+	if b, err = g.read("pids", "pids.current", "pids.current", buf); err != nil {
 		return 0, 0, false
 	}
 	if current, err = strconv.Atoi(string(bytes.TrimSpace(b))); err != nil {
@@ -104,13 +168,13 @@ func (g Group) Pids() (current, limit int, limited bool) {
 // (and the cgroups below it) since the cgroup was made: the "oom_kill" count of memory.events
 // (v2) or memory.oom_control (v1, Linux 4.13+). ok is false when it cannot be read.
 func (g Group) OOMKills() (n uint64, ok bool) {
-	b, err := g.read("memory", "memory.events", "memory.oom_control")
+	b, err := g.read("memory", "memory.events", "memory.oom_control", make([]byte, 0, 256))
 	if err != nil {
 		return 0, false
 	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if v, found := strings.CutPrefix(line, "oom_kill "); found {
-			n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+	for line := range bytes.Lines(b) {
+		if v, found := bytes.CutPrefix(line, []byte("oom_kill ")); found {
+			n, err := strconv.ParseUint(string(bytes.TrimSpace(v)), 10, 64)
 			return n, err == nil
 		}
 	}
@@ -129,9 +193,13 @@ type OOMWatch struct {
 // NewOOMWatch watches the cgroup that ROOT/proc/self/cgroup names (root is "/" but for tests).
 func NewOOMWatch(root string) *OOMWatch { return &OOMWatch{root: root} }
 
-func (w *OOMWatch) kills() (uint64, bool) {
+func (w *OOMWatch) kills() (uint64, bool) { return w.Group().OOMKills() }
+
+// Group is the cgroup watched, read from /proc/self/cgroup on the first use of w; others that
+// need drainit's cgroup take it from here rather than read it again.
+func (w *OOMWatch) Group() Group {
 	w.once.Do(func() { w.group = Self(w.root) })
-	return w.group.OOMKills()
+	return w.group
 }
 
 // Mark takes the count as it is now as the baseline. Before it, the baseline is 0: a container's

@@ -3,6 +3,7 @@ package cgroup
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/drainit/drainit/internal/testenv"
@@ -88,5 +89,66 @@ func TestOOMWatch(t *testing.T) {
 	}
 	if n, ok := NewOOMWatch(t.TempDir()).Since(); n != 0 || ok {
 		t.Errorf("no cgroup files: Since() = %d, %v; want 0, false", n, ok)
+	}
+}
+
+// /proc/self/cgroup's lines, well-formed or not: the path of each controller drainit reads is
+// the one its line gives, a line without two colons names nothing, and nothing panics.
+func FuzzParseSelf(f *testing.F) {
+	for _, s := range []string{
+		"0::/\n",
+		"0::/system.slice/docker-1.scope\n",
+		"9:name=systemd:/\n8:pids:/\n4:memory:/process_api/cc0d\n1:cpu,cpuacct:/\n0::/\n",
+		"8:pids:/libpod_parent/libpod-1\n4:memory:/libpod_parent/libpod-1\n0::/libpod_parent/libpod-1\n",
+		"3:memory,pids:/kubepods/pod1/c1",
+		"::\n:\n\n0::",
+		"0::/a:b\n",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		g := parseSelf("/", text)
+		var v2, pids, memory string
+		var hasV2, hasPids, hasMemory bool
+		for _, line := range strings.Split(text, "\n") {
+			_, rest, ok := strings.Cut(line, ":")
+			if !ok {
+				continue
+			}
+			ctrls, path, ok := strings.Cut(rest, ":")
+			if !ok {
+				continue
+			}
+			if ctrls == "" {
+				v2, hasV2 = path, true
+				continue
+			}
+			for _, c := range strings.Split(ctrls, ",") {
+				switch c {
+				case "pids":
+					pids, hasPids = path, true
+				case "memory":
+					memory, hasMemory = path, true
+				}
+			}
+		}
+		if g.v2 != v2 || g.hasV2 != hasV2 || g.pids != pids || g.hasPids != hasPids || g.memory != memory || g.hasMemory != hasMemory {
+			t.Errorf("parseSelf(%q) = %+v; want v2 %q (%v), pids %q (%v), memory %q (%v)", text, g, v2, hasV2, pids, hasPids, memory, hasMemory)
+		}
+	})
+}
+
+// join is filepath.Join for the clean, absolute paths of /sys/fs/cgroup and /proc/self/cgroup.
+func TestJoin(t *testing.T) {
+	for _, c := range []struct{ dir, name, want string }{
+		{"/", "sys/fs/cgroup", "/sys/fs/cgroup"},
+		{"/sys/fs/cgroup", "/", "/sys/fs/cgroup"},
+		{"/sys/fs/cgroup", "/kubepods/pod1", "/sys/fs/cgroup/kubepods/pod1"},
+		{"/sys/fs/cgroup/", "pids.max", "/sys/fs/cgroup/pids.max"},
+		{"/tmp/x", "proc/self/cgroup", "/tmp/x/proc/self/cgroup"},
+	} {
+		if got := join(c.dir, c.name); got != c.want || got != filepath.Join(c.dir, c.name) {
+			t.Errorf("join(%q, %q) = %q; want %q (filepath.Join's)", c.dir, c.name, got, c.want)
+		}
 	}
 }

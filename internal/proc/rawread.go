@@ -46,6 +46,14 @@ func readRaw(path string, buf []byte, limit int) ([]byte, error) {
 	}
 }
 
+// ReadSmall reads the whole file at path into buf, from its length 0, with plain syscalls; a
+// file longer than limit bytes is an error. For the small files of /proc and /sys read off the
+// start path (a cgroup's pids.max): os.ReadFile allocates a buffer of the size a file under /sys
+// claims (4 KiB), and the Go runtime then holds a span of that size class for good.
+func ReadSmall(path string, buf []byte, limit int) ([]byte, error) {
+	return readRaw(path, buf, limit)
+}
+
 // StatLine reads ROOT/PID/stat (root is "/proc" but for tests) with plain syscalls, for
 // ParseStat and ParseStartTime, on drainit's start path. A line longer than 64 KiB (a fake root)
 // is an error.
