@@ -85,7 +85,7 @@ func runCmd(args []string, stdout io.Writer, stderr *os.File) int {
 	opts.Started = func() {
 		late = time.AfterFunc(lateSignalsAfter, func() {
 			oom.Mark()
-			reserveThreads(log, cgroup.Self("/"))
+			reserveThreads(log, oom.Group())
 			notifyEach(reg.Sigs, reg.Late())
 		})
 	}
@@ -219,10 +219,17 @@ func markEnvironment(log zerolog.Logger) (restore func()) {
 	return restore
 }
 
-// environ returns the environment as a map, for config.Parse.
+// environ returns drainit's own variables (DRAINIT_…) of the environment as a map, for
+// config.Parse and the nesting check: nothing else there is drainit's. Only those: a pod's
+// environment holds 7 variables for each Service of its namespace (enableServiceLinks, the
+// default), hundreds in a busy one, and a map of them all, built on every start, stayed in an
+// idle drainit's memory (no garbage collection runs there): 700 of them, +90 KiB of RssAnon.
 func environ() map[string]string {
 	m := map[string]string{}
 	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, config.EnvPrefix) {
+			continue
+		}
 		if k, v, ok := strings.Cut(kv, "="); ok {
 			m[k] = v
 		}
