@@ -111,6 +111,7 @@ type results struct {
 	quick                    bool
 	startRounds, sigRounds   int
 	reapRounds, orphans      int
+	rssLaunches              int
 	bareStart50, bareStart90 float64
 	direct50, direct99       float64
 	cols                     []*column
@@ -279,10 +280,11 @@ func (r *results) markdown() string {
 		fmtValue(metricTime, r.bareStart90))
 	w("  Launch to the app running: from the fork to the app's first instruction (`benchapp stamp`\n")
 	w("  reads the clock), minus the same with the app alone; what a container's app waits for.\n")
-	w("- Idle RSS: of the init once the app is up, after a settling pause. VmRSS counts the mapped\n")
-	w("  pages of the binary (and of libc for the dynamically linked inits); on this kernel that is\n")
-	w("  nearly the whole file, so it is about the binary's size plus RssAnon, the init's own memory\n")
-	w("  (heap, thread stacks, the runtime's structures), which the target is on.\n")
+	w("- Idle RSS: of the init once the app is up, after a settling pause; the median of %d launches\n", r.rssLaunches)
+	w("  of each init (one launch's RssAnon moves by up to ±60 KiB from one start to the next).\n")
+	w("  VmRSS counts the mapped pages of the binary (and of libc for the dynamically linked inits);\n")
+	w("  on this kernel that is nearly the whole file, so it is about the binary's size plus RssAnon,\n")
+	w("  the init's own memory (heap, thread stacks, the runtime's structures), which the target is on.\n")
 	w("- SIGUSR1 latency: `kill(init, SIGUSR1)` to the app's answer on a pipe. The app takes the\n")
 	w("  signal from a signalfd and writes one byte; sent straight to the app (no init) the round\n")
 	w("  trip is p50 %s, p99 %s: the rest is the init's forwarding.\n", fmtValue(metricTime, r.direct50), fmtValue(metricTime, r.direct99))

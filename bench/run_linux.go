@@ -56,14 +56,15 @@ type bench struct {
 // counts of repetitions: full and -quick.
 type counts struct {
 	startWarm, start, sigWarm, sig, reapWarm, reap int
+	rss                                            int // launches of each init, RSS their median
 	idle                                           time.Duration
 }
 
 func (b *bench) counts() counts {
 	if b.o.quick {
-		return counts{startWarm: 10, start: 100, sigWarm: 50, sig: 500, reapWarm: 0, reap: 2, idle: 300 * time.Millisecond}
+		return counts{startWarm: 10, start: 100, sigWarm: 50, sig: 500, reapWarm: 0, reap: 2, rss: 1, idle: 300 * time.Millisecond}
 	}
-	return counts{startWarm: 30, start: 1000, sigWarm: 300, sig: 5000, reapWarm: 1, reap: 11, idle: time.Second}
+	return counts{startWarm: 30, start: 1000, sigWarm: 300, sig: 5000, reapWarm: 1, reap: 11, rss: 5, idle: time.Second}
 }
 
 func run(o options) error {
@@ -155,7 +156,7 @@ func run(o options) error {
 	b.describe()
 
 	c := b.counts()
-	b.res.startRounds, b.res.sigRounds, b.res.reapRounds = c.start, c.sig, c.reap
+	b.res.startRounds, b.res.sigRounds, b.res.reapRounds, b.res.rssLaunches = c.start, c.sig, c.reap, c.rss
 	for _, ph := range []struct {
 		name string
 		run  func(counts) error
@@ -193,6 +194,9 @@ func (b *bench) add(name, path string, pre []string, ref, forwards bool) {
 
 // note records something the reader of the results must know, and says it now too.
 func (b *bench) note(s string) {
+	if slices.Contains(b.res.notes, s) {
+		return // the same failure in another launch of the same init
+	}
 	b.res.notes = append(b.res.notes, s)
 	progress("note: " + s)
 }
@@ -565,49 +569,44 @@ type echoer struct {
 	failed   bool
 }
 
-// signals measures idle RSS and SIGUSR1 forwarding latency, all inits running at once.
+// signals measures idle RSS and SIGUSR1 forwarding latency, all inits running at once. RSS is
+// the median over c.rss launches of every init: one launch's figure moves by ±60 KiB from one
+// start to the next (how the Go runtime's first allocations fall on spans and threads), more
+// than the gap between a pass and a miss of a target; the last launch's apps then answer the
+// signals.
 func (b *bench) signals(c counts) error {
 	specs := append([]*initSpec{b.bare}, b.inits...)
 	var es []*echoer
-	defer func() {
-		for _, e := range es {
-			stop(e.launched, e.init)
-			unix.Close(e.r)
-		}
-	}()
-	for _, s := range specs {
-		r, w, err := pipe()
-		if err != nil {
+	defer func() { stopEchoers(es) }()
+	rss := map[*initSpec]map[string][]float64{}
+	for round := range c.rss {
+		var err error
+		if es, err = b.launchEchoers(specs, c.sig); err != nil {
 			return err
 		}
-		argv := s.argv(b.benchapp, "echo")
-		pid, err := b.launch(argv, []uintptr{uintptr(b.devnull), uintptr(b.devnull), uintptr(b.devnull), uintptr(w)})
-		unix.Close(w)
-		if err != nil {
-			unix.Close(r)
-			return fmt.Errorf("start %s: %w", s.col.name, err)
+		progress(fmt.Sprintf("idle RSS, launch %d of %d: apps up, waiting %v", round+1, c.rss, c.idle))
+		time.Sleep(c.idle) // let start-up work (the runtime's, the allocator's) settle before reading RSS
+		for _, e := range es[1:] {
+			if e.failed {
+				continue
+			}
+			if rss[e.spec] == nil {
+				rss[e.spec] = map[string][]float64{}
+			}
+			for key, field := range map[string]string{"rss": "VmRSS", "rssanon": "RssAnon", "rssfile": "RssFile"} {
+				if v, ok := statusKB(e.init, field); ok {
+					rss[e.spec][key] = append(rss[e.spec][key], v)
+				}
+			}
 		}
-		e := &echoer{spec: s, launched: pid, r: r, samples: durations(c.sig)}
-		es = append(es, e)
-		if e.init, err = b.initPid(pid); err == nil {
-			_, err = readByte(r, 10*time.Second)
-		}
-		if err != nil {
-			e.failed = true
-			b.note(fmt.Sprintf("%s: `%s` did not start the app (%v); no RSS or signal figure.",
-				s.col.name, strings.Join(argv, " "), err))
+		if round < c.rss-1 {
+			stopEchoers(es)
+			es = nil
 		}
 	}
-	progress(fmt.Sprintf("idle RSS: apps up, waiting %v", c.idle))
-	time.Sleep(c.idle) // let start-up work (the runtime's, the allocator's) settle before reading RSS
-	for _, e := range es[1:] {
-		if e.failed {
-			continue
-		}
-		for key, field := range map[string]string{"rss": "VmRSS", "rssanon": "RssAnon", "rssfile": "RssFile"} {
-			if v, ok := statusKB(e.init, field); ok {
-				e.spec.col.vals[key] = v
-			}
+	for spec, vals := range rss {
+		for key, v := range vals {
+			spec.col.vals[key] = median(v)
 		}
 	}
 
@@ -647,6 +646,46 @@ func (b *bench) signals(c counts) error {
 		e.spec.col.vals["sig50"], e.spec.col.vals["sig99"] = p50, p99
 	}
 	return nil
+}
+
+// launchEchoers starts each init of specs with benchapp echo (specs[0], b.bare, runs the app
+// alone) and waits for the app to answer; one that does not is marked failed, and noted.
+func (b *bench) launchEchoers(specs []*initSpec, sig int) ([]*echoer, error) {
+	var es []*echoer
+	for _, s := range specs {
+		r, w, err := pipe()
+		if err != nil {
+			stopEchoers(es)
+			return nil, err
+		}
+		argv := s.argv(b.benchapp, "echo")
+		pid, err := b.launch(argv, []uintptr{uintptr(b.devnull), uintptr(b.devnull), uintptr(b.devnull), uintptr(w)})
+		unix.Close(w)
+		if err != nil {
+			unix.Close(r)
+			stopEchoers(es)
+			return nil, fmt.Errorf("start %s: %w", s.col.name, err)
+		}
+		e := &echoer{spec: s, launched: pid, r: r, samples: durations(sig)}
+		es = append(es, e)
+		if e.init, err = b.initPid(pid); err == nil {
+			_, err = readByte(r, 10*time.Second)
+		}
+		if err != nil {
+			e.failed = true
+			b.note(fmt.Sprintf("%s: `%s` did not start the app (%v); no RSS or signal figure.",
+				s.col.name, strings.Join(argv, " "), err))
+		}
+	}
+	return es, nil
+}
+
+// stopEchoers kills what launchEchoers started.
+func stopEchoers(es []*echoer) {
+	for _, e := range es {
+		stop(e.launched, e.init)
+		unix.Close(e.r)
+	}
 }
 
 // reaping times how long each init takes to reap b.o.orphans orphans released at once.
