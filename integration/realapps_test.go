@@ -200,11 +200,18 @@ func installed(t *testing.T, name string) (realApp, string) {
 		t.Fatalf("no real app %q", name)
 	}
 	a := realApps[i]
-	bin, err := testenv.LookPath(a.name)
+	return a, lookProgram(t, a.name, a.pkg)
+}
+
+// lookProgram returns the path of the program name, which Debian's package pkg installs,
+// skipping (or, under CI=true, failing) the test when it is not installed.
+func lookProgram(t *testing.T, name, pkg string) string {
+	t.Helper()
+	bin, err := testenv.LookPath(name)
 	if err != nil {
-		testenv.SkipUnlessCI(t, "needs Debian's "+a.name+" (apt-get install "+a.pkg+"): "+err.Error())
+		testenv.SkipUnlessCI(t, "needs Debian's "+name+" (apt-get install "+pkg+"): "+err.Error())
 	}
-	return a, bin
+	return bin
 }
 
 // slowSize is the size of the held request's answer: big enough to arrive in several reads, so
