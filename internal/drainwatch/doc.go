@@ -93,8 +93,11 @@
 // that carried several requests between two counts counts once, which understates the rate and
 // lengthens the auto quiet period, the safe side, and one that receives without a pause (an
 // upload) is not taken for 20-50 requests a second where the polls come that often. Data held
-// back by countEvery is counted once it has passed, so the silence never starts before the last
-// data. A connection is known by its socket cookie; one new since the last poll is the
+// back by countEvery is counted once it has passed, and a connection that received data while
+// watched and has closed counts once more at the poll that finds it gone (its last data may have
+// come after the last poll that read it: nginx closes its pooled connections right after its
+// last requests), so the silence never starts before the last data. A connection is known by its
+// socket cookie; one new since the last poll is the
 // sampler's new connection, not counted again. Without Requests the same read is made once at
 // the end of a drain that ended quiet: Result.Busy is how many open connections received data
 // within the silence it waited (tcpi_last_data_recv), for the log to say that the silence may

@@ -38,6 +38,14 @@ var errNoTCPInfo = errors.New("the kernel does not report what a connection has 
 // second. Data that comes within countEvery of a count is counted when countEvery has passed
 // (pending), so that the last data is always followed by a count: the silence never starts
 // before it.
+//
+// Nor when the connection closes between two polls, as a proxy's pooled connections do when it
+// lets the pod go (nginx's old workers close theirs right after their last requests, between two
+// polls: the rollout's L7PROXY.md): its last data may have come after the last poll that saw it,
+// or been held back (pending), and a closed connection cannot be read. So a connection that
+// received data while watched and is gone counts once more, at the poll that finds it gone: a
+// close is the last thing that came over it. One that never did (an idle pooled connection, a
+// new one whose request came before it was first seen, which counts as a new connection) does not.
 const countEvery = DefaultInterval
 
 // connState is what requestWatch keeps of a connection between polls.
@@ -45,6 +53,7 @@ type connState struct {
 	received uint64    // tcpi_bytes_received
 	counted  time.Time // when it was last counted
 	pending  bool      // it has received data since, not yet counted
+	carried  bool      // it has received data since it was first seen
 }
 
 // newRequestWatch opens the watch on the connections to endpoints, in the IPv4 table, the IPv6
@@ -71,7 +80,7 @@ func (w *requestWatch) add(s *Socket) {
 	}
 	c, seen := w.conns[s.Cookie]
 	if seen && s.Info.BytesReceived > c.received {
-		c.pending = true
+		c.pending, c.carried = true, true
 	}
 	if !seen {
 		// New since the last poll: the sampler beside counts it as a new connection.
@@ -103,6 +112,11 @@ func (w *requestWatch) poll(now time.Time, within time.Duration) (active, busy i
 			if err := w.diag.dump(t.family, 1<<Established, w.filter, w.visit); err != nil {
 				return 0, 0, err
 			}
+		}
+	}
+	for cookie, c := range w.conns {
+		if _, open := w.next[cookie]; !open && c.carried {
+			w.active++ // gone since the last poll: see countEvery
 		}
 	}
 	w.conns, w.next = w.next, w.conns

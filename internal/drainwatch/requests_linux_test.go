@@ -159,6 +159,63 @@ func TestRequestWatchLive(t *testing.T) {
 	if n, _, _ := w.poll(at, 0); n != 1 {
 		t.Errorf("data held back was not counted %s later, with none since (%d)", countEvery, n)
 	}
+
+	// A connection closed between two polls: its last data may have come unseen, or been held
+	// back. One that received data while watched counts once more at the poll that finds it
+	// gone; one that never did, not.
+	closed := func(c, s net.Conn) {
+		t.Helper()
+		c.Close()
+		s.Close()
+		waitGone(t, w, s.LocalAddr(), c.LocalAddr())
+	}
+	send(busyC, busyS) // held back: 20 ms after the last count
+	at = at.Add(20 * time.Millisecond)
+	if n, _, _ := w.poll(at, 0); n != 0 {
+		t.Fatalf("data 20 ms after a count counted at once (%d)", n)
+	}
+	send(busyC, busyS) // unseen: the connection closes before the next poll
+	closed(busyC, busyS)
+	at = at.Add(20 * time.Millisecond)
+	if n, _, _ := w.poll(at, 0); n != 1 {
+		t.Errorf("a connection that carried requests, its last held back or unseen, closed between two polls: counted %d, want 1", n)
+	}
+	idleC, idleS := dial(ln)
+	at = at.Add(time.Second)
+	if n, _, _ := w.poll(at, 0); n != 0 {
+		t.Fatalf("a new connection with nothing sent counted %d times by the request watch, want 0 (the new-connection count's)", n)
+	}
+	closed(idleC, idleS)
+	at = at.Add(time.Second)
+	if n, _, _ := w.poll(at, 0); n != 0 {
+		t.Errorf("an idle connection closed: counted %d, want 0", n)
+	}
+}
+
+// waitGone waits until the kernel's table no longer holds the connection between a and b in
+// ESTABLISHED (the close has been sent and acknowledged both ways).
+func waitGone(t *testing.T, w *requestWatch, a, b net.Addr) {
+	t.Helper()
+	want := [2]netip.AddrPort{a.(*net.TCPAddr).AddrPort(), b.(*net.TCPAddr).AddrPort()}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		found := false
+		err := w.diag.dump(unix.AF_INET, 1<<Established, nil, func(s *Socket) {
+			if s.Local == want[0] && s.Remote == want[1] || s.Local == want[1] && s.Remote == want[0] {
+				found = true
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !found {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the connection %v - %v is still established 5 s after both ends closed it", a, b)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // The seed corpus of FuzzParseDiag holds a socket with its tcp_info; write it with
