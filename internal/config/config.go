@@ -183,6 +183,9 @@ func (c *Config) Warnings() []string {
 	} else if w := c.masterWorkerNote(); w != "" {
 		out = append(out, w)
 	}
+	if w := c.openControlNote(); w != "" {
+		out = append(out, w)
+	}
 	for spec := range c.Hooks {
 		if spec.Stage == StagePostStop && c.HookTimeout > c.GracePeriod-c.Drain()-c.KillMargin {
 			out = append(out, fmt.Sprintf(
@@ -230,6 +233,28 @@ func (c *Config) masterWorkerNote() string {
 	return fmt.Sprintf("the app looks like %s (%s), whose master (-W, as its images run it) passes each signal on to its workers: "+
 		"with --forward group a worker gets every signal drainit forwards twice, the stop signal included, and exits 138 or 139 now "+
 		"and then; set --forward child (DRAINIT_FORWARD=child)", s.App, oneline.Escape(word))
+}
+
+// openControlNote warns when the control server listens beyond loopback with no token: any
+// client that reaches the pod's port (in a cluster, any pod, whatever its namespace, unless a
+// NetworkPolicy says otherwise) can then stop the app (/prestop starts the stop sequence) and
+// read /status. The kubelet's preStop httpGet needs the pod's address, and sends the token as
+// a header; an exec preStop (drainit prestop) needs loopback only.
+func (c *Config) openControlNote() string {
+	if c.HTTPAddr == "" || c.HTTPToken != "" {
+		return ""
+	}
+	host, port, err := net.SplitHostPort(c.HTTPAddr)
+	if err != nil {
+		return ""
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() || http1.IsLocalhost(host) {
+		return ""
+	}
+	return fmt.Sprintf("the control server (%s %q) needs no token and listens beyond loopback: anyone who reaches the pod's port %s "+
+		"can start the stop sequence (/prestop) and read /status; set --http-token (DRAINIT_HTTP_TOKEN, from a Secret) and send it "+
+		"from the preStop httpGet (an Authorization: Bearer header), or, for an exec preStop (drainit prestop), listen on 127.0.0.1:%s",
+		c.OptionName("http-addr"), oneline.Escape(c.HTTPAddr), port, port)
 }
 
 // forwardName is --forward as written: "group" or "child".

@@ -509,3 +509,35 @@ func TestDrainWatch(t *testing.T) {
 		t.Errorf("--drain-watch with a fixed drain: warnings %q, want that it has no effect", ws)
 	}
 }
+
+// A control server that listens beyond loopback with no token is named at start: any client
+// that reaches the pod's port could stop the app. Not on loopback, not with a token.
+func TestOpenControlServerNoted(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		env  map[string]string
+		want string // in the one warning; "": no warning
+	}{
+		{[]string{"--http-addr", ":8099", "app"}, nil, `the control server (--http-addr ":8099") needs no token and listens beyond loopback`},
+		{[]string{"app"}, map[string]string{"DRAINIT_HTTP_ADDR": "0.0.0.0:8099"}, `(DRAINIT_HTTP_ADDR "0.0.0.0:8099")`},
+		{[]string{"--http-addr", "[::]:8099", "app"}, nil, "listen on 127.0.0.1:8099"},
+		{[]string{"--http-addr", "10.1.2.3:8099", "app"}, nil, "anyone who reaches the pod's port 8099"},
+		{[]string{"--http-addr", "127.0.0.1:8099", "app"}, nil, ""},
+		{[]string{"--http-addr", "[::1]:8099", "app"}, nil, ""},
+		{[]string{"--http-addr", "localhost:8099", "app"}, nil, ""},
+		{[]string{"--http-addr", ":8099", "app"}, map[string]string{"DRAINIT_HTTP_TOKEN": "s3cret"}, ""},
+		{[]string{"app"}, nil, ""},
+	} {
+		cfg, err := parse(t, c.args, c.env)
+		if err != nil {
+			t.Fatalf("%q %v: %v", c.args, c.env, err)
+		}
+		ws := cfg.Warnings()
+		switch {
+		case c.want == "" && len(ws) != 0:
+			t.Errorf("%q %v: warnings %q, want none", c.args, c.env, ws)
+		case c.want != "" && (len(ws) != 1 || !strings.Contains(ws[0], c.want)):
+			t.Errorf("%q %v: warnings %q, want one with %q", c.args, c.env, ws, c.want)
+		}
+	}
+}
