@@ -53,6 +53,7 @@ const (
 	RuleDrainitGrace     = "drainit-grace-mismatch" // drainit's grace period is not the pod's
 	RulePreStopServer    = "prestop-server"         // preStop aimed at a control server that is off or elsewhere
 	RulePreStopToken     = "prestop-token"          // preStop without the control server's token
+	RuleControlNoToken   = "control-no-token"       // the control server open beyond loopback with no token
 	RuleProbeUnreachable = "probe-unreachable"      // a probe of drainit's control server the kubelet cannot reach
 	RuleNoShell          = "no-shell"               // exec preStop needs sh/sleep in an image without them
 	RuleNoDrain          = "no-drain"               // nothing delays the stop for endpoint removal
@@ -209,6 +210,7 @@ func checkContainerAfter(w *Workload, c *Container, before stopBefore) ([]Findin
 	drainitOK := k.drainitConfig()
 	k.noShell()
 	k.controlServer()
+	k.controlNoToken(w)
 	k.adaptiveUDP()
 	k.adaptiveMesh(w)
 	k.probes()
@@ -238,6 +240,32 @@ func checkContainerAfter(w *Workload, c *Container, before stopBefore) ([]Findin
 			"(5-10s, within terminationGracePeriodSeconds %s) or run the app under drainit", fmtDur(w.Grace))
 	}
 	return k.out, k.stopEnd(before)
+}
+
+// controlNoToken: drainit's control server listens beyond loopback and needs no token, so any
+// client that reaches the pod's port can stop the app (/prestop) and read /status: in a cluster,
+// any pod, unless a NetworkPolicy keeps them out; with hostNetwork, anything that reaches the
+// node. drainit warns at start too (config's openControlNote).
+func (k *containerCheck) controlNoToken(w *Workload) {
+	dc := k.dc
+	if dc == nil || !dc.httpAddr.known || dc.httpAddr.src == "" || dc.token.src != "" {
+		return
+	}
+	host, port, err := splitPort(dc.httpAddr.raw)
+	if err != nil {
+		return // drainit-config says what is wrong with it
+	}
+	if isLoopbackHost(host) {
+		return
+	}
+	who := "any pod that reaches the pod's port %d (in every namespace, unless a NetworkPolicy keeps them out)"
+	if w.HostNetwork {
+		who = "anything that reaches the node's port %d (hostNetwork)"
+	}
+	k.add(dc.httpAddr.line, Warning, RuleControlNoToken, "drainit's control server (%s %q) needs no token and listens beyond loopback: "+
+		who+" can stop the app with /prestop and read /status; set DRAINIT_HTTP_TOKEN from a Secret and send it from the preStop "+
+		"httpGet (httpHeaders: [{name: Authorization, value: \"Bearer <token>\"}]), or, with an exec preStop (drainit prestop), "+
+		"listen on 127.0.0.1:%d", dc.httpAddr.src, dc.httpAddr.raw, port, port)
 }
 
 // probeGrace: a liveness or startup probe with a terminationGracePeriodSeconds of its own has the

@@ -96,7 +96,7 @@ func TestEveryRuleHasACase(t *testing.T) {
 	for _, r := range []string{RuleGraceZero, RulePreStopGrace, RuleShutdownGrace, RuleDrainitConfig, RuleDrainitGrace,
 		RulePreStopServer, RulePreStopToken, RuleNoShell, RuleNoDrain, RuleSpringDuration,
 		RuleStopSignalNotTrigger, RuleStopSignalImage, RuleStopSignalInvalid, RuleGraceNegative, RuleSidecarGrace, RuleAdaptiveUDP,
-		RuleSignalsSandbox, RuleForwardMasterWorker, RuleAdaptiveMesh, RuleProbeGrace} {
+		RuleSignalsSandbox, RuleForwardMasterWorker, RuleAdaptiveMesh, RuleProbeGrace, RuleControlNoToken} {
 		if !seen[r] {
 			t.Errorf("rule %s fires in no testdata/rules manifest", r)
 		}
@@ -657,8 +657,9 @@ func TestStopSignal(t *testing.T) {
 		{"SIGIOT is SIGABRT, never forwarded", "image: x\n" + run + ss("SIGIOT"), nt},
 		{"SIGCLD is SIGCHLD, accepted by the API", "image: x\n" + run + ss("SIGCLD"), nt},
 		{"--stop-signal KILL adds no trigger", "image: x\ncommand: [/drainit, --stop-signal=KILL, --, /app]\n" + ss("SIGKILL"), nt},
-		{"drainit preStop drained first: warning", "image: x\ncommand: [/drainit, --http-addr=:8099, --, /app]\n" +
-			"lifecycle: {stopSignal: SIGUSR1, preStop: {httpGet: {path: /prestop, port: 8099}}}", "warning:stop-signal-not-trigger"},
+		{"drainit preStop drained first: warning", "image: x\ncommand: [/drainit, --http-addr=:8099, --http-token=t, --, /app]\n" +
+			"lifecycle: {stopSignal: SIGUSR1, preStop: {httpGet: {path: /prestop, port: 8099, httpHeaders: [{name: Authorization, value: Bearer t}]}}}",
+			"warning:stop-signal-not-trigger"},
 		{"preStop sleep waited first: warning", "image: x\n" + run + "env: [{name: DRAINIT_GRACE_PERIOD, value: 25s}]\nlifecycle: {stopSignal: SIGUSR1, preStop: {sleep: {seconds: 5}}}", "warning:stop-signal-not-trigger"},
 		{"preStop that does nothing: error", "image: x\n" + run + "lifecycle: {stopSignal: SIGUSR1, preStop: {exec: {command: [/bin/true]}}}", nt},
 		{"no drainit: not this rule", "image: x\n" + ss("SIGUSR1"), "info:no-drain"},
@@ -691,8 +692,8 @@ func TestStopSignal(t *testing.T) {
 		{"bitnami/php-fpm", "image: bitnami/php-fpm:8.3\n" + run, iq},
 		{"upper case", "image: NGINX\n" + run, iq},
 		{"drainit as ENTRYPOINT", "image: nginx\nenv: [{name: DRAINIT_DRAIN_DELAY, value: 5s}]", iq},
-		{"after a drainit preStop still a warning", "image: nginx\ncommand: [/drainit, --http-addr=:8099, --, nginx]\n" +
-			"lifecycle: {preStop: {httpGet: {path: /prestop, port: 8099}}}", iq},
+		{"after a drainit preStop still a warning", "image: nginx\ncommand: [/drainit, --http-addr=:8099, --http-token=t, --, nginx]\n" +
+			"lifecycle: {preStop: {httpGet: {path: /prestop, port: 8099, httpHeaders: [{name: Authorization, value: Bearer t}]}}}", iq},
 		{"nginx with DRAINIT_STOP_SIGNAL=QUIT", "image: nginx\n" + run + "env: [{name: DRAINIT_STOP_SIGNAL, value: QUIT}]", ""},
 		{"nginx with --stop-signal SIGQUIT", "image: nginx\ncommand: [/drainit, --stop-signal=SIGQUIT, --, nginx]", ""},
 		{"nginx with QUIT in --triggers", "image: nginx\ncommand: [/drainit, '--triggers=TERM,INT,QUIT', --, nginx]", ""},
@@ -920,10 +921,15 @@ func TestBearerIsAsTheServerReads(t *testing.T) {
 // loopback right.
 func TestPreStopHTTPMisses(t *testing.T) {
 	_, fs := checkFile(t, "testdata/rules/prestop-http-miss.yaml")
+	// With them, the control server on every address with no token (not where it is on loopback).
+	const open = `(DRAINIT_HTTP_ADDR ":8099") needs no token`
 	checkFindings(t, fs, []wantFinding{
+		{11, Warning, RuleControlNoToken, "path", []string{open}},
 		{12, Error, RulePreStopServer, "path", []string{`path "/readyz"`, "only /prestop starts the drain"}},
+		{16, Warning, RuleControlNoToken, "node-loopback", []string{open}},
 		{17, Error, RulePreStopServer, "node-loopback", []string{`host "localhost"`, "node's own loopback"}},
 		{22, Error, RulePreStopServer, "listens-on-loopback", []string{`loopback only (DRAINIT_HTTP_ADDR "127.0.0.1:8099")`, `":8099"`}},
+		{26, Warning, RuleControlNoToken, "fine", []string{open}},
 	})
 }
 
@@ -943,9 +949,15 @@ func TestArgoRollout(t *testing.T) {
 // the app's port is the app's.
 func TestProbeUnreachable(t *testing.T) {
 	_, fs := checkFile(t, "testdata/rules/probe-unreachable.yaml")
+	// With them, the control server on every address with no token (not where it is on loopback).
+	const open = `(DRAINIT_HTTP_ADDR ":8099") needs no token`
 	checkFindings(t, fs, []wantFinding{
+		{10, Warning, RuleControlNoToken, "readiness-loopback", []string{open}},
 		{13, Error, RuleProbeUnreachable, "readiness-loopback", []string{`readinessProbe httpGet has host "127.0.0.1"`, "node's own loopback", "never becomes ready"}},
+		{17, Warning, RuleControlNoToken, "liveness-localhost", []string{open}},
 		{18, Error, RuleProbeUnreachable, "liveness-localhost", []string{`livenessProbe httpGet has host "localhost"`, "restarts the container"}},
 		{24, Error, RuleProbeUnreachable, "listens-on-loopback", []string{`loopback only (DRAINIT_HTTP_ADDR "127.0.0.1:8099")`, "sends the startupProbe httpGet to the pod's IP", `":8099"`}},
+		{30, Warning, RuleControlNoToken, "app-port", []string{open}},
+		{37, Warning, RuleControlNoToken, "fine", []string{open}},
 	})
 }

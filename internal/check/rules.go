@@ -78,6 +78,12 @@ var registry = []RuleInfo{
 		Fix:     "Add an Authorization header to the httpGet's httpHeaders, \"Bearer \" followed by the token drainit expects.",
 	},
 	{
+		ID: RuleControlNoToken, Severity: Warning,
+		Short:   "drainit's control server needs no token and listens beyond loopback",
+		Catches: "DRAINIT_HTTP_ADDR (or --http-addr) on every address or a non-loopback one, with no DRAINIT_HTTP_TOKEN (or --http-token): any client that reaches the pod's port, any pod of the cluster unless a NetworkPolicy keeps it out (with hostNetwork, anything that reaches the node), can stop the app with /prestop and read /status. drainit warns at start too.",
+		Fix:     "Set DRAINIT_HTTP_TOKEN from a Secret and send it from the preStop httpGet as an Authorization header, \"Bearer \" followed by the token; with an exec preStop (drainit prestop), listen on 127.0.0.1 instead.",
+	},
+	{
 		ID: RuleProbeUnreachable, Severity: Error,
 		Short:   "a probe of drainit's control server that the kubelet cannot reach",
 		Catches: "A readinessProbe, livenessProbe or startupProbe httpGet to drainit's control port (by number, or by a name among the container's ports) with a host of localhost or another loopback address (the kubelet sends probes from the node, where that is the node's loopback, not the pod's), or with no host while drainit listens on loopback only (the kubelet calls the pod's IP): the probe fails, so the pod never becomes ready, or the kubelet restarts the container again and again. Not reported with hostNetwork: true, where the node's loopback is the pod's.",
