@@ -14,6 +14,7 @@ package cgroup
 import (
 	"bytes"
 	"errors"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,9 +27,9 @@ import (
 //
 // Reading it allocates little: drainit reads it once its app has started, and each allocation
 // of a size class its start had not used makes the Go runtime take a span of that class for good
-// (os.ReadFile's 4 KiB buffer for a file under /sys, filepath.Join's strings, a map): the
-// reads with os.ReadFile, a map of controllers and a Group for each use had grown drainit's
-// idle RssAnon by ~80 KiB (bench/STARTUP.md).
+// (no garbage collection runs in an idle drainit). os.ReadFile's 4 KiB buffer for a file under
+// /sys, a map of controllers and /proc/self/cgroup read for each use had grown drainit's idle
+// RssAnon by ~80 KiB (bench/STARTUP.md).
 type Group struct {
 	root string // "/" but for tests
 	// The paths /proc/self/cgroup gives: v2's ("0::PATH"), v1's pids and memory controllers'.
@@ -43,7 +44,7 @@ const cgroupFileMax = 4 << 10
 // Self reads which cgroup this process is in from ROOT/proc/self/cgroup (root is "/" but for
 // tests). A missing or unreadable file gives a Group that looks only at the mounts' roots.
 func Self(root string) Group {
-	b, err := proc.ReadSmall(join(root, "proc/self/cgroup"), make([]byte, 0, 512), 64<<10)
+	b, err := proc.ReadSmall(filepath.Join(root, "proc/self/cgroup"), make([]byte, 0, 512), 64<<10)
 	if err != nil {
 		return Group{root: root}
 	}
@@ -55,28 +56,19 @@ func Self(root string) Group {
 func parseSelf(root, text string) Group {
 	g := Group{root: root}
 	for line := range strings.Lines(text) {
-		line = strings.TrimSuffix(line, "\n")
-		i := strings.IndexByte(line, ':')
-		if i < 0 {
+		_, rest, ok := strings.Cut(strings.TrimSuffix(line, "\n"), ":")
+		if !ok {
 			continue
 		}
-		rest := line[i+1:]
-		j := strings.IndexByte(rest, ':')
-		if j < 0 {
+		ctrls, path, ok := strings.Cut(rest, ":")
+		if !ok {
 			continue
 		}
-		ctrls, path := rest[:j], rest[j+1:]
 		if ctrls == "" {
 			g.v2, g.hasV2 = path, true
 			continue
 		}
-		for ctrls != "" {
-			c := ctrls
-			if k := strings.IndexByte(ctrls, ','); k >= 0 {
-				c, ctrls = ctrls[:k], ctrls[k+1:]
-			} else {
-				ctrls = ""
-			}
+		for c := range strings.SplitSeq(ctrls, ",") {
 			switch c {
 			case "pids":
 				g.pids, g.hasPids = path, true
@@ -92,8 +84,8 @@ func parseSelf(root, text string) Group {
 // hierarchy's mount, then at the mount itself; v2 first, then v1 (controller "pids", "memory").
 // name2 and name1 are the file's names in v2 and v1.
 func (g Group) read(controller, name2, name1 string, buf []byte) ([]byte, error) {
-	v2 := join(g.root, "sys/fs/cgroup")
-	v1 := join(v2, controller)
+	v2 := filepath.Join(g.root, "sys/fs/cgroup")
+	v1 := filepath.Join(v2, controller)
 	v1path, hasV1 := g.pids, g.hasPids
 	if controller == "memory" {
 		v1path, hasV1 = g.memory, g.hasMemory
@@ -104,44 +96,25 @@ func (g Group) read(controller, name2, name1 string, buf []byte) ([]byte, error)
 	}
 	if name2 != "" {
 		if g.hasV2 {
-			if b, ok := try(join(join(v2, g.v2), name2)); ok {
+			if b, ok := try(filepath.Join(v2, g.v2, name2)); ok {
 				return b, nil
 			}
 		}
-		if b, ok := try(join(v2, name2)); ok {
+		if b, ok := try(filepath.Join(v2, name2)); ok {
 			return b, nil
 		}
 	}
 	if name1 != "" {
 		if hasV1 {
-			if b, ok := try(join(join(v1, v1path), name1)); ok {
+			if b, ok := try(filepath.Join(v1, v1path, name1)); ok {
 				return b, nil
 			}
 		}
-		if b, ok := try(join(v1, name1)); ok {
+		if b, ok := try(filepath.Join(v1, name1)); ok {
 			return b, nil
 		}
 	}
 	return nil, errors.New("no " + controller + " controller file found")
-}
-
-// join joins two parts of a path with one slash, as filepath.Join would for the paths here
-// (absolute, clean): "/" and "sys/fs/cgroup" give "/sys/fs/cgroup", "/sys/fs/cgroup" and "/"
-// give "/sys/fs/cgroup".
-func join(dir, name string) string {
-	for len(name) > 0 && name[0] == '/' {
-		name = name[1:]
-	}
-	for len(dir) > 1 && dir[len(dir)-1] == '/' {
-		dir = dir[:len(dir)-1]
-	}
-	switch {
-	case name == "":
-		return dir
-	case dir == "/" || dir == "":
-		return "/" + name
-	}
-	return dir + "/" + name
 }
 
 // Pids returns how many tasks (processes and threads) drainit's cgroup holds and its limit;

@@ -138,17 +138,3 @@ func FuzzParseSelf(f *testing.F) {
 	})
 }
 
-// join is filepath.Join for the clean, absolute paths of /sys/fs/cgroup and /proc/self/cgroup.
-func TestJoin(t *testing.T) {
-	for _, c := range []struct{ dir, name, want string }{
-		{"/", "sys/fs/cgroup", "/sys/fs/cgroup"},
-		{"/sys/fs/cgroup", "/", "/sys/fs/cgroup"},
-		{"/sys/fs/cgroup", "/kubepods/pod1", "/sys/fs/cgroup/kubepods/pod1"},
-		{"/sys/fs/cgroup/", "pids.max", "/sys/fs/cgroup/pids.max"},
-		{"/tmp/x", "proc/self/cgroup", "/tmp/x/proc/self/cgroup"},
-	} {
-		if got := join(c.dir, c.name); got != c.want || got != filepath.Join(c.dir, c.name) {
-			t.Errorf("join(%q, %q) = %q; want %q (filepath.Join's)", c.dir, c.name, got, c.want)
-		}
-	}
-}
