@@ -137,4 +137,3 @@ func FuzzParseSelf(f *testing.F) {
 		}
 	})
 }
-
