@@ -245,27 +245,24 @@ func checkContainerAfter(w *Workload, c *Container, before stopBefore) ([]Findin
 // controlNoToken: drainit's control server listens beyond loopback and needs no token, so any
 // client that reaches the pod's port can stop the app (/prestop) and read /status: in a cluster,
 // any pod, unless a NetworkPolicy keeps them out; with hostNetwork, anything that reaches the
-// node. drainit warns at start too (config's openControlNote).
+// node. drainit warns at start too, deciding by the same config.ControlBeyondLoopback.
 func (k *containerCheck) controlNoToken(w *Workload) {
 	dc := k.dc
 	if dc == nil || !dc.httpAddr.known || dc.httpAddr.src == "" || dc.token.src != "" {
 		return
 	}
-	host, port, err := splitPort(dc.httpAddr.raw)
-	if err != nil {
-		return // drainit-config says what is wrong with it
-	}
-	if isLoopbackHost(host) {
+	port, open := config.ControlBeyondLoopback(dc.httpAddr.raw)
+	if !open {
 		return
 	}
-	who := "any pod that reaches the pod's port %d (in every namespace, unless a NetworkPolicy keeps them out)"
+	who := "any pod that reaches the pod's port %s (in every namespace, unless a NetworkPolicy keeps them out)"
 	if w.HostNetwork {
-		who = "anything that reaches the node's port %d (hostNetwork)"
+		who = "anything that reaches the node's port %s (hostNetwork)"
 	}
 	k.add(dc.httpAddr.line, Warning, RuleControlNoToken, "drainit's control server (%s %q) needs no token and listens beyond loopback: "+
 		who+" can stop the app with /prestop and read /status; set DRAINIT_HTTP_TOKEN from a Secret and send it from the preStop "+
 		"httpGet (httpHeaders: [{name: Authorization, value: \"Bearer <token>\"}]), or, with an exec preStop (drainit prestop), "+
-		"listen on 127.0.0.1:%d", dc.httpAddr.src, dc.httpAddr.raw, port, port)
+		"listen on 127.0.0.1:%s", dc.httpAddr.src, dc.httpAddr.raw, port, port)
 }
 
 // probeGrace: a liveness or startup probe with a terminationGracePeriodSeconds of its own has the

@@ -241,20 +241,32 @@ func (c *Config) masterWorkerNote() string {
 // read /status. The kubelet's preStop httpGet needs the pod's address, and sends the token as
 // a header; an exec preStop (drainit prestop) needs loopback only.
 func (c *Config) openControlNote() string {
-	if c.HTTPAddr == "" || c.HTTPToken != "" {
+	if c.HTTPToken != "" {
 		return ""
 	}
-	host, port, err := net.SplitHostPort(c.HTTPAddr)
-	if err != nil {
-		return ""
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() || http1.IsLocalhost(host) {
+	port, open := ControlBeyondLoopback(c.HTTPAddr)
+	if !open {
 		return ""
 	}
 	return fmt.Sprintf("the control server (%s %q) needs no token and listens beyond loopback: anyone who reaches the pod's port %s "+
 		"can start the stop sequence (/prestop) and read /status; set --http-token (DRAINIT_HTTP_TOKEN, from a Secret) and send it "+
 		"from the preStop httpGet (an Authorization: Bearer header), or, for an exec preStop (drainit prestop), listen on 127.0.0.1:%s",
 		c.OptionName("http-addr"), oneline.Escape(c.HTTPAddr), port, port)
+}
+
+// ControlBeyondLoopback says whether a control server at addr (--http-addr, as drainit takes it)
+// listens beyond loopback: on every address, or on one that is not the loopback interface's (a
+// name other than localhost counts as beyond). port is addr's. drainit's start warning and
+// drainit check's control-no-token both decide by it.
+func ControlBeyondLoopback(addr string) (port string, beyond bool) {
+	host, port, err := net.SplitHostPort(addr)
+	if addr == "" || err != nil {
+		return "", false
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() || http1.IsLocalhost(host) {
+		return port, false
+	}
+	return port, true
 }
 
 // forwardName is --forward as written: "group" or "child".
