@@ -1,3 +1,7 @@
+// The runtime keeps the GOMAXPROCS it starts with, 1 where the entry point held the start on
+// one CPU (package startsig), rather than raise it to the CPUs' count once they are restored.
+//go:debug updatemaxprocs=0
+
 // Command drainit runs an app as PID 1 (or as a child subreaper) and owns its stop sequence.
 // See the README for the options; `drainit --help` lists them.
 package main
@@ -7,6 +11,8 @@ import (
 
 	// Registers drainit's signals before the other packages are initialised: see the package.
 	"github.com/drainit/drainit/signals/early"
+
+	"github.com/drainit/drainit/internal/startsig"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -22,6 +28,8 @@ func dispatch(args []string) int {
 	if len(args) > 0 {
 		if sub, ok := subcommands()[args[0]]; ok {
 			early.Release()
+			// Back on every CPU it was given: a subcommand has no app to start first.
+			_ = startsig.Unpin()
 			return sub(args[1:])
 		}
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/drainit/drainit/internal/nesting"
 	"github.com/drainit/drainit/internal/oneline"
 	"github.com/drainit/drainit/internal/spare"
+	"github.com/drainit/drainit/internal/startsig"
 	"github.com/drainit/drainit/signals"
 	"github.com/drainit/drainit/signals/early"
 	"github.com/drainit/drainit/supervisor"
@@ -77,6 +78,11 @@ func runCmd(args []string, stdout io.Writer, stderr *os.File) int {
 	reg.Wait()
 	// A trigger that is not early (--triggers PWR) too: a stop request must not be dropped.
 	reg.Register(cfg.Triggers)
+	// The start ran on one CPU (package startsig); the app, and drainit's threads from here
+	// on, get the affinity drainit was started with.
+	if err := startsig.Unpin(); err != nil {
+		log.Error().Err(err).Msg("the app starts on one CPU only")
+	}
 	// The rarely sent rest, the OOM kill count's baseline and the spare threads first, once the
 	// app has run for lateSignalsAfter: see there.
 	var late *time.Timer

@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -32,6 +34,59 @@ var ignoredByShell = []syscall.Signal{syscall.SIGQUIT, syscall.SIGUSR1, syscall.
 // architecture but the machine's own runs under qemu-user (Debian's qemu-user-static): without
 // it that subtest skips, or fails under CI=true.
 func TestEntryPoint(t *testing.T) {
+	eachArch(t, func(t *testing.T, arch string, runner []string, probe string) {
+		build(t, arch, probe, EntryFlag)
+		run := func(ignoring bool) string {
+			t.Helper()
+			script := `exec "$@"`
+			if ignoring {
+				script = `trap "" QUIT USR1 PIPE TERM; ` + script
+			}
+			args := append(append([]string{"-c", script, "sh"}, runner...), probe, "one", "two words")
+			cmd := exec.Command("sh", args...)
+			cmd.Env = append(os.Environ(), "STARTSIG_PROBE=env value")
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("%s: %v\n%s", probe, err, out)
+			}
+			return strings.TrimSpace(string(out))
+		}
+		var mask uint64
+		for _, s := range ignoredByShell {
+			mask |= 1 << (s - 1)
+		}
+		// What the test process passes on ignored anyway (a signal the Go runtime leaves
+		// alone, such as 32, ignored by whatever started the tests) is the baseline; only the
+		// standard signals 1–31 are compared, since qemu-user renumbers the real-time ones.
+		base := inherited(t)
+		const std = 1<<31 - 1
+		const rest = ` args=["one" "two words"] env="env value"`
+		check := func(what string, ignoring bool, wantRan bool, wantMask uint64) {
+			t.Helper()
+			out := run(ignoring)
+			var ran bool
+			var got uint64
+			head, tail, _ := strings.Cut(out, " args=")
+			if _, err := fmt.Sscanf(head, "ran=%t ignored=%x", &ran, &got); err != nil || " args="+tail != rest {
+				t.Errorf("%s: the probe printed %q (%v), want ran=… ignored=…%s", what, out, err, rest)
+				return
+			}
+			if ran != wantRan || got&std != wantMask&std {
+				t.Errorf("%s:\n got ran=%t ignored=%016x\nwant ran=%t ignored=%016x (signals 1-31)", what, ran, got&std, wantRan, wantMask&std)
+			}
+		}
+		check(fmt.Sprintf("started with %v ignored", ignoredByShell), true, true, base|mask)
+		check("started with nothing more ignored", false, true, base)
+		build(t, arch, probe, "")
+		check("linked without "+EntryFlag, true, false, 0)
+	})
+}
+
+// eachArch runs f for each architecture the entry point is written for, in a subtest, with the
+// path for its probe and the argv prefix that runs it: none for the machine's own, qemu-user
+// (Debian's qemu-user-static) for the others, whose subtests skip without it (fail under
+// CI=true).
+func eachArch(t *testing.T, f func(t *testing.T, arch string, runner []string, probe string)) {
 	dir := t.TempDir()
 	for _, arch := range []string{"amd64", "arm64", "arm", "ppc64le", "s390x", "riscv64"} {
 		t.Run(arch, func(t *testing.T) {
@@ -43,51 +98,7 @@ func TestEntryPoint(t *testing.T) {
 				}
 				runner = []string{q}
 			}
-			probe := filepath.Join(dir, "probe-"+arch)
-			build(t, arch, probe, EntryFlag)
-			run := func(ignoring bool) string {
-				t.Helper()
-				script := `exec "$@"`
-				if ignoring {
-					script = `trap "" QUIT USR1 PIPE TERM; ` + script
-				}
-				args := append(append([]string{"-c", script, "sh"}, runner...), probe, "one", "two words")
-				cmd := exec.Command("sh", args...)
-				cmd.Env = append(os.Environ(), "STARTSIG_PROBE=env value")
-				out, err := cmd.CombinedOutput()
-				if err != nil {
-					t.Fatalf("%s: %v\n%s", probe, err, out)
-				}
-				return strings.TrimSpace(string(out))
-			}
-			var mask uint64
-			for _, s := range ignoredByShell {
-				mask |= 1 << (s - 1)
-			}
-			// What the test process passes on ignored anyway (a signal the Go runtime leaves
-			// alone, such as 32, ignored by whatever started the tests) is the baseline; only the
-			// standard signals 1–31 are compared, since qemu-user renumbers the real-time ones.
-			base := inherited(t)
-			const std = 1<<31 - 1
-			const rest = ` args=["one" "two words"] env="env value"`
-			check := func(what string, ignoring bool, wantRan bool, wantMask uint64) {
-				t.Helper()
-				out := run(ignoring)
-				var ran bool
-				var got uint64
-				head, tail, _ := strings.Cut(out, " args=")
-				if _, err := fmt.Sscanf(head, "ran=%t ignored=%x", &ran, &got); err != nil || " args="+tail != rest {
-					t.Errorf("%s: the probe printed %q (%v), want ran=… ignored=…%s", what, out, err, rest)
-					return
-				}
-				if ran != wantRan || got&std != wantMask&std {
-					t.Errorf("%s:\n got ran=%t ignored=%016x\nwant ran=%t ignored=%016x (signals 1-31)", what, ran, got&std, wantRan, wantMask&std)
-				}
-			}
-			check(fmt.Sprintf("started with %v ignored", ignoredByShell), true, true, base|mask)
-			check("started with nothing more ignored", false, true, base)
-			build(t, arch, probe, "")
-			check("linked without "+EntryFlag, true, false, 0)
+			f(t, arch, runner, filepath.Join(dir, "probe-"+arch))
 		})
 	}
 }
@@ -114,4 +125,86 @@ func build(t *testing.T, arch, out, ldflags string) {
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build for %s: %v\n%s", arch, err, b)
 	}
+}
+
+// The entry point holds the start on one CPU, and Unpin gives every thread back the affinity
+// the process started with, on every architecture the entry point is written for, whatever
+// set it started with; without the linker flag nothing is pinned. Each architecture but the
+// machine's own runs under qemu-user, as in TestEntryPoint. (Only the CPUs of this machine are
+// tried: a pin computed wrong for a high CPU fails or lands elsewhere, and Unpin restores the
+// mask as read, not as computed.)
+func TestStartPinned(t *testing.T) {
+	taskset, err := testenv.LookPath("taskset")
+	if err != nil {
+		testenv.SkipUnlessCI(t, "no taskset (util-linux) to start the probe on chosen CPUs: "+err.Error())
+	}
+	given := childAllowed(t)
+	cpus := cpuList(t, given)
+	last := strconv.Itoa(cpus[len(cpus)-1])
+	eachArch(t, func(t *testing.T, arch string, runner []string, probe string) {
+		run := func(cpus string) (numcpu, procs int, start, unpin, after string) {
+			t.Helper()
+			args := append(append([]string{"-c", cpus}, runner...), probe)
+			cmd := exec.Command(taskset, args...)
+			cmd.Env = append(os.Environ(), "STARTSIG_PIN=1")
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("%s: %v\n%s", probe, err, out)
+			}
+			if _, err := fmt.Sscanf(strings.TrimSpace(string(out)), "numcpu=%d gomaxprocs=%d start=%s unpin=%s after=%s",
+				&numcpu, &procs, &start, &unpin, &after); err != nil {
+				t.Fatalf("the probe printed %q: %v", out, err)
+			}
+			return numcpu, procs, start, unpin, after
+		}
+		build(t, arch, probe, EntryFlag)
+		for _, set := range []string{given, last} {
+			numcpu, procs, start, unpin, after := run(set)
+			in := cpuList(t, start)
+			if numcpu != 1 || procs != 1 || len(in) != 1 || !slices.Contains(cpuList(t, set), in[0]) {
+				t.Errorf("started on CPUs %s: the runtime counted %d CPUs, GOMAXPROCS %d, on CPUs %s; want 1, 1, one of %s",
+					set, numcpu, procs, start, set)
+			}
+			if unpin != "<nil>" || after != set {
+				t.Errorf("started on CPUs %s: after Unpin (error %s) the threads are on CPUs %s, want all on %s", set, unpin, after, set)
+			}
+		}
+		build(t, arch, probe, "")
+		if numcpu, _, start, unpin, after := run(given); numcpu != len(cpus) || start != given || unpin != "<nil>" || after != given {
+			t.Errorf("linked without %s, started on CPUs %s: the runtime counted %d CPUs, on CPUs %s, after Unpin (%s) %s; want %d, all on %s",
+				EntryFlag, given, numcpu, start, unpin, after, len(cpus), given)
+		}
+	})
+}
+
+// childAllowed is the Cpus_allowed_list a child of the test process starts with.
+func childAllowed(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("sh", "-c", `exec "$@"`, "sh", "grep", "Cpus_allowed_list", "/proc/self/status").Output()
+	if err != nil {
+		t.Fatalf("reading a child's Cpus_allowed_list: %v", err)
+	}
+	_, list, _ := strings.Cut(strings.TrimSpace(string(out)), ":")
+	return strings.TrimSpace(list)
+}
+
+// cpuList reads a CPU list as /proc prints one: "0-3,6,8-9".
+func cpuList(t *testing.T, s string) []int {
+	t.Helper()
+	var cpus []int
+	for part := range strings.SplitSeq(s, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err1 := strconv.Atoi(lo)
+		b, err2 := a, error(nil)
+		if isRange {
+			b, err2 = strconv.Atoi(hi)
+		}
+		if err1 != nil || err2 != nil || b < a {
+			t.Fatalf("CPU list %q: cannot read %q", s, part)
+		}
+		for c := a; c <= b; c++ {
+			cpus = append(cpus, c)
+		}
+	}
+	return cpus
 }

@@ -1,0 +1,43 @@
+package integration
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/drainit/drainit/integration/lines"
+	"github.com/drainit/drainit/internal/testenv"
+)
+
+// drainit holds its own start on one CPU (internal/startsig), and the app, and drainit's own
+// threads by the time the app runs, have the CPU affinity drainit was started with: all the
+// CPUs, or the one a launcher chose (`taskset -c 1 drainit …`).
+func TestAppGetsDrainitsAffinity(t *testing.T) {
+	taskset, err := testenv.LookPath("taskset")
+	if err != nil {
+		testenv.SkipUnlessCI(t, "no taskset (util-linux) to start drainit on chosen CPUs: "+err.Error())
+	}
+	out, err := exec.Command("sh", "-c", `grep Cpus_allowed_list /proc/self/status`).Output()
+	if err != nil {
+		t.Fatalf("reading a child's affinity: %v", err)
+	}
+	_, all, _ := strings.Cut(strings.TrimSpace(string(out)), ":")
+	all = strings.TrimSpace(all)
+	one := all[strings.LastIndexAny(all, ",-")+1:] // the last CPU
+	// The app prints its own affinity and then each distinct one among drainit's threads.
+	report := `a=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)
+d=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/$PPID/task/*/status | sort -u | tr '\n' ' ')
+echo "affinity app=$a drainit=$d"`
+	eachMode(t, func(t *testing.T, m mode) {
+		for _, set := range []string{all, one} {
+			d := start(t, spec{mode: m, launcher: []string{taskset, "-c", set}, app: []string{"sh", "-c", report}})
+			line := d.stdout.AwaitLine(t, waitTimeout, "the app's report", lines.Containing("affinity app=")).Text
+			if got := d.wait(waitTimeout); got != (exitStatus{code: 0}) {
+				t.Fatalf("drainit: %v, want exit 0\n%s", got, d.dump())
+			}
+			if want := "affinity app=" + set + " drainit=" + set + " "; strings.TrimSpace(line) != strings.TrimSpace(want) {
+				t.Errorf("drainit started on CPUs %s: %q, want %q\n%s", set, line, want, d.dump())
+			}
+		}
+	})
+}
