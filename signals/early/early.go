@@ -34,21 +34,21 @@
 // did (first, in that order, on the main thread, right after the same few system calls): their
 // window, in which one of them ends drainit (exit status 2 as PID 1), is what it was. Then it
 // starts a goroutine that registers the rest of signals.Early (STKFLT, USR1, USR2, WINCH, CONT,
-// ALRM, TSTP, TTIN, TTOU) and CHLD while the other packages are initialised and the run
-// subcommand reads its configuration, on the other CPU; the run subcommand waits for it
-// (Registration.Wait) just before it starts the app, so that every early signal is registered
-// before the app exists, as before.
+// ALRM, TSTP, TTIN, TTOU) and CHLD; the run subcommand waits for it (Registration.Wait) just
+// before it starts the app, so that every early signal is registered before the app exists.
 //
-// The others are registered about as soon as before (the goroutine's round trips are shorter
-// than the main thread's, which makes up for its late start: all of them by ~1.5 ms after this
-// package's initialisation, against ~1.4 ms). Unregistered, none of them ends drainit but
-// STKFLT, which nobody sends; TSTP, TTIN and TTOU stop a drainit that is not PID 1 (a shell's
-// job), as they always could before their registration.
+// With drainit's entry point, its start runs on one CPU and one P (internal/startsig): the
+// goroutine then runs when the main goroutine waits, in practice in Wait, after the other
+// packages' initialisation and the configuration. Unpinned (a build without the entry point,
+// GOMAXPROCS set) it runs alongside them on another CPU. Either way the app starts after it.
+// Unregistered, none of those ends drainit but STKFLT, which nobody sends, and none is lost
+// once the app runs; TSTP, TTIN and TTOU stop a drainit that is not PID 1 (a shell's job), as
+// they always could before their registration.
 //
-// Registering all of them from that goroutine was measured too, and saves ~0.5 ms more, but the
-// goroutine starts 120–170 µs after this package's initialisation (the runtime wakes a thread on
-// the other vCPU for it), and TERM's window grew by as much.
-// bench/STARTUP.md has the measurements.
+// Registering all of them from that goroutine was measured on two CPUs, and saved ~0.5 ms, but
+// the goroutine started 120–170 µs after this package's initialisation (the runtime wakes a
+// thread on the other vCPU for it), and TERM's window grew by as much; on one P it would start
+// only once the main goroutine waits. bench/STARTUP.md has the measurements.
 package early
 
 import (
