@@ -41,3 +41,40 @@ echo "affinity app=$a drainit=$d"`
 		}
 	})
 }
+
+// drainit's Go code runs on one P: the runtime starts it so from the one-CPU start, and drainit
+// lowers it when a GOMAXPROCS in the environment (set for a Go app) gave it more; the app keeps
+// that GOMAXPROCS.
+func TestDrainitRunsOnOneP(t *testing.T) {
+	eachMode(t, func(t *testing.T, m mode) {
+		for _, env := range []string{"", "8"} {
+			s := spec{mode: m, args: []string{"--log-level", "debug"}, app: []string{"sh", "-c", `echo "app GOMAXPROCS=[$GOMAXPROCS]"`}}
+			wantStart := 1
+			if env != "" {
+				s.env = []string{"GOMAXPROCS=" + env}
+				wantStart = 8
+			}
+			d := start(t, s)
+			d.stdout.AwaitLine(t, waitTimeout, "the app's line", lines.Containing("app GOMAXPROCS="+"["+env+"]"))
+			if got := d.wait(waitTimeout); got != (exitStatus{code: 0}) {
+				t.Fatalf("drainit: %v, want exit 0\n%s", got, d.dump())
+			}
+			var found bool
+			for _, e := range d.logs() {
+				if e.msg() != "drainit's Go code runs on one P" {
+					continue
+				}
+				found = true
+				procs, _ := e.int("gomaxprocs")
+				atStart, _ := e.int("gomaxprocs_at_start")
+				if procs != 1 || atStart != wantStart {
+					t.Errorf("GOMAXPROCS=%q in the environment: drainit logged gomaxprocs %d (at its start %d), want 1 (%d)",
+						env, procs, atStart, wantStart)
+				}
+			}
+			if !found {
+				t.Errorf("no debug line on GOMAXPROCS\n%s", d.dump())
+			}
+		}
+	})
+}

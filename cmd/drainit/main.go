@@ -1,5 +1,6 @@
 // The runtime keeps the GOMAXPROCS it starts with, 1 where the entry point held the start on
-// one CPU (package startsig), rather than raise it to the CPUs' count once they are restored.
+// one CPU (package startsig; runCmd lowers a larger one), rather than raise it to the CPUs'
+// count once they are restored.
 //go:debug updatemaxprocs=0
 
 // Command drainit runs an app as PID 1 (or as a child subreaper) and owns its stop sequence.

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,6 +35,16 @@ import (
 // runCmd is the default subcommand: run the app under the supervisor. --help goes to stdout;
 // mistakes and the log go to stderr.
 func runCmd(args []string, stdout io.Writer, stderr *os.File) int {
+	// One P: what the runtime starts with where the entry point held the start on one CPU
+	// (package startsig). A GOMAXPROCS in the environment, set for a Go app (Kubernetes'
+	// resourceFieldRef to limits.cpu gives the node's CPU count where no limit is set), or a
+	// start that was not pinned gave drainit more; each costs memory, and a garbage collection
+	// starts a thread for up to a quarter of them (30 threads with 96), which a pids limit
+	// counts. The app's environment keeps its GOMAXPROCS.
+	procsAtStart := runtime.GOMAXPROCS(0)
+	if procsAtStart > 1 {
+		runtime.GOMAXPROCS(1)
+	}
 	// Registered before main (package early), the rest of them meanwhile: every signal that
 	// matters waits from its registration on and reaches the app once it runs.
 	reg := early.Take()
@@ -106,6 +117,7 @@ func runCmd(args []string, stdout io.Writer, stderr *os.File) int {
 		log.Warn().Msg(w)
 	}
 	logIgnored(log, cfg, reg.Ignored, reg.AllSeen)
+	log.Debug().Int("gomaxprocs", runtime.GOMAXPROCS(0)).Int("gomaxprocs_at_start", procsAtStart).Msg("drainit's Go code runs on one P")
 	sup := supervisor.New(cfg, opts, log, reg.Sigs, reg.Chld)
 	code, err := sup.Run(context.Background())
 	exitBy = sup.ExitBy()
