@@ -21,7 +21,9 @@ import (
 // syscall.AllThreadsSyscall, which x/sys/unix has no equivalent of (it needs the runtime), and
 // which a cgo build refuses (ENOTSUP; drainit is built without cgo). Where the mask the process
 // started with is no longer allowed (its cpuset lost those CPUs meanwhile: EINVAL), every CPU
-// is asked for, which the kernel narrows to what the cpuset allows.
+// is asked for, which the kernel narrows to what the cpuset allows. A cpuset that grew between
+// the pin and Unpin (a kubelet's CPU manager moving the shared pool, within those ~2 ms) is
+// not followed: the threads get the CPUs in both, until the cpuset's next change sets them all.
 func Unpin() error {
 	if pinned == 0 {
 		return nil
