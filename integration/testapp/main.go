@@ -38,6 +38,9 @@
 //	                               until the OOM killer ends it, printing "ate N MiB" every 16 MiB
 //	testapp ignore-term            print "ready app <pid>", ignore SIGTERM, run until killed
 //	testapp slow-stop DURATION     print "ready app <pid>"; on SIGTERM wait DURATION, exit 0
+//	testapp affinity               print "affinity app=LIST parent=LIST[,LIST…]": the CPUs this
+//	                               process may run on and those of each of its parent's threads
+//	                               (Cpus_allowed_list, the distinct ones in order), exit 0
 //	testapp serve -addr A [-graceful|-naive] [-delay D]
 //	                               HTTP server; each request takes D; -graceful finishes
 //	                               in-flight requests and closes idle connections on SIGTERM,
@@ -122,6 +125,8 @@ func main() {
 		forever()
 	case "slow-stop":
 		err = slowStop(args)
+	case "affinity":
+		err = affinity()
 	case "serve":
 		err = serve(args)
 	case "get":
