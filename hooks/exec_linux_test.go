@@ -239,9 +239,11 @@ func TestExecTimeout(t *testing.T) {
 	log, buf := newLog()
 	const timeout = 200 * time.Millisecond
 	h := helperHook(t, "offline-exec", "sleep")
+	// The clock starts before the deadline is set, which can then come no sooner than timeout
+	// after it (started after, it read 199.8 ms once).
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(log.WithContext(context.Background()), timeout)
 	defer cancel()
-	start := time.Now()
 	err := h.Run(ctx)
 	took := time.Since(start)
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "timed out after") {

@@ -127,9 +127,9 @@ func TestHTTPHookTimeout(t *testing.T) {
 	defer close(release)
 
 	const timeout = 100 * time.Millisecond
+	start := time.Now() // before the deadline is set, which then comes no sooner than timeout after
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	start := time.Now()
 	err := mustHTTP(t, srv.URL).Run(ctx)
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "timed out after") {
 		t.Errorf("Run = %v, want a timeout", err)
