@@ -43,10 +43,10 @@ func (h *harness) stopCleanly(t *testing.T, id string, secs int) (int, output) {
 // exec hook cannot start (one line saying why, and the sequence goes on), the app gets SIGTERM
 // after the drain, the post-stop hook runs once the app's processes are gone, and the container
 // exits with the app's status, without podman's SIGKILL. drainit holds spare threads, taken 100
-// ms after the app's start (10 threads; 7-9 before): a thread the Go runtime wants and cannot
-// create aborts drainit, and the container with it. The abort itself is not reproducible at will
-// (in 25 such runs of the code before, as PID 1 in a PID namespace at a pids limit of 40, 2
-// aborted), the thread count is: before, this test fails on it.
+// ms after the app's start (11-15 threads in all; 7 without them): a thread the Go runtime wants
+// and cannot create aborts drainit, and the container with it. The abort itself is not
+// reproducible at will (in 25 such runs of the code before, as PID 1 in a PID namespace at a
+// pids limit of 40, 2 aborted), the thread count is: before, this test fails on it.
 func TestPidsLimitReachedStopStillRuns(t *testing.T) {
 	h := need(t)
 	t.Parallel()
@@ -57,7 +57,7 @@ func TestPidsLimitReachedStopStillRuns(t *testing.T) {
 	h.waitLog(t, id, "pids full", 10*time.Second)
 	pid := h.hostPid(t, id)
 	if tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task"); err != nil || len(tasks) < 10 {
-		t.Errorf("drainit has %d threads at the pids limit (%v), want its 10 with the spare ones", len(tasks), err)
+		t.Errorf("drainit has %d threads at the pids limit (%v), want 10 or more with the spare ones", len(tasks), err)
 	}
 	for end := time.Now().Add(time.Second); time.Now().Before(end); {
 		if err := unix.Kill(pid, unix.SIGUSR1); err != nil {

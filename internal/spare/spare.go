@@ -9,7 +9,8 @@
 // leaves no task for that thread, and a stop sequence's bursts of work (a signal flood, hooks'
 // output) made the runtime want one: as PID 1 in a PID namespace at a pids limit of 40, with an
 // app filling it 0.5 s after its start and a stop under a flood of signals, 2 runs in 25
-// aborted so; with the threads Reserve(4) adds (10 in all, 7-9 before), none of 25 did.
+// aborted so; with the threads Reserve(4) adds (10 in all, 7-9 before), none of 25 did. (That
+// was with two Ps; drainit now runs on one, with 7 threads: Reserve(5) keeps it at 11-15.)
 //
 // Threads the runtime has started and that become idle stay: it never ends them (only a thread
 // whose locked goroutine exits ends).
