@@ -39,9 +39,9 @@ func TestAppGetsDrainitsAffinity(t *testing.T) {
 	})
 }
 
-// drainit's Go code runs on one P: the runtime starts it so from the one-CPU start, and drainit
-// lowers it when a GOMAXPROCS in the environment (set for a Go app) gave it more; the app keeps
-// that GOMAXPROCS.
+// drainit's Go code runs on one P: the runtime starts it so from the one-CPU start (testbin
+// builds drainit with its entry point, as it ships), and drainit lowers it when a GOMAXPROCS in
+// the environment (set for a Go app) gave it more; the app keeps that GOMAXPROCS.
 func TestDrainitRunsOnOneP(t *testing.T) {
 	eachMode(t, func(t *testing.T, m mode) {
 		for _, env := range []string{"", "8"} {
@@ -52,7 +52,7 @@ func TestDrainitRunsOnOneP(t *testing.T) {
 				wantStart = 8
 			}
 			d := start(t, s)
-			d.stdout.AwaitLine(t, waitTimeout, "the app's line", lines.Containing("app GOMAXPROCS="+"["+env+"]"))
+			d.stdout.AwaitLine(t, waitTimeout, "the app's line", lines.Containing("app GOMAXPROCS=["+env+"]"))
 			if got := d.wait(waitTimeout); got != (exitStatus{code: 0}) {
 				t.Fatalf("drainit: %v, want exit 0\n%s", got, d.dump())
 			}

@@ -138,20 +138,20 @@ func runCmd(args []string, stdout io.Writer, stderr *os.File) int {
 // longer. bench/STARTUP.md has the measurements.
 const lateSignalsAfter = 100 * time.Millisecond
 
-// spareThreads is how many threads drainit has the Go runtime hold for it (package spare): 11-15
-// in all (10 runs), where drainit has 7 once it has started the app. On two Ps, as drainit ran
-// before, 4 made 10 of 7-9, the total the abort was measured against (package spare); on one, 4
-// made 9-11, 9 once in CI.
+// spareThreads is how many threads drainit has the Go runtime hold for it (package spare). On
+// its one P drainit has 7 threads once the app runs, 11-15 with these (10 runs). The abort they
+// guard against was measured with 10 in all (on two Ps, with 4 spares: package spare); on one P,
+// 4 made 9-11, and 9 once in CI.
 const spareThreads = 5
 
 // reserveThreads has the Go runtime start the spare threads where drainit sees a pids limit, and
 // it leaves room for them: a thread the runtime cannot create aborts drainit, at once rather than
 // maybe later. Not where drainit sees none (none is set, or one is set above the container's
-// cgroup, as a Kubernetes pod's): the threads cost memory (RssAnon +~90 KiB for 4, on two Ps), which only a limit
-// pays back. Not on the start path: it takes 0.1-0.2 ms, and the app's start competed with it
-// for the CPUs (+0.1 ms to the app's first instruction, measured). An app that fills the limit
-// within lateSignalsAfter of its start leaves no room; one that fills it later (a leak, a bomb
-// that starts with the load) finds the threads taken.
+// cgroup, as a Kubernetes pod's): the threads cost memory (RssAnon +~90 KiB for 4, on two Ps),
+// which only a limit pays back. Not on the start path: it takes 0.1-0.2 ms, and the app's start
+// competed with it for the CPUs (+0.1 ms to the app's first instruction, measured). An app that
+// fills the limit within lateSignalsAfter of its start leaves no room; one that fills it later
+// (a leak, a bomb that starts with the load) finds the threads taken.
 func reserveThreads(log zerolog.Logger, g cgroup.Group) {
 	cur, limit, ok := g.Pids()
 	if !ok {
