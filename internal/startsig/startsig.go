@@ -31,8 +31,9 @@
 // After the signals, the entry point reads the process's CPU affinity (sched_getaffinity, into
 // origMask) and sets it to the one CPU it runs on (getcpu; the kernel picked an idle one at
 // exec). The Go runtime then counts one CPU and starts with one P (GOMAXPROCS 1; where the
-// environment sets more, for the app, drainit's run subcommand lowers its own). Unpin gives every thread the affinity back before drainit starts the
-// app, which inherits it from the thread that starts it. Why:
+// environment sets more, for the app, drainit's run subcommand lowers its own). Unpin gives
+// every thread the affinity back before drainit starts the app, which inherits it from the
+// thread that starts it. Why:
 //
 //   - The start is faster. Each os/signal registration is a round trip between two threads,
 //     and drainit makes ~15 before its app runs; in a VM, waking a thread on another CPU costs
