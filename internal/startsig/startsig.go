@@ -45,7 +45,7 @@
 //     mark worker thread for up to a quarter of them. Unpinned, with a pod of no CPU limit on a
 //     96-CPU node (GOMAXPROCS=96 on the VM), idle drainit had 2.6 MiB of anonymous memory
 //     instead of 1.05, and after one collection 30 threads and 4.2 MiB, where a pids limit
-//     counts every thread. Pinned: 856 KiB on any node.
+//     counts every thread. Pinned: 852-887 KiB on any node.
 //   - drainit needs no more than one P: like tini's, its work is one loop of signals, children
 //     and timers; the drain's polls take milliseconds every 100 ms.
 //
