@@ -212,6 +212,9 @@ func need(t *testing.T) *harness {
 func (h *harness) podman(ctx context.Context, args ...string) (stdout, stderr string, err error) {
 	cmd := exec.CommandContext(ctx, h.bin, args...)
 	cmd.Env = h.env
+	// conmon leaves a file named "oom" in its working directory when the kernel OOM-kills a
+	// container (TestAppOOMKilled): in the run's directory, not the package's.
+	cmd.Dir = h.root
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err = cmd.Run()
