@@ -606,7 +606,7 @@ func (b *bench) signals(c counts) error {
 	}
 	for spec, vals := range rss {
 		for key, v := range vals {
-			spec.col.vals[key] = median(v)
+			spec.col.vals[key] = percentile(v, 50)
 		}
 	}
 
