@@ -148,10 +148,11 @@ const spareThreads = 5
 // it leaves room for them: a thread the runtime cannot create aborts drainit, at once rather than
 // maybe later. Not where drainit sees none (none is set, or one is set above the container's
 // cgroup, as a Kubernetes pod's): the threads cost memory (RssAnon +~65 KiB: 932 against 864
-// KiB, podman with and without a pids limit), which only a limit pays back. Not on the start path: it takes 0.1-0.2 ms, and the app's start
-// competed with it for the CPUs (+0.1 ms to the app's first instruction, measured). An app that
-// fills the limit within lateSignalsAfter of its start leaves no room; one that fills it later
-// (a leak, a bomb that starts with the load) finds the threads taken.
+// KiB, podman with and without a pids limit), which only a limit pays back. Not on the start
+// path: it takes 0.1-0.2 ms, and the app's start competed with it for the CPUs (+0.1 ms to the
+// app's first instruction, measured). An app that fills the limit within lateSignalsAfter of its
+// start leaves no room; one that fills it later (a leak, a bomb that starts with the load) finds
+// the threads taken.
 func reserveThreads(log zerolog.Logger, g cgroup.Group) {
 	cur, limit, ok := g.Pids()
 	if !ok {
