@@ -256,6 +256,28 @@ func TestServeRetriesFailedAccepts(t *testing.T) {
 	}
 }
 
+// tcpPair is both ends of a loopback TCP connection, the client's and the one the server
+// accepted, closed when the test ends.
+func tcpPair(t *testing.T) (client, server net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, err = net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	server, err = ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Close() })
+	return client, server
+}
+
 // serveWith runs s on a loopback port for the test's duration.
 func serveWith(t *testing.T, s *Server) string {
 	t.Helper()
@@ -627,20 +649,7 @@ func TestExpectContinue(t *testing.T) {
 // a container throttled at its CPU limit, a loaded node), still answers the request the client
 // sent in time: the kubelet's /prestop call must not be closed unanswered (it saw EOF).
 func TestLateServerStillReadsWhatCameInTime(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	client, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	sc, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
+	client, sc := tcpPair(t)
 	if _, err := io.WriteString(client, "GET /prestop HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
 		t.Fatal(err)
 	}
@@ -703,20 +712,7 @@ func TestConnected(t *testing.T) {
 // ran out, the server closed it) has no one waiting on it: Connected is false, not the "cannot
 // tell" true, which would keep a /prestop call that is long gone counted as the kubelet's.
 func TestConnectedAfterServerClose(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	s, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, s := tcpPair(t)
 	r := &Request{peer: s}
 	if !r.Connected() {
 		t.Fatal("Connected false with both ends open")
