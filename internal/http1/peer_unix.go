@@ -12,9 +12,9 @@ import (
 
 // peerOpen peeks at c's socket without waiting: a read of 0 bytes (end of stream) or an error
 // (a reset) says the peer has closed its end; data, or nothing yet, that it has not; a connection
-// this side has closed is gone too. Through
-// Control, not Read: Read fails at once past the read deadline the server left on c. A peer
-// gone with data of its own left unread (pipelined past the server's buffer) looks open still.
+// this side has closed is gone too. Through Control, not Read: Read fails at once past the read
+// deadline the server left on c. A peer gone with data of its own left unread (pipelined past
+// the server's buffer) looks open still.
 func peerOpen(c net.Conn) bool {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
