@@ -90,29 +90,25 @@ func (g Group) read(controller, name2, name1 string, buf []byte) ([]byte, error)
 	if controller == "memory" {
 		v1path, hasV1 = g.memory, g.hasMemory
 	}
-	try := func(path string) ([]byte, bool) {
-		b, err := proc.ReadSmall(path, buf, cgroupFileMax)
+	// in reads name at drainit's path below mount (where /proc/self/cgroup gave one), then at
+	// mount itself.
+	in := func(mount, path string, hasPath bool, name string) ([]byte, bool) {
+		if name == "" {
+			return nil, false
+		}
+		if hasPath {
+			if b, err := proc.ReadSmall(filepath.Join(mount, path, name), buf, cgroupFileMax); err == nil {
+				return b, true
+			}
+		}
+		b, err := proc.ReadSmall(filepath.Join(mount, name), buf, cgroupFileMax)
 		return b, err == nil
 	}
-	if name2 != "" {
-		if g.hasV2 {
-			if b, ok := try(filepath.Join(v2, g.v2, name2)); ok {
-				return b, nil
-			}
-		}
-		if b, ok := try(filepath.Join(v2, name2)); ok {
-			return b, nil
-		}
+	if b, ok := in(v2, g.v2, g.hasV2, name2); ok {
+		return b, nil
 	}
-	if name1 != "" {
-		if hasV1 {
-			if b, ok := try(filepath.Join(v1, v1path, name1)); ok {
-				return b, nil
-			}
-		}
-		if b, ok := try(filepath.Join(v1, name1)); ok {
-			return b, nil
-		}
+	if b, ok := in(v1, v1path, hasV1, name1); ok {
+		return b, nil
 	}
 	return nil, errors.New("no " + controller + " controller file found")
 }
