@@ -144,18 +144,7 @@ func TestStartPinned(t *testing.T) {
 	eachArch(t, func(t *testing.T, arch string, runner []string, probe string) {
 		run := func(cpus string) (numcpu, procs int, start, unpin, after string) {
 			t.Helper()
-			args := append(append([]string{"-c", cpus}, runner...), probe)
-			cmd := exec.Command(taskset, args...)
-			cmd.Env = append(os.Environ(), "STARTSIG_PIN=1")
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Fatalf("%s: %v\n%s", probe, err, out)
-			}
-			if _, err := fmt.Sscanf(strings.TrimSpace(string(out)), "numcpu=%d gomaxprocs=%d start=%s unpin=%s after=%s",
-				&numcpu, &procs, &start, &unpin, &after); err != nil {
-				t.Fatalf("the probe printed %q: %v", out, err)
-			}
-			return numcpu, procs, start, unpin, after
+			return runProbe(t, taskset, cpus, runner, probe)
 		}
 		build(t, arch, probe, EntryFlag)
 		for _, set := range []string{given, last} {
@@ -175,6 +164,53 @@ func TestStartPinned(t *testing.T) {
 				EntryFlag, given, numcpu, start, unpin, after, len(cpus), given)
 		}
 	})
+}
+
+// runProbe runs probe (through runner) on cpus with STARTSIG_PIN set and reads what it printed.
+func runProbe(t *testing.T, taskset, cpus string, runner []string, probe string) (numcpu, procs int, start, unpin, after string) {
+	t.Helper()
+	args := append(append([]string{"-c", cpus}, runner...), probe)
+	cmd := exec.Command(taskset, args...)
+	cmd.Env = append(os.Environ(), "STARTSIG_PIN=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", cmd, err, out)
+	}
+	if _, err := fmt.Sscanf(strings.TrimSpace(string(out)), "numcpu=%d gomaxprocs=%d start=%s unpin=%s after=%s",
+		&numcpu, &procs, &start, &unpin, &after); err != nil {
+		t.Fatalf("the probe printed %q: %v", out, err)
+	}
+	return numcpu, procs, start, unpin, after
+}
+
+// Where /proc is another pid namespace's (unshare --pid without a /proc of its own), the thread
+// IDs Unpin could list there are not the process's own: it must not take them for its own, and
+// still set every thread.
+func TestUnpinWithAnotherNamespacesProc(t *testing.T) {
+	taskset, err := testenv.LookPath("taskset")
+	if err != nil {
+		testenv.SkipUnlessCI(t, "no taskset (util-linux) to start the probe on chosen CPUs: "+err.Error())
+	}
+	unshare, err := testenv.LookPath("unshare")
+	if err != nil || os.Geteuid() != 0 {
+		testenv.SkipUnlessCI(t, "needs root and unshare (util-linux) for a pid namespace")
+	}
+	given := childAllowed(t)
+	if len(cpuList(t, given)) < 2 {
+		testenv.SkipUnlessCI(t, "one CPU allowed ("+given+"): the pin changes nothing, nor Unpin")
+	}
+	// The test's /proc is then another namespace's: the probe is PID 1 in its own, and
+	// /proc/self names it by its PID in the test's.
+	out, err := exec.Command(unshare, "--pid", "--fork", "sh", "-c", `echo $$ $(readlink /proc/self)`).Output()
+	if f := strings.Fields(string(out)); err != nil || len(f) != 2 || f[0] != "1" || f[1] == "1" {
+		t.Fatalf("unshare --pid --fork sh: %v, printed %q; want its PID 1 and /proc/self another", err, out)
+	}
+	probe := filepath.Join(t.TempDir(), "probe")
+	build(t, runtime.GOARCH, probe, EntryFlag)
+	_, _, start, unpin, after := runProbe(t, taskset, given, []string{unshare, "--pid", "--fork"}, probe)
+	if start == given || unpin != "<nil>" || after != given {
+		t.Errorf("started pinned to %s: after Unpin (error %s) the threads are on CPUs %s, want all on %s", start, unpin, after, given)
+	}
 }
 
 // childAllowed is the Cpus_allowed_list a child of the test process starts with.

@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"runtime"
+	"slices"
+	"strconv"
 	"syscall"
 	"unsafe"
 
@@ -17,13 +20,12 @@ import (
 // nothing, or once it is done. A child process inherits the affinity of the thread that starts
 // it, so Unpin must come before the process starts any. Not safe for concurrent use.
 //
-// Affinity is a thread's own and the runtime has started threads by now, so each is set:
-// syscall.AllThreadsSyscall, which x/sys/unix has no equivalent of (it needs the runtime), and
-// which a cgo build refuses (ENOTSUP; drainit is built without cgo). Where the mask the process
-// started with is no longer allowed (its cpuset lost those CPUs meanwhile: EINVAL), every CPU
-// is asked for, which the kernel narrows to what the cpuset allows. A cpuset that grew between
-// the pin and Unpin (a kubelet's CPU manager moving the shared pool, within those ~2 ms) is
-// not followed: the threads get the CPUs in both, until the cpuset's next change sets them all.
+// Affinity is a thread's own and the runtime has started threads by now, so each is set (see
+// setAffinity). Where the mask the process started with is no longer allowed (its cpuset lost
+// those CPUs meanwhile: EINVAL), every CPU is asked for, which the kernel narrows to what the
+// cpuset allows. A cpuset that grew between the pin and Unpin (a kubelet's CPU manager moving
+// the shared pool, within those ~2 ms) is not followed: the threads get the CPUs in both, until
+// the cpuset's next change sets them all.
 func Unpin() error {
 	if pinned == 0 {
 		return nil
@@ -51,10 +53,113 @@ func Unpin() error {
 }
 
 // setAffinity sets mask as the affinity of every thread of the process.
+//
+// It sets each thread by its ID, listed in /proc/self/task: sched_setaffinity takes any thread
+// of the process, and the others need not run for it. syscall.AllThreadsSyscall, the fallback
+// where /proc cannot be read, stops the world and has every thread make the call itself, which
+// took ~0.1 ms of each start on one CPU (bench/STARTUP.md); it also refuses a cgo build.
 func setAffinity(mask []byte) error {
+	err := setEachThread(mask)
+	if err == nil || errors.Is(err, unix.EINVAL) {
+		return err
+	}
 	_, _, errno := syscall.AllThreadsSyscall(unix.SYS_SCHED_SETAFFINITY, 0, uintptr(len(mask)), uintptr(unsafe.Pointer(&mask[0])))
 	if errno != 0 {
-		return errno
+		return fmt.Errorf("%w (and from /proc/self/task: %w)", errno, err)
 	}
 	return nil
+}
+
+// setEachThread sets mask on every thread /proc/self/task lists, and lists them again until a
+// listing shows none it has not set. A thread inherits the affinity of the one that creates it,
+// at its creation: once a listing finds only threads set before it began, any thread created
+// since was created by one of them, so has mask. A thread gone meanwhile (ESRCH) needs nothing.
+//
+// The IDs are those of the pid namespace /proc was mounted for, which sched_setaffinity would
+// read in drainit's: where /proc is another namespace's (`unshare --pid` without a /proc of its
+// own), they name other threads, so it refuses that /proc (see ownProc).
+func setEachThread(mask []byte) error {
+	if err := ownProc(); err != nil {
+		return err
+	}
+	var set []int // a handful: the runtime's threads at the start
+	var buf [2048]byte
+	for {
+		fd, err := unix.Open("/proc/self/task", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("listing the threads: %w", err)
+		}
+		var tids []int
+		for {
+			n, err := unix.ReadDirent(fd, buf[:])
+			if err != nil {
+				unix.Close(fd)
+				return fmt.Errorf("listing the threads: %w", err)
+			}
+			if n == 0 {
+				break
+			}
+			_, _, names := unix.ParseDirent(buf[:n], -1, nil)
+			for _, name := range names {
+				if tid, ok := parseTID(name); ok {
+					tids = append(tids, tid)
+				}
+			}
+		}
+		unix.Close(fd)
+		if listedHook != nil {
+			listedHook()
+		}
+		fresh := false
+		for _, tid := range tids {
+			if slices.Contains(set, tid) {
+				continue
+			}
+			fresh = true
+			_, _, errno := unix.RawSyscall(unix.SYS_SCHED_SETAFFINITY, uintptr(tid), uintptr(len(mask)), uintptr(unsafe.Pointer(&mask[0])))
+			if errno != 0 && errno != unix.ESRCH {
+				return fmt.Errorf("thread %d: %w", tid, errno)
+			}
+			set = append(set, tid)
+		}
+		if !fresh {
+			return nil
+		}
+	}
+}
+
+// ownProc says whether /proc is drainit's pid namespace's: /proc/thread-self names, in the
+// namespace of the mount, the process and thread that read it, which must be drainit's IDs.
+func ownProc() error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var buf [64]byte
+	n, err := unix.Readlink("/proc/thread-self", buf[:])
+	if err != nil {
+		return fmt.Errorf("reading /proc/thread-self: %w", err)
+	}
+	want := strconv.Itoa(unix.Getpid()) + "/task/" + strconv.Itoa(unix.Gettid())
+	if got := string(buf[:n]); got != want {
+		return fmt.Errorf("/proc/thread-self is %q, not %q: /proc is another pid namespace's", got, want)
+	}
+	return nil
+}
+
+// listedHook, when set (by tests), runs after each listing of the threads.
+var listedHook func()
+
+// parseTID reads a thread ID from its directory's name; "." and ".." are not one.
+func parseTID(name string) (int, bool) {
+	if name == "" || len(name) > 9 {
+		return 0, false
+	}
+	tid := 0
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		tid = tid*10 + int(c-'0')
+	}
+	return tid, tid > 0
 }
