@@ -16,20 +16,25 @@ ENTRY   := -E=github.com/drainit/drainit/internal/startsig.entry
 demo:
 	./scripts/demo.sh
 
-## build: the static, stripped binary in bin/drainit
+## build: the static, stripped binaries in bin/: drainit, and drainit-check (the manifest check,
+## which `drainit check` runs: a binary of its own, so that drainit's start links no YAML parser)
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS) $(ENTRY)' -o $(BIN) ./cmd/drainit
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(dir $(BIN))drainit-check ./cmd/drainit-check
 
-## cross: drainit for macOS and Windows (amd64, arm64) in bin/cross/, for `drainit check` where
-## the manifests are; there only check, version, sleep and prestop work (running an app needs Linux)
+## cross: drainit and drainit-check for macOS and Windows (amd64, arm64) in bin/cross/, for
+## `drainit check` where the manifests are; there only check, version, sleep and prestop work
+## (running an app needs Linux)
 CROSS ?= darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
 .PHONY: cross
 cross:
 	@for p in $(CROSS); do \
 	  os=$${p%/*}; arch=$${p#*/}; ext=; if [ "$$os" = windows ]; then ext=.exe; fi; \
-	  echo "cross: bin/cross/drainit-$$os-$$arch$$ext"; \
-	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' \
-	    -o bin/cross/drainit-$$os-$$arch$$ext ./cmd/drainit || exit 1; \
+	  for cmd in drainit drainit-check; do \
+	    echo "cross: bin/cross/$$os-$$arch/$$cmd$$ext"; \
+	    CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' \
+	      -o bin/cross/$$os-$$arch/$$cmd$$ext ./cmd/$$cmd || exit 1; \
+	  done; \
 	done
 
 ## test: lint, the release snapshot, then every test (unit, fuzz seeds, the integration tests on

@@ -5,8 +5,9 @@
 #
 #   scripts/image.sh DIST VERSION
 #
-# The image holds only /drainit (mode 0755, owned by root: any user may run it; no shell, no libc),
-# for a user's Dockerfile to `COPY --from=drainit:VERSION /drainit /drainit`.
+# The image holds /drainit and /drainit-check (mode 0755, owned by root: any user may run them; no
+# shell, no libc), for a user's Dockerfile to `COPY --from=drainit:VERSION /drainit /drainit`,
+# and for `docker run drainit:VERSION check …`, which finds drainit-check beside drainit.
 set -euo pipefail
 
 dist=${1:?usage: $0 DIST VERSION}
@@ -32,7 +33,7 @@ platform() {
 
 ctx=$(mktemp -d)
 trap 'rm -rf "$ctx"' EXIT
-printf 'FROM scratch\nCOPY drainit /drainit\nENTRYPOINT ["/drainit"]\n' >"$ctx/Containerfile"
+printf 'FROM scratch\nCOPY drainit /drainit\nCOPY drainit-check /drainit-check\nENTRYPOINT ["/drainit"]\n' >"$ctx/Containerfile"
 
 podman manifest rm "$name" >/dev/null 2>&1 || true
 podman manifest create "$name" >/dev/null
@@ -45,6 +46,7 @@ for dir in "$dist"/drainit_linux_*/; do
   target=${target#drainit_linux_}
   plat=$(platform "$target") || { echo "image.sh: no OCI platform for $target" >&2; exit 1; }
   install -m 0755 "$dir/drainit" "$ctx/drainit"
+  install -m 0755 "$dist/drainit-check_linux_$target/drainit-check" "$ctx/drainit-check"
   ids+=("$(podman build --quiet --platform "$plat" --timestamp "$when" --manifest "$name" \
     --label org.opencontainers.image.title=drainit \
     --label org.opencontainers.image.version="$version" \

@@ -30,15 +30,17 @@ version=$(sed -n 's/.*"version":"\([^"]*\)".*/\1/p' dist/metadata.json)
 
 # GoReleaser keeps a bare binary in its build directory and gives it its release name only when
 # it uploads it; link each one under that name, so that dist/ holds what checksums.txt lists.
-for bin in dist/drainit_*_*/drainit dist/drainit_*_*/drainit.exe; do
-  [ -e "$bin" ] || continue
-  dir=$(basename "$(dirname "$bin")") # drainit_linux_arm_7, drainit_linux_amd64_v1, ...
-  os=$(echo "$dir" | cut -d_ -f2)
-  arch=$(echo "$dir" | cut -d_ -f3)
-  level=$(echo "$dir" | cut -d_ -f4)
-  [ "$arch" = arm ] && arch="armv$level"
-  ext=${bin##*/drainit}
-  ln -f "$bin" "dist/drainit_${version}_${os}_${arch}${ext}"
+for cmd in drainit drainit-check; do
+  for bin in dist/"$cmd"_*_*/"$cmd" dist/"$cmd"_*_*/"$cmd".exe; do
+    [ -e "$bin" ] || continue
+    dir=$(basename "$(dirname "$bin")") # drainit_linux_arm_7, drainit-check_linux_amd64_v1, ...
+    os=$(echo "$dir" | cut -d_ -f2)
+    arch=$(echo "$dir" | cut -d_ -f3)
+    level=$(echo "$dir" | cut -d_ -f4)
+    [ "$arch" = arm ] && arch="armv$level"
+    ext=${bin##*/"$cmd"}
+    ln -f "$bin" "dist/${cmd}_${version}_${os}_${arch}${ext}"
+  done
 done
 (cd dist && sha256sum --check --quiet checksums.txt)
 

@@ -2,502 +2,144 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
-	"encoding/xml"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"runtime"
-	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/drainit/drainit/internal/check"
-	"github.com/drainit/drainit/internal/testenv"
 )
 
-// The seed case of the issue: grace 60, preStop 55, app shutdown 10 → needs 65.
-const seed65 = `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: orders
-spec:
-  template:
-    spec:
-      terminationGracePeriodSeconds: 60
-      containers:
-        - name: web
-          image: orders:1
-          env:
-            - name: SPRING_LIFECYCLE_TIMEOUT_PER_SHUTDOWN_PHASE
-              value: 10s
-          lifecycle:
-            preStop:
-              sleep:
-                seconds: 55
-`
+// buildBoth builds drainit and, unless skipCheck, drainit-check into dir.
+func buildBoth(t *testing.T, dir string, skipCheck bool) (drainit string) {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command builds the binaries under test: %v", err)
+	}
+	pkgs := map[string]string{"drainit": "."}
+	if !skipCheck {
+		pkgs["drainit-check"] = "../drainit-check"
+	}
+	for name, pkg := range pkgs {
+		cmd := exec.Command(goTool, "build", "-o", filepath.Join(dir, name), pkg)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+		}
+	}
+	return filepath.Join(dir, "drainit")
+}
 
-// Fits: grace 45, preStop 10, Spring's 30s.
-const seedOK = `apiVersion: v1
+// `drainit check` is drainit-check, found beside drainit: the same output, the same exit status,
+// standard input passed on.
+func TestCheckRunsDrainitCheck(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds drainit and drainit-check")
+	}
+	dir := t.TempDir()
+	drainit := buildBoth(t, dir, false)
+	const manifest = `apiVersion: v1
 kind: Pod
 metadata:
-  name: ok
+  name: p
 spec:
-  terminationGracePeriodSeconds: 45
+  terminationGracePeriodSeconds: 5
   containers:
     - name: web
       image: web:1
-      env:
-        - name: SERVER_SHUTDOWN
-          value: graceful
       lifecycle:
         preStop:
           exec:
-            command: ["sh", "-c", "sleep 10"]
+            command: ["sleep", "10"]
 `
-
-// Only an info: no preStop, no drainit.
-const noDrain = `apiVersion: v1
-kind: Pod
-metadata:
-  name: plain
-spec:
-  containers:
-    - name: web
-      image: web:1
-`
-
-func writeFile(t *testing.T, name, content string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-func runCheck(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	var out, errOut bytes.Buffer
-	code = checkCmd(args, strings.NewReader(stdin), &out, &errOut)
-	return code, out.String(), errOut.String()
-}
-
-func TestCheckCmdExitStatus(t *testing.T) {
-	bad := writeFile(t, "deploy.yaml", seed65)
-	ok := writeFile(t, "ok.yaml", seedOK)
-	info := writeFile(t, "plain.yaml", noDrain)
-
-	code, out, errOut := runCheck(t, "", bad)
-	if code != 1 {
-		t.Errorf("error finding: exit %d, want 1", code)
-	}
-	want := bad + `:17: error: container "web": grace 60s, preStop 55s (sleep action)`
-	if !strings.HasPrefix(out, want) || !strings.Contains(out, "needs 65s") || strings.Count(out, "\n") != 1 {
-		t.Errorf("stdout:\n%s\nwant one line starting %q and saying 65s is needed", out, want)
-	}
-	if !strings.Contains(errOut, "1 error") {
-		t.Errorf("stderr summary: %q", errOut)
-	}
-
-	if code, out, _ := runCheck(t, "", ok); code != 0 || out != "" {
-		t.Errorf("fitting manifest: exit %d, stdout %q; want 0 and nothing", code, out)
-	}
-	if code, out, _ := runCheck(t, "", info); code != 0 || !strings.Contains(out, "info: container \"web\"") {
-		t.Errorf("info only: exit %d, stdout %q; want 0 and the info", code, out)
-	}
-	// Any error among several files: 1. Findings come in the order of the files.
-	code, out, _ = runCheck(t, "", ok, info, bad)
-	if code != 1 || strings.Index(out, info) > strings.Index(out, bad) {
-		t.Errorf("several files: exit %d, stdout:\n%s", code, out)
-	}
-}
-
-func TestCheckCmdStdin(t *testing.T) {
-	for _, args := range [][]string{{"-"}, nil} {
-		code, out, _ := runCheck(t, seed65, args...)
-		if code != 1 || !strings.HasPrefix(out, "<stdin>:17: error:") {
-			t.Errorf("args %q: exit %d, stdout %q", args, code, out)
-		}
-	}
-}
-
-func TestCheckCmdJSON(t *testing.T) {
-	f := writeFile(t, "deploy.yaml", seed65+"---\n"+noDrain)
-	// The option may follow the file.
-	code, out, errOut := runCheck(t, "", f, "--format", "json")
-	if code != 1 {
-		t.Errorf("exit %d, want 1 (stderr %q)", code, errOut)
-	}
-	var r struct {
-		Findings []struct {
-			File, Severity, Rule, Container, Message string
-			Line                                     int
-		}
-		Errors, Warnings, Infos, Workloads, Containers int
-	}
-	if err := json.Unmarshal([]byte(out), &r); err != nil {
-		t.Fatalf("stdout is not JSON: %v\n%s", err, out)
-	}
-	if r.Errors != 1 || r.Infos != 1 || r.Workloads != 2 || r.Containers != 2 || len(r.Findings) != 2 {
-		t.Fatalf("report: %+v", r)
-	}
-	if g := r.Findings[0]; g.File != f || g.Line != 17 || g.Severity != "error" || g.Rule != "shutdown-exceeds-grace" || g.Container != "web" {
-		t.Errorf("first finding: %+v", g)
-	}
-}
-
-// TestCheckCmdBadInput: unreadable or malformed input is exit 2 and one line on stderr that
-// names the file and says what is wrong; nothing on stdout.
-func TestCheckCmdBadInput(t *testing.T) {
-	dir := t.TempDir()
-	missing := filepath.Join(dir, "missing.yaml")
-	broken := writeFile(t, "broken.yaml", "kind: Pod\nspec:\n  containers: [\n")
-	shape := writeFile(t, "shape.yaml", "kind: Pod\nspec:\n  terminationGracePeriodSeconds: soon\n  containers: []\n")
-	ok := writeFile(t, "ok.yaml", seedOK)
-	cases := []struct {
-		args []string
-		want string
+	for _, tc := range []struct {
+		stdin string
+		args  []string
+		code  int
 	}{
-		{[]string{ok, missing}, missing + ": cannot read: no such file or directory"},
-		{[]string{filepath.Join(dir, "*.yaml")}, `pattern "` + filepath.Join(dir, "*.yaml") + `" matches no file`},
-		{[]string{broken}, broken + ":3: not valid YAML"},
-		{[]string{shape}, shape + `:3: spec.terminationGracePeriodSeconds: want a whole number, got the string "soon"`},
-		{[]string{"--format", "xml", ok}, `--format "xml": must be text, json, sarif or junit`},
-		{[]string{"--ignore", "bogus", ok}, `--ignore "bogus": unknown rule "bogus" (drainit check --help)`},
-		{[]string{"--ignore", "no-drain,  Not-A-Rule", ok}, `--ignore "no-drain,  Not-A-Rule": unknown rule "not-a-rule"`},
-		{[]string{"--ignore", " , ", ok}, `--ignore " , ": names no rule`},
-		{[]string{"--severity-threshold", "fatal", ok}, `--severity-threshold "fatal": must be error, warning or info`},
-		{[]string{"--exclude", "[", dir}, `--exclude "[": syntax error in pattern`},
-		{[]string{"--bogus", ok}, "unknown option --bogus"},
-		{[]string{"--formta", "json", ok}, "unknown option --formta (--format?)"},
-	}
-	for _, c := range cases {
-		code, out, errOut := runCheck(t, "", c.args...)
-		if code != 2 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, c.want) {
-			t.Errorf("args %q: exit %d, stdout %q, stderr %q; want 2, nothing, one line with %q", c.args, code, out, errOut, c.want)
-		}
-	}
-}
-
-// TestCheckCmdNumberForms: a grace period written as kubectl's YAML reading takes it (3e1, 30.0)
-// is checked with the value the API server stores; a negative one, which the API server stores
-// too, is a grace-negative error; a fraction, which it refuses, is bad input.
-func TestCheckCmdNumberForms(t *testing.T) {
-	pod := func(grace, sleep string) string {
-		return "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  terminationGracePeriodSeconds: " + grace +
-			"\n  containers:\n  - name: c\n    image: x\n    lifecycle: {preStop: {sleep: {seconds: " + sleep + "}}}\n"
-	}
-	cases := []struct {
-		grace, sleep string
-		code         int
-		want         string
-	}{
-		{"3e1", "30.0", 1, `:9: error: container "c": preStop 30s (sleep action) ≥ terminationGracePeriodSeconds 30s`},
-		{"0x28", "3e1", 0, ""},
-		{"-5", "0", 1, `:5: error: Pod "p": terminationGracePeriodSeconds is -5: the API server accepts it with a warning and deletes the pod with a grace period of 1s instead`},
-		{"30.5", "5", 2, `:5: spec.terminationGracePeriodSeconds: want a whole number, got "30.5"`},
-		{"30", "1e19", 2, `:9: spec.containers[0].lifecycle.preStop.sleep.seconds: "1e19" is out of range: the API server reads it as a 64-bit integer`},
-	}
-	for _, c := range cases {
-		f := writeFile(t, "pod.yaml", pod(c.grace, c.sleep))
-		code, out, errOut := runCheck(t, "", f)
-		got := out
-		if c.code == 2 {
-			got = errOut
-		}
-		if code != c.code || c.want != "" && !strings.Contains(got, f+c.want) || c.want == "" && out != "" {
-			t.Errorf("grace %s, sleep %s: exit %d, stdout %q, stderr %q; want %d and %q", c.grace, c.sleep, code, out, errOut, c.code, c.want)
-		}
-	}
-}
-
-// TestCheckCmdSidecar: a native sidecar whose stop does not fit after the main container's is an
-// error (exit 1); a plain init container is not reported, not even as no-drain.
-func TestCheckCmdSidecar(t *testing.T) {
-	f := writeFile(t, "sidecar.yaml", `apiVersion: v1
-kind: Pod
-metadata: {name: p}
-spec:
-  terminationGracePeriodSeconds: 30
-  initContainers:
-    - {name: setup, image: x, command: [/setup]}
-    - name: proxy
-      image: proxy:1
-      restartPolicy: Always
-      command: [uvicorn, proxy:app, --timeout-graceful-shutdown, "15"]
-  containers:
-    - name: web
-      image: web:1
-      lifecycle: {preStop: {sleep: {seconds: 20}}}
-`)
-	code, out, _ := runCheck(t, "", f)
-	want := f + `:11: error: container "proxy": native sidecar (an init container with restartPolicy: Always): the kubelet sends it its stop signal only once the containers before it have stopped, and container "web" may take 20s; it takes that time, in whole seconds rounded down, off grace 30s and leaves the sidecar max(30s - 20s, 2s) = 10s before SIGKILL, and its own stop takes app shutdown 15s`
-	if code != 1 || !strings.HasPrefix(out, want) || strings.Count(out, "\n") != 1 {
-		t.Errorf("exit %d, stdout %q; want 1 and one line starting %q", code, out, want)
-	}
-}
-
-func TestCheckCmdHelpAndNothingFound(t *testing.T) {
-	if code, out, _ := runCheck(t, "", "--help"); code != 0 || !strings.Contains(out, "Usage: drainit check") {
-		t.Errorf("--help: exit %d, stdout %q", code, out)
-	}
-	svc := writeFile(t, "svc.yaml", "apiVersion: v1\nkind: Service\nmetadata: {name: web}\n")
-	code, out, errOut := runCheck(t, "", svc)
-	if code != 0 || out != "" || !strings.Contains(errOut, "no pod templates found") {
-		t.Errorf("no pod templates: exit %d, stdout %q, stderr %q", code, out, errOut)
-	}
-	// "--" ends the options: a file may then start with a dash.
-	dash := writeFile(t, "-dash.yaml", noDrain)
-	t.Chdir(filepath.Dir(dash))
-	if code, out, _ := runCheck(t, "", "--", "-dash.yaml"); code != 0 || !strings.HasPrefix(out, "-dash.yaml:7: info:") {
-		t.Errorf("after --: exit %d, stdout %q", code, out)
-	}
-}
-
-// TestCheckCmdDirectory: a directory is checked recursively; hidden directories and files that
-// are not Kubernetes are skipped quietly; a broken manifest found in it is reported on stderr
-// and makes the exit status 2 while every other file is still checked and reported; --exclude
-// leaves it out.
-func TestCheckCmdDirectory(t *testing.T) {
-	dir := testenv.WriteTree(t, map[string]string{
-		"apps/orders.yaml":         seed65,
-		"apps/nested/plain.yml":    noDrain,
-		".hidden/zero.yaml":        "kind: Pod\nspec:\n  terminationGracePeriodSeconds: 0\n  containers: [{name: c}]\n",
-		"docker-compose.yml":       "services:\n  web:\n    image: web:1\n",
-		"ansible/playbook.yaml":    "- hosts: all\n  tasks: []\n",
-		"notes.txt":                "kind: Pod\n",
-		"apps/nested/package.json": `{"name": "x", "version": "1.0.0"}`,
-	})
-	t.Chdir(dir)
-	code, out, errOut := runCheck(t, "", ".")
-	if code != 1 {
-		t.Errorf("exit %d, want 1 (stderr %q)", code, errOut)
-	}
-	wantOut := filepath.FromSlash("apps/nested/plain.yml") + ":7: info:"
-	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-	if len(lines) != 2 || !strings.HasPrefix(lines[0], wantOut) || !strings.HasPrefix(lines[1], filepath.FromSlash("apps/orders.yaml")+":17: error:") {
-		t.Errorf("stdout:\n%s\nwant the info of %s, then the error of apps/orders.yaml, nothing from .hidden", out, wantOut)
-	}
-	if errOut != "drainit check: 2 containers in 2 pod templates (5 files): 1 error, 0 warnings, 1 info\n" {
-		t.Errorf("stderr %q", errOut)
-	}
-
-	broken := filepath.FromSlash("apps/broken.yaml")
-	if err := os.WriteFile(broken, []byte("apiVersion: v1\nkind: Pod\nspec:\n  terminationGracePeriodSeconds: soon\n  containers: []\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	code, out2, errOut := runCheck(t, "", ".")
-	if code != 2 || out2 != out {
-		t.Errorf("with a broken manifest: exit %d, stdout\n%s\nwant 2 and the same findings", code, out2)
-	}
-	wantErr := "drainit check: " + broken + `:4: spec.terminationGracePeriodSeconds: want a whole number, got the string "soon"` + "\n"
-	if !strings.HasPrefix(errOut, wantErr) || !strings.HasSuffix(errOut, "; 1 file could not be checked\n") {
-		t.Errorf("stderr %q, want it to start with %q and end with the count", errOut, wantErr)
-	}
-	if code, _, errOut := runCheck(t, "", ".", "--exclude", "**/broken.yaml"); code != 1 {
-		t.Errorf("--exclude: exit %d, stderr %q", code, errOut)
-	}
-	// Named, the broken file stops the check at once, as before.
-	if code, out, _ := runCheck(t, "", broken, "."); code != 2 || out != "" {
-		t.Errorf("named broken file: exit %d, stdout %q", code, out)
-	}
-}
-
-// TestCheckCmdPattern: a quoted pattern is expanded by drainit, ** included.
-func TestCheckCmdPattern(t *testing.T) {
-	dir := testenv.WriteTree(t, map[string]string{"k8s/a/b/orders.yaml": seed65, "k8s/plain.yaml": noDrain, "k8s/a/ok.yml": seedOK})
-	t.Chdir(dir)
-	code, out, _ := runCheck(t, "", "k8s/**/*.yaml")
-	if code != 1 || strings.Count(out, "\n") != 2 || !strings.Contains(out, filepath.FromSlash("k8s/a/b/orders.yaml")+":17: error:") {
-		t.Errorf("exit %d, stdout:\n%s", code, out)
-	}
-}
-
-// TestCheckCmdIgnore: --ignore and the annotation take a finding out of the exit status but
-// not out of sight: the summary counts it, the JSON keeps it marked.
-func TestCheckCmdIgnore(t *testing.T) {
-	f := writeFile(t, "deploy.yaml", seed65)
-	code, out, errOut := runCheck(t, "", "--ignore", "Shutdown-Exceeds-Grace", f)
-	if code != 0 || out != "" || !strings.HasSuffix(errOut, "0 errors, 0 warnings, 0 infos, 1 ignored\n") {
-		t.Errorf("--ignore: exit %d, stdout %q, stderr %q", code, out, errOut)
-	}
-	// Repeatable and comma-separated.
-	if code, _, _ := runCheck(t, "", "--ignore", "no-drain,grace-zero", "--ignore", "shutdown-exceeds-grace", f); code != 0 {
-		t.Errorf("repeated --ignore: exit %d", code)
-	}
-	annotated := strings.Replace(seed65, "  name: orders\n", "  name: orders\n  annotations:\n    drainit.io/ignore: shutdown-exceeds-grace\n", 1)
-	g := writeFile(t, "annotated.yaml", annotated)
-	code, out, _ = runCheck(t, "", "--format", "json", g)
-	var r struct {
-		Findings []struct {
-			Rule, IgnoredBy string
-			Ignored         bool
-		}
-		Errors, Ignored int
-	}
-	if err := json.Unmarshal([]byte(out), &r); err != nil {
-		t.Fatal(err)
-	}
-	if code != 0 || r.Errors != 0 || r.Ignored != 1 || len(r.Findings) != 1 || !r.Findings[0].Ignored || r.Findings[0].IgnoredBy != "annotation" {
-		t.Errorf("annotation: exit %d, report %+v", code, r)
-	}
-}
-
-// TestCheckCmdSeverityThreshold: the threshold decides which severities make the exit status 1.
-func TestCheckCmdSeverityThreshold(t *testing.T) {
-	info := writeFile(t, "plain.yaml", noDrain)
-	for threshold, want := range map[string]int{"": 0, "error": 0, "warning": 0, "info": 1} {
-		args := []string{info}
-		if threshold != "" {
-			args = append(args, "--severity-threshold", threshold)
-		}
-		if code, _, _ := runCheck(t, "", args...); code != want {
-			t.Errorf("threshold %q on an info: exit %d, want %d", threshold, code, want)
-		}
-	}
-	bad := writeFile(t, "deploy.yaml", seed65)
-	if code, _, _ := runCheck(t, "", "--severity-threshold", "warning", bad); code != 1 {
-		t.Errorf("an error is above every threshold: exit %d", code)
-	}
-}
-
-// TestCheckCmdFormats: SARIF and JUnit on stdout, the exit status as for text.
-func TestCheckCmdFormats(t *testing.T) {
-	f := writeFile(t, "deploy.yaml", seed65+"---\n"+noDrain)
-	t.Chdir(filepath.Dir(f))
-	code, out, errOut := runCheck(t, "", "--format", "sarif", "deploy.yaml")
-	var log struct {
-		Version string
-		Runs    []struct {
-			Results []struct {
-				RuleID    string
-				Level     string
-				Locations []struct {
-					PhysicalLocation struct {
-						ArtifactLocation struct{ URI, URIBaseID string }
-						Region           struct{ StartLine int }
-					}
-				}
+		{manifest, []string{"check", "-"}, 1},
+		{"kind: [", []string{"check", "-"}, 2},
+		{"", []string{"check", "--format", "nope"}, 2},
+		{manifest, []string{"check", "--severity-threshold", "info", "--format", "json", "-"}, 1},
+	} {
+		run := func(bin string, args []string) (int, string, string) {
+			cmd := exec.Command(bin, args...)
+			cmd.Stdin = strings.NewReader(tc.stdin)
+			cmd.Env = append(os.Environ(), "PATH=/nonexistent")
+			var out, errOut bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errOut
+			err := cmd.Run()
+			if _, ok := err.(*exec.ExitError); err != nil && !ok {
+				t.Fatalf("%s %q: %v", bin, args, err)
 			}
+			return cmd.ProcessState.ExitCode(), out.String(), errOut.String()
 		}
-	}
-	if err := json.Unmarshal([]byte(out), &log); err != nil {
-		t.Fatalf("not JSON: %v\n%s", err, out)
-	}
-	if code != 1 || errOut != "" || log.Version != "2.1.0" || len(log.Runs[0].Results) != 2 {
-		t.Fatalf("sarif: exit %d, stderr %q, log %+v", code, errOut, log)
-	}
-	res := log.Runs[0].Results[0]
-	loc := res.Locations[0].PhysicalLocation
-	if res.RuleID != "shutdown-exceeds-grace" || res.Level != "error" || loc.ArtifactLocation.URI != "deploy.yaml" ||
-		loc.ArtifactLocation.URIBaseID != "%SRCROOT%" || loc.Region.StartLine != 17 || log.Runs[0].Results[1].Level != "note" {
-		t.Errorf("first result: %+v", res)
-	}
-	code, out, _ = runCheck(t, "", "--format", "junit", "deploy.yaml")
-	var suites struct {
-		Tests    int `xml:"tests,attr"`
-		Failures int `xml:"failures,attr"`
-	}
-	if err := xml.Unmarshal([]byte(out), &suites); err != nil {
-		t.Fatalf("not XML: %v\n%s", err, out)
-	}
-	if code != 1 || suites.Tests != 4 || suites.Failures != 1 {
-		t.Errorf("junit: exit %d, %+v (want 2 pod templates + 2 containers, 1 failing)", code, suites)
-	}
-}
-
-// TestCheckCmdStdinDocuments: from a pipe, a finding names its document and Helm's source.
-func TestCheckCmdStdinDocuments(t *testing.T) {
-	stream := "---\n# Source: shop/templates/svc.yaml\napiVersion: v1\nkind: Service\nmetadata: {name: shop}\n" +
-		"---\n# Source: shop/templates/deploy.yaml\n" + seed65
-	code, out, _ := runCheck(t, stream, "-")
-	if code != 1 || !strings.HasPrefix(out, "<stdin>:24: error:") || !strings.HasSuffix(out, "(shutdown-exceeds-grace) [document 2, shop/templates/deploy.yaml]\n") {
-		t.Errorf("exit %d, stdout %q", code, out)
-	}
-}
-
-// TestCheckCmdHelpListsRules: --help names every rule, for --ignore and the annotation.
-func TestCheckCmdHelpListsRules(t *testing.T) {
-	_, out, _ := runCheck(t, "", "--help")
-	for _, r := range check.Rules() {
-		if !strings.Contains(out, "\n  "+r.ID+" ") {
-			t.Errorf("--help does not list rule %s", r.ID)
-		}
-	}
-	for _, opt := range []string{"--format text|json|sarif|junit", "--ignore RULE", "--severity-threshold", "--exclude PATTERN", "drainit.io/ignore"} {
-		if !strings.Contains(out, opt) {
-			t.Errorf("--help does not explain %s", opt)
+		code, out, errOut := run(drainit, tc.args)
+		wantCode, wantOut, wantErr := run(filepath.Join(dir, "drainit-check"), tc.args[1:])
+		if code != tc.code || wantCode != tc.code || out != wantOut || errOut != wantErr {
+			t.Errorf("drainit %q: exit %d, stdout %q, stderr %q;\ndrainit-check: exit %d, stdout %q, stderr %q; want exit %d from both, the same output",
+				tc.args, code, out, errOut, wantCode, wantOut, wantErr, tc.code)
 		}
 	}
 }
 
-// TestCheckCmdLenient: as pre-commit runs it, on every staged YAML file: a Helm template and a
-// playbook named on the command line are left out, the timing error still fails the commit.
-func TestCheckCmdLenient(t *testing.T) {
-	dir := testenv.WriteTree(t, map[string]string{
-		"k8s/web.yaml":                seed65,
-		"chart/Chart.yaml":            "apiVersion: v2\nname: chart\nversion: 0.1.0\n",
-		"chart/templates/deploy.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\n",
-		"ansible/site.yml":            "- hosts: all\n  tasks: []\n",
-		".github/workflows/ci.yaml":   "on: [push]\njobs: {}\n",
+// Without drainit-check beside it or in PATH, `drainit check` says so in one line, names what
+// to install, and exits 2.
+func TestCheckWithoutDrainitCheck(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds drainit")
+	}
+	dir := t.TempDir()
+	drainit := buildBoth(t, dir, true)
+	cmd := exec.Command(drainit, "check", "-")
+	cmd.Stdin = strings.NewReader("kind: Pod\n")
+	cmd.Env = append(os.Environ(), "PATH="+t.TempDir())
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	_ = cmd.Run()
+	msg := errOut.String()
+	if code := cmd.ProcessState.ExitCode(); code != 2 || out.Len() != 0 || strings.Count(msg, "\n") != 1 ||
+		!strings.HasPrefix(msg, "drainit check: drainit-check is in neither "+dir+" nor PATH") ||
+		!strings.Contains(msg, "go install github.com/drainit/drainit/cmd/drainit-check@latest") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 2, nothing, and one line naming drainit-check, %s and how to install it",
+			code, out.String(), msg, dir)
+	}
+	// Found in PATH instead.
+	t.Run("in PATH", func(t *testing.T) {
+		other := t.TempDir()
+		buildBoth(t, other, false)
+		cmd := exec.Command(drainit, "check", "-")
+		cmd.Stdin = strings.NewReader("kind: [")
+		cmd.Env = append(os.Environ(), "PATH="+other)
+		var errOut bytes.Buffer
+		cmd.Stderr = &errOut
+		_ = cmd.Run()
+		if code := cmd.ProcessState.ExitCode(); code != 2 || strings.Contains(errOut.String(), "neither") {
+			t.Errorf("drainit-check in PATH, malformed input: exit %d, stderr %q; want drainit-check's exit 2 and its message", code, errOut.String())
+		}
 	})
-	t.Chdir(dir)
-	files := []string{"k8s/web.yaml", "chart/Chart.yaml", "chart/templates/deploy.yaml", "ansible/site.yml", ".github/workflows/ci.yaml"}
-	if code, out, _ := runCheck(t, "", files...); code != 2 || out != "" {
-		t.Errorf("without --lenient: exit %d, stdout %q; want 2 at the first file that is no manifest", code, out)
-	}
-	code, out, errOut := runCheck(t, "", append([]string{"--lenient"}, files...)...)
-	if code != 1 || !strings.HasPrefix(out, filepath.FromSlash("k8s/web.yaml")+":17: error:") || strings.Count(out, "\n") != 1 {
-		t.Errorf("--lenient: exit %d, stdout %q, stderr %q", code, out, errOut)
-	}
-	if !strings.Contains(errOut, "drainit check: chart: a Helm chart: its templates are manifests only once rendered: helm template chart | drainit check -\n") {
-		t.Errorf("stderr %q: want the note about the chart", errOut)
-	}
 }
 
-// TestCheckCmdHostileNames: a found file whose name holds a line break and terminal escapes is
-// shown Go-quoted, in its finding on stdout and its problem on stderr: one line each, nothing a
-// terminal would act on.
-func TestCheckCmdHostileNames(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("no control characters in Windows file names")
+// drainit links none of the manifest check: not internal/check, not a YAML parser, not package
+// regexp (whose Unicode tables unicode's initialisation then builds). Go initialises every
+// package a binary links before main, on every container start (bench/STARTUP.md).
+func TestStartPathLinksNoCheck(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command lists the packages: %v", err)
 	}
-	evil := "evil\n\x1b[31mRED\x1b[0m\r\x1b]0;title\a\"q"
-	dir := testenv.WriteTree(t, map[string]string{
-		evil + ".yaml":        seed65,
-		evil + "-broken.yaml": "apiVersion: v1\nkind: Pod\nspec: [\n",
-	})
-	t.Chdir(dir)
-	code, out, errOut := runCheck(t, "", ".")
-	if code != 2 {
-		t.Errorf("exit %d, want 2 for the broken file", code)
+	cmd := exec.Command(goTool, "list", "-deps", "-f", "{{.ImportPath}}", ".")
+	cmd.Env = append(os.Environ(), "GOOS=linux", "CGO_ENABLED=0")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
 	}
-	if want := strconv.Quote(evil+".yaml") + ":17: error: "; !strings.HasPrefix(out, want) || strings.Count(out, "\n") != 1 {
-		t.Errorf("stdout %q, want one line starting %q", out, want)
-	}
-	if want := "drainit check: " + strconv.Quote(evil+"-broken.yaml") + ":3: not valid YAML"; !strings.HasPrefix(errOut, want) ||
-		strings.Count(errOut, "\n") != 2 {
-		t.Errorf("stderr %q, want the problem on one line starting %q, then the summary", errOut, want)
-	}
-	if strings.ContainsAny(out+errOut, "\x1b\r\a") {
-		t.Errorf("control characters reach the terminal: %q %q", out, errOut)
-	}
-}
-
-// TestCheckCmdTooLarge: an input over 64 MiB is not read: named, it stops the check with one
-// line naming it; found, it is reported and the other files are still checked.
-func TestCheckCmdTooLarge(t *testing.T) {
-	dir := testenv.WriteTree(t, map[string]string{"k8s/orders.yaml": seed65, "k8s/huge.yaml": "a: b\n"})
-	huge := filepath.Join(dir, "k8s", "huge.yaml")
-	if err := os.Truncate(huge, 2<<30); err != nil {
-		t.Skipf("no sparse files here: %v", err)
-	}
-	code, out, errOut := runCheck(t, "", huge)
-	if want := "drainit check: " + huge + ": larger than 64 MiB: not read\n"; code != 2 || out != "" || errOut != want {
-		t.Errorf("named: exit %d, stdout %q, stderr %q; want 2, nothing, %q", code, out, errOut, want)
-	}
-	code, out, errOut = runCheck(t, "", filepath.Join(dir, "k8s"))
-	if code != 2 || strings.Count(out, "\n") != 1 || !strings.Contains(errOut, huge+": larger than 64 MiB: not read\n") {
-		t.Errorf("found: exit %d, stdout %q, stderr %q", code, out, errOut)
+	for pkg := range strings.FieldsSeq(string(out)) {
+		switch {
+		case pkg == "github.com/drainit/drainit/internal/check",
+			strings.Contains(pkg, "yaml"),
+			pkg == "regexp", pkg == "regexp/syntax":
+			t.Errorf("drainit links %s: it belongs in drainit-check", pkg)
+		}
 	}
 }

@@ -10,8 +10,9 @@ import (
 	"testing"
 )
 
-// crossTargets are the non-Linux platforms drainit is built for, so that drainit check runs
-// where the manifests are (a developer's Mac or Windows machine). `make cross` builds the same.
+// crossTargets are the non-Linux platforms drainit and drainit-check are built for, so that
+// drainit check runs where the manifests are (a developer's Mac or Windows machine). `make
+// cross` builds the same.
 var crossTargets = []struct {
 	goos, goarch string
 	cpu          uint32 // macho.Cpu or pe machine type
@@ -22,12 +23,13 @@ var crossTargets = []struct {
 	{"windows", "arm64", pe.IMAGE_FILE_MACHINE_ARM64},
 }
 
-// Every cross build compiles, is an executable of its platform and CPU, and carries the
-// message that turns an attempt to run an app there into a clear refusal: a Linux-only call
-// slipping into a file without a build tag fails here, not on a user's laptop.
+// Every cross build of drainit and drainit-check compiles and is an executable of its platform
+// and CPU, and drainit carries the message that turns an attempt to run an app there into a
+// clear refusal: a Linux-only call slipping into a file without a build tag fails here, not on a
+// user's laptop.
 func TestCrossBuild(t *testing.T) {
 	if testing.Short() {
-		t.Skip("cross-compiles drainit four times")
+		t.Skip("cross-compiles drainit and drainit-check four times each")
 	}
 	goTool, err := exec.LookPath("go")
 	if err != nil {
@@ -35,44 +37,60 @@ func TestCrossBuild(t *testing.T) {
 	}
 	dir := t.TempDir()
 	for _, tc := range crossTargets {
-		t.Run(tc.goos+"/"+tc.goarch, func(t *testing.T) {
-			t.Parallel()
-			bin := filepath.Join(dir, "drainit-"+tc.goos+"-"+tc.goarch)
-			cmd := exec.Command(goTool, "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, ".")
-			cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+tc.goos, "GOARCH="+tc.goarch)
-			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Fatalf("GOOS=%s GOARCH=%s go build: %v\n%s", tc.goos, tc.goarch, err, out)
+		for _, pkg := range []string{".", "../drainit-check"} {
+			name := filepath.Base(pkg)
+			if pkg == "." {
+				name = "drainit"
 			}
-			var cpu uint32
-			switch tc.goos {
-			case "darwin":
-				f, err := macho.Open(bin)
+			t.Run(tc.goos+"/"+tc.goarch+"/"+name, func(t *testing.T) {
+				t.Parallel()
+				bin := filepath.Join(dir, name+"-"+tc.goos+"-"+tc.goarch)
+				crossBuild(t, goTool, tc.goos, tc.goarch, tc.cpu, bin, pkg)
+				if name != "drainit" {
+					return
+				}
+				data, err := os.ReadFile(bin)
 				if err != nil {
-					t.Fatalf("not a Mach-O executable: %v", err)
+					t.Fatal(err)
 				}
-				defer f.Close()
-				if f.Type != macho.TypeExec {
-					t.Errorf("Mach-O type %v, want an executable", f.Type)
+				if want := "running an app needs Linux"; !bytes.Contains(data, []byte(want)) {
+					t.Errorf("no %q in the binary: the run subcommand is not the non-Linux refusal", want)
 				}
-				cpu = uint32(f.Cpu)
-			case "windows":
-				f, err := pe.Open(bin)
-				if err != nil {
-					t.Fatalf("not a PE executable: %v", err)
-				}
-				defer f.Close()
-				cpu = uint32(f.Machine)
-			}
-			if cpu != tc.cpu {
-				t.Errorf("CPU type %#x, want %#x", cpu, tc.cpu)
-			}
-			data, err := os.ReadFile(bin)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if want := "running an app needs Linux"; !bytes.Contains(data, []byte(want)) {
-				t.Errorf("no %q in the binary: the run subcommand is not the non-Linux refusal", want)
-			}
-		})
+			})
+		}
+	}
+}
+
+// crossBuild builds pkg for goos/goarch into bin and checks that it is an executable of that
+// platform and CPU.
+func crossBuild(t *testing.T, goTool, goos, goarch string, wantCPU uint32, bin, pkg string) {
+	t.Helper()
+	cmd := exec.Command(goTool, "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, pkg)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH="+goarch)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("GOOS=%s GOARCH=%s go build %s: %v\n%s", goos, goarch, pkg, err, out)
+	}
+	var cpu uint32
+	switch goos {
+	case "darwin":
+		f, err := macho.Open(bin)
+		if err != nil {
+			t.Fatalf("not a Mach-O executable: %v", err)
+		}
+		defer f.Close()
+		if f.Type != macho.TypeExec {
+			t.Errorf("Mach-O type %v, want an executable", f.Type)
+		}
+		cpu = uint32(f.Cpu)
+	case "windows":
+		f, err := pe.Open(bin)
+		if err != nil {
+			t.Fatalf("not a PE executable: %v", err)
+		}
+		defer f.Close()
+		cpu = uint32(f.Machine)
+	}
+	if cpu != wantCPU {
+		t.Errorf("CPU type %#x, want %#x", cpu, wantCPU)
 	}
 }

@@ -13,11 +13,12 @@ import (
 )
 
 // maxOwnInitBytes is what a package of this module other than signals/early may allocate while
-// it is initialised. Go initialises every linked package before main, so whatever `drainit
-// check` (or any other subcommand) prepares at package level is paid on every container start,
-// before drainit starts the app: regular expressions, tables and maps are built on first use.
-// Measured: internal/config 88 bytes (its sync.OnceValue); internal/check 328 bytes; with its
-// six regexp.MustCompile and a map of stop signals at package level it was 50 KB and ~0.15 ms.
+// it is initialised. Go initialises every linked package before main, so whatever a subcommand
+// prepares at package level is paid on every container start, before drainit starts the app:
+// tables and maps are built on first use. Measured: internal/config 88 bytes (its
+// sync.OnceValue); internal/check, before it moved to drainit-check (TestStartPathLinksNoCheck),
+// 328 bytes, and with six regexp.MustCompile and a map of stop signals at package level 50 KB
+// and ~0.15 ms.
 const maxOwnInitBytes = 1024
 
 // The real binary, as it ships (with its entry point), run as `drainit -- /bin/true` with the

@@ -46,6 +46,6 @@ func subcommands() map[string]func(args []string) int {
 		"--version": version,
 		"sleep":     func(args []string) int { return sleepCmd(args, os.Stdout, os.Stderr) },
 		"prestop":   func(args []string) int { return prestopCmd(args, os.Stdout, os.Stderr) },
-		"check":     func(args []string) int { return checkCmd(args, os.Stdin, os.Stdout, os.Stderr) },
+		"check":     func(args []string) int { return checkCmd(args, os.Stderr) },
 	}
 }

@@ -3,112 +3,18 @@ package main
 import (
 	"fmt"
 	"io"
-	"runtime"
-	"runtime/debug"
-	"strings"
-	"time"
+
+	"github.com/drainit/drainit/internal/buildinfo"
 )
 
-// commit and date are stamped with -ldflags "-X main.commit=… -X main.date=…" (the Makefile
-// stamps the commit's hash and the commit's own date, so that two builds of one commit print the
-// same line). Left empty, they come from the VCS stamp the go command puts in the binary.
+// commit and date are stamped with -ldflags "-X main.commit=… -X main.date=…": see
+// buildinfo.Read.
 var (
 	commit string
 	date   string
 )
 
-// unstamped is the value of main.version when no -ldflags set it: see main.go.
-const unstamped = "dev"
-
-// buildVersion is what `drainit version` reports.
-type buildVersion struct {
-	version  string // a release (v0.1.0), a pseudo-version, "(devel)", or "dev" when nothing says
-	commit   string // full hash, or "" when unknown (a go install from the module proxy has none)
-	date     string // the commit's date in UTC RFC 3339, or "" when unknown
-	modified bool   // built from a checkout with uncommitted changes
-	goVer    string
-	platform string
-}
-
-// readVersion merges the -ldflags stamp with the build info: a stamp wins field by field, because
-// a release build says exactly what it is, while `go install …@v0.1.0` stamps nothing and only
-// the build info knows the module version (and, from a checkout, the commit).
-func readVersion(stampVersion, stampCommit, stampDate string, bi *debug.BuildInfo) buildVersion {
-	v := buildVersion{
-		version:  stampVersion,
-		commit:   stampCommit,
-		date:     stampDate,
-		goVer:    runtime.Version(),
-		platform: runtime.GOOS + "/" + runtime.GOARCH,
-	}
-	if bi == nil {
-		if v.version == "" {
-			v.version = unstamped
-		}
-		v.date = utc(v.date)
-		return v
-	}
-	if (v.version == "" || v.version == unstamped) && bi.Main.Version != "" {
-		v.version = bi.Main.Version
-	}
-	if v.version == "" {
-		v.version = unstamped
-	}
-	var rev, when string
-	var modified bool
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.time":
-			when = s.Value
-		case "vcs.modified":
-			modified = s.Value == "true"
-		}
-	}
-	if v.commit == "" {
-		v.commit = rev
-	}
-	if v.date == "" && v.commit == rev {
-		v.date = when
-	}
-	// The checkout's state describes the commit printed only if it is the commit it recorded.
-	v.modified = modified && rev != "" && v.commit == rev
-	v.date = utc(v.date)
-	return v
-}
-
-// utc writes an RFC 3339 date in UTC (git's %cI keeps the committer's zone); anything else as is.
-func utc(s string) string {
-	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		return s
-	}
-	return t.UTC().Format(time.RFC3339)
-}
-
-// String is the one line `drainit version` prints; unknown fields are left out, not made up.
-func (v buildVersion) String() string {
-	var parts []string
-	if v.commit != "" {
-		c := "commit " + v.commit
-		if v.modified {
-			c += "-dirty"
-		}
-		parts = append(parts, c)
-	}
-	if v.date != "" {
-		parts = append(parts, "committed "+v.date)
-	}
-	parts = append(parts, v.goVer, v.platform)
-	return fmt.Sprintf("drainit %s (%s)", v.version, strings.Join(parts, ", "))
-}
-
 func versionCmd(w io.Writer) int {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		bi = nil
-	}
-	fmt.Fprintln(w, readVersion(version, commit, date, bi))
+	fmt.Fprintln(w, buildinfo.Read(version, commit, date))
 	return 0
 }

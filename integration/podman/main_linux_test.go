@@ -144,7 +144,7 @@ func (h *harness) build() error {
 		return fmt.Errorf("podman build: %w\n%s", err, stderr)
 	}
 	for _, d := range derived {
-		// Outside the build context, which holds only what the images copy.
+		// Outside the build context, which holds only binaries (testbin.CopyInto).
 		f := filepath.Join(h.root, "Containerfile."+d.name)
 		if err := os.WriteFile(f, []byte(d.containerfile), 0o644); err != nil {
 			return fmt.Errorf("writing the Containerfile of %s: %w", d.tag, err)

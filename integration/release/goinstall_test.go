@@ -14,7 +14,8 @@ import (
 const modulePath = "github.com/drainit/drainit"
 
 // TestGoInstallReportsTheTaggedVersion: `go install github.com/drainit/drainit/cmd/drainit@v0.1.0`
-// builds with no -ldflags, so the version must come from the build info. The test publishes this
+// builds with no -ldflags, so the version must come from the build info; drainit-check installed
+// beside it serves `drainit check`. The test publishes this
 // checkout as v0.1.0 in a module proxy of its own (a directory, GOPROXY=file://…, the layout the
 // go command documents), with the dependencies from the module cache, and installs from it.
 func TestGoInstallReportsTheTaggedVersion(t *testing.T) {
@@ -41,7 +42,7 @@ func TestGoInstallReportsTheTaggedVersion(t *testing.T) {
 	deps := filepath.Join(goEnv("GOMODCACHE"), "cache", "download")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	install := exec.CommandContext(ctx, "go", "install", modulePath+"/cmd/drainit@"+tag)
+	install := exec.CommandContext(ctx, "go", "install", modulePath+"/cmd/drainit@"+tag, modulePath+"/cmd/drainit-check@"+tag)
 	install.Env = append(os.Environ(),
 		"GOPROXY=file://"+proxy+",file://"+deps,
 		"GOSUMDB=off", // the test's own publication of v0.1.0 is in no checksum database
@@ -50,7 +51,7 @@ func TestGoInstallReportsTheTaggedVersion(t *testing.T) {
 		"GOBIN="+filepath.Join(tmp, "bin"),
 		"GOTOOLCHAIN=local", "CGO_ENABLED=0")
 	if out, err := install.CombinedOutput(); err != nil {
-		t.Fatalf("go install %s/cmd/drainit@%s: %v\n%s", modulePath, tag, err, out)
+		t.Fatalf("go install %s/cmd/drainit@%s and drainit-check: %v\n%s", modulePath, tag, err, out)
 	}
 	out, err := exec.Command(filepath.Join(tmp, "bin", "drainit"), "version").CombinedOutput()
 	if err != nil {
@@ -58,6 +59,14 @@ func TestGoInstallReportsTheTaggedVersion(t *testing.T) {
 	}
 	if !strings.HasPrefix(string(out), "drainit "+tag+" (") {
 		t.Errorf("the go-installed drainit says %q, want version %s", out, tag)
+	}
+	// drainit check runs the drainit-check installed beside it (pre-commit installs both so).
+	check := exec.Command(filepath.Join(tmp, "bin", "drainit"), "check", "-")
+	check.Stdin = strings.NewReader("kind: [")
+	check.Env = append(os.Environ(), "PATH=/nonexistent")
+	out, _ = check.CombinedOutput()
+	if code := check.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(out), "<stdin>") {
+		t.Errorf("the go-installed drainit check, on malformed YAML: exit %d, %q; want drainit-check's exit 2 naming <stdin>", code, out)
 	}
 }
 

@@ -48,7 +48,8 @@ var platforms = []platform{
 	{"windows", "arm64", "windows_arm64", "", "", 0, ""},
 }
 
-// TestEveryArtifactIsThere: the archive, the bare binary and the SBOM for each platform, both
+// TestEveryArtifactIsThere: the archive, the bare binaries (drainit and drainit-check) and the
+// SBOM for each platform, both
 // packages for each Linux architecture, the image archive, and checksums.txt covering every
 // archive, binary, package and SBOM.
 func TestEveryArtifactIsThere(t *testing.T) {
@@ -56,11 +57,11 @@ func TestEveryArtifactIsThere(t *testing.T) {
 	v := d.Meta.Version
 	var want []string
 	for _, p := range platforms {
-		archive, bare := "drainit_"+v+"_"+p.name+".tar.gz", "drainit_"+v+"_"+p.name
+		archive, bare, check := "drainit_"+v+"_"+p.name+".tar.gz", "drainit_"+v+"_"+p.name, "drainit-check_"+v+"_"+p.name
 		if p.goos == "windows" {
-			archive, bare = "drainit_"+v+"_"+p.name+".zip", bare+".exe"
+			archive, bare, check = "drainit_"+v+"_"+p.name+".zip", bare+".exe", check+".exe"
 		}
-		want = append(want, archive, bare, archive+".sbom.json")
+		want = append(want, archive, bare, check, archive+".sbom.json")
 		if p.goos == "linux" {
 			// nfpm turns the semver pre-release into the package formats' own: ~ sorts before
 			// the release in dpkg, _ is apk's separator.
@@ -147,52 +148,38 @@ func TestLinuxBinariesAreStaticAndTellTheirVersion(t *testing.T) {
 		}
 		t.Run(p.goarch, func(t *testing.T) {
 			bin := filepath.Join(d.Dir, "drainit_"+d.Meta.Version+"_"+p.name)
-			f, err := elf.Open(bin)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			if f.Machine != p.machine {
-				t.Errorf("ELF machine %v, want %v", f.Machine, p.machine)
-			}
-			for _, prog := range f.Progs {
-				if prog.Type == elf.PT_INTERP || prog.Type == elf.PT_DYNAMIC {
-					t.Errorf("has a %v program header: not a static binary", prog.Type)
-				}
-			}
-			if libs, _ := f.ImportedLibraries(); len(libs) > 0 {
-				t.Errorf("needs shared libraries %v", libs)
-			}
-			if f.Section(".symtab") != nil {
-				t.Errorf("has a symbol table: not stripped")
-			}
-
-			argv := []string{bin, "version"}
+			var runner []string
 			if p.qemu != "" {
 				q, err := testenv.LookPath(p.qemu)
 				if err != nil {
 					testenv.SkipUnlessCI(t, fmt.Sprintf("%v: cannot run the %s binary (Debian: apt-get install qemu-user-static)", err, p.goarch))
 				}
-				argv = append([]string{q}, argv...)
+				runner = []string{q}
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
-			if err != nil {
-				t.Fatalf("%v: %v\n%s", argv, err, out)
+			for _, b := range []struct{ path, arg string }{
+				{bin, "version"},
+				{filepath.Join(d.Dir, "drainit-check_"+d.Meta.Version+"_"+p.name), "--version"},
+			} {
+				staticFor(t, b.path, p.machine)
+				argv := append(append(runner[:len(runner):len(runner)], b.path), b.arg)
+				out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
+				if err != nil {
+					t.Fatalf("%v: %v\n%s", argv, err, out)
+				}
+				want := fmt.Sprintf("drainit v%s (commit %s, ", d.Meta.Version, d.Meta.Commit)
+				if !strings.HasPrefix(string(out), want) || !strings.Contains(string(out), "linux/"+p.goarch) {
+					t.Errorf("%s %s says %q, want %q… linux/%s", filepath.Base(b.path), b.arg, out, want, p.goarch)
+				}
 			}
-			want := fmt.Sprintf("drainit v%s (commit %s, ", d.Meta.Version, d.Meta.Commit)
-			if !strings.HasPrefix(string(out), want) || !strings.Contains(string(out), "linux/"+p.goarch) {
-				t.Errorf("drainit version says %q, want %q… linux/%s", out, want, p.goarch)
-			}
-
 			// Linked with drainit's own entry point (internal/startsig): a signal ignored when it
 			// starts stays ignored for the app. The app is this machine's grep, which drainit
 			// execs natively even under qemu-user.
 			script := `trap "" PIPE USR1; exec "$@"`
-			ign := exec.CommandContext(ctx, "sh", append([]string{"-c", script, "sh"}, append(argv[:len(argv)-1],
+			ign := exec.CommandContext(ctx, "sh", append([]string{"-c", script, "sh"}, append(append(runner, bin),
 				"--log-format", "json", "--", "grep", "SigIgn", "/proc/self/status")...)...)
-			out, err = ign.Output()
+			out, err := ign.Output()
 			if err != nil {
 				t.Fatalf("%v: %v\n%s", ign.Args, err, out)
 			}
@@ -209,8 +196,32 @@ func TestLinuxBinariesAreStaticAndTellTheirVersion(t *testing.T) {
 	}
 }
 
-// TestDebInstalls: dpkg -i puts /usr/bin/drainit on the machine, the installed binary is this
-// release, and dpkg -r takes it away again.
+// staticFor checks that bin is an ELF executable for machine, static and stripped.
+func staticFor(t *testing.T, bin string, machine elf.Machine) {
+	t.Helper()
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if f.Machine != machine {
+		t.Errorf("%s: ELF machine %v, want %v", filepath.Base(bin), f.Machine, machine)
+	}
+	for _, prog := range f.Progs {
+		if prog.Type == elf.PT_INTERP || prog.Type == elf.PT_DYNAMIC {
+			t.Errorf("%s has a %v program header: not a static binary", filepath.Base(bin), prog.Type)
+		}
+	}
+	if libs, _ := f.ImportedLibraries(); len(libs) > 0 {
+		t.Errorf("%s needs shared libraries %v", filepath.Base(bin), libs)
+	}
+	if f.Section(".symtab") != nil {
+		t.Errorf("%s has a symbol table: not stripped", filepath.Base(bin))
+	}
+}
+
+// TestDebInstalls: dpkg -i puts /usr/bin/drainit and drainit-check on the machine, the installed
+// binary is this release and its check runs, and dpkg -r takes them away again.
 func TestDebInstalls(t *testing.T) {
 	d := need(t)
 	if os.Geteuid() != 0 {
@@ -231,8 +242,10 @@ func TestDebInstalls(t *testing.T) {
 		if out, err := exec.Command(dpkg, "-r", "drainit").CombinedOutput(); err != nil {
 			t.Errorf("dpkg -r drainit: %v\n%s", err, out)
 		}
-		if _, err := os.Stat("/usr/bin/drainit"); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("after dpkg -r, /usr/bin/drainit: %v, want it gone", err)
+		for _, f := range []string{"/usr/bin/drainit", "/usr/bin/drainit-check"} {
+			if _, err := os.Stat(f); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("after dpkg -r, %s: %v, want it gone", f, err)
+			}
 		}
 	})
 	out, err := exec.Command("/usr/bin/drainit", "version").CombinedOutput()
@@ -242,9 +255,20 @@ func TestDebInstalls(t *testing.T) {
 	if !strings.HasPrefix(string(out), "drainit v"+d.Meta.Version+" ") {
 		t.Errorf("the installed drainit says %q, want version %s", out, d.Meta.Version)
 	}
+	// drainit check finds the package's drainit-check beside /usr/bin/drainit.
+	check := exec.Command("/usr/bin/drainit", "check", "-")
+	check.Stdin = strings.NewReader("kind: [")
+	check.Env = append(os.Environ(), "PATH=/nonexistent")
+	out, _ = check.CombinedOutput()
+	if code := check.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(out), "<stdin>") {
+		t.Errorf("the installed drainit check, on malformed YAML: exit %d, %q; want drainit-check's exit 2 naming <stdin>", code, out)
+	}
 	files, err := exec.Command("dpkg", "-L", "drainit").Output()
 	if err != nil {
 		t.Fatalf("dpkg -L drainit: %v", err)
+	}
+	if !strings.Contains(string(files), "/usr/bin/drainit-check") {
+		t.Errorf("the package holds no /usr/bin/drainit-check:\n%s", files)
 	}
 	if !strings.Contains(string(files), "/usr/share/doc/drainit/copyright") {
 		t.Errorf("the package holds no copyright file (the license):\n%s", files)
@@ -252,7 +276,8 @@ func TestDebInstalls(t *testing.T) {
 }
 
 // TestApkHoldsTheBinary: each .apk (a concatenation of gzipped tar segments: control, then data)
-// holds usr/bin/drainit, executable, the same bytes as the release's binary.
+// holds usr/bin/drainit and usr/bin/drainit-check, executable, the same bytes as the release's
+// binaries.
 func TestApkHoldsTheBinary(t *testing.T) {
 	d := need(t)
 	for _, p := range platforms {
@@ -260,20 +285,22 @@ func TestApkHoldsTheBinary(t *testing.T) {
 			continue
 		}
 		apk := filepath.Join(d.Dir, "drainit_"+strings.Replace(d.Meta.Version, "-", "_", 1)+"_"+p.apk+".apk")
-		got, mode, err := fileInApk(apk, "usr/bin/drainit")
-		if err != nil {
-			t.Errorf("%s: %v", filepath.Base(apk), err)
-			continue
-		}
-		want, err := os.ReadFile(filepath.Join(d.Dir, "drainit_"+d.Meta.Version+"_"+p.name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s: usr/bin/drainit is not the release's %s binary", filepath.Base(apk), p.name)
-		}
-		if mode&0o111 == 0 {
-			t.Errorf("%s: usr/bin/drainit has mode %o, not executable", filepath.Base(apk), mode)
+		for _, cmd := range []string{"drainit", "drainit-check"} {
+			got, mode, err := fileInApk(apk, "usr/bin/"+cmd)
+			if err != nil {
+				t.Errorf("%s: %v", filepath.Base(apk), err)
+				continue
+			}
+			want, err := os.ReadFile(filepath.Join(d.Dir, cmd+"_"+d.Meta.Version+"_"+p.name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s: usr/bin/%s is not the release's %s binary", filepath.Base(apk), cmd, p.name)
+			}
+			if mode&0o111 == 0 {
+				t.Errorf("%s: usr/bin/%s has mode %o, not executable", filepath.Base(apk), cmd, mode)
+			}
 		}
 	}
 }

@@ -1,6 +1,7 @@
-// Package testbin builds the binaries the integration tests run — drainit and the test app —
-// once per test process, static (CGO_ENABLED=0) and drainit with its entry point
-// (startsig.EntryFlag) as they ship, into a temporary directory.
+// Package testbin builds the binaries the integration tests run — drainit, drainit-check beside
+// it (which `drainit check` runs) and the test app — once per test process, static
+// (CGO_ENABLED=0) and drainit with its entry point (startsig.EntryFlag) as they ship, into a
+// temporary directory.
 package testbin
 
 import (
@@ -17,8 +18,9 @@ import (
 
 // Paths are the built binaries.
 type Paths struct {
-	Drainit string
-	TestApp string
+	Drainit      string
+	DrainitCheck string // beside Drainit, where `drainit check` finds it
+	TestApp      string
 }
 
 var (
@@ -27,7 +29,7 @@ var (
 	err   error
 )
 
-// Build builds both binaries the first time it is called and returns their paths; later calls
+// Build builds the binaries the first time it is called and returns their paths; later calls
 // return the same paths (or the same error). Call Cleanup from TestMain after the tests.
 func Build() (Paths, error) {
 	once.Do(func() {
@@ -35,10 +37,14 @@ func Build() (Paths, error) {
 		if dir, err = os.MkdirTemp("", "drainit-testbin-"); err != nil {
 			return
 		}
-		paths = Paths{Drainit: filepath.Join(dir, "drainit"), TestApp: filepath.Join(dir, "testapp")}
+		paths = Paths{Drainit: filepath.Join(dir, "drainit"), DrainitCheck: filepath.Join(dir, "drainit-check"),
+			TestApp: filepath.Join(dir, "testapp")}
 		// drainit with its own entry point, as it ships (startsig.EntryFlag: without it drainit
 		// cannot see most inherited ignored signals); the test app as a plain Go program.
 		if err = goBuild(paths.Drainit, "./cmd/drainit", "-s -w "+startsig.EntryFlag); err != nil {
+			return
+		}
+		if err = goBuild(paths.DrainitCheck, "./cmd/drainit-check", "-s -w"); err != nil {
 			return
 		}
 		err = goBuild(paths.TestApp, "./integration/testapp", "-s -w")
@@ -67,8 +73,8 @@ func DrainitWithoutEntry() (string, error) {
 	return plain, plainErr
 }
 
-// CopyInto puts Build's two binaries into dir as drainit and testapp, for a container image's
-// build context (which must hold what the image copies).
+// CopyInto puts Build's binaries into dir as drainit, drainit-check and testapp, for a container
+// image's build context (which must hold what the image copies).
 func CopyInto(dir string) error {
 	bins, err := Build()
 	if err != nil {
@@ -77,7 +83,7 @@ func CopyInto(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	for name, src := range map[string]string{"drainit": bins.Drainit, "testapp": bins.TestApp} {
+	for name, src := range map[string]string{"drainit": bins.Drainit, "drainit-check": bins.DrainitCheck, "testapp": bins.TestApp} {
 		b, err := os.ReadFile(src)
 		if err != nil {
 			return err

@@ -671,6 +671,7 @@ func WriteUsage(w io.Writer) {
   drainit sleep DURATION                    sleep (a preStop exec hook for images without sleep)
   drainit prestop [--addr ADDR] [--token T] ask the running drainit to drain; returns when drained
   drainit check [OPTIONS] [PATH...|-]       check Kubernetes manifests' termination timing
+                                            (runs drainit-check, from drainit's directory or PATH)
   drainit version
 
 Options (each also DRAINIT_<NAME> in the environment; the flag wins and the log says what it

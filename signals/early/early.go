@@ -1,7 +1,7 @@
 //go:build linux
 
 // Package early registers drainit's signals while the program initialises: before main, and
-// before most of the packages drainit imports are initialised (zerolog, YAML, net, the
+// before most of the packages drainit imports are initialised (zerolog, net, the
 // configuration), so that a signal sent in drainit's first milliseconds finds drainit listening.
 //
 // Only cmd/drainit imports it: importing it changes how the process handles signals. The run
