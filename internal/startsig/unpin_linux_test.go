@@ -83,3 +83,59 @@ func TestSetEachThreadFollowsNewThreads(t *testing.T) {
 		}
 	}
 }
+
+// Where the CPUs the process started with are no longer allowed (its cpuset lost them all
+// meanwhile), sched_setaffinity refuses that mask (EINVAL): Unpin asks for every CPU instead,
+// which the kernel narrows to the allowed ones. CPUs that are not online stand in for a lost set.
+func TestUnpinWhenTheStartCPUsAreGone(t *testing.T) {
+	var orig unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &orig); err != nil {
+		t.Fatal(err)
+	}
+	n, _, errno := unix.RawSyscall(unix.SYS_SCHED_GETAFFINITY, 0, uintptr(len(origMask)), uintptr(unsafe.Pointer(&origMask[0])))
+	if errno != 0 {
+		t.Fatal(errno)
+	}
+	gone := int(n)*8 - 2 // the mask's last two CPUs: not online unless the machine has that many
+	if orig.IsSet(gone) || orig.IsSet(gone+1) {
+		t.Skipf("CPUs %d and %d are allowed: no CPU to stand in for a lost one", gone, gone+1)
+	}
+	saved := struct {
+		mask, pin [512]byte
+		n         uintptr
+		p         uint32
+	}{origMask, pinMask, origLen, pinned}
+	defer func() {
+		origMask, pinMask, origLen, pinned = saved.mask, saved.pin, saved.n, saved.p
+		if err := setEachThread(unsafe.Slice((*byte)(unsafe.Pointer(&orig)), unsafe.Sizeof(orig))); err != nil {
+			t.Errorf("restoring the test's affinity: %v", err)
+		}
+	}()
+	origMask = [512]byte{}
+	origMask[gone/8] |= 1 << (gone % 8)
+	origMask[(gone+1)/8] |= 1 << ((gone + 1) % 8)
+	origLen, pinned = n, 1
+	if err := Unpin(); err != nil {
+		t.Fatalf("Unpin with the start's CPUs gone: %v, want every allowed CPU instead", err)
+	}
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range tasks {
+		tid, err := strconv.Atoi(task.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got unix.CPUSet
+		if err := unix.SchedGetaffinity(tid, &got); err != nil {
+			t.Fatalf("thread %d: %v", tid, err)
+		}
+		for c := range len(got) * 64 {
+			if orig.IsSet(c) && !got.IsSet(c) {
+				t.Errorf("thread %d lacks CPU %d, which the process was allowed", tid, c)
+				break
+			}
+		}
+	}
+}
