@@ -131,8 +131,7 @@ func build(t *testing.T, arch, out, ldflags string) {
 // the process started with, on every architecture the entry point is written for, whatever
 // set it started with; without the linker flag nothing is pinned. Each architecture but the
 // machine's own runs under qemu-user, as in TestEntryPoint. (Only the CPUs of this machine are
-// tried: a pin computed wrong for a high CPU fails or lands elsewhere, and Unpin restores the
-// mask as read, not as computed.)
+// run on; TestPinMaskForHighCPUs checks the mask for high ones.)
 func TestStartPinned(t *testing.T) {
 	taskset, err := testenv.LookPath("taskset")
 	if err != nil {
