@@ -24,7 +24,7 @@ var (
 
 func main() {
 	if len(os.Args) == 2 && os.Args[1] == "--version" {
-		fmt.Println(buildinfo.Read(version, commit, date))
+		fmt.Println(buildinfo.Read(version, commit, date).Line("drainit-check"))
 		return
 	}
 	os.Exit(checkCmd(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))

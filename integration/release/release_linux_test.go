@@ -158,9 +158,9 @@ func TestLinuxBinariesAreStaticAndTellTheirVersion(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			for _, b := range []struct{ path, arg string }{
-				{bin, "version"},
-				{filepath.Join(d.Dir, "drainit-check_"+d.Meta.Version+"_"+p.name), "--version"},
+			for _, b := range []struct{ name, path, arg string }{
+				{"drainit", bin, "version"},
+				{"drainit-check", filepath.Join(d.Dir, "drainit-check_"+d.Meta.Version+"_"+p.name), "--version"},
 			} {
 				staticFor(t, b.path, p.machine)
 				argv := append(append(runner[:len(runner):len(runner)], b.path), b.arg)
@@ -168,7 +168,7 @@ func TestLinuxBinariesAreStaticAndTellTheirVersion(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%v: %v\n%s", argv, err, out)
 				}
-				want := fmt.Sprintf("drainit v%s (commit %s, ", d.Meta.Version, d.Meta.Commit)
+				want := fmt.Sprintf("%s v%s (commit %s, ", b.name, d.Meta.Version, d.Meta.Commit)
 				if !strings.HasPrefix(string(out), want) || !strings.Contains(string(out), "linux/"+p.goarch) {
 					t.Errorf("%s %s says %q, want %q… linux/%s", filepath.Base(b.path), b.arg, out, want, p.goarch)
 				}

@@ -97,7 +97,10 @@ func utc(s string) string {
 func (v Info) Version() string { return v.version }
 
 // String is the one line `drainit version` prints; unknown fields are left out, not made up.
-func (v Info) String() string {
+func (v Info) String() string { return v.Line("drainit") }
+
+// Line is String for the program named name (drainit-check reports the same release).
+func (v Info) Line(name string) string {
 	var parts []string
 	if v.commit != "" {
 		c := "commit " + v.commit
@@ -110,5 +113,5 @@ func (v Info) String() string {
 		parts = append(parts, "committed "+v.date)
 	}
 	parts = append(parts, v.goVer, v.platform)
-	return fmt.Sprintf("drainit %s (%s)", v.version, strings.Join(parts, ", "))
+	return fmt.Sprintf("%s %s (%s)", name, v.version, strings.Join(parts, ", "))
 }
