@@ -2,6 +2,7 @@ package release
 
 import (
 	"archive/tar"
+	"archive/zip"
 	"bufio"
 	"bytes"
 	"compress/gzip"
@@ -91,6 +92,88 @@ func TestEveryArtifactIsThere(t *testing.T) {
 	}
 	if len(d.Sums) != len(want) {
 		t.Errorf("checksums.txt has %d lines, want %d (one per archive, binary, package and SBOM)", len(d.Sums), len(want))
+	}
+}
+
+// TestArchivesHoldBothBinaries: each archive holds drainit and drainit-check side by side (where
+// `drainit check` finds it), the same bytes as the bare binaries, and the license.
+func TestArchivesHoldBothBinaries(t *testing.T) {
+	d := need(t)
+	for _, p := range platforms {
+		v := d.Meta.Version
+		archive, ext := "drainit_"+v+"_"+p.name+".tar.gz", ""
+		if p.goos == "windows" {
+			archive, ext = "drainit_"+v+"_"+p.name+".zip", ".exe"
+		}
+		files, err := archiveFiles(filepath.Join(d.Dir, archive))
+		if err != nil {
+			t.Errorf("%s: %v", archive, err)
+			continue
+		}
+		for _, cmd := range []string{"drainit", "drainit-check"} {
+			want, err := os.ReadFile(filepath.Join(d.Dir, cmd+"_"+v+"_"+p.name+ext))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, ok := files[cmd+ext]; !ok || !bytes.Equal(got, want) {
+				t.Errorf("%s: %s%s missing or not the release's bare binary (held: %d bytes)", archive, cmd, ext, len(got))
+			}
+		}
+		if _, ok := files["LICENSE"]; !ok {
+			t.Errorf("%s holds no LICENSE", archive)
+		}
+	}
+}
+
+// archiveFiles reads every regular file of a .tar.gz or .zip archive by name.
+func archiveFiles(path string) (map[string][]byte, error) {
+	files := map[string][]byte{}
+	if strings.HasSuffix(path, ".zip") {
+		zr, err := zip.OpenReader(path)
+		if err != nil {
+			return nil, err
+		}
+		defer zr.Close()
+		for _, f := range zr.File {
+			rc, err := f.Open()
+			if err != nil {
+				return nil, err
+			}
+			b, err := io.ReadAll(rc)
+			rc.Close()
+			if err != nil {
+				return nil, err
+			}
+			files[f.Name] = b
+		}
+		return files, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return nil, err
+	}
+	tr := tar.NewReader(zr)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return files, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if h.Typeflag != tar.TypeReg {
+			continue
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			return nil, err
+		}
+		files[h.Name] = b
 	}
 }
 
