@@ -15,6 +15,7 @@ import (
 const checkUsage = `Usage: drainit check [OPTIONS] [PATH...]
        helm template CHART | drainit check -
        kubectl kustomize DIR | drainit check -
+       drainit-check [OPTIONS] [PATH...]   (the same: drainit check runs drainit-check)
 
 Checks the termination timing of the pod templates in Kubernetes manifests (Pod, Deployment,
 StatefulSet, DaemonSet, ReplicaSet, Job, CronJob, Argo Rollout, and List objects of them; several
