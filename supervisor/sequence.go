@@ -12,6 +12,7 @@ import (
 	"github.com/drainit/drainit/hooks"
 	"github.com/drainit/drainit/internal/config"
 	"github.com/drainit/drainit/internal/drainwatch"
+	"github.com/drainit/drainit/internal/kubelet"
 	"github.com/drainit/drainit/signals"
 )
 
@@ -315,23 +316,18 @@ func (m *machine) signal(now time.Time, sig unix.Signal) []action {
 	return nil
 }
 
-// kubeletMinGrace is the least time the kubelet gives the runtime from the stop signal to
-// SIGKILL (its minimumGracePeriodInSeconds), and all it gives once its wait for the preStop hook
-// has taken the whole grace period: it then asks for grace − the wait, rounded down, which is 0.
-const kubeletMinGrace = 2 * time.Second
-
 // preStopWaitOver handles the kubelet's stop signal arriving while its /prestop call still waits
 // for the drain. The kubelet waits for a preStop hook for the pod's grace period at most, and
 // signals only once the hook has answered or that wait is over: drainit had not answered, so the
 // pod's grace period has run out, shorter than drainit's (`kubectl delete --grace-period`, an
 // eviction, a node's shutdown, or terminationGracePeriodSeconds below --grace-period), and the
-// runtime's SIGKILL follows in kubeletMinGrace. Draining on, as drainit did, let that SIGKILL
+// runtime's SIGKILL follows in kubelet.MinGraceAfterSignal. Draining on, as drainit did, let that SIGKILL
 // end the app before it had its stop signal, every request in flight with it, and drainit before
 // its post-stop hooks and its summary. The app gets its stop signal now and the time left is
 // shared out: half of it to the app, the kill margin at most, and the rest to the post-stop
 // hooks and the exit.
 func (m *machine) preStopWaitOver(now time.Time, sig unix.Signal) []action {
-	if d := now.Add(kubeletMinGrace); d.Before(m.deadline) {
+	if d := now.Add(kubelet.MinGraceAfterSignal); d.Before(m.deadline) {
 		m.deadline = d
 	}
 	m.timing.KillMargin = min(m.timing.KillMargin, max(m.deadline.Sub(now), 0)/2)

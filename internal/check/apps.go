@@ -21,6 +21,8 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"github.com/drainit/drainit/internal/kubelet"
 )
 
 // The app rules' ids.
@@ -107,7 +109,7 @@ func (k *containerCheck) unbounded(a *appStop) {
 func (k *containerCheck) appBudget() time.Duration {
 	window := k.grace
 	if k.ps.kind == hookSleep {
-		window = max(k.grace-k.ps.min, minGraceAfterSignal)
+		window = max(k.grace-k.ps.min, kubelet.MinGraceAfterSignal)
 	}
 	if dc := k.dc; dc != nil {
 		window -= dc.margin.d + dc.drain.d

@@ -30,6 +30,7 @@ import (
 
 	"github.com/drainit/drainit/internal/config"
 	"github.com/drainit/drainit/internal/control"
+	"github.com/drainit/drainit/internal/kubelet"
 )
 
 // Severity says how bad a finding is: errors make `drainit check` exit 1.
@@ -61,7 +62,6 @@ const (
 	RuleAdaptiveUDP      = "adaptive-drain-udp"     // an adaptive drain in a container that serves UDP: fixed
 	RuleAdaptiveMesh     = "adaptive-drain-mesh"    // an adaptive drain counting connections behind a mesh's sidecar
 	RuleProbeGrace       = "probe-grace-short"      // a liveness or startup probe's grace period shorter than drainit's stop
-	minGraceAfterSignal  = 2 * time.Second          // the kubelet's minimumGracePeriodInSeconds
 
 	RuleStopSignalNotTrigger = "stop-signal-not-trigger" // lifecycle.stopSignal is not one of drainit's triggers
 	RuleStopSignalImage      = "stop-signal-image"       // an image (by name) whose STOPSIGNAL is no trigger: nginx, httpd, haproxy
@@ -597,7 +597,7 @@ func (k *containerCheck) preStopGrace() bool {
 	}
 	k.add(ps.line, Error, RulePreStopGrace, "%s ≥ terminationGracePeriodSeconds %s: the kubelet stops waiting for the hook at %s "+
 		"and the app gets only the kubelet's %s minimum between SIGTERM and SIGKILL%s",
-		ps.describe(), fmtDur(k.grace), fmtDur(k.grace), fmtDur(minGraceAfterSignal), need)
+		ps.describe(), fmtDur(k.grace), fmtDur(k.grace), fmtDur(kubelet.MinGraceAfterSignal), need)
 	return true
 }
 
@@ -655,7 +655,7 @@ func (k *containerCheck) shutdownGrace(drainitOK bool) bool {
 	// What the kubelet leaves after the preStop, and what has to fit in it.
 	window, after := grace, total
 	if ps.kind == hookSleep {
-		window, after = max(grace-ps.min, minGraceAfterSignal), total-ps.min
+		window, after = max(grace-ps.min, kubelet.MinGraceAfterSignal), total-ps.min
 	}
 	// With drainit and no known app time, the app still needs some time: equal is too little.
 	if after < window || (after == window && (dc == nil || k.app != nil)) {
@@ -678,7 +678,7 @@ func (k *containerCheck) shutdownGrace(drainitOK bool) bool {
 	switch {
 	case dc == nil && ps.kind == hookSleep:
 		why = fmt.Sprintf("after the preStop the app gets max(%s - %s, %s) = %s before SIGKILL, less than its %s shutdown",
-			fmtDur(grace), fmtDur(ps.min), fmtDur(minGraceAfterSignal), fmtDur(window), fmtDur(k.app.d))
+			fmtDur(grace), fmtDur(ps.min), fmtDur(kubelet.MinGraceAfterSignal), fmtDur(window), fmtDur(k.app.d))
 	case dc == nil:
 		why = fmt.Sprintf("the app gets at most %s between SIGTERM and SIGKILL, less than its %s shutdown", fmtDur(grace), fmtDur(k.app.d))
 	default:
@@ -745,7 +745,7 @@ func (k *containerCheck) sidecarGrace(before stopBefore) {
 	// each rounded down to whole seconds, and leaves at least 2s. Together they are at most the
 	// time until its turn rounded down, however long the hook itself takes to run.
 	turn := before.d.Truncate(time.Second)
-	left := max(k.grace-turn, minGraceAfterSignal)
+	left := max(k.grace-turn, kubelet.MinGraceAfterSignal)
 	if own <= left {
 		return
 	}
@@ -766,7 +766,7 @@ func (k *containerCheck) sidecarGrace(before stopBefore) {
 		"signal only once the containers before it have stopped, and %s may take %s; it takes that time, in whole seconds rounded down, "+
 		"off grace %s and leaves the sidecar max(%s - %s, %s) = %s before SIGKILL, and its own stop takes %s, so it is SIGKILLed mid-shutdown; "+
 		"set terminationGracePeriodSeconds to at least %d, or shorten %s's stop",
-		who, fmtDur(before.d), fmtDur(k.grace), fmtDur(k.grace), fmtDur(turn), fmtDur(minGraceAfterSignal), fmtDur(left), parts,
+		who, fmtDur(before.d), fmtDur(k.grace), fmtDur(k.grace), fmtDur(turn), fmtDur(kubelet.MinGraceAfterSignal), fmtDur(left), parts,
 		need, who)
 }
 
@@ -792,10 +792,10 @@ func (k *containerCheck) drainitGrace() {
 	case hookDrainit:
 		because = fmt.Sprintf("the kubelet sends SIGKILL %s after it calls the preStop, drainit's trigger (terminationGracePeriodSeconds)", fmtDur(grace))
 	case hookSleep:
-		window = max(grace-ps.min, minGraceAfterSignal)
+		window = max(grace-ps.min, kubelet.MinGraceAfterSignal)
 		exact = ps.exact
 		because = fmt.Sprintf("drainit's clock starts at SIGTERM, after %s, and the kubelet sends SIGKILL max(%s - %s, %s) = %s later",
-			ps.describe(), fmtDur(grace), fmtDur(min(ps.min, grace)), fmtDur(minGraceAfterSignal), fmtDur(window))
+			ps.describe(), fmtDur(grace), fmtDur(min(ps.min, grace)), fmtDur(kubelet.MinGraceAfterSignal), fmtDur(window))
 	case hookOther:
 		exact = false
 		because = fmt.Sprintf("the kubelet sends SIGKILL at most %s after SIGTERM, less whatever the preStop hook takes", fmtDur(grace))

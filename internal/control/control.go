@@ -88,6 +88,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/drainit/drainit/internal/http1"
+	"github.com/drainit/drainit/internal/kubelet"
 )
 
 // Mark is one entry of the stop sequence's timeline.
@@ -164,7 +165,7 @@ const PrestopUserAgent = "drainit-prestop"
 // its httpGet form (the kubelet's "kube-lifecycle/MAJOR.MINOR", unless the hook's httpHeaders
 // set another) or its exec form, `drainit prestop`.
 func FromKubelet(userAgent string) bool {
-	return strings.HasPrefix(userAgent, "kube-lifecycle/") || userAgent == PrestopUserAgent
+	return strings.HasPrefix(userAgent, kubelet.LifecycleUserAgent) || userAgent == PrestopUserAgent
 }
 
 // connLimit is how many connections the server holds at once with nofile descriptors allowed
