@@ -27,15 +27,11 @@ func TestSetEachThreadFollowsNewThreads(t *testing.T) {
 			break
 		}
 	}
-	// The kernel's layout: native words, as sched_setaffinity takes them.
-	asBytes := func(s *unix.CPUSet) []byte {
-		return unsafe.Slice((*byte)(unsafe.Pointer(s)), unsafe.Sizeof(*s))
-	}
-	if err := setEachThread(asBytes(&one)); err != nil {
+	if err := setEachThread(maskBytes(&one)); err != nil {
 		t.Fatalf("pinning every thread to one CPU: %v", err)
 	}
 	// Restore the test process's threads whatever happens below.
-	defer func() { listedHook = nil; _ = setEachThread(asBytes(&orig)) }()
+	defer func() { listedHook = nil; _ = setEachThread(maskBytes(&orig)) }()
 
 	const started = 8 // more than the runtime has idle: some are new threads
 	release := make(chan struct{})
@@ -56,28 +52,17 @@ func TestSetEachThreadFollowsNewThreads(t *testing.T) {
 			<-up
 		}
 	}
-	if err := setEachThread(asBytes(&orig)); err != nil {
+	if err := setEachThread(maskBytes(&orig)); err != nil {
 		t.Fatalf("setEachThread: %v", err)
 	}
 	if first {
 		t.Fatal("the hook never ran")
 	}
-	tasks, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		t.Fatal(err)
+	threads := threadAffinities(t)
+	if len(threads) < started {
+		t.Fatalf("%d threads, want %d at least", len(threads), started)
 	}
-	if len(tasks) < started {
-		t.Fatalf("%d threads, want %d at least", len(tasks), started)
-	}
-	for _, task := range tasks {
-		tid, err := strconv.Atoi(task.Name())
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got unix.CPUSet
-		if err := unix.SchedGetaffinity(tid, &got); err != nil {
-			t.Fatalf("thread %d: %v", tid, err)
-		}
+	for tid, got := range threads {
 		if got != orig {
 			t.Errorf("thread %d is on %d CPUs, want the %d set", tid, got.Count(), orig.Count())
 		}
@@ -92,6 +77,18 @@ func TestUnpinWhenTheStartCPUsAreGone(t *testing.T) {
 	if err := unix.SchedGetaffinity(0, &orig); err != nil {
 		t.Fatal(err)
 	}
+	// The package's state as it was, saved before anything here writes to it.
+	saved := struct {
+		mask, pin [512]byte
+		n         uintptr
+		p         uint32
+	}{origMask, pinMask, origLen, pinned}
+	defer func() {
+		origMask, pinMask, origLen, pinned = saved.mask, saved.pin, saved.n, saved.p
+		if err := setEachThread(maskBytes(&orig)); err != nil {
+			t.Errorf("restoring the test's affinity: %v", err)
+		}
+	}()
 	n, _, errno := unix.RawSyscall(unix.SYS_SCHED_GETAFFINITY, 0, uintptr(len(origMask)), uintptr(unsafe.Pointer(&origMask[0])))
 	if errno != 0 {
 		t.Fatal(errno)
@@ -100,17 +97,6 @@ func TestUnpinWhenTheStartCPUsAreGone(t *testing.T) {
 	if orig.IsSet(gone) || orig.IsSet(gone+1) {
 		t.Skipf("CPUs %d and %d are allowed: no CPU to stand in for a lost one", gone, gone+1)
 	}
-	saved := struct {
-		mask, pin [512]byte
-		n         uintptr
-		p         uint32
-	}{origMask, pinMask, origLen, pinned}
-	defer func() {
-		origMask, pinMask, origLen, pinned = saved.mask, saved.pin, saved.n, saved.p
-		if err := setEachThread(unsafe.Slice((*byte)(unsafe.Pointer(&orig)), unsafe.Sizeof(orig))); err != nil {
-			t.Errorf("restoring the test's affinity: %v", err)
-		}
-	}()
 	origMask = [512]byte{}
 	origMask[gone/8] |= 1 << (gone % 8)
 	origMask[(gone+1)/8] |= 1 << ((gone + 1) % 8)
@@ -118,10 +104,29 @@ func TestUnpinWhenTheStartCPUsAreGone(t *testing.T) {
 	if err := Unpin(); err != nil {
 		t.Fatalf("Unpin with the start's CPUs gone: %v, want every allowed CPU instead", err)
 	}
+	for tid, got := range threadAffinities(t) {
+		for c := range len(got) * 64 {
+			if orig.IsSet(c) && !got.IsSet(c) {
+				t.Errorf("thread %d lacks CPU %d, which the process was allowed", tid, c)
+				break
+			}
+		}
+	}
+}
+
+// maskBytes is s in the kernel's layout (native words), as sched_setaffinity takes it.
+func maskBytes(s *unix.CPUSet) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(s)), unsafe.Sizeof(*s))
+}
+
+// threadAffinities is the CPU affinity of every thread of the test process, by thread ID.
+func threadAffinities(t *testing.T) map[int]unix.CPUSet {
+	t.Helper()
 	tasks, err := os.ReadDir("/proc/self/task")
 	if err != nil {
 		t.Fatal(err)
 	}
+	out := make(map[int]unix.CPUSet, len(tasks))
 	for _, task := range tasks {
 		tid, err := strconv.Atoi(task.Name())
 		if err != nil {
@@ -131,11 +136,7 @@ func TestUnpinWhenTheStartCPUsAreGone(t *testing.T) {
 		if err := unix.SchedGetaffinity(tid, &got); err != nil {
 			t.Fatalf("thread %d: %v", tid, err)
 		}
-		for c := range len(got) * 64 {
-			if orig.IsSet(c) && !got.IsSet(c) {
-				t.Errorf("thread %d lacks CPU %d, which the process was allowed", tid, c)
-				break
-			}
-		}
+		out[tid] = got
 	}
+	return out
 }
