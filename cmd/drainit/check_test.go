@@ -30,6 +30,22 @@ func buildBoth(t *testing.T, dir string, skipCheck bool) (drainit string) {
 	return filepath.Join(dir, "drainit")
 }
 
+// runWith runs bin with args, PATH set to path and stdin as its input, and returns its exit
+// status and output.
+func runWith(t *testing.T, path, stdin, bin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	cmd.Env = append(os.Environ(), "PATH="+path)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	if _, ok := err.(*exec.ExitError); err != nil && !ok {
+		t.Fatalf("%s %q: %v", bin, args, err)
+	}
+	return cmd.ProcessState.ExitCode(), out.String(), errOut.String()
+}
+
 // `drainit check` is drainit-check, found beside drainit: the same output, the same exit status,
 // standard input passed on.
 func TestCheckRunsDrainitCheck(t *testing.T) {
@@ -62,20 +78,8 @@ spec:
 		{"", []string{"check", "--format", "nope"}, 2},
 		{manifest, []string{"check", "--severity-threshold", "info", "--format", "json", "-"}, 1},
 	} {
-		run := func(bin string, args []string) (int, string, string) {
-			cmd := exec.Command(bin, args...)
-			cmd.Stdin = strings.NewReader(tc.stdin)
-			cmd.Env = append(os.Environ(), "PATH=/nonexistent")
-			var out, errOut bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, &errOut
-			err := cmd.Run()
-			if _, ok := err.(*exec.ExitError); err != nil && !ok {
-				t.Fatalf("%s %q: %v", bin, args, err)
-			}
-			return cmd.ProcessState.ExitCode(), out.String(), errOut.String()
-		}
-		code, out, errOut := run(drainit, tc.args)
-		wantCode, wantOut, wantErr := run(filepath.Join(dir, "drainit-check"), tc.args[1:])
+		code, out, errOut := runWith(t, "/nonexistent", tc.stdin, drainit, tc.args...)
+		wantCode, wantOut, wantErr := runWith(t, "/nonexistent", tc.stdin, filepath.Join(dir, "drainit-check"), tc.args[1:]...)
 		if code != tc.code || wantCode != tc.code || out != wantOut || errOut != wantErr {
 			t.Errorf("drainit %q: exit %d, stdout %q, stderr %q;\ndrainit-check: exit %d, stdout %q, stderr %q; want exit %d from both, the same output",
 				tc.args, code, out, errOut, wantCode, wantOut, wantErr, tc.code)
@@ -91,31 +95,19 @@ func TestCheckWithoutDrainitCheck(t *testing.T) {
 	}
 	dir := t.TempDir()
 	drainit := buildBoth(t, dir, true)
-	cmd := exec.Command(drainit, "check", "-")
-	cmd.Stdin = strings.NewReader("kind: Pod\n")
-	cmd.Env = append(os.Environ(), "PATH="+t.TempDir())
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	_ = cmd.Run()
-	msg := errOut.String()
-	if code := cmd.ProcessState.ExitCode(); code != 2 || out.Len() != 0 || strings.Count(msg, "\n") != 1 ||
+	code, out, msg := runWith(t, t.TempDir(), "kind: Pod\n", drainit, "check", "-")
+	if code != 2 || out != "" || strings.Count(msg, "\n") != 1 ||
 		!strings.HasPrefix(msg, "drainit check: drainit-check is in neither "+dir+" nor PATH") ||
 		!strings.Contains(msg, "go install github.com/drainit/drainit/cmd/drainit-check@latest") {
 		t.Errorf("exit %d, stdout %q, stderr %q; want 2, nothing, and one line naming drainit-check, %s and how to install it",
-			code, out.String(), msg, dir)
+			code, out, msg, dir)
 	}
 	// Found in PATH instead.
 	t.Run("in PATH", func(t *testing.T) {
 		other := t.TempDir()
 		buildBoth(t, other, false)
-		cmd := exec.Command(drainit, "check", "-")
-		cmd.Stdin = strings.NewReader("kind: [")
-		cmd.Env = append(os.Environ(), "PATH="+other)
-		var errOut bytes.Buffer
-		cmd.Stderr = &errOut
-		_ = cmd.Run()
-		if code := cmd.ProcessState.ExitCode(); code != 2 || strings.Contains(errOut.String(), "neither") {
-			t.Errorf("drainit-check in PATH, malformed input: exit %d, stderr %q; want drainit-check's exit 2 and its message", code, errOut.String())
+		if code, _, errOut := runWith(t, other, "kind: [", drainit, "check", "-"); code != 2 || strings.Contains(errOut, "neither") {
+			t.Errorf("drainit-check in PATH, malformed input: exit %d, stderr %q; want drainit-check's exit 2 and its message", code, errOut)
 		}
 	})
 }

@@ -61,12 +61,20 @@ func TestGoInstallReportsTheTaggedVersion(t *testing.T) {
 		t.Errorf("the go-installed drainit says %q, want version %s", out, tag)
 	}
 	// drainit check runs the drainit-check installed beside it (pre-commit installs both so).
-	check := exec.Command(filepath.Join(tmp, "bin", "drainit"), "check", "-")
+	checkRunsBeside(t, filepath.Join(tmp, "bin", "drainit"), "the go-installed")
+}
+
+// checkRunsBeside checks that drainit's `drainit check` runs the drainit-check beside it, with no
+// PATH to find another: on malformed YAML from standard input, drainit-check's exit 2 naming
+// <stdin>. what says which drainit it is.
+func checkRunsBeside(t *testing.T, drainit, what string) {
+	t.Helper()
+	check := exec.Command(drainit, "check", "-")
 	check.Stdin = strings.NewReader("kind: [")
 	check.Env = append(os.Environ(), "PATH=/nonexistent")
-	out, _ = check.CombinedOutput()
+	out, _ := check.CombinedOutput()
 	if code := check.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(out), "<stdin>") {
-		t.Errorf("the go-installed drainit check, on malformed YAML: exit %d, %q; want drainit-check's exit 2 naming <stdin>", code, out)
+		t.Errorf("%s drainit check, on malformed YAML: exit %d, %q; want drainit-check's exit 2 naming <stdin>", what, code, out)
 	}
 }
 

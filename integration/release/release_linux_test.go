@@ -339,13 +339,7 @@ func TestDebInstalls(t *testing.T) {
 		t.Errorf("the installed drainit says %q, want version %s", out, d.Meta.Version)
 	}
 	// drainit check finds the package's drainit-check beside /usr/bin/drainit.
-	check := exec.Command("/usr/bin/drainit", "check", "-")
-	check.Stdin = strings.NewReader("kind: [")
-	check.Env = append(os.Environ(), "PATH=/nonexistent")
-	out, _ = check.CombinedOutput()
-	if code := check.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(out), "<stdin>") {
-		t.Errorf("the installed drainit check, on malformed YAML: exit %d, %q; want drainit-check's exit 2 naming <stdin>", code, out)
-	}
+	checkRunsBeside(t, "/usr/bin/drainit", "the installed")
 	files, err := exec.Command("dpkg", "-L", "drainit").Output()
 	if err != nil {
 		t.Fatalf("dpkg -L drainit: %v", err)
