@@ -68,7 +68,7 @@ kubelet:
 ## several proxies, at DRAINRATES new connections a second, and of the 1 s quiet period behind
 ## pooling L7 proxies (counting connections, then requests: the "L7 pooled" rows); writes
 ## bench/RESULTS.md and bench/DRAIN.md. DRAINREPEAT=20 DRAINREPEATFIXED=2 for issue 16's 20
-## stops a cell (~80 min)
+## stops a cell (~60 min)
 DRAINREPEAT ?= 5
 DRAINREPEATFIXED ?= 1
 DRAINRATES ?= 20,200,1000
