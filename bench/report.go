@@ -292,7 +292,9 @@ func (r *results) markdown() string {
 	w("  the clock runs from closing the pipe, which releases them all at once, until the init has no\n")
 	w("  child left but the app, which stays alive; median of %d rounds. Most of it is the kernel's exit\n", r.reapRounds)
 	w("  work, alike for every init, and it varies with the machine's load: see the spread below. The\n")
-	w("  CPU row is the init's own share (schedstat of all its threads), noisier still.\n")
+	w("  CPU row is the init's own share (schedstat of all its threads), noisier still: for an init\n")
+	w("  that learns of exits by SIGCHLD through os/signal (drainit, `mininit -forward`) it is bimodal,\n")
+	w("  one wake-up reaping many or each child waking three threads (bench/STARTUP.md).\n")
 	w("- Binary size is the file as installed (drainit: built with `CGO_ENABLED=0 go build -trimpath\n")
 	w("  -ldflags='-s -w'`")
 	if r.entry != "" {
