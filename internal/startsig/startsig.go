@@ -33,7 +33,8 @@
 // exec). The Go runtime then counts one CPU and starts with one P (GOMAXPROCS 1; where the
 // environment sets more, for the app, drainit's run subcommand lowers its own). Unpin gives
 // every thread the affinity back before drainit starts the app, which inherits it from the
-// thread that starts it. Why:
+// thread that starts it: as a request for every CPU where the start's CPUs were all its cpuset
+// allowed, so that the app follows a cpuset that grows later (Unpin has why). Why:
 //
 //   - The start is faster. Each os/signal registration is a round trip between two threads,
 //     and drainit makes ~15 before its app runs; in a VM, waking a thread on another CPU costs

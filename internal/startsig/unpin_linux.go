@@ -3,6 +3,7 @@
 package startsig
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math/bits"
@@ -21,35 +22,74 @@ import (
 // it, so Unpin must come before the process starts any. Not safe for concurrent use.
 //
 // Affinity is a thread's own and the runtime has started threads by now, so each is set (see
-// setAffinity). Where the mask the process started with is no longer allowed (its cpuset lost
-// those CPUs meanwhile: EINVAL), every CPU is asked for, which the kernel narrows to what the
-// cpuset allows. A cpuset that grew between the pin and Unpin (a kubelet's CPU manager moving
-// the shared pool, within those ~2 ms) is not followed: the threads get the CPUs in both, until
-// the cpuset's next change sets them all.
+// setAffinity). What is set is a request as well as a mask: from Linux 6.2 the kernel keeps the
+// mask a sched_setaffinity asked for, a child inherits it, and every later change of the cpuset
+// is narrowed to it. Asked for the CPUs of the start, the app would never get the CPUs its
+// cpuset gains later (a kubelet's CPU manager growing its shared pool, `docker update
+// --cpuset-cpus`). So where the start's CPUs are all the cpuset allows, which every CPU asked
+// for gives (followsCpuset), every CPU is asked for, and the app follows its cpuset as it would
+// with no init in front of it. Otherwise a launcher chose them (`taskset -c 1 drainit …`) and
+// they are what is asked for, as the launcher did (a launcher that asked for exactly the
+// cpuset's CPUs cannot be told from none: the app then follows the cpuset). Where they are no
+// longer allowed (its cpuset lost them meanwhile: EINVAL), every CPU is asked for too. A
+// cpuset that grew between the pin and Unpin (~1 ms) cannot be told from a launcher's choice
+// and is not followed.
 func Unpin() error {
 	if pinned == 0 {
 		return nil
 	}
 	pinned = 0
+	orig := origMask[:origLen]
 	n := 0
-	for _, b := range origMask[:origLen] {
+	for _, b := range orig {
 		n += bits.OnesCount8(b)
 	}
-	if n <= 1 {
-		return nil // started on one CPU: the pin changed nothing
+	if n == 0 {
+		return nil
 	}
-	err := setAffinity(origMask[:origLen])
-	if errors.Is(err, unix.EINVAL) {
-		all := pinMask[:origLen] // no longer needed
-		for i := range all {
-			all[i] = 0xff
-		}
+	all := pinMask[:origLen] // no longer needed
+	for i := range all {
+		all[i] = 0xff
+	}
+	mask := orig
+	follows, err := followsCpuset(all, orig)
+	switch {
+	case err != nil:
+	case follows:
+		mask = all
+	case n == 1:
+		// A launcher's one CPU: the pin asked for it already, on every thread.
+		return nil
+	}
+	err = setAffinity(mask)
+	if errors.Is(err, unix.EINVAL) && &mask[0] != &all[0] {
 		err = setAffinity(all)
 	}
 	if err != nil {
 		return fmt.Errorf("restoring the CPU affinity of %d CPUs after the start on CPU %d: %w", n, cpu, err)
 	}
 	return nil
+}
+
+// followsCpuset asks for every CPU (all) on the calling thread and reports whether what the
+// kernel gives, every CPU the cpuset allows, is the start's mask (orig). When it is not, it asks
+// for orig again on that thread, so that a launcher's choice holds there too.
+func followsCpuset(all, orig []byte) (bool, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if _, _, errno := unix.RawSyscall(unix.SYS_SCHED_SETAFFINITY, 0, uintptr(len(all)), uintptr(unsafe.Pointer(&all[0]))); errno != 0 {
+		return false, errno
+	}
+	var got [len(origMask)]byte
+	k, _, errno := unix.RawSyscall(unix.SYS_SCHED_GETAFFINITY, 0, uintptr(len(orig)), uintptr(unsafe.Pointer(&got[0])))
+	if errno == 0 && bytes.Equal(got[:k], orig) {
+		return true, nil
+	}
+	unix.RawSyscall(unix.SYS_SCHED_SETAFFINITY, 0, uintptr(len(orig)), uintptr(unsafe.Pointer(&orig[0])))
+	if errno != 0 {
+		return false, errno
+	}
+	return false, nil
 }
 
 // setAffinity sets mask as the affinity of every thread of the process.
