@@ -45,7 +45,7 @@ func Unpin() error {
 		n += bits.OnesCount8(b)
 	}
 	if n == 0 {
-		return nil
+		return nil // the entry point read no CPU: nothing to give back
 	}
 	all := pinMask[:origLen] // no longer needed
 	for i := range all {
@@ -55,6 +55,7 @@ func Unpin() error {
 	follows, err := followsCpuset(all, orig)
 	switch {
 	case err != nil:
+		// The kernel would not say: the start's CPUs, as before.
 	case follows:
 		mask = all
 	case n == 1:
