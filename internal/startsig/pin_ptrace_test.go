@@ -85,11 +85,33 @@ func tracePin(argv []string, cpu uint32) ([]byte, error) {
 	if err := unix.PtraceSetOptions(pid, unix.PTRACE_O_TRACESYSGOOD|unix.PTRACE_O_EXITKILL); err != nil {
 		return nil, fmt.Errorf("PTRACE_SETOPTIONS: %w", err)
 	}
+	// ended is the probe's end, which must be a clean one.
+	ended := func() ([]byte, error) {
+		if ws.ExitStatus() != 0 || ws.Signaled() {
+			return nil, fmt.Errorf("the probe ended: %v", ws)
+		}
+		return nil, nil
+	}
+	// gone collects the end of a probe that left its stop unasked: the process runs threads
+	// (only the first is traced), and one of them ended it (exit_group) while the traced one
+	// stood at a system call.
+	gone := func(what string, err error) ([]byte, error) {
+		if !errors.Is(err, unix.ESRCH) {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		if _, err := unix.Wait4(pid, &ws, 0, nil); err != nil {
+			return nil, err
+		}
+		if !ws.Exited() && !ws.Signaled() {
+			return nil, fmt.Errorf("%s: the probe is gone, then %v", what, ws)
+		}
+		return ended()
+	}
 	entering := true
 	sig := 0
 	for range 200000 {
 		if err := unix.PtraceSyscall(pid, sig); err != nil {
-			return nil, fmt.Errorf("PTRACE_SYSCALL: %w", err)
+			return gone("PTRACE_SYSCALL", err)
 		}
 		sig = 0
 		if _, err := unix.Wait4(pid, &ws, 0, nil); err != nil {
@@ -97,10 +119,7 @@ func tracePin(argv []string, cpu uint32) ([]byte, error) {
 		}
 		switch {
 		case ws.Exited() || ws.Signaled():
-			if ws.ExitStatus() != 0 || ws.Signaled() {
-				return nil, fmt.Errorf("the probe ended: %v", ws)
-			}
-			return nil, nil
+			return ended()
 		case !ws.Stopped():
 			continue
 		case ws.StopSignal() != syscall.SIGTRAP|0x80:
@@ -109,7 +128,7 @@ func tracePin(argv []string, cpu uint32) ([]byte, error) {
 		}
 		var regs unix.PtraceRegs
 		if err := unix.PtraceGetRegs(pid, &regs); err != nil {
-			return nil, fmt.Errorf("PTRACE_GETREGS: %w", err)
+			return gone("PTRACE_GETREGS", err)
 		}
 		nr := regs.Orig_rax
 		switch {
