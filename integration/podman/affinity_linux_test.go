@@ -1,6 +1,7 @@
 package podman
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drainit/drainit/internal/proc"
 	"github.com/drainit/drainit/internal/testenv"
 )
 
@@ -88,27 +90,15 @@ func onlineCPUs(t *testing.T) (online, first, last string) {
 	return online, first, last
 }
 
-// onlyChild waits for process pid's one child (drainit's app) and returns its pid. Each thread
-// lists the children it started.
+// onlyChild waits for process pid's one child (drainit's app) and returns its pid.
 func onlyChild(t *testing.T, pid int) int {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		lists, err := filepath.Glob(filepath.Join("/proc", strconv.Itoa(pid), "task", "*", "children"))
-		if err != nil || len(lists) == 0 {
-			t.Fatalf("process %d's threads: %v", pid, err)
-		}
-		var children []string
-		for _, l := range lists {
-			b, _ := os.ReadFile(l) // a thread gone meanwhile started no child of the app's kind
-			children = append(children, strings.Fields(string(b))...)
-		}
-		if len(children) == 1 {
-			child, _ := strconv.Atoi(children[0])
-			return child
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d has children %q after 10s, want one", pid, children)
+		if children := proc.Children("/proc", pid); len(children) == 1 {
+			return children[0]
+		} else if time.Now().After(deadline) {
+			t.Fatalf("process %d has children %v after 10s, want one", pid, children)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -117,15 +107,9 @@ func onlyChild(t *testing.T, pid int) int {
 // allowed is thread tid of process pid's Cpus_allowed_list.
 func allowed(t *testing.T, pid, tid int) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "task", strconv.Itoa(tid), "status"))
+	v, err := proc.StatusFileField(fmt.Sprintf("/proc/%d/task/%d/status", pid, tid), "Cpus_allowed_list")
 	if err != nil {
 		t.Fatalf("thread %d of process %d: %v", tid, pid, err)
 	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "Cpus_allowed_list:"); ok {
-			return strings.TrimSpace(v)
-		}
-	}
-	t.Fatalf("no Cpus_allowed_list for thread %d of process %d", tid, pid)
-	return ""
+	return v
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/drainit/drainit/internal/proc"
 )
 
 // affinity prints the CPUs this process may run on and the distinct sets of its parent's
@@ -36,14 +38,5 @@ func affinity() error {
 
 // cpusAllowed reads the Cpus_allowed_list of a /proc status file.
 func cpusAllowed(status string) (string, error) {
-	b, err := os.ReadFile(status)
-	if err != nil {
-		return "", err
-	}
-	for l := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(l, "Cpus_allowed_list:"); ok {
-			return strings.TrimSpace(v), nil
-		}
-	}
-	return "", fmt.Errorf("%s: no Cpus_allowed_list", status)
+	return proc.StatusFileField(status, "Cpus_allowed_list")
 }

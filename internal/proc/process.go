@@ -91,7 +91,13 @@ func Exe(root string, pid int) (os.FileInfo, error) {
 // StatusField returns the value of a "Key:\tvalue" line of ROOT/PID/status, spaces trimmed
 // ("1234 kB" for VmRSS, "5678\t1" for NSpid).
 func StatusField(root string, pid int, key string) (string, error) {
-	data, err := os.ReadFile(filepath.Join(root, strconv.Itoa(pid), "status"))
+	return StatusFileField(filepath.Join(root, strconv.Itoa(pid), "status"), key)
+}
+
+// StatusFileField is StatusField for a status file named by its path: a thread's
+// (/proc/thread-self/status, ROOT/PID/task/TID/status).
+func StatusFileField(path, key string) (string, error) {
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return "", err
 	}
@@ -100,7 +106,7 @@ func StatusField(root string, pid int, key string) (string, error) {
 			return strings.TrimSpace(rest), nil
 		}
 	}
-	return "", fmt.Errorf("no %s line in %s/%d/status", key, root, pid)
+	return "", fmt.Errorf("no %s line in %s", key, path)
 }
 
 // CPUTime is the time all of pid's threads have spent on a CPU, from each thread's schedstat

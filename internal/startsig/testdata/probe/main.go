@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/drainit/drainit/internal/proc"
 	"github.com/drainit/drainit/internal/startsig"
 )
 
@@ -35,16 +36,11 @@ func main() {
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), start, err, strings.Join(after, "|"))
 }
 
-// allowed is the Cpus_allowed_list of a /proc status file.
+// allowed is the Cpus_allowed_list of a /proc status file, "?" where it cannot be read.
 func allowed(status string) string {
-	b, err := os.ReadFile(status)
+	v, err := proc.StatusFileField(status, "Cpus_allowed_list")
 	if err != nil {
 		return "?"
 	}
-	for l := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(l, "Cpus_allowed_list:"); ok {
-			return strings.TrimSpace(v)
-		}
-	}
-	return "?"
+	return v
 }
