@@ -63,7 +63,7 @@ func Unpin() error {
 		return nil
 	}
 	err = setAffinity(mask)
-	if errors.Is(err, unix.EINVAL) && &mask[0] != &all[0] {
+	if errors.Is(err, unix.EINVAL) && !follows {
 		err = setAffinity(all)
 	}
 	if err != nil {
