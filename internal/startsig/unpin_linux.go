@@ -82,13 +82,14 @@ func followsCpuset(all, orig []byte) (bool, error) {
 		return false, errno
 	}
 	var got [len(origMask)]byte
-	k, _, errno := unix.RawSyscall(unix.SYS_SCHED_GETAFFINITY, 0, uintptr(len(orig)), uintptr(unsafe.Pointer(&got[0])))
-	if errno == 0 && bytes.Equal(got[:k], orig) {
+	k, _, getErr := unix.RawSyscall(unix.SYS_SCHED_GETAFFINITY, 0, uintptr(len(orig)), uintptr(unsafe.Pointer(&got[0])))
+	if getErr == 0 && bytes.Equal(got[:k], orig) {
 		return true, nil
 	}
+	// Not known to follow (or the kernel would not say): this thread asks for orig again either way.
 	unix.RawSyscall(unix.SYS_SCHED_SETAFFINITY, 0, uintptr(len(orig)), uintptr(unsafe.Pointer(&orig[0])))
-	if errno != 0 {
-		return false, errno
+	if getErr != 0 {
+		return false, getErr
 	}
 	return false, nil
 }
@@ -142,7 +143,8 @@ func setEachThread(mask []byte) error {
 			}
 			_, _, names := unix.ParseDirent(buf[:n], -1, nil)
 			for _, name := range names {
-				if tid, ok := parseTID(name); ok {
+				// "." and ".." are no thread's.
+				if tid, err := strconv.Atoi(name); err == nil && tid > 0 {
 					tids = append(tids, tid)
 				}
 			}
@@ -188,19 +190,3 @@ func ownProc() error {
 
 // listedHook, when set (by tests), runs after each listing of the threads.
 var listedHook func()
-
-// parseTID reads a thread ID from its directory's name; "." and ".." are not one.
-func parseTID(name string) (int, bool) {
-	if name == "" || len(name) > 9 {
-		return 0, false
-	}
-	tid := 0
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		tid = tid*10 + int(c-'0')
-	}
-	return tid, tid > 0
-}
