@@ -4,11 +4,20 @@
 # cache key is the tools module's go.mod and go.sum and the Go version, so a warm `make test` pays
 # nothing and a version bump rebuilds.
 #
+# `kubelet.sh NAME` does the same for another command of k8s.io/kubernetes that tools/kubelet
+# pins (kube-apiserver, kube-controller-manager, kube-proxy: integration/cluster); after the
+# kubelet each takes about a minute more, most packages being built already.
+#
 # Cache: $DRAINIT_CACHE, else $XDG_CACHE_HOME/drainit, else ~/.cache/drainit.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 mod="$root/tools/kubelet"
+name=${1:-kubelet}
+case "$name" in
+  kubelet|kube-apiserver|kube-controller-manager|kube-proxy) ;;
+  *) echo "kubelet.sh: $name: not one of kubelet, kube-apiserver, kube-controller-manager, kube-proxy" >&2; exit 2 ;;
+esac
 go=${GO:-go}
 cache=${DRAINIT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/drainit}
 
@@ -18,7 +27,7 @@ if [ -z "$version" ]; then
   exit 1
 fi
 key=$( { cat "$mod/go.mod" "$mod/go.sum"; "$go" version; } | sha256sum | cut -c1-16)
-out="$cache/kubelet-$version-$key"
+out="$cache/$name-$version-$key"
 
 if [ -x "$out" ]; then
   echo "$out"
@@ -26,19 +35,19 @@ if [ -x "$out" ]; then
 fi
 
 mkdir -p "$cache"
-echo "kubelet.sh: building kubelet $version (cold: several minutes)..." >&2
-tmp=$(mktemp "$cache/.kubelet-build.XXXXXX")
+echo "kubelet.sh: building $name $version (cold: several minutes)..." >&2
+tmp=$(mktemp "$cache/.$name-build.XXXXXX")
 trap 'rm -f "$tmp"' EXIT
 # The version stamp is what `kubelet --version` and the kubelet's own logs report; without it a
 # module build says v0.0.0-master.
 pkg=k8s.io/component-base/version
 ldflags="-s -w -X $pkg.gitVersion=$version -X $pkg.gitMajor=$(echo "${version#v}" | cut -d. -f1)"
 ldflags="$ldflags -X $pkg.gitMinor=$(echo "$version" | cut -d. -f2) -X $pkg.gitTreeState=clean"
-(cd "$mod" && CGO_ENABLED=0 "$go" build -trimpath -ldflags "$ldflags" -o "$tmp" k8s.io/kubernetes/cmd/kubelet)
+(cd "$mod" && CGO_ENABLED=0 "$go" build -trimpath -ldflags "$ldflags" -o "$tmp" "k8s.io/kubernetes/cmd/$name")
 chmod 0755 "$tmp"
 # Atomic: a concurrent or interrupted build never leaves a half-written binary at $out.
 mv -f "$tmp" "$out"
 trap - EXIT
 # Older builds are 120 MB each and nothing uses them any more.
-find "$cache" -maxdepth 1 -name 'kubelet-*' ! -name "$(basename "$out")" -delete
+find "$cache" -maxdepth 1 -name "$name-v*" ! -name "$(basename "$out")" -delete
 echo "$out"
