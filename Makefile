@@ -38,7 +38,8 @@ cross:
 	done
 
 ## test: lint, the release snapshot, then every test (unit, fuzz seeds, the integration tests on
-## the real binary under podman and under a real kubelet on containerd, and the checks of dist/)
+## the real binary under podman, under a real kubelet on containerd and behind a real kube-proxy,
+## and the checks of dist/)
 test: lint release unit
 
 ## release: every release artifact in dist/, as a tag would publish them (GoReleaser snapshot,
@@ -49,17 +50,21 @@ test: lint release unit
 release:
 	./scripts/release.sh
 
-# The real-kubelet tests need root (they skip without it, except under CI=true): only then is the
-# kubelet built (or taken from the cache), before the tests and outside their timeout.
+# The real-kubelet and real-kube-proxy tests need root (they skip without it, except under
+# CI=true): only then are the kubelet, kube-apiserver, kube-controller-manager and kube-proxy built
+# (or taken from the cache), before the tests and outside their timeout.
+K8S_CMDS := kubelet kube-apiserver kube-controller-manager kube-proxy
 unit:
-	@if [ "$$(id -u)" = 0 ] || [ "$$CI" = true ]; then ./scripts/kubelet.sh >/dev/null; fi
+	@if [ "$$(id -u)" = 0 ] || [ "$$CI" = true ]; then \
+	  for c in $(K8S_CMDS); do ./scripts/kubelet.sh $$c >/dev/null || exit 1; done; fi
 	DRAINIT_KUBELET=$$([ "$$(id -u)" = 0 ] && ./scripts/kubelet.sh) DRAINIT_DIST=$(CURDIR)/dist \
 	  $(GO) test -count=1 -timeout 20m ./...
 
-## kubelet: build the real kubelet the tests run, from tools/kubelet (cached: a cold build takes
-## minutes, a warm one nothing; DRAINIT_CACHE moves the cache)
+## kubelet: build the real kubelet, kube-apiserver, kube-controller-manager and kube-proxy the
+## tests run, from tools/kubelet (cached: a cold build takes minutes, a warm one nothing;
+## DRAINIT_CACHE moves the cache)
 kubelet:
-	@./scripts/kubelet.sh >/dev/null
+	@for c in $(K8S_CMDS); do ./scripts/kubelet.sh $$c >/dev/null || exit 1; done
 
 ## bench: drainit side by side with tini, dumb-init and catatonit, each as PID 1 (root;
 ## BENCHFLAGS=-quick for a short run), the control server's answer latency while a client holds
