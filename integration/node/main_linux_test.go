@@ -51,9 +51,10 @@ type node struct {
 	sock    string // containerd's socket
 
 	containerd, kubelet *exec.Cmd
-	containerdLog       string // containerd's log file (logrus text)
-	kubeletLog          string // the kubelet's log file (klog)
-	readOnlyPort        int    // the kubelet's read-only API: /pods
+	containerdLog       string            // containerd's log file (logrus text)
+	kubeletLog          string            // the kubelet's log file (klog)
+	readOnlyPort        int               // the kubelet's read-only API: /pods
+	sysctls             map[string]string // what kubeletSysctls held before the kubelet started
 	events              *events
 }
 
@@ -122,8 +123,43 @@ func setUp() node {
 	if n.err = n.buildImages(paths["podman"], paths["runc"]); n.err != nil {
 		return n
 	}
+	if n.sysctls, n.err = readSysctls(); n.err != nil {
+		return n
+	}
 	n.err = n.startKubelet(kubelet)
 	return n
+}
+
+// kubeletSysctls are the kernel settings a kubelet writes at its start unless
+// protectKernelDefaults (which fails the start instead) is set: overcommit always, a panic on an
+// oops and a reboot 10 s after any panic among them (setupKernelTunables in
+// pkg/kubelet/cm/container_manager_linux.go, v1.33.13). They are not namespaced, so a test run
+// would leave them on the machine; tearDown writes back what they were.
+var kubeletSysctls = []string{"vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic",
+	"kernel/panic_on_oops", "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes"}
+
+func readSysctls() (map[string]string, error) {
+	m := map[string]string{}
+	for _, name := range kubeletSysctls {
+		b, err := os.ReadFile("/proc/sys/" + name)
+		if err != nil {
+			return nil, fmt.Errorf("reading the sysctl the kubelet sets: %w", err)
+		}
+		m[name] = strings.TrimSpace(string(b))
+	}
+	return m, nil
+}
+
+// restoreSysctls writes back the kernel settings the kubelet changed. Two runs at once can
+// restore each other's kubelet's values: the later run saw them as the machine's.
+func (n *node) restoreSysctls() error {
+	var errs []error
+	for name, v := range n.sysctls {
+		if err := os.WriteFile("/proc/sys/"+name, []byte(v+"\n"), 0); err != nil {
+			errs = append(errs, fmt.Errorf("restoring sysctl %s to %s: %w", name, v, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // kubeletBinary is $DRAINIT_KUBELET, else the cached build of scripts/kubelet.sh (which builds it
@@ -334,6 +370,9 @@ func (n *node) tearDown() error {
 		}
 	}
 	stop(n.kubelet)
+	if err := n.restoreSysctls(); err != nil {
+		errs = append(errs, err)
+	}
 	if n.containerd != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
