@@ -31,15 +31,22 @@ platform() {
   esac
 }
 
-ctx=$(mktemp -d)
-trap 'rm -rf "$ctx"' EXIT
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+ctx="$work/context"
+mkdir "$ctx"
+# A store of this run's own, discarded with it: the machine's podman store is neither read nor
+# written (a user's own localhost/drainit:TAG stays as it was), and an interrupted build leaves no
+# images behind. vfs: the two files need no overlay mounts, as root or rootless.
+podman() {
+  command podman --root "$work/storage" --runroot "$work/run" --tmpdir "$work/tmp" \
+    --storage-driver vfs "$@"
+}
 printf 'FROM scratch\nCOPY drainit /drainit\nCOPY drainit-check /drainit-check\nENTRYPOINT ["/drainit"]\n' >"$ctx/Containerfile"
 
-podman manifest rm "$name" >/dev/null 2>&1 || true
 podman manifest create "$name" >/dev/null
 # The commit's time, not the clock's, so that a rebuild of the same commit is the same image.
 when=$(git log -1 --format=%ct 2>/dev/null || echo 0)
-ids=()
 n=0
 for dir in "$dist"/drainit_linux_*/; do
   target=$(basename "$dir")
@@ -47,18 +54,15 @@ for dir in "$dist"/drainit_linux_*/; do
   plat=$(platform "$target") || { echo "image.sh: no OCI platform for $target" >&2; exit 1; }
   install -m 0755 "$dir/drainit" "$ctx/drainit"
   install -m 0755 "$dist/drainit-check_linux_$target/drainit-check" "$ctx/drainit-check"
-  ids+=("$(podman build --quiet --platform "$plat" --timestamp "$when" --manifest "$name" \
+  podman build --quiet --platform "$plat" --timestamp "$when" --manifest "$name" \
     --label org.opencontainers.image.title=drainit \
     --label org.opencontainers.image.version="$version" \
     --label org.opencontainers.image.licenses=Apache-2.0 \
     --label org.opencontainers.image.source=https://github.com/drainit/drainit \
-    -f "$ctx/Containerfile" "$ctx")")
+    -f "$ctx/Containerfile" "$ctx" >/dev/null
   n=$((n + 1))
 done
 [ "$n" -gt 0 ] || { echo "image.sh: no Linux binaries in $dist" >&2; exit 1; }
 rm -f "$out"
 podman manifest push --all --quiet "$name" "oci-archive:$out:drainit:$tag"
-# The archive is the product: leave no list and no per-architecture images behind in the store.
-podman manifest rm "$name" >/dev/null
-podman rmi "${ids[@]}" >/dev/null
 echo "image.sh: $out ($n platforms, drainit:$tag)"
