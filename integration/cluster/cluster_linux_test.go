@@ -448,3 +448,9 @@ func (l *load) last(who string, other bool) time.Time {
 	}
 	return last
 }
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testbin.Cleanup() // the binaries Build put in a temporary directory
+	os.Exit(code)
+}
