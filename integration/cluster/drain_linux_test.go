@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"syscall"
@@ -13,15 +12,15 @@ import (
 // servePods starts pod a, drainit with an adaptive drain (quiet 0.5 s) in front of the test app
 // on port 18080, and, with two, pod b, the test app alone on 18081; it returns drainit, b's
 // answer ("ok PID") and drainit's /prestop URL.
-func (c *cluster) servePods(two bool) (drainit *prog, bAnswer, prestop string) {
-	c.pod("web-a", 18080)
-	drainit = c.run("drainit", c.bins.Drainit, "--drain", "adaptive", "--drain-quiet", quiet.String(), "--drain-max", "20s",
+func (c *Cluster) servePods(two bool) (drainit *Prog, bAnswer, prestop string) {
+	c.Pod("web-a", 18080)
+	drainit = c.Run("drainit", c.Bins.Drainit, "--drain", "adaptive", "--drain-quiet", quiet.String(), "--drain-max", "20s",
 		"--grace-period", "30s", "--http-addr", "127.0.0.1:8099", "--",
-		c.bins.TestApp, "serve", "-addr", ":18080", "-graceful")
+		c.Bins.TestApp, "serve", "-addr", ":18080", "-graceful")
 	if two {
-		c.pod("web-b", 18081)
-		b := c.run("app-b", c.bins.TestApp, "serve", "-addr", ":18081", "-graceful")
-		bAnswer = fmt.Sprintf("ok %d", b.cmd.Process.Pid)
+		c.Pod("web-b", 18081)
+		b := c.Run("app-b", c.Bins.TestApp, "serve", "-addr", ":18081", "-graceful")
+		bAnswer = fmt.Sprintf("ok %d", b.Cmd.Process.Pid)
 	}
 	return drainit, bAnswer, "http://127.0.0.1:8099/prestop"
 }
@@ -30,76 +29,58 @@ func (c *cluster) servePods(two bool) (drainit *prog, bAnswer, prestop string) {
 // the watcher's polls and a loaded machine's scheduling.
 const slack = 1500 * time.Millisecond
 
-// routed waits until pods different pods have answered through the Service: until then its
-// ClusterIP has no rules, and a connection to it is routed to loopback and times out.
-func (c *cluster) routed(url string, pods int) {
-	c.t.Helper()
-	client := &http.Client{Timeout: 200 * time.Millisecond, Transport: &http.Transport{DialContext: c.dial, DisableKeepAlives: true}}
-	seen := map[string]bool{}
-	c.waitFor(fmt.Sprintf("%d pods to answer through the Service", pods), 30*time.Second, func() bool {
-		if resp, err := client.Get(url); err == nil {
-			b, err := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if err == nil && resp.StatusCode == 200 {
-				seen[string(b)] = true
-			}
-		}
-		return len(seen) >= pods
-	})
-}
-
 // drainEnd waits for the /prestop call to return, the drain's end, for at most within after what.
-func (c *cluster) drainEnd(done <-chan time.Time, within time.Duration, what string) time.Time {
-	c.t.Helper()
+func (c *Cluster) drainEnd(done <-chan time.Time, within time.Duration, what string) time.Time {
+	c.T.Helper()
 	select {
 	case end := <-done:
 		return end
 	case <-time.After(within):
-		c.t.Fatalf("the drain did not end within %v of %s\n%s", within, what, c.log("drainit"))
+		c.T.Fatalf("the drain did not end within %v of %s\n%s", within, what, c.Log("drainit"))
 		return time.Time{}
 	}
 }
 
 // endedQuiet fails the test unless the drain ended after drainit's last connection, within the
 // quiet period and slack of it, and said it ended for the quiet.
-func (c *cluster) endedQuiet(end, last time.Time) {
-	c.t.Helper()
+func (c *Cluster) endedQuiet(end, last time.Time) {
+	c.T.Helper()
 	if d := end.Sub(last); d < 0 || d > quiet+slack {
-		c.t.Errorf("the drain ended %v after the pod's last connection, want between 0 and the quiet period %v and %v", d, quiet, slack)
+		c.T.Errorf("the drain ended %v after the pod's last connection, want between 0 and the quiet period %v and %v", d, quiet, slack)
 	}
-	if log := c.log("drainit"); !strings.Contains(log, `"reason":"quiet"`) {
-		c.t.Errorf("the drain did not end quiet\n%s", log)
+	if log := c.Log("drainit"); !strings.Contains(log, `"reason":"quiet"`) {
+		c.T.Errorf("the drain did not end quiet\n%s", log)
 	}
 }
 
 // terminate sends drainit SIGTERM, as the kubelet does once the preStop hook has returned, and
 // fails the test unless drainit stops its app and exits 0 within the grace period's first 10 s:
 // the drain is over, so nothing is left to wait for but the app's own shutdown.
-func (c *cluster) terminate(drainit *prog) {
-	c.t.Helper()
-	if err := drainit.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		c.t.Fatalf("SIGTERM to drainit: %v", err)
+func (c *Cluster) terminate(drainit *Prog) {
+	c.T.Helper()
+	if err := drainit.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		c.T.Fatalf("SIGTERM to drainit: %v", err)
 	}
 	select {
-	case <-drainit.exited:
+	case <-drainit.Exited:
 	case <-time.After(10 * time.Second):
-		c.t.Fatalf("drainit did not exit within 10 s of SIGTERM after its drain\n%s", c.log("drainit"))
+		c.T.Fatalf("drainit did not exit within 10 s of SIGTERM after its drain\n%s", c.Log("drainit"))
 	}
-	if code := drainit.cmd.ProcessState.ExitCode(); code != 0 {
-		c.t.Errorf("drainit exited %d, want the app's 0\n%s", code, c.log("drainit"))
+	if code := drainit.Cmd.ProcessState.ExitCode(); code != 0 {
+		c.T.Errorf("drainit exited %d, want the app's 0\n%s", code, c.Log("drainit"))
 	}
 }
 
 // deleteAndPrestop deletes the pod and calls drainit's /prestop at once, as the kubelet's httpGet
 // preStop does; the channel gets the time the call returned (the drain's end).
-func (c *cluster) deleteAndPrestop(pod, prestop string) (time.Time, <-chan time.Time) {
+func (c *Cluster) deleteAndPrestop(pod, prestop string) (time.Time, <-chan time.Time) {
 	t0 := time.Now()
-	c.must("DELETE", "/api/v1/namespaces/default/pods/"+pod, "")
+	c.Must("DELETE", "/api/v1/namespaces/default/pods/"+pod, "")
 	done := make(chan time.Time, 1)
 	go func() {
 		req, _ := http.NewRequest("GET", prestop, nil)
 		req.Header.Set("User-Agent", "kube-lifecycle/1.33")
-		client := &http.Client{Transport: &http.Transport{DialContext: c.dial}}
+		client := &http.Client{Transport: &http.Transport{DialContext: c.Dial}}
 		if resp, err := client.Do(req); err == nil {
 			resp.Body.Close()
 		}
@@ -112,24 +93,24 @@ func (c *cluster) deleteAndPrestop(pod, prestop string) (time.Time, <-chan time.
 // controller and kube-proxy have acted, while another pod is ready, and the adaptive drain ends
 // a quiet period after that: nothing failed, and the drain is far shorter than a fixed one.
 func TestDeletedPodDrainsWhileAnotherServes(t *testing.T) {
-	c := start(t)
-	ip := c.service()
+	c := Start(t)
+	ip := c.Service()
 	drainit, b, prestop := c.servePods(true)
-	c.routed("http://"+ip+"/", 2)
-	l := c.load("http://" + ip + "/")
-	defer l.end()
-	c.waitFor("both pods to get connections through the Service", 30*time.Second, func() bool {
-		nb, _ := l.count(b, time.Time{})
-		return nb > 5 && l.total()-nb > 5
+	c.Routed("http://"+ip+"/", 2)
+	l := c.Load("http://" + ip + "/")
+	defer l.End()
+	c.WaitFor("both pods to get connections through the Service", 30*time.Second, func() bool {
+		nb, _ := l.Count(b, time.Time{})
+		return nb > 5 && l.Total()-nb > 5
 	})
 	t0, done := c.deleteAndPrestop("web-a", prestop)
 	end := c.drainEnd(done, 15*time.Second, "the deletion")
 	c.terminate(drainit)
-	l.end()
-	if _, failed := l.count(b, time.Time{}); failed > 0 {
-		t.Errorf("%d requests failed (the deletion at %s), want none:\n%s\n%s", failed, t0.Format("15:04:05.000"), strings.Join(l.errs, "\n"), c.log("drainit"))
+	l.End()
+	if _, failed := l.Count(b, time.Time{}); failed > 0 {
+		t.Errorf("%d requests failed (the deletion at %s), want none:\n%s\n%s", failed, t0.Format("15:04:05.000"), strings.Join(l.Errs(), "\n"), c.Log("drainit"))
 	}
-	lastA := l.last(b, true)
+	lastA := l.Last(b, true)
 	t.Logf("last connection to a %v after the DELETE began; drain ended %v after it", lastA.Sub(t0), end.Sub(t0))
 	c.endedQuiet(end, lastA)
 }
@@ -139,28 +120,28 @@ func TestDeletedPodDrainsWhileAnotherServes(t *testing.T) {
 // ready), so the adaptive drain does not end; once the kubelet would have seen /readyz fail
 // (Ready false), the connections stop and the drain ends a quiet period later.
 func TestLastPodRoutedUntilNotReady(t *testing.T) {
-	c := start(t)
-	ip := c.service()
+	c := Start(t)
+	ip := c.Service()
 	drainit, _, prestop := c.servePods(false)
-	c.routed("http://"+ip+"/", 1)
-	l := c.load("http://" + ip + "/")
-	defer l.end()
-	c.waitFor("the pod to get connections through the Service", 30*time.Second, func() bool { return l.total() > 10 })
+	c.Routed("http://"+ip+"/", 1)
+	l := c.Load("http://" + ip + "/")
+	defer l.End()
+	c.WaitFor("the pod to get connections through the Service", 30*time.Second, func() bool { return l.Total() > 10 })
 	t0, done := c.deleteAndPrestop("web-a", prestop)
 	hold := 3 * time.Second
 	select {
 	case end := <-done:
-		t.Fatalf("the drain ended %v after the deletion, with the pod still routed to\n%s", end.Sub(t0), c.log("drainit"))
+		t.Fatalf("the drain ended %v after the deletion, with the pod still routed to\n%s", end.Sub(t0), c.Log("drainit"))
 	case <-time.After(hold):
 	}
-	if served, failed := l.count("", t0.Add(hold-time.Second)); served < 20 || failed > 0 {
+	if served, failed := l.Count("", t0.Add(hold-time.Second)); served < 20 || failed > 0 {
 		t.Errorf("in the last second before Ready turned false: %d served, %d failed; want connections still routed to the terminating pod, none failed", served, failed)
 	}
 	tReady := time.Now()
-	c.notReady("web-a")
+	c.NotReady("web-a")
 	end := c.drainEnd(done, 10*time.Second, "Ready turning false")
 	c.terminate(drainit)
-	l.end()
+	l.End()
 	t.Logf("drain ended %v after Ready turned false (%v after the deletion)", end.Sub(tReady), end.Sub(t0))
-	c.endedQuiet(end, l.last("", true))
+	c.endedQuiet(end, l.Last("", true))
 }

@@ -32,24 +32,24 @@ import (
 
 const (
 	token    = "drainit-cluster-test"
-	nodeIP   = "10.77.0.1" // on the namespace's loopback: an endpoint may not be 127.0.0.0/8
-	nodeName = "node1"
+	NodeIP   = "10.77.0.1" // on the namespace's loopback: an endpoint may not be 127.0.0.0/8
+	NodeName = "node1"
 	quiet    = 500 * time.Millisecond
 )
 
-// cluster is a control plane and kube-proxy in a network namespace of their own.
-type cluster struct {
-	t      *testing.T
-	dir    string
-	ns     string // the namespace's name (ip netns)
-	procs  []*prog
+// Cluster is a control plane and kube-proxy in a network namespace of their own.
+type Cluster struct {
+	T      *testing.T
+	Dir    string        // the run's directory: configuration, keys, each program's NAME.log
+	NS     string        // the namespace's name (ip netns; /var/run/netns/NS)
+	Bins   testbin.Paths // drainit and the test app
+	procs  []*Prog
 	client *http.Client
-	bins   testbin.Paths
 }
 
-// start brings the cluster up, or ends the test: a skip when it cannot run here (a failure under
+// Start brings the cluster up, or ends the test: a skip when it cannot run here (a failure under
 // CI=true).
-func start(t *testing.T) *cluster {
+func Start(t *testing.T) *Cluster {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		testenv.SkipUnlessCI(t, "needs root: network namespaces and kube-proxy's iptables rules")
@@ -71,40 +71,40 @@ func start(t *testing.T) *cluster {
 		}
 		k8s[name] = strings.TrimSpace(string(out))
 	}
-	c := &cluster{t: t, dir: t.TempDir(), ns: fmt.Sprintf("drainit-cluster-%d", os.Getpid()), bins: bins}
-	c.ip("netns", "add", c.ns)
+	c := &Cluster{T: t, Dir: t.TempDir(), NS: fmt.Sprintf("drainit-cluster-%d", os.Getpid()), Bins: bins}
+	c.ip("netns", "add", c.NS)
 	t.Cleanup(c.stop)
-	c.ip("-n", c.ns, "link", "set", "lo", "up")
-	c.ip("-n", c.ns, "addr", "add", nodeIP+"/32", "dev", "lo")
+	c.ip("-n", c.NS, "link", "set", "lo", "up")
+	c.ip("-n", c.NS, "addr", "add", NodeIP+"/32", "dev", "lo")
 	// ClusterIPs are routed through loopback, where kube-proxy's OUTPUT rules translate them.
-	c.ip("-n", c.ns, "route", "add", "10.96.0.0/24", "dev", "lo")
+	c.ip("-n", c.NS, "route", "add", "10.96.0.0/24", "dev", "lo")
 	c.client = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		DialContext:     c.dial,
+		DialContext:     c.Dial,
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // the apiserver's own self-signed certificate
 	}}
 	c.writeKeys()
-	c.run("etcd", "etcd", "--data-dir", filepath.Join(c.dir, "etcd"),
+	c.Run("etcd", "etcd", "--data-dir", filepath.Join(c.Dir, "etcd"),
 		"--listen-client-urls", "http://127.0.0.1:2379", "--advertise-client-urls", "http://127.0.0.1:2379",
 		"--listen-peer-urls", "http://127.0.0.1:2380")
-	c.run("kube-apiserver", k8s["kube-apiserver"], "--etcd-servers=http://127.0.0.1:2379",
+	c.Run("kube-apiserver", k8s["kube-apiserver"], "--etcd-servers=http://127.0.0.1:2379",
 		"--service-cluster-ip-range=10.96.0.0/24", "--secure-port=6443", "--bind-address=127.0.0.1",
-		"--advertise-address="+nodeIP, "--cert-dir="+filepath.Join(c.dir, "certs"),
-		"--token-auth-file="+filepath.Join(c.dir, "tokens.csv"), "--authorization-mode=AlwaysAllow",
+		"--advertise-address="+NodeIP, "--cert-dir="+filepath.Join(c.Dir, "certs"),
+		"--token-auth-file="+filepath.Join(c.Dir, "tokens.csv"), "--authorization-mode=AlwaysAllow",
 		"--service-account-issuer=https://kubernetes.default.svc",
-		"--service-account-key-file="+filepath.Join(c.dir, "sa.pub"),
-		"--service-account-signing-key-file="+filepath.Join(c.dir, "sa.key"),
+		"--service-account-key-file="+filepath.Join(c.Dir, "sa.pub"),
+		"--service-account-signing-key-file="+filepath.Join(c.Dir, "sa.key"),
 		"--disable-admission-plugins=ServiceAccount")
-	c.waitFor("the apiserver to be ready", 60*time.Second, func() bool {
-		code, _, err := c.api("GET", "/readyz", "")
+	c.WaitFor("the apiserver to be ready", 60*time.Second, func() bool {
+		code, _, err := c.API("GET", "/readyz", "")
 		return err == nil && code == 200
 	})
-	c.run("kube-controller-manager", k8s["kube-controller-manager"], "--kubeconfig="+c.kubeconfig(),
+	c.Run("kube-controller-manager", k8s["kube-controller-manager"], "--kubeconfig="+c.Kubeconfig(),
 		"--controllers=endpointslice", "--leader-elect=false", "--secure-port=0")
-	c.must("POST", "/api/v1/nodes", `{"apiVersion":"v1","kind":"Node","metadata":{"name":"`+nodeName+`"}}`)
+	c.Must("POST", "/api/v1/nodes", `{"apiVersion":"v1","kind":"Node","metadata":{"name":"`+NodeName+`"}}`)
 	// kube-proxy takes the node's IP from its status, which a kubelet would write, and waits ~30 s
 	// for one before it assumes loopback.
-	c.must("PATCH", "/api/v1/nodes/"+nodeName+"/status", `{"status":{"addresses":[{"type":"InternalIP","address":"`+nodeIP+`"}]}}`)
-	proxyConf := filepath.Join(c.dir, "proxy.yaml")
+	c.Must("PATCH", "/api/v1/nodes/"+NodeName+"/status", `{"status":{"addresses":[{"type":"InternalIP","address":"`+NodeIP+`"}]}}`)
+	proxyConf := filepath.Join(c.Dir, "proxy.yaml")
 	writeFile(t, proxyConf, fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 clientConnection: {kubeconfig: %s}
@@ -113,8 +113,8 @@ hostnameOverride: %s
 conntrack: {maxPerCore: 0}
 metricsBindAddress: 127.0.0.1:10249
 healthzBindAddress: 127.0.0.1:10256
-`, c.kubeconfig(), nodeName))
-	c.run("kube-proxy", k8s["kube-proxy"], "--config="+proxyConf)
+`, c.Kubeconfig(), NodeName))
+	c.Run("kube-proxy", k8s["kube-proxy"], "--config="+proxyConf)
 	return c
 }
 
@@ -130,32 +130,33 @@ func writeFile(t *testing.T, path, s string) {
 	}
 }
 
-func (c *cluster) ip(args ...string) {
-	c.t.Helper()
+func (c *Cluster) ip(args ...string) {
+	c.T.Helper()
 	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-		c.t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
+		c.T.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 }
 
 // writeKeys writes the service-account key pair and the token file the apiserver needs.
-func (c *cluster) writeKeys() {
+func (c *Cluster) writeKeys() {
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
-		c.t.Fatal(err)
+		c.T.Fatal(err)
 	}
 	pub, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
 	if err != nil {
-		c.t.Fatal(err)
+		c.T.Fatal(err)
 	}
-	writeFile(c.t, filepath.Join(c.dir, "sa.key"), string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})))
-	writeFile(c.t, filepath.Join(c.dir, "sa.pub"), string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub})))
-	writeFile(c.t, filepath.Join(c.dir, "tokens.csv"), token+`,admin,admin,"system:masters"`+"\n")
+	writeFile(c.T, filepath.Join(c.Dir, "sa.key"), string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})))
+	writeFile(c.T, filepath.Join(c.Dir, "sa.pub"), string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub})))
+	writeFile(c.T, filepath.Join(c.Dir, "tokens.csv"), token+`,admin,admin,"system:masters"`+"\n")
 }
 
-func (c *cluster) kubeconfig() string {
-	p := filepath.Join(c.dir, "kubeconfig")
+// Kubeconfig is the path of a kubeconfig for the apiserver, with an admin's token.
+func (c *Cluster) Kubeconfig() string {
+	p := filepath.Join(c.Dir, "kubeconfig")
 	if _, err := os.Stat(p); err != nil {
-		writeFile(c.t, p, `apiVersion: v1
+		writeFile(c.T, p, `apiVersion: v1
 kind: Config
 clusters: [{name: c, cluster: {server: "https://127.0.0.1:6443", insecure-skip-tls-verify: true}}]
 users: [{name: u, user: {token: `+token+`}}]
@@ -166,64 +167,65 @@ current-context: x
 	return p
 }
 
-// prog is a program run in the namespace; exited is closed once it has been waited for.
-type prog struct {
-	cmd    *exec.Cmd
-	exited chan struct{}
+// Prog is a program run in the namespace; Exited is closed once it has been waited for.
+type Prog struct {
+	Cmd    *exec.Cmd
+	Exited chan struct{}
 }
 
-// run starts a program in the namespace, its output in NAME.log; stop ends it. `ip netns exec`
+// Run starts a program in the namespace, its output in NAME.log; stop ends it. `ip netns exec`
 // execs the program itself, so the process is the program's.
-func (c *cluster) run(name, path string, args ...string) *prog {
-	c.t.Helper()
-	f, err := os.Create(filepath.Join(c.dir, name+".log"))
+func (c *Cluster) Run(name, path string, args ...string) *Prog {
+	c.T.Helper()
+	f, err := os.Create(filepath.Join(c.Dir, name+".log"))
 	if err != nil {
-		c.t.Fatal(err)
+		c.T.Fatal(err)
 	}
 	defer f.Close()
-	cmd := exec.Command("ip", append([]string{"netns", "exec", c.ns, path}, args...)...)
+	cmd := exec.Command("ip", append([]string{"netns", "exec", c.NS, path}, args...)...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		c.t.Fatalf("starting %s: %v", name, err)
+		c.T.Fatalf("starting %s: %v", name, err)
 	}
-	p := &prog{cmd: cmd, exited: make(chan struct{})}
+	p := &Prog{Cmd: cmd, Exited: make(chan struct{})}
 	go func() {
 		_ = cmd.Wait()
-		close(p.exited)
+		close(p.Exited)
 	}()
 	c.procs = append(c.procs, p)
 	return p
 }
 
-func (c *cluster) log(name string) string {
-	b, _ := os.ReadFile(filepath.Join(c.dir, name+".log"))
+// Log is what the program Run started as name has written so far.
+func (c *Cluster) Log(name string) string {
+	b, _ := os.ReadFile(filepath.Join(c.Dir, name+".log"))
 	return string(b)
 }
 
 // stop ends every program in reverse order, kube-proxy's rules with the namespace. A program's
 // descendants are killed first and by pid: drainit starts its app in a session of its own, which
 // killing drainit's process group would miss.
-func (c *cluster) stop() {
+func (c *Cluster) stop() {
 	for i := len(c.procs) - 1; i >= 0; i-- {
 		p := c.procs[i]
 		select {
-		case <-p.exited:
+		case <-p.Exited:
 		default:
-			killTree(p.cmd.Process.Pid)
-			<-p.exited
+			killTree(p.Cmd.Process.Pid)
+			<-p.Exited
 		}
 	}
-	if c.t.Failed() {
+	if c.T.Failed() {
 		for _, n := range []string{"kube-apiserver", "kube-controller-manager", "kube-proxy"} {
-			l := c.log(n)
+			l := c.Log(n)
 			if len(l) > 3000 {
 				l = l[len(l)-3000:]
 			}
-			c.t.Logf("%s's log, the end:\n%s", n, l)
+			c.T.Logf("%s's log, the end:\n%s", n, l)
 		}
 	}
-	_ = exec.Command("ip", "netns", "del", c.ns).Run()
+	_ = exec.Command("ip", "netns", "del", c.NS).Run()
 }
 
 // killTree kills pid's descendants, deepest first, then pid; each is stopped before its children
@@ -236,9 +238,9 @@ func killTree(pid int) {
 	_ = syscall.Kill(pid, syscall.SIGKILL)
 }
 
-// dial connects from inside the namespace: the socket is made on a thread that has entered it,
+// Dial connects from inside the namespace: the socket is made on a thread that has entered it,
 // and that thread ends with its goroutine rather than go back to the scheduler.
-func (c *cluster) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+func (c *Cluster) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	type result struct {
 		conn net.Conn
 		err  error
@@ -246,13 +248,13 @@ func (c *cluster) dial(ctx context.Context, network, addr string) (net.Conn, err
 	ch := make(chan result, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread is the namespace's now
-		fd, err := unix.Open("/var/run/netns/"+c.ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		fd, err := unix.Open("/var/run/netns/"+c.NS, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err == nil {
 			err = unix.Setns(fd, unix.CLONE_NEWNET)
 			unix.Close(fd)
 		}
 		if err != nil {
-			ch <- result{nil, fmt.Errorf("entering %s: %w", c.ns, err)}
+			ch <- result{nil, fmt.Errorf("entering %s: %w", c.NS, err)}
 			return
 		}
 		var d net.Dialer
@@ -263,8 +265,8 @@ func (c *cluster) dial(ctx context.Context, network, addr string) (net.Conn, err
 	return r.conn, r.err
 }
 
-// api calls the apiserver; path may also be a URL of a server in the namespace.
-func (c *cluster) api(method, path, body string) (int, []byte, error) {
+// API calls the apiserver; path may also be a URL of a server in the namespace.
+func (c *Cluster) API(method, path, body string) (int, []byte, error) {
 	url := path
 	if strings.HasPrefix(path, "/") {
 		url = "https://127.0.0.1:6443" + path
@@ -288,29 +290,31 @@ func (c *cluster) api(method, path, body string) (int, []byte, error) {
 	return resp.StatusCode, b, err
 }
 
-func (c *cluster) must(method, path, body string) []byte {
-	c.t.Helper()
-	code, b, err := c.api(method, path, body)
+// Must calls the apiserver and ends the test unless it answers 2xx.
+func (c *Cluster) Must(method, path, body string) []byte {
+	c.T.Helper()
+	code, b, err := c.API(method, path, body)
 	if err != nil || code/100 != 2 {
-		c.t.Fatalf("%s %s: %d %v\n%s", method, path, code, err, b)
+		c.T.Fatalf("%s %s: %d %v\n%s", method, path, code, err, b)
 	}
 	return b
 }
 
-func (c *cluster) waitFor(what string, within time.Duration, cond func() bool) {
-	c.t.Helper()
+// WaitFor polls cond until it holds, and ends the test if it does not within the time given.
+func (c *Cluster) WaitFor(what string, within time.Duration, cond func() bool) {
+	c.T.Helper()
 	deadline := time.Now().Add(within)
 	for !cond() {
 		if time.Now().After(deadline) {
-			c.t.Fatalf("waited %v for %s", within, what)
+			c.T.Fatalf("waited %v for %s", within, what)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 }
 
-// service makes the Service web (port 80 to each pod's port named http) and returns its IP.
-func (c *cluster) service() string {
-	b := c.must("POST", "/api/v1/namespaces/default/services",
+// Service makes the Service web (port 80 to each pod's port named http) and returns its IP.
+func (c *Cluster) Service() string {
+	b := c.Must("POST", "/api/v1/namespaces/default/services",
 		`{"apiVersion":"v1","kind":"Service","metadata":{"name":"web"},"spec":{"selector":{"app":"web"},"ports":[{"port":80,"targetPort":"http"}]}}`)
 	var svc struct {
 		Spec struct {
@@ -318,32 +322,32 @@ func (c *cluster) service() string {
 		} `json:"spec"`
 	}
 	if err := json.Unmarshal(b, &svc); err != nil || svc.Spec.ClusterIP == "" {
-		c.t.Fatalf("the Service's ClusterIP: %v\n%s", err, b)
+		c.T.Fatalf("the Service's ClusterIP: %v\n%s", err, b)
 	}
 	return svc.Spec.ClusterIP
 }
 
-// pod makes a pod object on the node, serving on port, and writes its status ready, as the
+// Pod makes a pod object on the node, serving on port, and writes its status ready, as the
 // kubelet would once its containers run and its readiness probe passes.
-func (c *cluster) pod(name string, port int) {
-	c.must("POST", "/api/v1/namespaces/default/pods", fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod",
+func (c *Cluster) Pod(name string, port int) {
+	c.Must("POST", "/api/v1/namespaces/default/pods", fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod",
 		"metadata":{"name":%q,"labels":{"app":"web"}},
 		"spec":{"nodeName":%q,"terminationGracePeriodSeconds":30,
-		"containers":[{"name":"app","image":"drainit","ports":[{"name":"http","containerPort":%d}]}]}}`, name, nodeName, port))
-	c.must("PATCH", "/api/v1/namespaces/default/pods/"+name+"/status", fmt.Sprintf(`{"status":{"phase":"Running",
-		"podIP":%q,"podIPs":[{"ip":%q}],"conditions":[{"type":"Ready","status":"True"},{"type":"ContainersReady","status":"True"}]}}`, nodeIP, nodeIP))
+		"containers":[{"name":"app","image":"drainit","ports":[{"name":"http","containerPort":%d}]}]}}`, name, NodeName, port))
+	c.Must("PATCH", "/api/v1/namespaces/default/pods/"+name+"/status", fmt.Sprintf(`{"status":{"phase":"Running",
+		"podIP":%q,"podIPs":[{"ip":%q}],"conditions":[{"type":"Ready","status":"True"},{"type":"ContainersReady","status":"True"}]}}`, NodeIP, NodeIP))
 }
 
-// notReady writes the pod's Ready condition false, as the kubelet does once the readiness probe
+// NotReady writes the pod's Ready condition false, as the kubelet does once the readiness probe
 // of drainit's /readyz (503 from the first trigger) has failed failureThreshold times.
-func (c *cluster) notReady(name string) {
-	c.must("PATCH", "/api/v1/namespaces/default/pods/"+name+"/status",
+func (c *Cluster) NotReady(name string) {
+	c.Must("PATCH", "/api/v1/namespaces/default/pods/"+name+"/status",
 		`{"status":{"conditions":[{"type":"Ready","status":"False"},{"type":"ContainersReady","status":"False"}]}}`)
 }
 
-// load opens a new connection to url every 10 ms, one request each, and records when each began
+// A Load opens a new connection to a URL every 10 ms, one request each, and records when each began
 // and which pod answered it, or that it failed.
-type load struct {
+type Load struct {
 	mu     sync.Mutex
 	served map[string][]time.Time
 	failed []time.Time
@@ -353,9 +357,28 @@ type load struct {
 	done   sync.WaitGroup
 }
 
-func (c *cluster) load(url string) *load {
-	l := &load{served: map[string][]time.Time{}, stop: make(chan struct{})}
-	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DialContext: c.dial, DisableKeepAlives: true}}
+// Routed waits until pods different pods have answered through the Service: until then its
+// ClusterIP has no rules, and a connection to it is routed to loopback and times out.
+func (c *Cluster) Routed(url string, pods int) {
+	c.T.Helper()
+	client := &http.Client{Timeout: 200 * time.Millisecond, Transport: &http.Transport{DialContext: c.Dial, DisableKeepAlives: true}}
+	seen := map[string]bool{}
+	c.WaitFor(fmt.Sprintf("%d pods to answer through the Service", pods), 30*time.Second, func() bool {
+		if resp, err := client.Get(url); err == nil {
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err == nil && resp.StatusCode == 200 {
+				seen[string(b)] = true
+			}
+		}
+		return len(seen) >= pods
+	})
+}
+
+// Load starts a Load on url from inside the namespace; End stops it.
+func (c *Cluster) Load(url string) *Load {
+	l := &Load{served: map[string][]time.Time{}, stop: make(chan struct{})}
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DialContext: c.Dial, DisableKeepAlives: true}}
 	l.done.Add(1)
 	go func() {
 		defer l.done.Done()
@@ -397,14 +420,14 @@ func (c *cluster) load(url string) *load {
 	return l
 }
 
-// end stops the load and waits for its requests; a second call does nothing.
-func (l *load) end() {
+// End stops the load and waits for its requests; a second call does nothing.
+func (l *Load) End() {
 	l.once.Do(func() { close(l.stop) })
 	l.done.Wait()
 }
 
-// count is how many requests that began after t who ("" for anyone) served, and how many failed.
-func (l *load) count(who string, after time.Time) (served, failed int) {
+// Count is how many requests that began after t who ("" for anyone) served, and how many failed.
+func (l *Load) Count(who string, after time.Time) (served, failed int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for w, ats := range l.served {
@@ -425,14 +448,21 @@ func (l *load) count(who string, after time.Time) (served, failed int) {
 	return
 }
 
-// total is how many requests were served.
-func (l *load) total() int {
-	n, _ := l.count("", time.Time{})
+// Errs is why each failed request failed, with when it began.
+func (l *Load) Errs() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.errs...)
+}
+
+// Total is how many requests were served.
+func (l *Load) Total() int {
+	n, _ := l.Count("", time.Time{})
 	return n
 }
 
-// last is when the last request began that who (or, with other, anyone but who) served.
-func (l *load) last(who string, other bool) time.Time {
+// Last is when the last request began that who (or, with other, anyone but who) served.
+func (l *Load) Last(who string, other bool) time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var last time.Time
@@ -447,10 +477,4 @@ func (l *load) last(who string, other bool) time.Time {
 		}
 	}
 	return last
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testbin.Cleanup() // the binaries Build put in a temporary directory
-	os.Exit(code)
 }
