@@ -55,7 +55,13 @@ type node struct {
 	kubeletLog          string            // the kubelet's log file (klog)
 	readOnlyPort        int               // the kubelet's read-only API: /pods
 	sysctls             map[string]string // what kubeletSysctls held before the kubelet started
-	events              *events
+
+	// A node in another network namespace (cluster_linux_test.go): its containerd and kubelet
+	// run there, under its name, and its kubelet's health is asked with client.
+	netns  string
+	name   string
+	client *http.Client
+	events *events
 }
 
 func TestMain(m *testing.M) {
@@ -202,7 +208,7 @@ func (n *node) startContainerd(runc string) error {
 	if err != nil {
 		return err
 	}
-	if n.containerd, err = startLogged(n.containerdLog, "containerd", "--config", conf); err != nil {
+	if n.containerd, err = n.daemon(n.containerdLog, "containerd", "--config", conf); err != nil {
 		return err
 	}
 	deadline := time.Now().Add(30 * time.Second)
@@ -216,6 +222,17 @@ func (n *node) startContainerd(runc string) error {
 	}
 	n.events, err = watchEvents(n.ctr, n.sock)
 	return err
+}
+
+// daemon starts one of the node's long-running programs with its stdout and stderr in logPath,
+// in the node's network namespace if it has one (nsenter execs the program: the process is the
+// program's, and its mount namespace the machine's, which containerd and the kubelet share).
+func (n *node) daemon(logPath, name string, args ...string) (*exec.Cmd, error) {
+	if n.netns != "" {
+		args = append([]string{"--net=/var/run/netns/" + n.netns, "--", name}, args...)
+		name = "nsenter"
+	}
+	return startLogged(logPath, name, args...)
 }
 
 // startLogged starts a long-running program with its stdout and stderr in logPath.
@@ -273,6 +290,16 @@ func (n *node) buildImages(podman, runc string) error {
 		if _, err := n.run(ctx, podman, append(pm, "save", "--quiet", "-o", tar, image)...); err != nil {
 			return err
 		}
+	}
+	return n.importImages(n.dir)
+}
+
+// importImages imports the images buildImages saved in dir into the node's containerd.
+func (n *node) importImages(dir string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	for _, image := range []string{imageTerm, imageQuit, imagePause} {
+		tar := filepath.Join(dir, strings.TrimSuffix(filepath.Base(image), ":test")+".tar")
 		if _, err := n.run(ctx, n.ctr, "--address", n.sock, "-n", "k8s.io", "images", "import", tar); err != nil {
 			return err
 		}
@@ -280,8 +307,9 @@ func (n *node) buildImages(podman, runc string) error {
 	return nil
 }
 
-// startKubelet starts the standalone kubelet on free loopback ports and waits for its healthz.
-func (n *node) startKubelet(kubelet string) error {
+// startKubelet starts the kubelet on free loopback ports, standalone unless args give it an API
+// server, and waits for its healthz.
+func (n *node) startKubelet(kubelet string, args ...string) error {
 	ports, err := freePorts(3)
 	if err != nil {
 		return err
@@ -294,16 +322,20 @@ func (n *node) startKubelet(kubelet string) error {
 	}
 	// -v=3: "Running preStop hook" is logged at level 3, "Killing container with a grace period"
 	// at 2.
-	n.kubelet, err = startLogged(n.kubeletLog, kubelet, "--config", conf,
+	name, client := nodeName, http.DefaultClient
+	if n.name != "" {
+		name, client = n.name, n.client
+	}
+	n.kubelet, err = n.daemon(n.kubeletLog, kubelet, append([]string{"--config", conf,
 		"--root-dir", filepath.Join(n.dir, "kubelet"), "--cert-dir", filepath.Join(n.dir, "pki"),
-		"--hostname-override", nodeName, "--v=3")
+		"--hostname-override", name, "--v=3"}, args...)...)
 	if err != nil {
 		return err
 	}
 	deadline := time.Now().Add(60 * time.Second)
 	url := fmt.Sprintf("http://127.0.0.1:%d/healthz", ports[2])
 	for {
-		res, err := http.Get(url)
+		res, err := client.Get(url)
 		if err == nil {
 			res.Body.Close()
 			if res.StatusCode == http.StatusOK {

@@ -1,0 +1,309 @@
+package node
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drainit/drainit/integration/cluster"
+	"github.com/drainit/drainit/internal/testenv"
+)
+
+// The whole stop on real parts: a kubelet registered with a real API server runs the pods on
+// containerd, probes drainit's /readyz and calls its /prestop; the EndpointSlice controller and
+// kube-proxy (integration/cluster) route a Service's connections by what the kubelet reports.
+// Nothing in the chain is written by the test but the pods, the Service and the DELETE.
+
+const (
+	clusterQuiet = 500 * time.Millisecond // drainit's --drain-quiet in these pods
+	// What the drain may take beyond its quiet period after the pod's last connection: the
+	// watcher's polls and a loaded machine's scheduling.
+	clusterSlack = 1500 * time.Millisecond
+	controlPort  = 8099
+)
+
+// startClusterNode starts a second containerd and kubelet, in the control plane's network
+// namespace, registered with its API server as its node: its pods' IP is the node's, the address
+// kube-proxy routes the Service to. It is stopped when the test ends.
+func startClusterNode(t *testing.T, c *cluster.Cluster) *node {
+	t.Helper()
+	runc, err := testenv.LookPath("runc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubelet, err := kubeletBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "drainit-node-cluster-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &node{ctr: suite.ctr, dir: dir, netns: c.NS, name: cluster.NodeName,
+		client: &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DialContext: c.Dial}}}
+	n.sock = filepath.Join(dir, "containerd.sock")
+	n.containerdLog = filepath.Join(dir, "containerd.log")
+	n.kubeletLog = filepath.Join(dir, "kubelet.log")
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the cluster node's kubelet log ends:\n%s", tail(n.kubeletLog))
+		}
+		if err := n.tearDown(); err != nil {
+			t.Errorf("stopping the cluster node: %v", err)
+		}
+	})
+	for _, d := range []string{"manifests", "pod-logs"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := n.startContainerd(runc); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.importImages(suite.dir); err != nil {
+		t.Fatal(err)
+	}
+	if n.sysctls, err = readSysctls(); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.startKubelet(kubelet, "--kubeconfig", c.Kubeconfig(), "--node-ip", cluster.NodeIP); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// apiPod is a pod made through the API on the cluster node: hostNetwork (no CNI), the app's port
+// named http for the Service, and a readiness probe.
+func apiPod(name string, port int, c container, readyPath string, readyPort int) string {
+	spec := c.manifest(imageTerm, fmt.Sprintf(":%d", controlPort), controlPort)
+	spec["ports"] = []any{map[string]any{"name": "http", "containerPort": port}}
+	spec["readinessProbe"] = map[string]any{
+		"httpGet":       map[string]any{"path": readyPath, "port": readyPort},
+		"periodSeconds": 1, "failureThreshold": 1,
+	}
+	b, err := json.Marshal(map[string]any{
+		"apiVersion": "v1", "kind": "Pod",
+		"metadata": map[string]any{"name": name, "labels": map[string]string{"app": "web"}},
+		"spec": map[string]any{"nodeName": cluster.NodeName, "hostNetwork": true,
+			"terminationGracePeriodSeconds": 30, "containers": []any{spec}},
+	})
+	if err != nil {
+		panic(err) // maps of strings and numbers always marshal
+	}
+	return string(b)
+}
+
+// drainitPod is drainit with an adaptive drain in front of the test app on port 18080, with an
+// httpGet preStop to /prestop and its readiness probe on /readyz.
+func drainitPod(c *cluster.Cluster, n *node) *containerLog {
+	return n.apiStart(c, "web-a", apiPod("web-a", 18080, container{name: "app",
+		env: map[string]string{"DRAINIT_DRAIN": "adaptive", "DRAINIT_DRAIN_QUIET": clusterQuiet.String(),
+			"DRAINIT_DRAIN_MAX": "20s", "DRAINIT_GRACE_PERIOD": "30s"},
+		app: []string{"serve", "-addr", ":18080", "-graceful"}, preStop: "httpGet"}, "/readyz", controlPort))
+}
+
+// plainPod is the test app alone on port 18081.
+func plainPod(c *cluster.Cluster, n *node) {
+	n.apiStart(c, "web-b", apiPod("web-b", 18081, container{name: "app", noDrainit: true,
+		app: []string{"serve", "-addr", ":18081", "-graceful"}}, "/", 18081))
+}
+
+// apiStart makes the pod through the API and waits until the kubelet runs it and reports it
+// ready; it returns its container's log, opened before the kubelet can delete it.
+func (n *node) apiStart(c *cluster.Cluster, name, body string) *containerLog {
+	c.T.Helper()
+	var pod struct {
+		Metadata struct{ UID string }
+	}
+	if err := json.Unmarshal(c.Must("POST", "/api/v1/namespaces/default/pods", body), &pod); err != nil {
+		c.T.Fatal(err)
+	}
+	c.WaitFor(name+" to be ready", 90*time.Second, func() bool {
+		var got struct {
+			Status struct {
+				Conditions []struct{ Type, Status string }
+			}
+		}
+		_, b, err := c.API("GET", "/api/v1/namespaces/default/pods/"+name, "")
+		if err != nil || json.Unmarshal(b, &got) != nil {
+			return false
+		}
+		for _, cond := range got.Status.Conditions {
+			if cond.Type == "Ready" && cond.Status == "True" {
+				return true
+			}
+		}
+		return false
+	})
+	f, err := os.Open(filepath.Join(n.dir, "pod-logs", fmt.Sprintf("default_%s_%s", name, pod.Metadata.UID), "app", "0.log"))
+	if err != nil {
+		c.T.Fatalf("opening %s's log: %v", name, err)
+	}
+	c.T.Cleanup(func() { f.Close() })
+	return &containerLog{f: f}
+}
+
+// answerOf is what the pod serving port answers ("ok PID"), asked directly, not through the
+// Service: the load's records name pods by it.
+func answerOf(c *cluster.Cluster, port int) string {
+	c.T.Helper()
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DialContext: c.Dial, DisableKeepAlives: true}}
+	resp, err := client.Get(fmt.Sprintf("http://%s:%d/", cluster.NodeIP, port))
+	if err != nil {
+		c.T.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		c.T.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// drain is what drainit's log says of its adaptive drain: when /prestop started it, when it
+// ended, and why.
+type drain struct {
+	start, end time.Time
+	reason     string
+}
+
+func drained(t *testing.T, log *containerLog) drain {
+	t.Helper()
+	var ev struct {
+		Time   time.Time `json:"time"`
+		Reason string    `json:"reason"`
+	}
+	at := func(message string) {
+		l := log.await(t, 30*time.Second, message, func(l logLine) bool {
+			return strings.Contains(l.text, `"message":"`+message+`"`)
+		})
+		if err := json.Unmarshal([]byte(l.text), &ev); err != nil {
+			t.Fatalf("drainit's line %q: %v", l.text, err)
+		}
+	}
+	var d drain
+	at("stop sequence started by /prestop")
+	d.start = ev.Time
+	at("adaptive drain over")
+	d.end, d.reason = ev.Time, ev.Reason
+	return d
+}
+
+// endedQuiet fails the test unless the drain ended for the quiet, after the pod's last connection,
+// and within the quiet period and slack of that connection or of its own start, the later.
+func (d drain) endedQuiet(t *testing.T, last time.Time) {
+	t.Helper()
+	if d.reason != "quiet" {
+		t.Errorf("the drain ended %q, want quiet", d.reason)
+	}
+	from := last
+	if d.start.After(last) {
+		from = d.start // the kubelet's preStop came after the connections had stopped
+	}
+	// drainit's log times are in milliseconds.
+	if d.end.Before(last.Add(-time.Millisecond)) || d.end.Sub(from) > clusterQuiet+clusterSlack {
+		t.Errorf("the drain ended %v after the pod's last connection and %v after it began, want after the connection and within the quiet period %v and %v of the later",
+			d.end.Sub(last), d.end.Sub(d.start), clusterQuiet, clusterSlack)
+	}
+}
+
+// exitedZero waits for drainit's last line and fails the test unless it exits 0.
+func exitedZero(t *testing.T, log *containerLog) {
+	t.Helper()
+	l := log.await(t, 30*time.Second, "drainit's exit", func(l logLine) bool {
+		return strings.Contains(l.text, `"drainit exiting"`)
+	})
+	if !strings.Contains(l.text, `"status":0`) || !strings.Contains(l.text, "exit 0") {
+		t.Errorf("drainit did not exit 0: %s", l.text)
+	}
+}
+
+// serveThroughService starts the cluster and its node, the Service, drainit's pod a and, with
+// two, the plain pod b, and a load through the Service that both pods have served; it returns
+// a's log and answer, and the load.
+func serveThroughService(t *testing.T, two bool) (*cluster.Cluster, *containerLog, string, *cluster.Load) {
+	t.Helper()
+	need(t)
+	c := cluster.Start(t)
+	n := startClusterNode(t, c)
+	ip := c.Service()
+	log := drainitPod(c, n)
+	answers := []string{answerOf(c, 18080)}
+	if two {
+		plainPod(c, n)
+		answers = append(answers, answerOf(c, 18081))
+	}
+	url := "http://" + ip + "/"
+	c.Routed(url, len(answers))
+	l := c.Load(url)
+	c.WaitFor("each pod to get connections through the Service", 30*time.Second, func() bool {
+		for _, a := range answers {
+			if n, _ := l.Count(a, time.Time{}); n <= 5 {
+				return false
+			}
+		}
+		return true
+	})
+	return c, log, answers[0], l
+}
+
+// deleteDrainitPod deletes pod a through the API, as kubectl delete does, and waits for its
+// drain to end and drainit to exit 0; it returns when the DELETE was sent, and the drain.
+func deleteDrainitPod(t *testing.T, c *cluster.Cluster, log *containerLog) (time.Time, drain) {
+	t.Helper()
+	t0 := time.Now()
+	c.Must("DELETE", "/api/v1/namespaces/default/pods/web-a", "")
+	d := drained(t, log)
+	exitedZero(t, log)
+	return t0, d
+}
+
+// A pod deleted while another pod of its Service is ready: the kubelet calls /prestop, drainit
+// turns not ready and drains, the pod leaves the Service's endpoints, its connections stop, the
+// drain ends a quiet period after the last, and the kubelet's SIGTERM ends it with 0. No request
+// fails.
+func TestClusterDeleteWhileAnotherServes(t *testing.T) {
+	c, log, a, l := serveThroughService(t, true)
+	defer l.End()
+	t0, d := deleteDrainitPod(t, c, log)
+	l.End()
+	if _, failed := l.Count("", time.Time{}); failed > 0 {
+		t.Errorf("%d requests failed, want none:\n%s", failed, strings.Join(l.Errs(), "\n"))
+	}
+	lastA := l.Last(a, false)
+	t.Logf("after the DELETE: a's last connection %v, /prestop %v, the drain's end %v", lastA.Sub(t0), d.start.Sub(t0), d.end.Sub(t0))
+	d.endedQuiet(t, lastA)
+}
+
+// The Service's last ready pod, deleted: kube-proxy goes on routing to it while its Ready
+// condition holds; drainit's /readyz fails from the /prestop call, the kubelet's next probe turns
+// the pod not ready, the connections stop and the drain ends a quiet period later, well before
+// --drain-max, and drainit exits 0. Every connection the pod got was served.
+func TestClusterLastPodUntilNotReady(t *testing.T) {
+	c, log, a, l := serveThroughService(t, false)
+	defer l.End()
+	t0, d := deleteDrainitPod(t, c, log)
+	l.End()
+	last := l.Last(a, false)
+	t.Logf("after the DELETE: the pod's last connection %v, /prestop %v, the drain's end %v", last.Sub(t0), d.start.Sub(t0), d.end.Sub(t0))
+	// Connections go on until the kubelet's probe (period 1 s) has failed after /prestop and
+	// kube-proxy has acted: the drain, not a quiet period that the routing never gave it, ends
+	// the stop.
+	if last.Before(d.start) {
+		t.Errorf("the pod's connections stopped %v before /prestop: the Service's last ready pod is routed to until it is not ready", d.start.Sub(last))
+	}
+	d.endedQuiet(t, last)
+	// Requests that began before the pod's last one were all routed to it: none may fail. After
+	// it, the Service has no ready endpoint and connections fail at kube-proxy, by design.
+	if _, failedBefore := l.Count("", time.Time{}); failedBefore > 0 {
+		if _, failedAfter := l.Count("", last); failedBefore > failedAfter {
+			t.Errorf("%d requests that began before the pod's last connection failed:\n%s", failedBefore-failedAfter, strings.Join(l.Errs(), "\n"))
+		}
+	}
+}
