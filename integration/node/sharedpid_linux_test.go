@@ -234,8 +234,17 @@ func (c sharedPIDCase) run(t *testing.T, n *node) {
 		}
 	}
 
-	if out, err := r.check(t); err != nil || len(findings(out)) != 0 {
-		t.Errorf("drainit check on the manifest: %v, want no finding:\n%s", err, out)
+	// The kill case's adaptive drain, in a pod with no readiness probe, draws adaptive-drain-ready's
+	// info: advice for a Service's last ready pod, not about the shared PID namespace.
+	out, err := r.check(t)
+	var other []string
+	for _, f := range findings(out) {
+		if !strings.HasSuffix(f, "(adaptive-drain-ready)") || !strings.Contains(f, ": info: ") {
+			other = append(other, f)
+		}
+	}
+	if err != nil || len(other) != 0 {
+		t.Errorf("drainit check on the manifest: %v, want no finding but adaptive-drain-ready's info:\n%s", err, out)
 	}
 }
 

@@ -61,6 +61,7 @@ const (
 	RuleSpringDuration   = "spring-duration"        // a Spring Boot shutdown timeout that is likely wrong
 	RuleAdaptiveUDP      = "adaptive-drain-udp"     // an adaptive drain in a container that serves UDP: fixed
 	RuleAdaptiveMesh     = "adaptive-drain-mesh"    // an adaptive drain counting connections behind a mesh's sidecar
+	RuleAdaptiveReady    = "adaptive-drain-ready"   // an adaptive drain whose pod stays ready: its readiness probe is not /readyz
 	RuleProbeGrace       = "probe-grace-short"      // a liveness or startup probe's grace period shorter than drainit's stop
 
 	RuleStopSignalNotTrigger = "stop-signal-not-trigger" // lifecycle.stopSignal is not one of drainit's triggers
@@ -213,6 +214,7 @@ func checkContainerAfter(w *Workload, c *Container, before stopBefore) ([]Findin
 	k.controlNoToken(w)
 	k.adaptiveUDP()
 	k.adaptiveMesh(w)
+	k.adaptiveReady(w)
 	k.probes()
 	k.probeGrace()
 	k.stopSignal()
@@ -334,6 +336,52 @@ func (k *containerCheck) adaptiveMesh(w *Workload) {
 		"its sidecar keeps connections open to the app and passes each request over them, so no new connection need come while the mesh "+
 		"still routes to the pod, and the drain ends after its quiet period with requests still on their way; set --drain-watch requests "+
 		"(DRAINIT_DRAIN_WATCH=requests), which counts requests on open connections too", watch.raw, mesh, line)
+}
+
+// adaptiveReady: an adaptive drain ends once new connections stop, and while the pod is its
+// Service's last ready one, kube-proxy sends them until the kubelet reports it not ready
+// (docs/kubelet-stop-sequence.md). A readiness probe of drainit's /readyz does that from the first
+// trigger; any other keeps the pod ready through the drain, which then runs to --drain-max with
+// connections still coming (integration/node's TestClusterLastPodUntilNotReady, with the probe
+// on /healthz). A probe of the app's port also opens connections of its own that the drain counts.
+// Not for Jobs, CronJobs and native sidecars, which no Service routes to by their readiness alone.
+func (k *containerCheck) adaptiveReady(w *Workload) {
+	dc := k.dc
+	if dc == nil || len(dc.errs) > 0 || !dc.adaptive || k.c.Sidecar || w.Kind == "Job" || w.Kind == "CronJob" {
+		return
+	}
+	var probe *Probe
+	for i := range k.c.Probes {
+		if k.c.Probes[i].Kind == "readinessProbe" {
+			probe = &k.c.Probes[i]
+		}
+	}
+	port := dc.port()
+	if probe != nil && probe.HTTP != nil && port != 0 && resolvePort(probe.HTTP, k.c.Ports) == port && isReadyzPath(probe.HTTP.Path) {
+		return
+	}
+	fix := fmt.Sprintf("probe drainit's /readyz instead (readinessProbe: {httpGet: {path: /readyz, port: %d}}), which answers 503 "+
+		"from the first trigger and, with DRAINIT_READY_PROBE set to the app's own check, follows the app's readiness before it", port)
+	if port == 0 {
+		fix = "turn on drainit's control server (DRAINIT_HTTP_ADDR=:8099) and probe its /readyz (readinessProbe: {httpGet: {path: /readyz, " +
+			"port: 8099}}), which answers 503 from the first trigger"
+	}
+	what, line := "there is no readinessProbe, so the pod stays ready until its container exits", k.c.Line
+	if probe != nil {
+		what, line = "the readinessProbe does not ask drainit's /readyz, so the pod stays ready through the drain", probe.Line
+		if probe.IsTCP || probe.HTTP != nil && resolvePort(probe.HTTP, k.c.Ports) != port {
+			what += ", and its connections to the app count as new ones"
+		}
+	}
+	k.add(line, Info, RuleAdaptiveReady, "the drain is adaptive, and %s: while the pod is its Service's last ready one (scaled to 0, "+
+		"a single replica evicted), kube-proxy sends it new connections until it is not ready, and the drain runs to --drain-max with "+
+		"connections still coming; %s", what, fix)
+}
+
+// isReadyzPath says whether an httpGet path asks drainit's /readyz (a query string aside).
+func isReadyzPath(path string) bool {
+	path, _, _ = strings.Cut(path, "?")
+	return path == "/readyz"
 }
 
 // adaptiveUDP: drainit's adaptive drain counts new TCP connections, and for an app that serves

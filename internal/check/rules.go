@@ -122,6 +122,12 @@ var registry = []RuleInfo{
 		Fix:     "Set --drain-watch requests (DRAINIT_DRAIN_WATCH=requests): the drain then counts requests on open connections too, and ends once the mesh has stopped routing to the pod.",
 	},
 	{
+		ID: RuleAdaptiveReady, Severity: Info,
+		Short:   "an adaptive drain in a pod whose readiness probe is not drainit's /readyz",
+		Catches: "drainit with --drain adaptive in a container (not a Job's, a CronJob's or a native sidecar) with no readinessProbe, or one that does not ask drainit's /readyz: the pod stays ready through the drain. While it is its Service's last ready pod (a Deployment scaled to 0, a single replica evicted), kube-proxy routes to terminating pods that are still ready, so new connections keep coming, and the drain, which waits for them to stop, runs to --drain-max; those that come after the app has stopped fail. A probe of the app's port also opens connections the drain counts. Seen on a real kubelet and kube-proxy, with the probe on /healthz (integration/node's README).",
+		Fix:     "Point the readinessProbe at drainit's /readyz (httpGet, path /readyz, drainit's control port, DRAINIT_HTTP_ADDR=:8099), which answers 503 from the first trigger; set DRAINIT_READY_PROBE to the app's own readiness check for /readyz to follow it before the stop.",
+	},
+	{
 		ID: RuleNoDrain, Severity: Info,
 		Short:   "nothing delays the stop for endpoint removal",
 		Catches: "A container with no preStop hook that does not run under drainit (Jobs and CronJobs excepted): SIGTERM arrives while the endpoint's removal is still reaching kube-proxy and the load balancers, so new connections can land on a stopping app.",
