@@ -30,11 +30,14 @@ import (
 	"github.com/drainit/drainit/internal/testenv"
 )
 
+const token = "drainit-cluster-test" // the admin's bearer token (tokens.csv, the kubeconfig)
+
 const (
-	token    = "drainit-cluster-test"
-	NodeIP   = "10.77.0.1" // on the namespace's loopback: an endpoint may not be 127.0.0.0/8
+	// NodeIP is the node's address, the pods' (hostNetwork) and the one kube-proxy routes to: on
+	// the namespace's loopback, since an endpoint may not be in 127.0.0.0/8.
+	NodeIP = "10.77.0.1"
+	// NodeName is the node's name, kube-proxy's and a kubelet's that registers as it.
 	NodeName = "node1"
-	quiet    = 500 * time.Millisecond
 )
 
 // Cluster is a control plane and kube-proxy in a network namespace of their own.

@@ -25,6 +25,9 @@ func (c *Cluster) servePods(two bool) (drainit *Prog, bAnswer, prestop string) {
 	return drainit, bAnswer, "http://127.0.0.1:8099/prestop"
 }
 
+// quiet is drainit's --drain-quiet in these tests.
+const quiet = 500 * time.Millisecond
+
 // slack is what the adaptive drain may take beyond its quiet period after the last connection:
 // the watcher's polls and a loaded machine's scheduling.
 const slack = 1500 * time.Millisecond

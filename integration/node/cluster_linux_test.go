@@ -80,7 +80,8 @@ func startClusterNode(t *testing.T, c *cluster.Cluster) *node {
 
 // apiPod is a pod made through the API on the cluster node: hostNetwork (no CNI), the app's port
 // named http for the Service, and a readiness probe.
-func apiPod(name string, port int, c container, readyPath string, readyPort int) string {
+func apiPod(t *testing.T, name string, port int, c container, readyPath string, readyPort int) string {
+	t.Helper()
 	spec := c.manifest(imageTerm, fmt.Sprintf(":%d", controlPort), controlPort)
 	spec["ports"] = []any{map[string]any{"name": "http", "containerPort": port}}
 	spec["readinessProbe"] = map[string]any{
@@ -94,7 +95,7 @@ func apiPod(name string, port int, c container, readyPath string, readyPort int)
 			"terminationGracePeriodSeconds": 30, "containers": []any{spec}},
 	})
 	if err != nil {
-		panic(err) // maps of strings and numbers always marshal
+		t.Fatal(err)
 	}
 	return string(b)
 }
@@ -102,7 +103,7 @@ func apiPod(name string, port int, c container, readyPath string, readyPort int)
 // drainitPod is drainit with an adaptive drain in front of the test app on port 18080, with an
 // httpGet preStop to /prestop and its readiness probe on /readyz.
 func drainitPod(c *cluster.Cluster, n *node) *containerLog {
-	return n.apiStart(c, "web-a", apiPod("web-a", 18080, container{name: "app",
+	return n.apiStart(c, "web-a", apiPod(c.T, "web-a", 18080, container{name: "app",
 		env: map[string]string{"DRAINIT_DRAIN": "adaptive", "DRAINIT_DRAIN_QUIET": clusterQuiet.String(),
 			"DRAINIT_DRAIN_MAX": "20s", "DRAINIT_GRACE_PERIOD": "30s"},
 		app: []string{"serve", "-addr", ":18080", "-graceful"}, preStop: "httpGet"}, "/readyz", controlPort))
@@ -110,7 +111,7 @@ func drainitPod(c *cluster.Cluster, n *node) *containerLog {
 
 // plainPod is the test app alone on port 18081.
 func plainPod(c *cluster.Cluster, n *node) {
-	n.apiStart(c, "web-b", apiPod("web-b", 18081, container{name: "app", noDrainit: true,
+	n.apiStart(c, "web-b", apiPod(c.T, "web-b", 18081, container{name: "app", noDrainit: true,
 		app: []string{"serve", "-addr", ":18081", "-graceful"}}, "/", 18081))
 }
 
@@ -173,6 +174,7 @@ type drain struct {
 	reason     string
 }
 
+// drained waits for drainit's log to say that /prestop started the drain and that it ended.
 func drained(t *testing.T, log *containerLog) drain {
 	t.Helper()
 	var ev struct {

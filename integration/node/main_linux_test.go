@@ -55,13 +55,13 @@ type node struct {
 	kubeletLog          string            // the kubelet's log file (klog)
 	readOnlyPort        int               // the kubelet's read-only API: /pods
 	sysctls             map[string]string // what kubeletSysctls held before the kubelet started
+	events              *events
 
 	// A node in another network namespace (cluster_linux_test.go): its containerd and kubelet
 	// run there, under its name, and its kubelet's health is asked with client.
 	netns  string
 	name   string
 	client *http.Client
-	events *events
 }
 
 func TestMain(m *testing.M) {
