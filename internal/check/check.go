@@ -45,24 +45,25 @@ const (
 
 // The rules' ids, as findings carry them.
 const (
-	RuleGraceZero        = "grace-zero"             // terminationGracePeriodSeconds: 0
-	RuleGraceNegative    = "grace-negative"         // terminationGracePeriodSeconds below 0, taken as 1
-	RulePreStopGrace     = "prestop-exceeds-grace"  // the preStop alone takes the whole grace period
-	RuleShutdownGrace    = "shutdown-exceeds-grace" // preStop + the app's shutdown do not fit
-	RuleSidecarGrace     = "sidecar-exceeds-grace"  // a native sidecar's stop does not fit after the containers'
-	RuleDrainitConfig    = "drainit-config"         // drainit would refuse its configuration
-	RuleDrainitGrace     = "drainit-grace-mismatch" // drainit's grace period is not the pod's
-	RulePreStopServer    = "prestop-server"         // preStop aimed at a control server that is off or elsewhere
-	RulePreStopToken     = "prestop-token"          // preStop without the control server's token
-	RuleControlNoToken   = "control-no-token"       // the control server open beyond loopback with no token
-	RuleProbeUnreachable = "probe-unreachable"      // a probe of drainit's control server the kubelet cannot reach
-	RuleNoShell          = "no-shell"               // exec preStop needs sh/sleep in an image without them
-	RuleNoDrain          = "no-drain"               // nothing delays the stop for endpoint removal
-	RuleSpringDuration   = "spring-duration"        // a Spring Boot shutdown timeout that is likely wrong
-	RuleAdaptiveUDP      = "adaptive-drain-udp"     // an adaptive drain in a container that serves UDP: fixed
-	RuleAdaptiveMesh     = "adaptive-drain-mesh"    // an adaptive drain counting connections behind a mesh's sidecar
-	RuleAdaptiveReady    = "adaptive-drain-ready"   // an adaptive drain whose pod stays ready: its readiness probe is not /readyz
-	RuleProbeGrace       = "probe-grace-short"      // a liveness or startup probe's grace period shorter than drainit's stop
+	RuleGraceZero        = "grace-zero"              // terminationGracePeriodSeconds: 0
+	RuleGraceNegative    = "grace-negative"          // terminationGracePeriodSeconds below 0, taken as 1
+	RulePreStopGrace     = "prestop-exceeds-grace"   // the preStop alone takes the whole grace period
+	RuleShutdownGrace    = "shutdown-exceeds-grace"  // preStop + the app's shutdown do not fit
+	RuleSidecarGrace     = "sidecar-exceeds-grace"   // a native sidecar's stop does not fit after the containers'
+	RuleDrainitConfig    = "drainit-config"          // drainit would refuse its configuration
+	RuleDrainitGrace     = "drainit-grace-mismatch"  // drainit's grace period is not the pod's
+	RulePreStopServer    = "prestop-server"          // preStop aimed at a control server that is off or elsewhere
+	RulePreStopToken     = "prestop-token"           // preStop without the control server's token
+	RuleControlNoToken   = "control-no-token"        // the control server open beyond loopback with no token
+	RuleProbeUnreachable = "probe-unreachable"       // a probe of drainit's control server the kubelet cannot reach
+	RuleNoShell          = "no-shell"                // exec preStop needs sh/sleep in an image without them
+	RuleNoDrain          = "no-drain"                // nothing delays the stop for endpoint removal
+	RuleSpringDuration   = "spring-duration"         // a Spring Boot shutdown timeout that is likely wrong
+	RuleAdaptiveUDP      = "adaptive-drain-udp"      // an adaptive drain in a container that serves UDP: fixed
+	RuleAdaptiveMesh     = "adaptive-drain-mesh"     // an adaptive drain counting connections behind a mesh's sidecar
+	RuleAdaptiveReady    = "adaptive-drain-ready"    // an adaptive drain whose pod stays ready: its readiness probe is not /readyz
+	RuleAutoHostNetwork  = "quiet-auto-host-network" // --drain-quiet auto in a hostNetwork pod: no rate before the drain
+	RuleProbeGrace       = "probe-grace-short"       // a liveness or startup probe's grace period shorter than drainit's stop
 
 	RuleStopSignalNotTrigger = "stop-signal-not-trigger" // lifecycle.stopSignal is not one of drainit's triggers
 	RuleStopSignalImage      = "stop-signal-image"       // an image (by name) whose STOPSIGNAL is no trigger: nginx, httpd, haproxy
@@ -215,6 +216,7 @@ func checkContainerAfter(w *Workload, c *Container, before stopBefore) ([]Findin
 	k.adaptiveUDP()
 	k.adaptiveMesh(w)
 	k.adaptiveReady(w)
+	k.autoHostNetwork()
 	k.probes()
 	k.probeGrace()
 	k.stopSignal()
@@ -328,11 +330,7 @@ func (k *containerCheck) adaptiveMesh(w *Workload) {
 	if mesh == "" {
 		return
 	}
-	at := dc.line
-	if watch.line != 0 {
-		at = watch.line
-	}
-	k.add(at, Warning, RuleAdaptiveMesh, "the drain is adaptive and counts new connections (--drain-watch %s), but the pod is in %s's mesh (line %d): "+
+	k.add(dc.lineOf(watch), Warning, RuleAdaptiveMesh, "the drain is adaptive and counts new connections (--drain-watch %s), but the pod is in %s's mesh (line %d): "+
 		"its sidecar keeps connections open to the app and passes each request over them, so no new connection need come while the mesh "+
 		"still routes to the pod, and the drain ends after its quiet period with requests still on their way; set --drain-watch requests "+
 		"(DRAINIT_DRAIN_WATCH=requests), which counts requests on open connections too", watch.raw, mesh, line)
@@ -376,6 +374,26 @@ func (k *containerCheck) adaptiveReady(w *Workload) {
 	k.add(line, Info, RuleAdaptiveReady, "the drain is adaptive, and %s: while the pod is its Service's last ready one (scaled to 0, "+
 		"a single replica evicted), kube-proxy sends it new connections until it is not ready, and the drain runs to --drain-max with "+
 		"connections still coming; %s", what, fix)
+}
+
+// autoHostNetwork: --drain-quiet auto takes the rate before the drain from the PassiveOpens
+// counter of the pod's own network namespace; with hostNetwork the namespace is the node's, and
+// the rate rests on the drain's own arrivals. A real kubelet calls the preStop 0.5-1.6 s after
+// the DELETE, often after kube-proxy has stopped routing to the pod (integration/node README): the
+// drain then sees no connection, cannot tell that from an idle pod, and waits for --drain-max.
+func (k *containerCheck) autoHostNetwork() {
+	dc := k.dc
+	if dc == nil || len(dc.errs) > 0 || !dc.adaptive || !k.hostNet {
+		return
+	}
+	q := dc.settings["drain-quiet"]
+	if !q.known || !strings.EqualFold(strings.TrimSpace(q.raw), "auto") {
+		return
+	}
+	k.add(dc.lineOf(q), Warning, RuleAutoHostNetwork, "--drain-quiet auto in a hostNetwork pod: the rate before the drain comes from the pod's own "+
+		"network namespace, which it does not have, so the drain judges by the connections it sees itself; when the pod's endpoint is "+
+		"removed before the kubelet's preStop (it often is: the kubelet runs the hook at a later pod sync), it sees none and waits for "+
+		"--drain-max at every stop; set a fixed quiet period (--drain-quiet 1s)")
 }
 
 // isReadyzPath says whether an httpGet path asks drainit's /readyz (a query string aside).

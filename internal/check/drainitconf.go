@@ -60,6 +60,14 @@ type drainitConf struct {
 	nested string
 }
 
+// lineOf is where the manifest sets s, or where it shows drainit when s is not set there.
+func (dc *drainitConf) lineOf(s setting) int {
+	if s.line != 0 {
+		return s.line
+	}
+	return dc.line
+}
+
 // strayVar is a DRAINIT_* variable that is no option's, and the line that sets it.
 type strayVar struct {
 	line  int

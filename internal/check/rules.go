@@ -128,6 +128,12 @@ var registry = []RuleInfo{
 		Fix:     "Point the readinessProbe at drainit's /readyz (httpGet, path /readyz, drainit's control port, DRAINIT_HTTP_ADDR=:8099), which answers 503 from the first trigger; set DRAINIT_READY_PROBE to the app's own readiness check for /readyz to follow it before the stop.",
 	},
 	{
+		ID: RuleAutoHostNetwork, Severity: Warning,
+		Short:   "--drain-quiet auto in a hostNetwork pod",
+		Catches: "drainit with --drain adaptive and --drain-quiet auto in a pod with hostNetwork: true. auto takes the rate before the drain from the PassiveOpens counter of the pod's own network namespace; on the node's it cannot, and the drain judges by the connections it sees itself. A real kubelet runs the preStop at a pod sync 0.5-1.6 s after the DELETE, often after kube-proxy has stopped routing to the pod: the drain then sees no connection, cannot tell that from an idle pod, and waits for --drain-max at every stop (seen on a real kubelet and kube-proxy: integration/node's README).",
+		Fix:     "Set a fixed quiet period (--drain-quiet 1s, DRAINIT_DRAIN_QUIET=1s).",
+	},
+	{
 		ID: RuleNoDrain, Severity: Info,
 		Short:   "nothing delays the stop for endpoint removal",
 		Catches: "A container with no preStop hook that does not run under drainit (Jobs and CronJobs excepted): SIGTERM arrives while the endpoint's removal is still reaching kube-proxy and the load balancers, so new connections can land on a stopping app.",
