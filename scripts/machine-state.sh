@@ -28,6 +28,8 @@ echo "## network namespaces"
 ip netns list 2>/dev/null | sort
 # /run/netns is made a mount point by the first `ip netns add` on a machine and stays one, for
 # every user of ip netns: not ours to remove.
+echo "## CNI's cache (/var/lib/cni/results)"
+ls -A /var/lib/cni/results 2>/dev/null | sort
 echo "## mounts"
 findmnt -rn -o TARGET | grep -vx /run/netns | sort
 echo "## ${TMPDIR:-/tmp}"

@@ -79,8 +79,10 @@ func Start(t *testing.T) *Cluster {
 	t.Cleanup(c.stop)
 	c.ip("-n", c.NS, "link", "set", "lo", "up")
 	c.ip("-n", c.NS, "addr", "add", NodeIP+"/32", "dev", "lo")
-	// ClusterIPs are routed through loopback, where kube-proxy's OUTPUT rules translate them.
-	c.ip("-n", c.NS, "route", "add", "10.96.0.0/24", "dev", "lo")
+	// ClusterIPs are routed through loopback, where kube-proxy's OUTPUT rules translate them, from
+	// the node's address: a connection from 127.0.0.1 could not be answered by a pod with a network
+	// of its own.
+	c.ip("-n", c.NS, "route", "add", "10.96.0.0/24", "dev", "lo", "src", NodeIP)
 	c.client = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		DialContext:     c.Dial,
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // the apiserver's own self-signed certificate
