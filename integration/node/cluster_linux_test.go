@@ -105,15 +105,13 @@ func removePods(c *cluster.Cluster) {
 const podSubnet = "10.88.7.0/24"
 
 // writePodNetwork writes the CNI configuration containerd reads for the cluster node's pods; the
-// addresses it hands out are kept in the node's directory, not in /var/lib/cni.
+// addresses it hands out are kept in the node's directory (CNI's cache of results stays in
+// /var/lib/cni: removePods has the kubelet clear it).
 func writePodNetwork(t *testing.T, dir string) {
 	t.Helper()
-	plugins, err := testenv.LookPath("ptp")
-	if err != nil {
-		plugins = "/usr/lib/cni" // not on PATH: Debian's place for them
-	}
-	if plugins != "/usr/lib/cni" {
-		plugins = filepath.Dir(plugins)
+	plugins := "/usr/lib/cni" // Debian's place for them, not on PATH
+	if p, err := testenv.LookPath("ptp"); err == nil {
+		plugins = filepath.Dir(p)
 	}
 	if _, err := os.Stat(filepath.Join(plugins, "ptp")); err != nil {
 		testenv.SkipUnlessCI(t, "no CNI ptp plugin (Debian: apt-get install --no-install-recommends containernetworking-plugins)")
@@ -135,8 +133,12 @@ func apiPod(t *testing.T, name string, port int, c container, readyPath string, 
 	t.Helper()
 	spec := c.manifest(imageTerm, fmt.Sprintf(":%d", controlPort), controlPort)
 	if l, ok := spec["lifecycle"].(map[string]any); ok {
-		// The kubelet calls the pod's IP: 127.0.0.1 is the node's loopback, not the pod's.
-		delete(l["preStop"].(map[string]any)["httpGet"].(map[string]any), "host")
+		if hook, ok := l["preStop"].(map[string]any); ok {
+			if get, ok := hook["httpGet"].(map[string]any); ok {
+				// The kubelet calls the pod's IP: 127.0.0.1 is the node's loopback, not the pod's.
+				delete(get, "host")
+			}
+		}
 	}
 	spec["ports"] = []any{map[string]any{"name": "http", "containerPort": port}}
 	spec["readinessProbe"] = map[string]any{
@@ -287,8 +289,8 @@ func exitedZero(t *testing.T, log *containerLog) {
 }
 
 // serveThroughService starts the cluster and its node, the Service, drainit's pod a (with the
-// quiet period given) and, with two, the plain pod b, and a load through the Service that both pods have served; it returns
-// a's log and answer, and the load.
+// quiet period given) and, with two, the plain pod b, and a load through the Service that each
+// pod has served; it returns a's log and answer, and the load.
 func serveThroughService(t *testing.T, two bool, quiet string) (*cluster.Cluster, *containerLog, string, *cluster.Load) {
 	t.Helper()
 	need(t)
