@@ -68,11 +68,9 @@ func Start(t *testing.T) *Cluster {
 	}
 	k8s := map[string]string{}
 	for _, name := range []string{"kube-apiserver", "kube-controller-manager", "kube-proxy"} {
-		out, err := exec.Command(filepath.Join(moduleRoot(), "scripts", "kubelet.sh"), name).Output()
-		if err != nil {
-			t.Fatalf("scripts/kubelet.sh %s: %v", name, err)
+		if k8s[name], err = K8sCommand(name); err != nil {
+			t.Fatal(err)
 		}
-		k8s[name] = strings.TrimSpace(string(out))
 	}
 	c := &Cluster{T: t, Dir: t.TempDir(), NS: fmt.Sprintf("drainit-cluster-%d", os.Getpid()), Bins: bins}
 	c.ip("netns", "add", c.NS)
@@ -121,6 +119,22 @@ healthzBindAddress: 127.0.0.1:10256
 `, c.Kubeconfig(), NodeName))
 	c.Run("kube-proxy", k8s["kube-proxy"], "--config="+proxyConf)
 	return c
+}
+
+// K8sCommand is the path of a Kubernetes command (kubelet, kube-apiserver,
+// kube-controller-manager, kube-proxy) as scripts/kubelet.sh builds it from tools/kubelet: the
+// first time in minutes, then from its cache. `make test` builds them before the tests, outside
+// their timeout.
+func K8sCommand(name string) (string, error) {
+	script := filepath.Join(moduleRoot(), "scripts", "kubelet.sh")
+	var stderr bytes.Buffer
+	cmd := exec.Command(script, name)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("building %s (%s): %w\n%s", name, script, err, stderr.Bytes())
+	}
+	return strings.TrimSpace(string(out)), nil
 }
 
 func moduleRoot() string {
@@ -362,9 +376,9 @@ type Load struct {
 	done   sync.WaitGroup
 }
 
-// Routed waits until pods different pods have answered through the Service: until then its
+// routed waits until pods different pods have answered through the Service: until then its
 // ClusterIP has no rules, and a connection to it is routed to loopback and times out.
-func (c *Cluster) Routed(url string, pods int) {
+func (c *Cluster) routed(url string, pods int) {
 	c.T.Helper()
 	client := &http.Client{Timeout: 200 * time.Millisecond, Transport: &http.Transport{DialContext: c.Dial, DisableKeepAlives: true}}
 	seen := map[string]bool{}
@@ -378,6 +392,42 @@ func (c *Cluster) Routed(url string, pods int) {
 		}
 		return len(seen) >= pods
 	})
+}
+
+// Answer is what the server at ip:port answers ("ok PID" from the test app), asked directly,
+// not through the Service, once it listens (within 30 s): a Load's records name pods by it.
+func (c *Cluster) Answer(ip string, port int) string {
+	c.T.Helper()
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DialContext: c.Dial, DisableKeepAlives: true}}
+	var answer string
+	c.WaitFor(fmt.Sprintf("an answer from %s:%d", ip, port), 30*time.Second, func() bool {
+		resp, err := client.Get(fmt.Sprintf("http://%s:%d/", ip, port))
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		answer = strings.TrimSpace(string(b))
+		return err == nil && resp.StatusCode == 200
+	})
+	return answer
+}
+
+// LoadServedBy starts a Load on url, the Service's, once the Service answers, and returns it when
+// each of the pods that give answers has served more than 10 of its requests.
+func (c *Cluster) LoadServedBy(url string, answers ...string) *Load {
+	c.T.Helper()
+	c.routed(url, len(answers))
+	l := c.Load(url)
+	c.WaitFor("each pod to get connections through the Service", 30*time.Second, func() bool {
+		for _, a := range answers {
+			if n, _ := l.Count(a, time.Time{}); n <= 10 {
+				return false
+			}
+		}
+		return true
+	})
+	return l
 }
 
 // Load starts a Load on url from inside the namespace; End stops it.
@@ -460,25 +510,14 @@ func (l *Load) Errs() []string {
 	return append([]string(nil), l.errs...)
 }
 
-// Total is how many requests were served.
-func (l *Load) Total() int {
-	n, _ := l.Count("", time.Time{})
-	return n
-}
-
-// Last is when the last request began that who (or, with other, anyone but who) served.
-func (l *Load) Last(who string, other bool) time.Time {
+// Last is when the last request began that who served.
+func (l *Load) Last(who string) time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var last time.Time
-	for w, ats := range l.served {
-		if (w == who) == other {
-			continue
-		}
-		for _, at := range ats {
-			if at.After(last) {
-				last = at
-			}
+	for _, at := range l.served[who] {
+		if at.After(last) {
+			last = at
 		}
 	}
 	return last

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"fmt"
 	"net/http"
 	"strings"
 	"syscall"
@@ -10,19 +9,21 @@ import (
 )
 
 // servePods starts pod a, drainit with an adaptive drain (quiet 0.5 s) in front of the test app
-// on port 18080, and, with two, pod b, the test app alone on 18081; it returns drainit, b's
-// answer ("ok PID") and drainit's /prestop URL.
-func (c *Cluster) servePods(two bool) (drainit *Prog, bAnswer, prestop string) {
+// on port 18080, and, with two, pod b, the test app alone on 18081; it returns drainit, a load
+// through the Service that each pod has served, each pod's answer and drainit's /prestop URL.
+func (c *Cluster) servePods(two bool) (drainit *Prog, l *Load, answers []string, prestop string) {
 	c.Pod("web-a", 18080)
 	drainit = c.Run("drainit", c.Bins.Drainit, "--drain", "adaptive", "--drain-quiet", quiet.String(), "--drain-max", "20s",
 		"--grace-period", "30s", "--http-addr", "127.0.0.1:8099", "--",
 		c.Bins.TestApp, "serve", "-addr", ":18080", "-graceful")
+	answers = []string{c.Answer(NodeIP, 18080)}
 	if two {
 		c.Pod("web-b", 18081)
-		b := c.Run("app-b", c.Bins.TestApp, "serve", "-addr", ":18081", "-graceful")
-		bAnswer = fmt.Sprintf("ok %d", b.Cmd.Process.Pid)
+		c.Run("app-b", c.Bins.TestApp, "serve", "-addr", ":18081", "-graceful")
+		answers = append(answers, c.Answer(NodeIP, 18081))
 	}
-	return drainit, bAnswer, "http://127.0.0.1:8099/prestop"
+	l = c.LoadServedBy("http://"+c.Service()+"/", answers...)
+	return drainit, l, answers, "http://127.0.0.1:8099/prestop"
 }
 
 // quiet is drainit's --drain-quiet in these tests.
@@ -97,23 +98,16 @@ func (c *Cluster) deleteAndPrestop(pod, prestop string) (time.Time, <-chan time.
 // a quiet period after that: nothing failed, and the drain is far shorter than a fixed one.
 func TestDeletedPodDrainsWhileAnotherServes(t *testing.T) {
 	c := Start(t)
-	ip := c.Service()
-	drainit, b, prestop := c.servePods(true)
-	c.Routed("http://"+ip+"/", 2)
-	l := c.Load("http://" + ip + "/")
+	drainit, l, answers, prestop := c.servePods(true)
 	defer l.End()
-	c.WaitFor("both pods to get connections through the Service", 30*time.Second, func() bool {
-		nb, _ := l.Count(b, time.Time{})
-		return nb > 5 && l.Total()-nb > 5
-	})
 	t0, done := c.deleteAndPrestop("web-a", prestop)
 	end := c.drainEnd(done, 15*time.Second, "the deletion")
 	c.terminate(drainit)
 	l.End()
-	if _, failed := l.Count(b, time.Time{}); failed > 0 {
+	if _, failed := l.Count("", time.Time{}); failed > 0 {
 		t.Errorf("%d requests failed (the deletion at %s), want none:\n%s\n%s", failed, t0.Format("15:04:05.000"), strings.Join(l.Errs(), "\n"), c.Log("drainit"))
 	}
-	lastA := l.Last(b, true)
+	lastA := l.Last(answers[0])
 	t.Logf("last connection to a %v after the DELETE began; drain ended %v after it", lastA.Sub(t0), end.Sub(t0))
 	c.endedQuiet(end, lastA)
 }
@@ -124,12 +118,8 @@ func TestDeletedPodDrainsWhileAnotherServes(t *testing.T) {
 // (Ready false), the connections stop and the drain ends a quiet period later.
 func TestLastPodRoutedUntilNotReady(t *testing.T) {
 	c := Start(t)
-	ip := c.Service()
-	drainit, _, prestop := c.servePods(false)
-	c.Routed("http://"+ip+"/", 1)
-	l := c.Load("http://" + ip + "/")
+	drainit, l, answers, prestop := c.servePods(false)
 	defer l.End()
-	c.WaitFor("the pod to get connections through the Service", 30*time.Second, func() bool { return l.Total() > 10 })
 	t0, done := c.deleteAndPrestop("web-a", prestop)
 	hold := 3 * time.Second
 	select {
@@ -146,5 +136,5 @@ func TestLastPodRoutedUntilNotReady(t *testing.T) {
 	c.terminate(drainit)
 	l.End()
 	t.Logf("drain ended %v after Ready turned false (%v after the deletion)", end.Sub(tReady), end.Sub(t0))
-	c.endedQuiet(end, l.Last("", true))
+	c.endedQuiet(end, l.Last(answers[0]))
 }

@@ -3,7 +3,6 @@ package node
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -212,23 +211,6 @@ func (n *node) apiStart(c *cluster.Cluster, name, body string) (*containerLog, s
 	return &containerLog{f: f}, ip
 }
 
-// answerOf is what the pod at ip answers on port ("ok PID"), asked directly, not through the
-// Service: the load's records name pods by it.
-func answerOf(c *cluster.Cluster, ip string, port int) string {
-	c.T.Helper()
-	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DialContext: c.Dial, DisableKeepAlives: true}}
-	resp, err := client.Get(fmt.Sprintf("http://%s:%d/", ip, port))
-	if err != nil {
-		c.T.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		c.T.Fatal(err)
-	}
-	return strings.TrimSpace(string(b))
-}
-
 // drain is what drainit's log says of its adaptive drain: when /prestop started it, when it
 // ended, and why.
 type drain struct {
@@ -298,22 +280,11 @@ func serveThroughService(t *testing.T, two bool, quiet string) (*cluster.Cluster
 	n := startClusterNode(t, c)
 	ip := c.Service()
 	log, ipA := drainitPod(c, n, quiet)
-	answers := []string{answerOf(c, ipA, 18080)}
+	answers := []string{c.Answer(ipA, 18080)}
 	if two {
-		answers = append(answers, answerOf(c, plainPod(c, n), 18081))
+		answers = append(answers, c.Answer(plainPod(c, n), 18081))
 	}
-	url := "http://" + ip + "/"
-	c.Routed(url, len(answers))
-	l := c.Load(url)
-	c.WaitFor("each pod to get connections through the Service", 30*time.Second, func() bool {
-		for _, a := range answers {
-			if n, _ := l.Count(a, time.Time{}); n <= 5 {
-				return false
-			}
-		}
-		return true
-	})
-	return c, log, answers[0], l
+	return c, log, answers[0], c.LoadServedBy("http://"+ip+"/", answers...)
 }
 
 // deleteDrainitPod deletes pod a through the API, as kubectl delete does, and waits for its
@@ -351,7 +322,7 @@ func deleteWhileAnotherServes(t *testing.T, quiet string) {
 	if _, failed := l.Count("", time.Time{}); failed > 0 {
 		t.Errorf("%d requests failed, want none:\n%s", failed, strings.Join(l.Errs(), "\n"))
 	}
-	lastA := l.Last(a, false)
+	lastA := l.Last(a)
 	t.Logf("after the DELETE: a's last connection %v, /prestop %v, the drain's end %v", lastA.Sub(t0), d.start.Sub(t0), d.end.Sub(t0))
 	d.endedQuiet(t, lastA)
 }
@@ -369,7 +340,7 @@ func lastPodUntilNotReady(t *testing.T, quiet string) {
 	defer l.End()
 	t0, d := deleteDrainitPod(t, c, log)
 	l.End()
-	last := l.Last(a, false)
+	last := l.Last(a)
 	t.Logf("after the DELETE: the pod's last connection %v, /prestop %v, the drain's end %v", last.Sub(t0), d.start.Sub(t0), d.end.Sub(t0))
 	// Connections go on until the kubelet's probe (period 1 s) has failed after /prestop and
 	// kube-proxy has acted: the drain, not a quiet period that the routing never gave it, ends

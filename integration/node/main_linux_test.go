@@ -23,6 +23,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/drainit/drainit/integration/cluster"
 	"github.com/drainit/drainit/integration/testbin"
 	"github.com/drainit/drainit/internal/proc"
 	"github.com/drainit/drainit/internal/testenv"
@@ -168,24 +169,12 @@ func (n *node) restoreSysctls() error {
 	return errors.Join(errs...)
 }
 
-// kubeletBinary is $DRAINIT_KUBELET, else the cached build of scripts/kubelet.sh (which builds it
-// the first time: minutes). `make test` builds it before the tests, outside their timeout.
+// kubeletBinary is $DRAINIT_KUBELET, else the cached build of scripts/kubelet.sh.
 func kubeletBinary() (string, error) {
 	if p := os.Getenv("DRAINIT_KUBELET"); p != "" {
 		return p, nil
 	}
-	script, err := filepath.Abs(filepath.Join("..", "..", "scripts", "kubelet.sh"))
-	if err != nil {
-		return "", err
-	}
-	var stderr bytes.Buffer
-	cmd := exec.Command(script)
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("building the kubelet (%s): %w\n%s", script, err, stderr.Bytes())
-	}
-	return strings.TrimSpace(string(out)), nil
+	return cluster.K8sCommand("kubelet")
 }
 
 // fill writes the project's template name into the run's directory with the values replaced.
