@@ -354,8 +354,11 @@ func (k *containerCheck) adaptiveReady(w *Workload) {
 			probe = &k.c.Probes[i]
 		}
 	}
-	port := dc.port()
-	if probe != nil && probe.HTTP != nil && port != 0 && resolvePort(probe.HTTP, k.c.Ports) == port && isReadyzPath(probe.HTTP.Path) {
+	port, probed := dc.port(), 0 // probed: the port an httpGet probe asks, 0 for none
+	if probe != nil && probe.HTTP != nil {
+		probed = resolvePort(probe.HTTP, k.c.Ports)
+	}
+	if port != 0 && probed == port && isReadyzPath(probe.HTTP.Path) {
 		return
 	}
 	fix := fmt.Sprintf("probe drainit's /readyz instead (readinessProbe: {httpGet: {path: /readyz, port: %d}}), which answers 503 "+
@@ -367,7 +370,7 @@ func (k *containerCheck) adaptiveReady(w *Workload) {
 	what, line := "there is no readinessProbe, so the pod stays ready until its container exits", k.c.Line
 	if probe != nil {
 		what, line = "the readinessProbe does not ask drainit's /readyz, so the pod stays ready through the drain", probe.Line
-		if probe.IsTCP || probe.HTTP != nil && resolvePort(probe.HTTP, k.c.Ports) != port {
+		if probe.IsTCP || probe.HTTP != nil && probed != port {
 			what += ", and its connections to the app count as new ones"
 		}
 	}
