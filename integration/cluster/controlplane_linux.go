@@ -9,8 +9,10 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -42,7 +44,7 @@ const (
 
 // Cluster is a control plane and kube-proxy in a network namespace of their own.
 type Cluster struct {
-	T      *testing.T
+	T      testing.TB
 	Dir    string        // the run's directory: configuration, keys, each program's NAME.log
 	NS     string        // the namespace's name (ip netns; /var/run/netns/NS)
 	Bins   testbin.Paths // drainit and the test app
@@ -52,7 +54,7 @@ type Cluster struct {
 
 // Start brings the cluster up, or ends the test: a skip when it cannot run here (a failure under
 // CI=true).
-func Start(t *testing.T) *Cluster {
+func Start(t testing.TB) *Cluster {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		testenv.SkipUnlessCI(t, "needs root: network namespaces and kube-proxy's iptables rules")
@@ -142,7 +144,7 @@ func moduleRoot() string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
-func writeFile(t *testing.T, path, s string) {
+func writeFile(t testing.TB, path, s string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
 		t.Fatal(err)
@@ -364,13 +366,18 @@ func (c *Cluster) NotReady(name string) {
 		`{"status":{"conditions":[{"type":"Ready","status":"False"},{"type":"ContainersReady","status":"False"}]}}`)
 }
 
-// A Load opens a new connection to a URL every 10 ms, one request each, and records when each began
-// and which pod answered it, or that it failed.
+// failure is a request that failed: when it began, and why.
+type failure struct {
+	began time.Time
+	err   error
+}
+
+// A Load opens a new connection to a URL every 10 ms (or as a Poisson stream: PoissonLoad), one
+// request each, and records when each began and which pod answered it, or that it failed.
 type Load struct {
 	mu     sync.Mutex
 	served map[string][]time.Time
-	failed []time.Time
-	errs   []string // why each failed, with when it began
+	failed []failure
 	stop   chan struct{}
 	once   sync.Once
 	done   sync.WaitGroup
@@ -418,7 +425,18 @@ func (c *Cluster) Answer(ip string, port int) string {
 func (c *Cluster) LoadServedBy(url string, answers ...string) *Load {
 	c.T.Helper()
 	c.routed(url, len(answers))
-	l := c.Load(url)
+	return c.servedBy(c.Load(url), answers)
+}
+
+// PoissonLoadServedBy is LoadServedBy with a PoissonLoad at rate.
+func (c *Cluster) PoissonLoadServedBy(url string, rate float64, answers ...string) *Load {
+	c.T.Helper()
+	c.routed(url, len(answers))
+	return c.servedBy(c.PoissonLoad(url, rate), answers)
+}
+
+func (c *Cluster) servedBy(l *Load, answers []string) *Load {
+	c.T.Helper()
 	c.WaitFor("each pod to get connections through the Service", 30*time.Second, func() bool {
 		for _, a := range answers {
 			if n, _ := l.Count(a, time.Time{}); n <= 10 {
@@ -430,23 +448,40 @@ func (c *Cluster) LoadServedBy(url string, answers ...string) *Load {
 	return l
 }
 
-// Load starts a Load on url from inside the namespace; End stops it.
+// Load starts a Load on url from inside the namespace, a request every 10 ms; End stops it.
 func (c *Cluster) Load(url string) *Load {
+	return c.load(url, func() time.Duration { return 10 * time.Millisecond })
+}
+
+// PoissonLoad starts a Load on url whose requests begin as a Poisson stream at rate a second, as
+// independent clients' do (the automatic quiet period's model); End stops it.
+func (c *Cluster) PoissonLoad(url string, rate float64) *Load {
+	return c.load(url, func() time.Duration {
+		return time.Duration(mrand.ExpFloat64() / rate * float64(time.Second))
+	})
+}
+
+// load starts a Load on url, each request gap after the one before on a schedule that does not
+// drift: a request that could not begin on time begins at once.
+func (c *Cluster) load(url string, gap func() time.Duration) *Load {
 	l := &Load{served: map[string][]time.Time{}, stop: make(chan struct{})}
 	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DialContext: c.Dial, DisableKeepAlives: true}}
 	l.done.Add(1)
 	go func() {
 		defer l.done.Done()
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
+		timer := time.NewTimer(0)
+		defer timer.Stop()
 		var reqs sync.WaitGroup
 		defer reqs.Wait()
+		next := time.Now()
 		for {
 			select {
 			case <-l.stop:
 				return
-			case <-tick.C:
+			case <-timer.C:
 			}
+			next = next.Add(gap())
+			timer.Reset(time.Until(next))
 			reqs.Add(1)
 			go func() {
 				defer reqs.Done()
@@ -463,8 +498,7 @@ func (c *Cluster) Load(url string) *Load {
 				l.mu.Lock()
 				defer l.mu.Unlock()
 				if err != nil {
-					l.failed = append(l.failed, began)
-					l.errs = append(l.errs, fmt.Sprintf("%s: %v", began.Format("15:04:05.000"), err))
+					l.failed = append(l.failed, failure{began, err})
 					return
 				}
 				w := string(bytes.TrimSpace(who))
@@ -495,19 +529,37 @@ func (l *Load) Count(who string, after time.Time) (served, failed int) {
 			}
 		}
 	}
-	for _, at := range l.failed {
-		if at.After(after) {
+	for _, f := range l.failed {
+		if f.began.After(after) {
 			failed++
 		}
 	}
 	return
 }
 
+// Refused is how many requests that began after t a server refused or reset: connections that
+// reached a pod whose app no longer listened, not ones that no route took anywhere.
+func (l *Load) Refused(after time.Time) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, f := range l.failed {
+		if f.began.After(after) && (errors.Is(f.err, syscall.ECONNREFUSED) || errors.Is(f.err, syscall.ECONNRESET)) {
+			n++
+		}
+	}
+	return n
+}
+
 // Errs is why each failed request failed, with when it began.
 func (l *Load) Errs() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]string(nil), l.errs...)
+	var errs []string
+	for _, f := range l.failed {
+		errs = append(errs, fmt.Sprintf("%s: %v", f.began.Format("15:04:05.000"), f.err))
+	}
+	return errs
 }
 
 // Last is when the last request began that who served.

@@ -31,7 +31,7 @@ const (
 // startClusterNode starts a second containerd and kubelet, in the control plane's network
 // namespace, registered with its API server as its node: its pods' IP is the node's, the address
 // kube-proxy routes the Service to. It is stopped when the test ends.
-func startClusterNode(t *testing.T, c *cluster.Cluster) *node {
+func startClusterNode(t testing.TB, c *cluster.Cluster) *node {
 	t.Helper()
 	runc, err := testenv.LookPath("runc")
 	if err != nil {
@@ -106,7 +106,7 @@ const podSubnet = "10.88.7.0/24"
 // writePodNetwork writes the CNI configuration containerd reads for the cluster node's pods; the
 // addresses it hands out are kept in the node's directory (CNI's cache of results stays in
 // /var/lib/cni: removePods has the kubelet clear it).
-func writePodNetwork(t *testing.T, dir string) {
+func writePodNetwork(t testing.TB, dir string) {
 	t.Helper()
 	plugins := "/usr/lib/cni" // Debian's place for them, not on PATH
 	if p, err := testenv.LookPath("ptp"); err == nil {
@@ -128,7 +128,7 @@ func writePodNetwork(t *testing.T, dir string) {
 
 // apiPod is a pod made through the API on the cluster node, on the pod network: the app's port
 // named http for the Service, and a readiness probe.
-func apiPod(t *testing.T, name string, port int, c container, readyPath string, readyPort int) string {
+func apiPod(t testing.TB, name string, port int, c container, readyPath string, readyPort int) string {
 	t.Helper()
 	spec := c.manifest(imageTerm, fmt.Sprintf(":%d", controlPort), controlPort)
 	if l, ok := spec["lifecycle"].(map[string]any); ok {
@@ -169,7 +169,7 @@ func drainitPod(c *cluster.Cluster, n *node, quiet string) (*containerLog, strin
 // plainPod is the test app alone on port 18081; it returns the pod's IP.
 func plainPod(c *cluster.Cluster, n *node) string {
 	_, ip := n.apiStart(c, "web-b", apiPod(c.T, "web-b", 18081, container{name: "app", noDrainit: true,
-		app: []string{"serve", "-addr", ":18081", "-graceful"}}, "/", 18081))
+		app: []string{"serve", "-addr", ":18081", "-graceful", "-name", "web-b"}}, "/", 18081))
 	return ip
 }
 
@@ -219,26 +219,32 @@ type drain struct {
 }
 
 // drained waits for drainit's log to say that /prestop started the drain and that it ended.
-func drained(t *testing.T, log *containerLog) drain {
+func drained(t testing.TB, log *containerLog) drain {
 	t.Helper()
-	var ev struct {
-		Time   time.Time `json:"time"`
-		Reason string    `json:"reason"`
-	}
-	at := func(message string) {
-		l := log.await(t, 30*time.Second, message, func(l logLine) bool {
-			return strings.Contains(l.text, `"message":"`+message+`"`)
-		})
-		if err := json.Unmarshal([]byte(l.text), &ev); err != nil {
-			t.Fatalf("drainit's line %q: %v", l.text, err)
-		}
-	}
 	var d drain
-	at("stop sequence started by /prestop")
-	d.start = ev.Time
-	at("adaptive drain over")
-	d.end, d.reason = ev.Time, ev.Reason
+	d.start, _ = logEvent(t, log, "stop sequence started by /prestop")
+	var over map[string]any
+	d.end, over = logEvent(t, log, "adaptive drain over")
+	d.reason, _ = over["reason"].(string)
 	return d
+}
+
+// logEvent waits for drainit's line with message in log, and returns its time and fields.
+func logEvent(t testing.TB, log *containerLog, message string) (time.Time, map[string]any) {
+	t.Helper()
+	l := log.await(t, 30*time.Second, message, func(l logLine) bool {
+		return strings.Contains(l.text, `"message":"`+message+`"`)
+	})
+	var fields map[string]any
+	if err := json.Unmarshal([]byte(l.text), &fields); err != nil {
+		t.Fatalf("drainit's line %q: %v", l.text, err)
+	}
+	s, _ := fields["time"].(string)
+	at, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		t.Fatalf("drainit's line %q: its time: %v", l.text, err)
+	}
+	return at, fields
 }
 
 // endedQuiet fails the test unless the drain ended for the quiet, after the pod's last connection,
@@ -260,7 +266,7 @@ func (d drain) endedQuiet(t *testing.T, last time.Time) {
 }
 
 // exitedZero waits for drainit's last line and fails the test unless it exits 0.
-func exitedZero(t *testing.T, log *containerLog) {
+func exitedZero(t testing.TB, log *containerLog) {
 	t.Helper()
 	l := log.await(t, 30*time.Second, "drainit's exit", func(l logLine) bool {
 		return strings.Contains(l.text, `"drainit exiting"`)

@@ -80,7 +80,7 @@ func TestMain(m *testing.M) {
 
 // need returns the node, or ends the test: a skip when no kubelet can run here (a failure under
 // CI=true), a failure when the set-up broke.
-func need(t *testing.T) *node {
+func need(t testing.TB) *node {
 	t.Helper()
 	if suite.skip != "" {
 		testenv.SkipUnlessCI(t, suite.skip)

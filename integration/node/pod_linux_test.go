@@ -116,6 +116,12 @@ func (c container) manifest(image, controlAddr string, controlPort int) map[stri
 		hook = map[string]any{"httpGet": map[string]any{"host": "127.0.0.1", "port": controlPort, "path": "/prestop"}}
 	case c.preStop == "exec":
 		hook = map[string]any{"exec": map[string]any{"command": []string{"/drainit", "prestop"}}}
+	case strings.HasPrefix(c.preStop, "kubelet-sleep "):
+		// The kubelet's own sleep action (Kubernetes 1.30 and later): no program in the image.
+		secs, err := strconv.Atoi(strings.TrimPrefix(c.preStop, "kubelet-sleep "))
+		if err == nil {
+			hook = map[string]any{"sleep": map[string]any{"seconds": secs}}
+		}
 	case strings.HasPrefix(c.preStop, "sleep "):
 		// The image has no sleep(1): drainit's own, as README.md advises for scratch images.
 		hook = map[string]any{"exec": map[string]any{"command": []string{"/drainit", "sleep", strings.TrimPrefix(c.preStop, "sleep ")}}}
@@ -428,7 +434,7 @@ func (c *containerLog) read() {
 }
 
 // await reads the log until a line matches, for up to timeout.
-func (c *containerLog) await(t *testing.T, timeout time.Duration, what string, match func(logLine) bool) logLine {
+func (c *containerLog) await(t testing.TB, timeout time.Duration, what string, match func(logLine) bool) logLine {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {

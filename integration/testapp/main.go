@@ -41,10 +41,10 @@
 //	testapp affinity               print "affinity app=LIST parent=LIST[,LIST…]": the CPUs this
 //	                               process may run on and those of each of its parent's threads
 //	                               (Cpus_allowed_list, the distinct ones in order), exit 0
-//	testapp serve -addr A [-graceful|-naive] [-delay D]
+//	testapp serve -addr A [-graceful|-naive] [-delay D] [-name NAME]
 //	                               HTTP server; each request takes D; -graceful finishes
 //	                               in-flight requests and closes idle connections on SIGTERM,
-//	                               -naive exits at once
+//	                               -naive exits at once; it answers "ok <pid>", or "ok NAME"
 //	testapp serve-udp -addr A -udp U
 //	                               a DNS-like server: an HTTP server on TCP A (as serve; none
 //	                               if A is empty) and a UDP echo on U; prints "ready app <pid> <tcp> <udp>"; on
@@ -623,8 +623,13 @@ func serve(args []string) error {
 	graceful := fs.Bool("graceful", false, "on SIGTERM finish in-flight requests, close idle connections, exit")
 	naive := fs.Bool("naive", false, "on SIGTERM exit at once")
 	delay := fs.Duration("delay", 0, "time each request takes")
+	name := fs.String("name", "", "answer `ok NAME` instead of ok PID: two apps that are each PID 1 of a container of their own")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	answer := fmt.Sprintf("ok %d\n", os.Getpid())
+	if *name != "" {
+		answer = "ok " + *name + "\n"
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -635,7 +640,7 @@ func serve(args []string) error {
 			if *delay > 0 {
 				time.Sleep(*delay)
 			}
-			fmt.Fprintf(w, "ok %d\n", os.Getpid())
+			_, _ = io.WriteString(w, answer)
 		}),
 		ReadHeaderTimeout: 5 * time.Second,
 	}
