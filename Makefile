@@ -71,11 +71,14 @@ kubelet:
 ## against fixed 5 s and 10 s ones in the rollout harness, at 3 propagation delays, behind
 ## several proxies, at DRAINRATES new connections a second, and of the 1 s quiet period behind
 ## pooling L7 proxies (counting connections, then requests: the "L7 pooled" rows); writes
-## bench/RESULTS.md and bench/DRAIN.md. DRAINREPEAT=20 DRAINREPEATFIXED=2 for issue 16's 20
-## stops a cell (~60 min)
+## bench/RESULTS.md and bench/DRAIN.md; then the same stops on a real kubelet, containerd,
+## API server and kube-proxy (CLUSTERREPEAT a cell), beside the kubelet's own preStop sleep:
+## bench/DRAIN-CLUSTER.md. DRAINREPEAT=20 DRAINREPEATFIXED=2 for issue 16's 20 stops a cell
+## (~60 min)
 DRAINREPEAT ?= 5
 DRAINREPEATFIXED ?= 1
 DRAINRATES ?= 20,200,1000
+CLUSTERREPEAT ?= 5
 bench: build
 	$(GO) run ./bench -drainit $(BIN) $(BENCHFLAGS)
 	@echo "bench: pod stop duration at zero failures, adaptive vs fixed drains, L4 and L7 proxies (about 17 minutes)..."
@@ -84,6 +87,11 @@ bench: build
 	bin/rollout -drainit $(BIN) -testapp bin/testapp -scenarios drains -propagation 0.2s,1s,3s \
 		-topologies staggered,straggler -rates $(DRAINRATES) -poisson -repeat $(DRAINREPEAT) \
 		-repeat-fixed $(DRAINREPEATFIXED) -drain-table -q | tee bench/DRAIN.md
+	@echo "bench: the same stops on a real kubelet, containerd and kube-proxy, with the kubelet's own preStop sleep beside (about $$(($(CLUSTERREPEAT) + 2)) minutes)..."
+	@$(MAKE) --no-print-directory kubelet
+	DRAINIT_KUBELET=$$(./scripts/kubelet.sh) $(GO) test -run '^$$' -bench '^BenchmarkClusterDrain$$' \
+		-benchtime $(CLUSTERREPEAT)x -timeout 90m ./integration/node -args -cluster-table $(CURDIR)/bench/DRAIN-CLUSTER.md
+	@cat bench/DRAIN-CLUSTER.md
 
 ## lint: gofmt, go vet, staticcheck; the release configuration (goreleaser check) and the
 ## release workflow (actionlint)
