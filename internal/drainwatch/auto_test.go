@@ -166,6 +166,33 @@ func TestAutoQuietHistory(t *testing.T) {
 	}
 }
 
+// The pod's connections stopped before the drain began (its endpoints removed before the
+// kubelet's preStop, as on a real kubelet when another pod serves): the silence since the history
+// sample that last saw a new connection counts, and the drain ends at its first poll. When that
+// sample is the baseline's (a connection in the last second), the silence counts from there.
+func TestAutoQuietSilenceBeforeTheDrain(t *testing.T) {
+	for seed := range uint64(5) {
+		f := newFakeSystem()
+		f.arrivals = poisson(seed, 50, -AutoWindow, -1500*time.Millisecond)
+		r := runEnv(t, Config{AppPID: 1, Auto: true, History: f.history()}, f.withCounter())
+		if r.Reason != ReasonQuiet || r.Auto == nil || !r.HistoryUsed {
+			t.Fatalf("seed %d: result %+v, want quiet from the history", seed, r)
+		}
+		// The sample at -1 s saw the last arrival (at -1.5 s at the latest): a second of silence
+		// before the drain, more than the ~0.37 s needed at 50/s.
+		if r.Elapsed >= r.Auto.Needed || r.Silence < time.Second {
+			t.Errorf("seed %d: ended %s after the drain began with a silence of %s (needed %s), want at its first poll, the silence from the sample at -1 s", seed, r.Elapsed, r.Silence, r.Auto.Needed)
+		}
+
+		f = newFakeSystem()
+		f.arrivals = poisson(seed, 50, -AutoWindow, -300*time.Millisecond)
+		r = runEnv(t, Config{AppPID: 1, Auto: true, History: f.history()}, f.withCounter())
+		if r.Reason != ReasonQuiet || r.Auto == nil || r.Elapsed < r.Auto.Needed {
+			t.Errorf("seed %d: result %+v (%v), want quiet no sooner than the silence needed after the baseline: the last second had an arrival", seed, r, r.Auto)
+		}
+	}
+}
+
 // Traffic that began shortly before the drain (a pod stopped soon after it started serving):
 // its history since the app's start holds one bin. With a second of it, the drain ends on the
 // silence; with less, it is too young to judge, and the drain waits for its maximum and says so.

@@ -162,6 +162,16 @@
 // says so (Result.Note) and waits for Max rather than guess; so it does when the silence needed
 // runs past Max (at 1/s, 18 s).
 //
+// The history also dates the silence. When the counter has not moved since a sample before the
+// drain, the silence began at that sample at the latest, and it counts: on a real kubelet the pod
+// often leaves the Service's endpoints before the kubelet calls its preStop (the DELETE starts
+// both; the hook waits for one of the kubelet's pod syncs, 0.5-1.6 s later), and a second of
+// silence before the drain is as strong a proof as one during it. Such a drain ends at its first
+// poll: beside another ready pod in integration/node's BenchmarkClusterDrain, 0.06 s after
+// /prestop (median of 10 stops), where it ended 0.56 s after it counting from the drain's start
+// (median of 8). A silence under way is dated to the second, at the sample; with sock-diag or
+// proc-net-tcp there is no history and it counts from the drain's baseline.
+//
 // The 20 arrivals have a price at low rates, and the history does not lower it. At 20/s their
 // rate is within ±22% (one standard deviation), so the silence needed is 0.92 s at the true
 // rate, but the drain ends more than 1.07 s after the proxy's delay (the harness's D + 1.2 s,

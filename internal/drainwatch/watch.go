@@ -270,10 +270,20 @@ func run(ctx context.Context, cfg Config, e env, t0 time.Time) (Result, bool) {
 		}
 		if c, ok := base.(rawCounter); ok && len(samples) > 0 && !cfg.Requests {
 			opens, own := c.counter()
+			var arrived time.Time // the end of the last bin with an arrival
 			for _, b := range historyBins(samples, counterSample{sch.last, opens, own}) {
 				sch.auto.add(b.end, b.span, b.n)
+				if b.n > 0 {
+					arrived = b.end
+				}
 			}
 			res.HistoryUsed = true
+			// A silence under way when the drain began is silence all the same: the counter
+			// has not moved since the sample that last saw it move (a pod that left the
+			// Service's endpoints before the kubelet's preStop, as a real kubelet's often has).
+			if !arrived.IsZero() && arrived.Before(sch.last) {
+				sch.last = arrived
+			}
 		}
 	}
 	end := func(r Reason, now time.Time) (Result, bool) {
