@@ -130,7 +130,7 @@ var registry = []RuleInfo{
 	{
 		ID: RuleAutoHostNetwork, Severity: Warning,
 		Short:   "--drain-quiet auto in a hostNetwork pod",
-		Catches: "drainit with --drain adaptive and --drain-quiet auto in a pod with hostNetwork: true. auto takes the rate before the drain from the PassiveOpens counter of the pod's own network namespace; on the node's it cannot, and the drain judges by the connections it sees itself. A real kubelet runs the preStop at a pod sync 0.5-1.6 s after the DELETE, often after kube-proxy has stopped routing to the pod: the drain then sees no connection, cannot tell that from an idle pod, and waits for --drain-max at every stop (seen on a real kubelet and kube-proxy: integration/node's README).",
+		Catches: "drainit with --drain adaptive and --drain-quiet auto in a pod with hostNetwork: true. auto takes the rate before the drain from the PassiveOpens counter of the pod's own network namespace; on the node's it cannot, and the drain judges by the connections it sees itself. A real kubelet runs the preStop 0.25-1.8 s after the DELETE (its pod worker waits for the next PLEG relist, once a second), often after kube-proxy has stopped routing to the pod: the drain then sees no connection, cannot tell that from an idle pod, and waits for --drain-max at every stop (seen on a real kubelet and kube-proxy: integration/node's README).",
 		Fix:     "Set a fixed quiet period (--drain-quiet 1s, DRAINIT_DRAIN_QUIET=1s).",
 	},
 	{

@@ -165,7 +165,7 @@
 // The history also dates the silence. When the counter has not moved since a sample before the
 // drain, the silence began at that sample at the latest, and it counts: on a real kubelet the pod
 // often leaves the Service's endpoints before the kubelet calls its preStop (the DELETE starts
-// both; the hook waits for one of the kubelet's pod syncs, 0.5-1.6 s later), and a second of
+// both; the hook waits for the kubelet's next PLEG relist, 0.25-1.8 s later), and a second of
 // silence before the drain is as strong a proof as one during it. Such a drain ends at its first
 // poll: beside another ready pod in integration/node's BenchmarkClusterDrain, 0.06 s after
 // /prestop (median of 10 stops), where it ended 0.56 s after it counting from the drain's start
