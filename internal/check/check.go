@@ -381,7 +381,7 @@ func (k *containerCheck) adaptiveReady(w *Workload) {
 
 // autoHostNetwork: --drain-quiet auto takes the rate before the drain from the PassiveOpens
 // counter of the pod's own network namespace; with hostNetwork the namespace is the node's, and
-// the rate rests on the drain's own arrivals. A real kubelet calls the preStop 0.5-1.6 s after
+// the rate rests on the drain's own arrivals. A real kubelet calls the preStop 0.25-1.8 s after
 // the DELETE, often after kube-proxy has stopped routing to the pod (integration/node README): the
 // drain then sees no connection, cannot tell that from an idle pod, and waits for --drain-max.
 func (k *containerCheck) autoHostNetwork() {
