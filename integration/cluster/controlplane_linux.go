@@ -537,6 +537,21 @@ func (l *Load) Count(who string, after time.Time) (served, failed int) {
 	return
 }
 
+// FailedBy is how many requests failed that began at t or before: for the Service's last ready
+// pod, with t its last connection, those that were routed to it (after it, connections fail at
+// kube-proxy once the Service has no endpoint).
+func (l *Load) FailedBy(t time.Time) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, f := range l.failed {
+		if !f.began.After(t) {
+			n++
+		}
+	}
+	return n
+}
+
 // Refused is how many requests that began after t a server refused or reset: connections that
 // reached a pod whose app no longer listened, not ones that no route took anywhere.
 func (l *Load) Refused(after time.Time) int {

@@ -3,7 +3,6 @@ package node
 import (
 	"flag"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"runtime"
@@ -178,29 +177,13 @@ func clusterStop(c *cluster.Cluster, n *node, url string, d clusterDrain, others
 		// connections fail at kube-proxy (they time out), by design. Lost are those that began
 		// before the pod's last connection, all routed to it, and those after that the pod
 		// refused: routed to it once its app no longer listened.
-		_, all := l.Count("", time.Time{})
-		_, after := l.Count("", last)
-		r.lost = all - after + l.Refused(last)
+		r.lost = l.FailedBy(last) + l.Refused(last)
 	}
 	if r.lost > 0 {
 		c.T.Logf("%s: %d requests lost; the failures, with the pod's last connection at %s:\n%s", d.title, r.lost,
 			last.Format("15:04:05.000"), strings.Join(l.Errs(), "\n"))
 	}
 	return r
-}
-
-// deletePod deletes the pod name, if it is still there, and waits until the API has no more of it
-// (the kubelet has stopped its containers and taken down its network), for a minute at most.
-func deletePod(c *cluster.Cluster, name string) error {
-	path := "/api/v1/namespaces/default/pods/" + name
-	_, _, _ = c.API("DELETE", path, "")
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
-		if code, _, err := c.API("GET", path, ""); err == nil && code == http.StatusNotFound {
-			return nil
-		}
-		time.Sleep(100 * time.Millisecond) // polling the API: a watch is more than this needs
-	}
-	return fmt.Errorf("pod %s still there a minute after its deletion", name)
 }
 
 // clusterRow is a cell's stops.

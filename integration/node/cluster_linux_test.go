@@ -85,17 +85,39 @@ func startClusterNode(t testing.TB, c *cluster.Cluster) *node {
 // entries it keeps in /var/lib/cni, which killing the containers behind the kubelet's back would
 // leave.
 func removePods(c *cluster.Cluster) {
-	_, _, _ = c.API("DELETE", "/api/v1/namespaces/default/pods?gracePeriodSeconds=1", "")
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	if !deleteAndWait(c, "/api/v1/namespaces/default/pods?gracePeriodSeconds=1", 30*time.Second, func() bool {
 		var list struct{ Items []struct{} }
 		_, b, err := c.API("GET", "/api/v1/namespaces/default/pods", "")
-		if err == nil && json.Unmarshal(b, &list) == nil && len(list.Items) == 0 {
-			return
-		}
-		time.Sleep(100 * time.Millisecond) // polling the API: a watch is more than a clean-up needs
+		return err == nil && json.Unmarshal(b, &list) == nil && len(list.Items) == 0
+	}) {
+		c.T.Errorf("pods still there 30 s after their deletion: their networks may be left behind")
 	}
-	c.T.Errorf("pods still there 30 s after their deletion: their networks may be left behind")
+}
+
+// deletePod deletes the pod name, if it is still there, and waits until the API has no more of it
+// (the kubelet has stopped its containers and taken down its network), for a minute at most.
+func deletePod(c *cluster.Cluster, name string) error {
+	path := "/api/v1/namespaces/default/pods/" + name
+	if !deleteAndWait(c, path, time.Minute, func() bool {
+		code, _, err := c.API("GET", path, "")
+		return err == nil && code == http.StatusNotFound
+	}) {
+		return fmt.Errorf("pod %s still there a minute after its deletion", name)
+	}
+	return nil
+}
+
+// deleteAndWait sends a DELETE of path to the API and polls until gone holds, for within at most;
+// it reports whether gone held. It does not end the test: clean-ups call it.
+func deleteAndWait(c *cluster.Cluster, path string, within time.Duration, gone func() bool) bool {
+	_, _, _ = c.API("DELETE", path, "")
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); {
+		if gone() {
+			return true
+		}
+		time.Sleep(100 * time.Millisecond) // polling the API: a watch is more than this needs
+	}
+	return false
 }
 
 // podSubnet is the pods' network: each pod gets an address of it on a veth pair to the node's
@@ -357,9 +379,7 @@ func lastPodUntilNotReady(t *testing.T, quiet string) {
 	d.endedQuiet(t, last)
 	// Requests that began before the pod's last one were all routed to it: none may fail. After
 	// it, the Service has no ready endpoint and connections fail at kube-proxy, by design.
-	if _, failedBefore := l.Count("", time.Time{}); failedBefore > 0 {
-		if _, failedAfter := l.Count("", last); failedBefore > failedAfter {
-			t.Errorf("%d requests that began before the pod's last connection failed:\n%s", failedBefore-failedAfter, strings.Join(l.Errs(), "\n"))
-		}
+	if n := l.FailedBy(last); n > 0 {
+		t.Errorf("%d requests that began before the pod's last connection failed:\n%s", n, strings.Join(l.Errs(), "\n"))
 	}
 }
