@@ -225,10 +225,13 @@ func checkContainerAfter(w *Workload, c *Container, before stopBefore) ([]Findin
 		k.signalsSandbox(env)
 	}
 	if w.Grace > 0 {
-		if !k.preStopGrace() && !k.shutdownGrace(drainitOK) && c.Sidecar && (k.dc == nil || drainitOK) {
+		// When the stop does not fit, its fix gives drainit's grace period as well: the
+		// mismatch rule's window is the one that does not fit, and drainit would refuse it.
+		fits := !k.preStopGrace() && !k.shutdownGrace(drainitOK)
+		if fits && c.Sidecar && (k.dc == nil || drainitOK) {
 			k.sidecarGrace(before)
 		}
-		if drainitOK {
+		if drainitOK && fits {
 			k.drainitGrace()
 		}
 	}
@@ -662,7 +665,9 @@ func (k *containerCheck) preStopGrace() bool {
 	}
 	need := ""
 	if total, ok := k.needs(); ok && ps.min != forever {
-		need = fmt.Sprintf("; with %s it needs at least %ds", k.appParts(), ceilSeconds(total))
+		secs := ceilSeconds(total)
+		need = fmt.Sprintf("; with %s it needs at least %ds%s", k.appParts(), secs,
+			k.drainitGraceFix(time.Duration(secs)*time.Second, ", and", "to be"))
 	}
 	k.add(ps.line, Error, RulePreStopGrace, "%s ≥ terminationGracePeriodSeconds %s: the kubelet stops waiting for the hook at %s "+
 		"and the app gets only the kubelet's %s minimum between SIGTERM and SIGKILL%s",
@@ -726,8 +731,9 @@ func (k *containerCheck) shutdownGrace(drainitOK bool) bool {
 	if ps.kind == hookSleep {
 		window, after = max(grace-ps.min, kubelet.MinGraceAfterSignal), total-ps.min
 	}
-	// With drainit and no known app time, the app still needs some time: equal is too little.
-	if after < window || (after == window && (dc == nil || k.app != nil)) {
+	// With drainit and no known app time (or a known 0), the app still needs some time, and
+	// drainit's grace period must exceed its drain and kill margin: equal is too little.
+	if after < window || (after == window && (dc == nil || k.appTime() > 0)) {
 		return false
 	}
 	var sum string
@@ -760,18 +766,58 @@ func (k *containerCheck) shutdownGrace(drainitOK bool) bool {
 	}
 	need := ceilSeconds(total)
 	if dc != nil && k.app == nil {
+		also := " (and drainit's grace period with it)"
+		if ps.kind == hookSleep {
+			also = fmt.Sprintf(" (and drainit's grace period to that less the preStop's %s: drainit's clock starts at SIGTERM)", fmtDur(ps.min))
+		}
 		k.add(line, Error, RuleShutdownGrace, "grace %s, %s = %s → needs more than %s plus the app's own shutdown: %s; "+
-			"raise terminationGracePeriodSeconds (and drainit's grace period with it) or shorten the drain",
-			fmtDur(grace), sum, fmtDur(total), fmtDur(total), why)
+			"raise terminationGracePeriodSeconds%s or shorten the drain",
+			fmtDur(grace), sum, fmtDur(total), fmtDur(total), why, also)
 		return true
 	}
 	also := ""
 	if dc != nil {
-		also = " (and drainit's grace period with it)"
+		also = k.drainitGraceFix(time.Duration(need)*time.Second, " and", "to")
 	}
 	k.add(line, Error, RuleShutdownGrace, "grace %s, %s → needs %ds: %s, so it is SIGKILLed mid-shutdown; "+
 		"set terminationGracePeriodSeconds to at least %d%s", fmtDur(grace), sum, need, why, need, also)
 	return true
+}
+
+// drainitGraceFix is the clause of a fix that raises the pod's grace period to podGrace which
+// gives drainit's grace period: the time from drainit's trigger to the kubelet's SIGKILL then,
+// as the mismatch rule reckons it (drainitGrace), lest the user set both to the same value and
+// drainit's outlast the kubelet's. lead comes first (" and"), verb between the option and the
+// value ("to", "to be"). It is empty when drainit's is right already.
+func (k *containerCheck) drainitGraceFix(podGrace time.Duration, lead, verb string) string {
+	dc, ps := k.dc, k.ps
+	if dc == nil {
+		return ""
+	}
+	window, atMost, why := podGrace, "", ""
+	switch {
+	case k.c.Sidecar && ps.kind != hookDrainit, ps.kind == hookOther:
+		// Its trigger comes after a wait the manifest does not fix: at most the pod's.
+		return " (and drainit's grace period with it, less what comes before drainit's trigger)"
+	case ps.kind == hookSleep:
+		window = max(podGrace-ps.min, kubelet.MinGraceAfterSignal)
+		why = fmt.Sprintf(", the pod's grace period less the preStop's %s (drainit's clock starts at SIGTERM)", fmtDur(ps.min))
+		if !ps.exact {
+			atMost = "at most "
+		}
+	}
+	if dc.grace.known && dc.grace.d == window {
+		return ""
+	}
+	return fmt.Sprintf("%s %s %s %s%s%s", lead, k.graceOption(), verb, atMost, fmtDur(window), why)
+}
+
+// graceOption names where drainit's grace period is set, or where to set it.
+func (k *containerCheck) graceOption() string {
+	if k.dc.grace.src == "" {
+		return "DRAINIT_GRACE_PERIOD"
+	}
+	return k.dc.grace.src
 }
 
 // stopEnd is when the container's stop may end, counted from the start of the pod's stop: its
@@ -878,10 +924,9 @@ func (k *containerCheck) drainitGrace() {
 	}
 	g := dc.grace.d
 	what := fmt.Sprintf("drainit's grace period is %s (%s=%s)", fmtDur(g), dc.grace.src, dc.grace.raw)
-	set := "set " + dc.grace.src
+	set := "set " + k.graceOption()
 	if dc.grace.src == "" {
 		what = fmt.Sprintf("drainit's grace period is its default %s (DRAINIT_GRACE_PERIOD is not set)", fmtDur(g))
-		set = "set DRAINIT_GRACE_PERIOD"
 	}
 	line := dc.settingLine(dc.grace.setting)
 	switch {

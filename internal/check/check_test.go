@@ -961,3 +961,57 @@ func TestProbeUnreachable(t *testing.T) {
 		{37, Warning, RuleControlNoToken, "fine", []string{open}},
 	})
 }
+
+// TestGraceFixesAgree: when the stop does not fit, the fix the check gives is one fix, and it
+// holds. Setting the pod's grace period and drainit's to the values the message gives leaves
+// no error, and no finding says otherwise on the way (drainit-grace-mismatch once pointed at the
+// window that did not fit, a value drainit refuses to start with).
+func TestGraceFixesAgree(t *testing.T) {
+	const spring = "SPRING_LIFECYCLE_TIMEOUT_PER_SHUTDOWN_PHASE"
+	fix := regexp.MustCompile(`needs (?:at least )?(\d+)s?[:,].*?(?:DRAINIT_GRACE_PERIOD|--grace-period) to (?:be )?([^,\s]+)`)
+	for _, c := range []struct{ name, preStop, drainitGrace string }{
+		{"preStop sleep: drainit's clock starts after it", "{exec: {command: [/drainit, sleep, 55s]}}", "60s"},
+		{"preStop sleep action", "{sleep: {seconds: 50}}", "30s"},
+		{"preStop longer than the grace period", "{exec: {command: [/drainit, sleep, 65s]}}", "60s"},
+		{"drainit preStop", "{exec: {command: [/drainit, prestop]}}", "60s"},
+		{"no preStop", "", "60s"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			manifest := func(grace, drainitGrace string) string {
+				ctr := "image: x\ncommand: [/drainit, --http-addr=127.0.0.1:8099, --, /app]\n" +
+					"env: [{name: DRAINIT_GRACE_PERIOD, value: " + drainitGrace + "}, {name: " + spring + ", value: 60s}]"
+				if c.preStop != "" {
+					ctr += "\nlifecycle: {preStop: " + c.preStop + "}"
+				}
+				return pod(grace, ctr)
+			}
+			check := func(m string) []Finding {
+				ws, err := Read("p.yaml", strings.NewReader(m))
+				if err != nil {
+					t.Fatalf("Read: %v\n%s", err, m)
+				}
+				return Check(ws)
+			}
+			before := check(manifest("60", c.drainitGrace))
+			var errs []Finding
+			for _, f := range before {
+				if f.Severity == Error {
+					errs = append(errs, f)
+				}
+			}
+			if len(errs) != 1 {
+				t.Fatalf("want one error (the stop does not fit), got %s: %+v", rules(before), before)
+			}
+			m := fix.FindStringSubmatch(errs[0].Message)
+			if m == nil {
+				t.Fatalf("%s gives no grace periods to set: %s", errs[0].Rule, errs[0].Message)
+			}
+			after := check(manifest(m[1], m[2]))
+			for _, f := range after {
+				if f.Severity == Error || f.Rule == RuleDrainitGrace {
+					t.Errorf("with grace %s and DRAINIT_GRACE_PERIOD %s, as %s said: %s: %s", m[1], m[2], errs[0].Rule, f.Rule, f.Message)
+				}
+			}
+		})
+	}
+}

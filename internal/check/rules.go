@@ -42,7 +42,7 @@ var registry = []RuleInfo{
 		ID: RuleShutdownGrace, Severity: Error,
 		Short:   "preStop plus the app's shutdown do not fit in the grace period",
 		Catches: "The preStop hook, then the app's known shutdown time (its framework's shutdown timeout as the container sets it, or the framework's documented default; drainit's drain delay and kill margin when drainit runs the app) add up to more than terminationGracePeriodSeconds: the app is SIGKILLed mid-shutdown.",
-		Fix:     "Raise terminationGracePeriodSeconds to the sum the message gives (and drainit's --grace-period with it), or shorten the preStop or the drain.",
+		Fix:     "Raise terminationGracePeriodSeconds to the sum the message gives, and drainit's --grace-period to the value it gives (the pod's less a preStop sleep: drainit's clock starts at SIGTERM), or shorten the preStop or the drain.",
 	},
 	{
 		ID: RuleSidecarGrace, Severity: Error,
