@@ -122,6 +122,13 @@ func runCmd(args []string, stdout io.Writer, stderr *os.File) int {
 	code, err := sup.Run(context.Background())
 	exitBy = sup.ExitBy()
 	if err != nil {
+		// drainit's first argument that is no subcommand is the app: a misspelt subcommand
+		// ("drainit chekc") is an app not found.
+		if se, ok := errors.AsType[*supervisor.StartError](err); ok && se.Code == 127 && len(args) > 0 && args[0] == se.Command {
+			if sub := config.SubcommandNear(se.Command); sub != "" {
+				err = fmt.Errorf("%w (drainit %s?)", err, sub)
+			}
+		}
 		log.Error().Err(err).Int("status", code).Msg("app not started")
 	}
 	return code

@@ -141,3 +141,33 @@ func TestTriggerRegisteredBeforeApp(t *testing.T) {
 		t.Errorf("exit %d, want %d (the app ended by the SIGPWR drainit passed on)\n%s", code, 128+int(syscall.SIGPWR), out)
 	}
 }
+
+// A first argument that is no subcommand is the app, so a misspelt subcommand is an app not
+// found: the error names the subcommand it most likely meant. After --, the word is meant as an
+// app, and no subcommand is offered.
+func TestMisspeltSubcommand(t *testing.T) {
+	defer signal.Reset()
+	for _, tc := range []struct {
+		args []string
+		hint string
+	}{
+		{[]string{"chekc", "k8s/"}, "(drainit check?)"},
+		{[]string{"versoin"}, "(drainit version?)"},
+		{[]string{"--", "chekc"}, ""},
+		{[]string{"drainit-no-such-app"}, ""},
+	} {
+		stderr, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		code := runCmd(tc.args, os.Stdout, stderr)
+		stderr.Close()
+		out, _ := os.ReadFile(stderr.Name())
+		if code != 127 || !strings.Contains(string(out), `not found in PATH`) {
+			t.Errorf("drainit %q: exit %d, want 127 and \"not found in PATH\"\n%s", tc.args, code, out)
+		}
+		if got := strings.Contains(string(out), "(drainit "); got != (tc.hint != "") || !strings.Contains(string(out), tc.hint) {
+			t.Errorf("drainit %q: want the hint %q (none when empty)\n%s", tc.args, tc.hint, out)
+		}
+	}
+}

@@ -501,13 +501,19 @@ func FlagError(err error, flags []string, help string) error {
 	}
 	msg := err.Error()
 	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		// The package drops the dashes as written; a one-letter option was most likely
+		// written as one (-x), the others as drainit writes them.
+		opt := "--" + oneline.Escape(clip(name))
+		if len([]rune(name)) == 1 {
+			opt = "-" + oneline.Escape(name)
+		}
 		if near := nearestFlag(name, flags); near != "" {
-			return fmt.Errorf("unknown option --%s (--%s?)", oneline.Escape(clip(name)), near)
+			return fmt.Errorf("unknown option %s (--%s?)", opt, near)
 		}
 		if help == "" {
-			return fmt.Errorf("unknown option --%s", oneline.Escape(clip(name)))
+			return fmt.Errorf("unknown option %s", opt)
 		}
-		return fmt.Errorf("unknown option --%s (%s lists them)", oneline.Escape(clip(name)), help)
+		return fmt.Errorf("unknown option %s (%s lists them)", opt, help)
 	}
 	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
 		return fmt.Errorf("--%s needs a value", name) // a name the parser knows: short
@@ -661,6 +667,22 @@ func (r *Raw) field(flagName string) *string {
 // any other first argument is the run subcommand's.
 func Subcommands() []string {
 	return []string{"version", "--version", "sleep", "prestop", "check"}
+}
+
+// SubcommandNear is the subcommand that name most likely misspells, within two edits ("chekc":
+// "check"), or "": for the app that drainit could not find when it stood where a subcommand
+// does, its first argument.
+func SubcommandNear(name string) string {
+	if len(name) > maxStrayHintLen {
+		return ""
+	}
+	near, dist := "", 3
+	for _, s := range Subcommands() {
+		if d := editDistance(name, s); d < dist {
+			near, dist = s, d
+		}
+	}
+	return near
 }
 
 // WriteUsage writes --help: the command line and every option with its environment name and
@@ -877,13 +899,21 @@ func (p *parsed) check() *Validation {
 	default:
 		bad("log-format", r.LogFormat, errors.New("must be json or console"))
 	}
-	switch r.LogLevel {
+	// In any case, as the stop signal's name, and "warning" as syslog and Python spell it.
+	switch l := strings.ToLower(strings.TrimSpace(r.LogLevel)); l {
 	case "debug", "info", "warn", "error":
-		c.LogLevel = r.LogLevel
+		c.LogLevel = l
+	case "warning":
+		c.LogLevel = "warn"
 	default:
 		bad("log-level", r.LogLevel, errors.New("must be debug, info, warn or error"))
 	}
 
+	if usable("drain", "drain-max") && c.Adaptive && c.DrainMax == 0 {
+		// The adaptive drain ends at its maximum: 0 is no drain at all, and so no adaptive one.
+		bad("drain-max", r.DrainMax, fmt.Errorf("must be more than 0 with %s adaptive, whose drain it bounds (for no drain, %s 0 without %s adaptive)",
+			c.OptionName("drain"), c.OptionName("drain-delay"), c.OptionName("drain")))
+	}
 	if usable("drain", "drain-min", "drain-max") && c.Adaptive && c.DrainMin > c.DrainMax {
 		v.Errors = append(v.Errors, &Error{Option: c.OptionName("drain-min"), Flag: "drain-min", Value: r.DrainMin, Err: fmt.Errorf(
 			"the minimum %s exceeds --drain-max %s", c.DrainMin, c.DrainMax)})
@@ -1029,6 +1059,10 @@ func checkListenAddr(addr string) error {
 		}
 	}
 	if err != nil {
+		if addr != "" && strings.Trim(addr, "0123456789") == "" {
+			// A port alone, as --port flags take it: the address needs its colon.
+			return fmt.Errorf("listen tcp: address %s: missing port in address (a port alone is \":%s\")", addr, addr)
+		}
 		return &net.OpError{Op: "listen", Net: "tcp", Err: err}
 	}
 	return nil

@@ -71,12 +71,16 @@ func TestErrorsNameTheOptionAndValue(t *testing.T) {
 		{[]string{"--triggers", "PWR", "--rewrite", "PWR:STOP", "app"}, nil, `--rewrite "PWR:STOP": SIGPWR is a trigger`},
 		{[]string{"--log-level", "loud", "app"}, nil, `--log-level "loud"`},
 		{[]string{"--hook-timeout", "0", "app"}, nil, `--hook-timeout "0": must be more than 0`},
+		{[]string{"--drain", "adaptive", "--drain-max", "0", "app"}, nil, `--drain-max "0": must be more than 0 with --drain adaptive`},
+		{[]string{"app"}, map[string]string{"DRAINIT_DRAIN": "adaptive", "DRAINIT_DRAIN_MAX": "0ms"}, `DRAINIT_DRAIN_MAX "0ms": must be more than 0`},
+		{[]string{"--http-addr", "8099", "app"}, nil, `--http-addr "8099": listen tcp: address 8099: missing port in address (a port alone is ":8099")`},
 		{[]string{"--drain", "adaptive", "--drain-quiet", "0s", "app"}, nil, `--drain-quiet "0s": must be more than 0, or auto`},
 		{[]string{"app"}, map[string]string{"DRAINIT_HOOK_TIMEOUT": "0s"}, `DRAINIT_HOOK_TIMEOUT "0s": must be more than 0`},
 		{[]string{"--grace-period", "6s", "app"}, nil, `--grace-period "6s": grace period 6s leaves the app no time to stop: it must exceed drain delay 5s + kill margin 2s`},
 		{[]string{"--drain-delay", "40s", "app"}, nil, `--drain-delay "40s": grace period 30s leaves`},
 		{[]string{"app"}, map[string]string{"DRAINIT_KILL_MARGIN": "29s"}, `DRAINIT_KILL_MARGIN "29s": grace period 30s leaves`},
 		{[]string{"--no-such-flag", "app"}, nil, "unknown option --no-such-flag"},
+		{[]string{"-x", "app"}, nil, "unknown option -x (drainit --help lists them)"},
 		{nil, nil, "no command given"},
 	}
 	for _, c := range cases {
@@ -538,6 +542,32 @@ func TestOpenControlServerNoted(t *testing.T) {
 			t.Errorf("%q %v: warnings %q, want none", c.args, c.env, ws)
 		case c.want != "" && (len(ws) != 1 || !strings.Contains(ws[0], c.want)):
 			t.Errorf("%q %v: warnings %q, want one with %q", c.args, c.env, ws, c.want)
+		}
+	}
+}
+
+// The log level is taken in any case, and "warning" as warn, as the stop signal's name is: a
+// DRAINIT_LOG_LEVEL=DEBUG from another tool's habits starts drainit rather than refusing it.
+func TestLogLevelSpellings(t *testing.T) {
+	for in, want := range map[string]string{"DEBUG": "debug", "Info": "info", "warn": "warn", "warning": "warn", "WARNING": "warn", " error ": "error"} {
+		c, err := parse(t, []string{"app"}, map[string]string{"DRAINIT_LOG_LEVEL": in})
+		if err != nil {
+			t.Errorf("DRAINIT_LOG_LEVEL=%q: %v", in, err)
+			continue
+		}
+		if c.LogLevel != want {
+			t.Errorf("DRAINIT_LOG_LEVEL=%q: level %q, want %q", in, c.LogLevel, want)
+		}
+	}
+}
+
+// SubcommandNear offers a subcommand for a slip of one or two edits, and none for a word that is
+// merely short or another app's name.
+func TestSubcommandNear(t *testing.T) {
+	for in, want := range map[string]string{"chekc": "check", "chek": "check", "versoin": "version", "--verison": "--version",
+		"sleeep": "sleep", "prestp": "prestop", "sh": "", "nginx": "", "java": "", "/app/server": "", "": ""} {
+		if got := SubcommandNear(in); got != want {
+			t.Errorf("SubcommandNear(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -154,7 +154,7 @@ func TestHookSecretsNotShown(t *testing.T) {
 }
 
 // TestListenAddrAsNetListen: what checkListenAddr refuses, net.Listen refuses with the same
-// words; what depends on the system is left to net.Listen.
+// words (a port alone with a hint after them); what depends on the system is left to net.Listen.
 func TestListenAddrAsNetListen(t *testing.T) {
 	for _, a := range []string{"8099", ":99999", ":-1", "a:b:c", "[::1", ":18446744073709551616", "::1"} {
 		err := checkListenAddr(a)
@@ -166,7 +166,7 @@ func TestListenAddrAsNetListen(t *testing.T) {
 		if lerr == nil {
 			ln.Close()
 			t.Errorf("%q: refused (%v) but net.Listen takes it", a, err)
-		} else if lerr.Error() != err.Error() {
+		} else if !strings.HasPrefix(err.Error(), lerr.Error()) {
 			t.Errorf("%q: %q, net.Listen says %q", a, err, lerr)
 		}
 	}
