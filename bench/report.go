@@ -69,7 +69,7 @@ const mib = 1 << 20
 
 // The reference inits (bench/mininit), by column name.
 const (
-	floorEarly   = "mininit -early"   // registers the 8 signals that would end or stop a Go init
+	floorEarly   = "mininit -early"   // registers the 15 signals that would end or stop a Go init
 	floorForward = "mininit -forward" // forwards every signal drainit catches and reaps: a working init
 	floorBare    = "mininit"          // ForkExec and wait4, nothing else
 )
@@ -270,8 +270,9 @@ func (r *results) markdown() string {
 	b.WriteString(r.mainTable())
 	w("\n")
 	w("- Go floor: `bench/mininit`, a Go init of nothing but the runtime, os/signal and syscall. For\n")
-	w("  start-up, `-early`: it registers only the 8 signals any Go init must catch before its app runs\n")
-	w("  (HUP, INT, QUIT, TERM, STKFLT end a Go program, TSTP, TTIN, TTOU stop it), then ForkExecs the\n")
+	w("  start-up, `-early`: it registers only the 15 signals any Go init must catch before its app runs\n")
+	w("  (HUP, INT, QUIT, TERM, STKFLT, and ILL, TRAP, ABRT, BUS, FPE, SEGV, SYS when sent, end a Go\n")
+	w("  program, TSTP, TTIN, TTOU stop it), then ForkExecs the\n")
 	w("  app and waits. For memory and signals, `-forward`: it registers every signal drainit catches,\n")
 	w("  forwards them and reaps, and nothing else. For size, plain `mininit`.\n")
 	w("- Start-up overhead: the init running `/bin/true`, minus `/bin/true` alone as PID 1 (p50 %s,\n",
@@ -339,7 +340,7 @@ func (r *results) markdown() string {
 	w("app alone as PID 1) is split in two: from launching the namespace to the app running\n")
 	w("(`benchapp stamp` reads the clock first thing), and from there to the namespace's end. RSS is\n")
 	w("split into anonymous memory and mapped pages of the binary. `mininit` (`bench/mininit`) is the\n")
-	w("floor for a Go init: it only ForkExecs the app and waits; `-early` first registers the 8 signals\n")
+	w("floor for a Go init: it only ForkExecs the app and waits; `-early` first registers the 15 signals\n")
 	w("that would end or stop it; `-notify` registers every signal drainit catches; `-forward` also\n")
 	w("forwards them and reaps, and nothing else.\n\n")
 	w("| | start-up overhead | to the app running | app exit to the end | idle RSS: anon + file | SIGUSR1 p50 | reap: median (min–max) |\n")

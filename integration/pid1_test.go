@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/drainit/drainit/internal/proc"
+	"github.com/drainit/drainit/signals"
 )
 
 const orphanCount = 2000
@@ -151,24 +152,12 @@ func TestExitStatus(t *testing.T) {
 var forwarded = []syscall.Signal{
 	syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2,
 	syscall.SIGWINCH, syscall.SIGCONT, syscall.SIGTERM,
+	// The faults, sent: uncaught, each ended drainit with a stack dump, as PID 1 too.
+	syscall.SIGILL, syscall.SIGTRAP, syscall.SIGABRT, syscall.SIGBUS, syscall.SIGFPE, syscall.SIGSEGV, syscall.SIGSYS,
 }
 
 // signame is a signal's name as testapp prints it.
-func signame(s syscall.Signal) string {
-	for _, n := range []struct {
-		s    syscall.Signal
-		name string
-	}{
-		{syscall.SIGHUP, "SIGHUP"}, {syscall.SIGINT, "SIGINT"}, {syscall.SIGQUIT, "SIGQUIT"},
-		{syscall.SIGUSR1, "SIGUSR1"}, {syscall.SIGUSR2, "SIGUSR2"}, {syscall.SIGWINCH, "SIGWINCH"},
-		{syscall.SIGCONT, "SIGCONT"}, {syscall.SIGTERM, "SIGTERM"}, {syscall.SIGALRM, "SIGALRM"},
-	} {
-		if n.s == s {
-			return n.name
-		}
-	}
-	return "SIG" + strconv.Itoa(int(s))
-}
+func signame(s syscall.Signal) string { return signals.Name(s) }
 
 // startSignals starts `testapp signals -grandchild` under drainit and waits until both the app
 // and its grandchild (same process group) are ready to record signals.

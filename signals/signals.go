@@ -97,19 +97,21 @@ func Name(sig syscall.Signal) string {
 //   - URG: the Go runtime sends it to its own threads for preemption; forwarding it would spray
 //     the app with signals it never asked for.
 //   - PROF: the Go runtime takes it for its profiler before os/signal would see it.
-//   - SEGV, BUS, FPE, ILL, TRAP, SYS, ABRT: synchronous faults belong to the thread that caused
-//     them, which is drainit's, not the app's.
 //   - PIPE: drainit cannot tell one sent by kill(2) from one raised by its own write to a closed
 //     stderr, and the app, sharing that stderr, gets its own.
 //   - 32, 33, 34: the Go runtime never hands them to os/signal (see Uncatchable).
+//
+// SEGV, BUS, FPE, ILL, TRAP, SYS and ABRT are forwarded: the runtime hands os/signal only those
+// that were sent (kill, tgkill: `docker kill --signal ABRT` for the app's core dump), never a
+// fault of drainit's own, which still crashes it as any Go program. Uncaught, a sent one ended
+// drainit with a stack dump, as PID 1 too (the runtime's handler is no default action the
+// kernel spares an init from), and the container with it.
 func Forwardable(sig syscall.Signal) bool {
 	if sig < 1 || sig > MaxSignal {
 		return false
 	}
 	switch sig {
-	case SIGKILL, SIGSTOP, SIGCHLD, SIGURG, SIGPROF,
-		SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGABRT,
-		SIGPIPE, 32, 33, 34:
+	case SIGKILL, SIGSTOP, SIGCHLD, SIGURG, SIGPROF, SIGPIPE, 32, 33, 34:
 		return false
 	}
 	return true
@@ -134,15 +136,23 @@ func Catchable() []os.Signal {
 
 // early are the forwardable signals that must be caught before the app starts: those whose
 // default effect in a Go program would end drainit (TERM, INT, HUP, QUIT: the first four, which
-// signals/early registers first; STKFLT) or stop it (TSTP, TTIN, TTOU); CONT; and the ones
-// people and orchestrators actually send (USR1, USR2, WINCH, ALRM), which must reach an app that
-// is up even in its first milliseconds (bench/STARTUP.md measured leaving those five late: −0.25
-// ms start-up, but one sent then was lost).
+// signals/early registers first; STKFLT; the faults when sent: ILL, TRAP, ABRT, BUS, FPE, SEGV,
+// SYS) or stop it (TSTP, TTIN, TTOU); CONT; and the ones people and orchestrators actually send
+// (USR1, USR2, WINCH, ALRM), which must reach an app that is up even in its first milliseconds
+// (bench/STARTUP.md measured leaving those five late: −0.25 ms start-up, but one sent then was
+// lost).
 var early = []syscall.Signal{
 	SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGSTKFLT,
+	SIGILL, SIGTRAP, SIGABRT, SIGBUS, SIGFPE, SIGSEGV, SIGSYS,
 	SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT, SIGALRM,
 	SIGTSTP, SIGTTIN, SIGTTOU,
 }
+
+// Faults are the signals that are a fault when the kernel raises them for a thread's own
+// instruction, and the runtime's handler, already on them at start, throws or panics; the early
+// ones that need no round trip through the runtime's signal-mask thread to register (ABRT does:
+// it is also a plain notification), so signals/early registers them with the first four.
+var Faults = []syscall.Signal{SIGILL, SIGTRAP, SIGBUS, SIGFPE, SIGSEGV, SIGSYS}
 
 // Early lists the forwardable signals to register before the app starts (see Late for why
 // there are two). SIGCHLD is not among them: it goes to a channel of its own (supervisor.New).

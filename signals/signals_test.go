@@ -40,14 +40,16 @@ func TestNameRoundTrip(t *testing.T) {
 }
 
 func TestForwardable(t *testing.T) {
+	// The faults too: os/signal gets them only when sent, and one sent to drainit is meant for
+	// the app (a core dump on ABRT).
 	for _, s := range []syscall.Signal{SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2,
-		SIGWINCH, SIGCONT, SIGTERM, SIGTSTP, SIGTTIN, SIGTTOU, 35, 64} {
+		SIGWINCH, SIGCONT, SIGTERM, SIGTSTP, SIGTTIN, SIGTTOU, 35, 64,
+		SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGABRT} {
 		if !Forwardable(s) {
 			t.Errorf("%s should be forwarded", Name(s))
 		}
 	}
-	for _, s := range []syscall.Signal{0, SIGKILL, SIGSTOP, SIGCHLD, SIGURG, SIGSEGV,
-		SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGABRT, SIGPIPE, SIGPROF, 32, 33, 34, 65} {
+	for _, s := range []syscall.Signal{0, SIGKILL, SIGSTOP, SIGCHLD, SIGURG, SIGPIPE, SIGPROF, 32, 33, 34, 65} {
 		if Forwardable(s) {
 			t.Errorf("%s should not be forwarded", Name(s))
 		}
@@ -68,6 +70,13 @@ func TestForwardable(t *testing.T) {
 		}
 		if seen[s] != want {
 			t.Errorf("%s registered %d times, want %d", Name(s), seen[s], want)
+		}
+	}
+	// Every signal whose sending ends a Go program that has not caught it is early: the faults
+	// among them.
+	for _, s := range append([]syscall.Signal{SIGABRT, SIGSTKFLT}, Faults...) {
+		if !slices.Contains(Early(), os.Signal(s)) {
+			t.Errorf("%s is not in Early: one sent before it is registered ends drainit", Name(s))
 		}
 	}
 	if slices.Contains(Early(), os.Signal(SIGCHLD)) {

@@ -6,9 +6,9 @@
 //
 // Plain, it starts COMMAND (a path, not searched in PATH) with syscall.ForkExec in its own
 // session, waits for it with a blocking wait4(-1) and exits with its status. -early first
-// registers (signal.Notify) only the eight signals any Go init must catch before its app runs,
-// those whose default action would end or stop it (HUP, INT, QUIT, TERM, STKFLT, TSTP, TTIN,
-// TTOU): the floor the benchmark holds drainit's start-up to. -notify registers every signal
+// registers (signal.Notify) only the fifteen signals any Go init must catch before its app runs,
+// those whose default action would end or stop it (HUP, INT, QUIT, TERM, STKFLT, the faults when
+// sent: ILL, TRAP, ABRT, BUS, FPE, SEGV, SYS; TSTP, TTIN, TTOU): the floor the benchmark holds drainit's start-up to. -notify registers every signal
 // drainit catches, to show what that costs. Neither forwards anything. -forward is a minimal working init: it forwards each of those signals to the
 // app's process group and reaps every child on SIGCHLD, as drainit does, with nothing else.
 package main
@@ -86,24 +86,24 @@ func main() {
 }
 
 // fatal are the signals whose default action in a Go program would end it (HUP, INT, QUIT, TERM,
-// STKFLT: the runtime exits, or as PID 1 exits with status 2) or stop it (TSTP, TTIN, TTOU): an
-// init must catch them before it starts the app, since one arriving before then would otherwise
-// leave the app without its init, or never started.
+// STKFLT, and ILL, TRAP, ABRT, BUS, FPE, SEGV, SYS when a kill sends them: the runtime exits, or
+// as PID 1 exits with status 2) or stop it (TSTP, TTIN, TTOU): an init must catch them before it
+// starts the app, since one arriving before then would otherwise leave the app without its init,
+// or never started. Of the faults only ABRT costs a round trip to register.
 var fatal = []os.Signal{
 	syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM, syscall.SIGSTKFLT,
+	syscall.SIGILL, syscall.SIGTRAP, syscall.SIGABRT, syscall.SIGBUS, syscall.SIGFPE, syscall.SIGSEGV, syscall.SIGSYS,
 	syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU,
 }
 
 // catchable is the set drainit registers (signals.Catchable, copied to keep this program free of
 // drainit's packages): everything but KILL and STOP (uncatchable), URG (the runtime's preemption
-// signal), the synchronous faults, PIPE and the C library's 32 and 33.
+// signal), PIPE and the C library's 32 and 33.
 func catchable() []os.Signal {
 	var out []os.Signal
 	for s := syscall.Signal(1); s <= 64; s++ {
 		switch s {
-		case syscall.SIGKILL, syscall.SIGSTOP, syscall.SIGURG, syscall.SIGSEGV, syscall.SIGBUS,
-			syscall.SIGFPE, syscall.SIGILL, syscall.SIGTRAP, syscall.SIGSYS, syscall.SIGABRT,
-			syscall.SIGPIPE, 32, 33:
+		case syscall.SIGKILL, syscall.SIGSTOP, syscall.SIGURG, syscall.SIGPIPE, 32, 33:
 			continue
 		}
 		out = append(out, s)

@@ -237,6 +237,8 @@ func signame(s syscall.Signal) string { return signals.Name(s) }
 var recorded = []os.Signal{
 	syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2,
 	syscall.SIGWINCH, syscall.SIGCONT, syscall.SIGTERM, syscall.SIGALRM,
+	// Sent ones only: Go hands os/signal no fault of the program's own.
+	syscall.SIGILL, syscall.SIGTRAP, syscall.SIGABRT, syscall.SIGBUS, syscall.SIGFPE, syscall.SIGSEGV, syscall.SIGSYS,
 }
 
 func signalsMode(args []string) error {

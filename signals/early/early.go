@@ -32,16 +32,18 @@
 //
 // So this package's initialisation registers only TERM, INT, HUP and QUIT, exactly as it always
 // did (first, in that order, on the main thread, right after the same few system calls): their
-// window, in which one of them ends drainit (exit status 2 as PID 1), is what it was. Then it
-// starts a goroutine that registers the rest of signals.Early (STKFLT, USR1, USR2, WINCH, CONT,
-// ALRM, TSTP, TTIN, TTOU) and CHLD; the run subcommand waits for it (Registration.Wait) just
+// window, in which one of them ends drainit (exit status 2 as PID 1), is what it was. The faults
+// a kill can send (ILL, TRAP, BUS, FPE, SEGV, SYS) follow in the same call: the runtime's
+// handler is on them already, so registering them is no round trip, and one sent before ended
+// drainit with a stack dump. Then it starts a goroutine that registers the rest of
+// signals.Early (STKFLT, ABRT, USR1, USR2, WINCH, CONT, ALRM, TSTP, TTIN, TTOU) and CHLD; the run subcommand waits for it (Registration.Wait) just
 // before it starts the app, so that every early signal is registered before the app exists.
 //
 // With drainit's entry point, its start runs on one CPU and one P (internal/startsig): the
 // goroutine then runs when the main goroutine waits, in practice in Wait, after the other
 // packages' initialisation and the configuration. Unpinned (a build without the entry point,
 // GOMAXPROCS set) it runs alongside them on another CPU. Either way the app starts after it.
-// Unregistered, none of those ends drainit but STKFLT, which nobody sends, and none is lost
+// Unregistered, none of those ends drainit but STKFLT, which nobody sends, and ABRT, and none is lost
 // once the app runs; TSTP, TTIN and TTOU stop a drainit that is not PID 1 (a shell's job), as
 // they always could before their registration.
 //
@@ -97,8 +99,17 @@ var (
 
 // ending are the signals registered during this package's initialisation itself, first: those
 // whose default effect would end drainit and that are sent to end a container or a job (TERM,
-// INT, QUIT: a STOPSIGNAL; HUP: a closed terminal). See the package doc.
-var ending = []os.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT}
+// INT, QUIT: a STOPSIGNAL; HUP: a closed terminal). See the package doc. The faults
+// (signals.Faults) follow them in the same call, at no cost: they need no round trip.
+var ending = append([]os.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT}, faults()...)
+
+func faults() []os.Signal {
+	out := make([]os.Signal, len(signals.Faults))
+	for i, s := range signals.Faults {
+		out[i] = s
+	}
+	return out
+}
 
 // start registers ending and starts the goroutine that registers the rest (see the package doc);
 // the registration is complete once done is closed.
