@@ -171,7 +171,7 @@ func (c *Config) Warnings() []string {
 		}
 	}
 	if n > 0 {
-		need := time.Duration(n)*c.HookTimeout + c.Drain() + c.KillMargin
+		need := sumDur(mulDur(n, c.HookTimeout), c.Drain(), c.KillMargin)
 		if need >= c.GracePeriod {
 			out = append(out, fmt.Sprintf(
 				"offline hooks (%d × hook timeout %s) + drain %s + kill margin %s = %s, not less than grace period %s: slow hooks will cut the drain short",
@@ -187,7 +187,7 @@ func (c *Config) Warnings() []string {
 		out = append(out, w)
 	}
 	for spec := range c.Hooks {
-		if spec.Stage == StagePostStop && c.HookTimeout > c.GracePeriod-c.Drain()-c.KillMargin {
+		if spec.Stage == StagePostStop && sumDur(c.HookTimeout, c.Drain(), c.KillMargin) > c.GracePeriod {
 			out = append(out, fmt.Sprintf(
 				"post-stop hook timeout %s exceeds what a stop can leave it (grace %s - drain %s - kill margin %s): it may be cut at the deadline",
 				c.HookTimeout, c.GracePeriod, c.Drain(), c.KillMargin))
@@ -195,6 +195,28 @@ func (c *Config) Warnings() []string {
 		}
 	}
 	return out
+}
+
+// sumDur adds durations that are not negative (the options', as parsed), up to the largest
+// Duration: 1500000h of drain and as much kill margin wrapped below 0 and passed for less than a
+// 30s grace period, and the stop SIGKILLed the app at its trigger.
+func sumDur(ds ...time.Duration) time.Duration {
+	var sum time.Duration
+	for _, d := range ds {
+		if d > math.MaxInt64-sum {
+			return math.MaxInt64
+		}
+		sum += d
+	}
+	return sum
+}
+
+// mulDur is n times d (neither negative), up to the largest Duration.
+func mulDur(n int, d time.Duration) time.Duration {
+	if n > 0 && d > math.MaxInt64/time.Duration(n) {
+		return math.MaxInt64
+	}
+	return time.Duration(n) * d
 }
 
 // gracefulStopNote warns when the app's command looks like a server whose graceful stop is not
@@ -933,7 +955,7 @@ func (p *parsed) check() *Validation {
 	if c.Adaptive {
 		drainFlag, drainValue = "drain-max", r.DrainMax
 	}
-	if usable("drain", "grace-period", drainFlag, "kill-margin") && c.GracePeriod <= c.Drain()+c.KillMargin {
+	if usable("drain", "grace-period", drainFlag, "kill-margin") && c.GracePeriod <= sumDur(c.Drain(), c.KillMargin) {
 		// Name the option the user actually set (the one to fix), grace period first.
 		flagName, val := "grace-period", r.GracePeriod
 		for _, o := range []struct{ flag, value string }{

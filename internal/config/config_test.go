@@ -78,6 +78,7 @@ func TestErrorsNameTheOptionAndValue(t *testing.T) {
 		{[]string{"app"}, map[string]string{"DRAINIT_HOOK_TIMEOUT": "0s"}, `DRAINIT_HOOK_TIMEOUT "0s": must be more than 0`},
 		{[]string{"--grace-period", "6s", "app"}, nil, `--grace-period "6s": grace period 6s leaves the app no time to stop: it must exceed drain delay 5s + kill margin 2s`},
 		{[]string{"--drain-delay", "40s", "app"}, nil, `--drain-delay "40s": grace period 30s leaves`},
+		{[]string{"--drain-delay", "1500000h", "--kill-margin", "1500000h", "--grace-period", "30s", "app"}, nil, `grace period 30s leaves the app no time to stop`},
 		{[]string{"app"}, map[string]string{"DRAINIT_KILL_MARGIN": "29s"}, `DRAINIT_KILL_MARGIN "29s": grace period 30s leaves`},
 		{[]string{"--no-such-flag", "app"}, nil, "unknown option --no-such-flag"},
 		{[]string{"-x", "app"}, nil, "unknown option -x (drainit --help lists them)"},
@@ -249,6 +250,17 @@ func TestHookOptionsAndWarnings(t *testing.T) {
 	c, _ = parse(t, []string{"app"}, nil)
 	if ws := c.Warnings(); len(ws) != 0 {
 		t.Errorf("defaults warn: %q", ws)
+	}
+	// Sums past the largest Duration do not wrap to a small one: two offline hooks of 2000000h
+	// each are still more than a 2500000h grace period.
+	c, err = parse(t, []string{"--offline-exec", "/bin/a", "--offline-http", "http://127.0.0.1:1/x",
+		"--hook-timeout", "2000000h", "--grace-period", "2500000h", "app"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w = strings.Join(c.Warnings(), "\n")
+	if !strings.Contains(w, "slow hooks will cut the drain short") {
+		t.Errorf("warnings %q: want the offline budget flagged", w)
 	}
 }
 
