@@ -55,6 +55,11 @@ func CheckURL(u string) (*url.URL, error) {
 	if p.User != nil {
 		return nil, errors.New("user info in URLs is not supported: use an Authorization header")
 	}
+	// url.Parse keeps a query as written, and a space in it would end the request line early:
+	// the server answers 400 (a ready probe then never passes). The path's is escaped.
+	if strings.Contains(p.RawQuery, " ") {
+		return nil, errors.New("a space in the URL's query: write it as %20 (or +)")
+	}
 	// url.Parse takes any digits as a port: 0 or 65536 would only fail at each call, and a ready
 	// probe would retry it for ever.
 	if port := p.Port(); port != "" {
