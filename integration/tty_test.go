@@ -182,3 +182,57 @@ func TestTerminalInBackground(t *testing.T) {
 		t.Fatalf("the shell: %v, want exit 0\n%s", got, sh.dump())
 	}
 }
+
+// TestTerminalBackAfterApp runs drainit from a script on a terminal (a shell with no job
+// control: drainit runs in the shell's own group, which has the terminal): the app gets the
+// terminal, and once it has exited the terminal is the shell's group's again, so the script's
+// next read of the terminal works, as after any command. It failed with EIO while the
+// terminal's foreground was the app's group, which no longer existed.
+func TestTerminalBackAfterApp(t *testing.T) {
+	master, tty, sh := startOnTerminal(t, exec.Command("sh", "-c",
+		`"$0" --drain-delay 0 --log-format json -- "$1" exit 3; echo "drainit exited $?"; read line; echo "read $? [$line]"`,
+		drainitBin, testappBin))
+	tty.AwaitLine(t, waitTimeout, "drainit's exit", lines.Containing("drainit exited 3"))
+	if fg := foreground(t, master); fg != sh.pid {
+		t.Errorf("after drainit, foreground group %d, want the shell's (%d)", fg, sh.pid)
+	}
+	if _, err := master.Write([]byte("hello\n")); err != nil {
+		t.Fatal(err)
+	}
+	tty.AwaitLine(t, waitTimeout, "the shell reading the terminal after drainit", lines.Containing("read 0 [hello]"))
+	if got := sh.wait(waitTimeout); got != (exitStatus{code: 0}) {
+		t.Fatalf("the shell: %v, want exit 0\n%s", got, sh.dump())
+	}
+}
+
+// TestTerminalBgKeepsShellsTerminal: Ctrl-Z stops the app and drainit, a shell's foreground job;
+// the shell's bg continues the job in the background and keeps the terminal. drainit continues
+// the app without taking the terminal back for it: it did, and an interactive shell's next read
+// failed (bash exited).
+func TestTerminalBgKeepsShellsTerminal(t *testing.T) {
+	requireRoot(t) // the harness's pty helpers set the controlling terminal
+	master, tty, sh := startOnTerminal(t, exec.Command("sh", "-mc",
+		`"$0" --drain-delay 0 --log-format json -- "$1" signals; echo "job status $?"; bg; read line; echo "read $? [$line]"; kill %1; wait`,
+		drainitBin, testappBin))
+	app := tty.AwaitPID(t, waitTimeout, "ready app")
+	if fg := foreground(t, master); fg != app {
+		t.Fatalf("foreground group %d, want the app's (%d)", fg, app)
+	}
+	if _, err := master.Write([]byte{0x1a}); err != nil { // Ctrl-Z
+		t.Fatal(err)
+	}
+	tty.AwaitLine(t, waitTimeout, "the shell seeing its job stopped", lines.Containing("job status 14"))
+	// bg: the app is continued, in the background.
+	tty.AwaitLine(t, waitTimeout, "the app's SIGCONT after bg", lines.Containing("got app SIGCONT"))
+	if fg := foreground(t, master); fg != sh.pid {
+		t.Errorf("after bg, foreground group %d, want the shell's (%d)", fg, sh.pid)
+	}
+	if _, err := master.Write([]byte("hello\n")); err != nil {
+		t.Fatal(err)
+	}
+	tty.AwaitLine(t, waitTimeout, "the shell reading the terminal after bg", lines.Containing("read 0 [hello]"))
+	tty.AwaitLine(t, waitTimeout, "the app's SIGTERM from the shell's kill %1", lines.Containing("got app SIGTERM"))
+	if got := sh.wait(waitTimeout); got != (exitStatus{code: 0}) {
+		t.Fatalf("the shell: %v, want exit 0\n%s", got, sh.dump())
+	}
+}

@@ -534,6 +534,7 @@ func (s *Supervisor) reaped(m *machine, waitFlags int) []action {
 			s.appStopped()
 		case e.ws.Exited() || e.ws.Signaled():
 			app, s.appReaped = &e.ws, true
+			s.appGone()
 		}
 	}
 	var acts []action

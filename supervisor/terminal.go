@@ -1,7 +1,6 @@
 package supervisor
 
 import (
-	"os"
 	"runtime"
 
 	"golang.org/x/sys/unix"
@@ -20,16 +19,35 @@ func controllingTerminal() bool {
 // appStopped handles Ctrl-Z (or SIGTSTP/SIGTTIN/SIGTTOU) stopping the app when it has the
 // terminal: like a shell's job, drainit takes the terminal back and stops itself, so that the
 // shell above it sees the job stopped; on `fg` it hands the terminal back and continues the app.
-// With no shell above (noShellAbove) the app simply stays stopped until it gets SIGCONT.
+// On `bg` the shell keeps the terminal, and so does drainit: it continues the app in the
+// background. (It once took the terminal either way, with SIGTTOU blocked for the call, and an
+// interactive shell's next read failed: bash exited.) With no shell above (noShellAbove) the
+// app simply stays stopped until it gets SIGCONT.
 func (s *Supervisor) appStopped() {
 	if s.noShellAbove() {
 		s.loopLog.Warn().Msg("app stopped by job control; send SIGCONT to resume it") // seen on a quiet terminal too
 		return
 	}
 	setForeground(unix.Getpgrp())
-	_ = unix.Kill(os.Getpid(), unix.SIGSTOP) // returns once we are continued
-	setForeground(s.appPid)
+	stopSelf()
+	// A shell's fg gives the job's group the terminal before it sends SIGCONT; bg does not.
+	if controllingTerminal() {
+		setForeground(s.appPid)
+	}
 	_ = unix.Kill(-s.appPid, unix.SIGCONT)
+}
+
+// appGone gives the terminal back to drainit's group when the app's group still has it as the
+// app is reaped, as a shell takes it back when its job ends: drainit's group is the one its
+// parent (a shell) gave the terminal to, and left to a group with no process in it, the next
+// read of the terminal (a script's after drainit) fails with EIO, and Ctrl-C reaches nobody.
+func (s *Supervisor) appGone() {
+	if !s.foreground {
+		return
+	}
+	if fg, err := unix.IoctlGetInt(0, unix.TIOCGPGRP); err == nil && fg == s.appPid {
+		setForeground(unix.Getpgrp())
+	}
 }
 
 // setForeground makes pgid the terminal's foreground group. A background process calling
@@ -76,5 +94,16 @@ func (s *Supervisor) suspendsOn(sig unix.Signal) bool {
 func (s *Supervisor) suspend() {
 	s.loopLog.Debug().Msg("job-control stop: stopping the app and drainit")
 	s.send(toApp, unix.SIGSTOP)
-	_ = unix.Kill(os.Getpid(), unix.SIGSTOP) // returns once drainit is continued
+	stopSelf()
+}
+
+// stopSelf stops drainit, as a job stops, and returns once it has been continued. The SIGSTOP
+// goes to the calling thread: sent to the process, another thread may take it, and this one
+// ran on past the kill until the group stop reached it, on into what was meant for after the
+// SIGCONT (it read the terminal's foreground group before the shell had taken it back, in one
+// run of three, and handed the terminal to the app on bg).
+func stopSelf() {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	_ = unix.Tgkill(unix.Getpid(), unix.Gettid(), unix.SIGSTOP)
 }
