@@ -499,6 +499,9 @@ type parsed struct {
 	// hidden: an unseen word stands where flags are read, so any option may be set there.
 	hidden bool
 	strays []Stray // DRAINIT_* variables that are no option's
+	// emptied: the options whose variable is set but empty, taken as unset (their default),
+	// where their flag given empty would mean another thing.
+	emptied []Option
 }
 
 // flagError says the flag package's errors in drainit's words: an option as it is written
@@ -594,6 +597,11 @@ func parseRaw(args []string, environ map[string]string) (*parsed, error) {
 			*p.raw.field(o.Flag) = strings.Join(slices.DeleteFunc(slices.Clone(vs), func(s string) bool {
 				return strings.TrimSpace(s) == ""
 			}), ",")
+		}
+	}
+	for _, o := range options() {
+		if v, ok := environ[o.Env]; ok && v == "" && p.from[o.Flag] == o.Env && o.Default != "" && o.Flag != "termination-log" {
+			p.emptied = append(p.emptied, o)
 		}
 	}
 	p.cmd = fs.Args()
@@ -801,6 +809,12 @@ func (p *parsed) check() *Validation {
 					o.Flag, len(vs), shown(o.Flag, vs[len(vs)-1]), quoteAll(o.Flag, vs[:len(vs)-1])))
 			}
 		}
+	}
+	for _, o := range p.emptied {
+		// caarlos0/env takes an empty variable for an unset one, as most tools do (a template
+		// that rendered nothing); said, since the flag given empty means another thing
+		// (--triggers= is no trigger, --grace-period= is refused).
+		c.notes = append(c.notes, fmt.Sprintf("%s is empty: taken as unset, the default %q", o.Env, o.Default))
 	}
 	for i, st := range p.strays {
 		if i == maxStrayHints {

@@ -584,3 +584,32 @@ func TestSubcommandNear(t *testing.T) {
 		}
 	}
 }
+
+// An empty DRAINIT_* variable is taken as unset, its option at its default, and the log says
+// so: the same option's flag given empty means another thing (--triggers= is no trigger), and
+// a template that rendered nothing should not pass unnoticed. The flag given beside it wins.
+func TestEmptyVariableIsUnsetAndSaid(t *testing.T) {
+	c, err := parse(t, []string{"app"}, map[string]string{"DRAINIT_TRIGGERS": "", "DRAINIT_GRACE_PERIOD": "", "DRAINIT_HTTP_ADDR": ""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Triggers) != 2 || c.GracePeriod != 30*time.Second {
+		t.Errorf("triggers %v, grace %s: want the defaults", c.Triggers, c.GracePeriod)
+	}
+	w := strings.Join(c.Warnings(), "\n")
+	for _, want := range []string{`DRAINIT_TRIGGERS is empty: taken as unset, the default "TERM,INT"`, `DRAINIT_GRACE_PERIOD is empty: taken as unset, the default "30s"`} {
+		if !strings.Contains(w, want) {
+			t.Errorf("warnings %q, want %q", w, want)
+		}
+	}
+	if strings.Contains(w, "DRAINIT_HTTP_ADDR") {
+		t.Errorf("warnings %q: an empty variable whose default is empty is no surprise", w)
+	}
+	c, err = parse(t, []string{"--triggers", "TERM", "app"}, map[string]string{"DRAINIT_TRIGGERS": ""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := strings.Join(c.Warnings(), "\n"); strings.Contains(w, "is empty") {
+		t.Errorf("warnings %q: the flag was given, the variable is only shadowed", w)
+	}
+}
