@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/drainit/drainit/integration/cluster"
+	"github.com/drainit/drainit/integration/rollout"
 )
 
 // BenchmarkClusterDrain stops a pod b.N times a cell on the real parts of the TestCluster* tests
@@ -204,12 +205,9 @@ func (r clusterRow) report(b *testing.B) {
 	b.ReportMetric(float64(lost), "lost")
 }
 
+// median of f over the stops, as the rollout harness's tables take it.
 func median(stops []stopResult, f func(stopResult) float64) float64 {
-	v := values(stops, f)
-	if len(v) == 0 {
-		return 0
-	}
-	return v[len(v)/2]
+	return rollout.Median(values(stops, f))
 }
 
 func values(stops []stopResult, f func(stopResult) float64) []float64 {
@@ -262,7 +260,7 @@ Service.
 		}
 		spread := func(f func(stopResult) float64, sep string) string {
 			v := values(r.stops, f)
-			return fmt.Sprintf("%.2fs%s%.2fs", v[k/2], sep, v[k-1])
+			return fmt.Sprintf("%.2fs%s%.2fs", rollout.Median(v), sep, v[k-1])
 		}
 		pre, auto, exits := "-", "-", "-"
 		if r.drain.sleep == 0 {

@@ -65,8 +65,9 @@ type DrainStat struct {
 	DrainCPUOutside *float64 `json:"drain_cpu_outside_max_fraction,omitempty"`
 }
 
-// median of a sorted copy of v (v is not changed); zero for none.
-func median[T ~float64](v []T) T {
+// Median of v: its middle value once sorted, the mean of the two middle ones for an even count
+// (v is not changed); zero for none.
+func Median[T ~float64](v []T) T {
 	if len(v) == 0 {
 		return 0
 	}
@@ -129,16 +130,16 @@ func DrainStats(results []Result, claim func(string, Cell) Claim) []DrainStat {
 			offered = append(offered, res.OfferedRate)
 		}
 		slices.Sort(stops)
-		d.StopMin, d.StopMax, d.StopMedian = stops[0], stops[len(stops)-1], seconds(median(stops).Duration())
+		d.StopMin, d.StopMax, d.StopMedian = stops[0], stops[len(stops)-1], seconds(Median(stops).Duration())
 		if len(afterLast) > 0 {
-			m, x := seconds(median(afterLast).Duration()), slices.Max(afterLast)
+			m, x := seconds(Median(afterLast).Duration()), slices.Max(afterLast)
 			d.AfterLastMedian, d.AfterLastMax = &m, &x
 		}
 		if len(needed) > 0 {
-			r, n := float64(median(rates)), seconds(median(needed).Duration())
+			r, n := float64(Median(rates)), seconds(Median(needed).Duration())
 			d.AutoRate, d.AutoNeeded = &r, &n
 		}
-		d.PodRate, d.AchievedRate, d.OfferedRate = median(podRates), median(achieved), median(offered)
+		d.PodRate, d.AchievedRate, d.OfferedRate = Median(podRates), Median(achieved), Median(offered)
 		d.ZeroFailures = d.Failed == 0 && d.Cut == 0 && d.Killed == 0
 		out = append(out, d)
 	}

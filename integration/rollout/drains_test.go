@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -71,6 +72,29 @@ func TestDrainStats(t *testing.T) {
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// Median is the middle value, the mean of the two middle ones for an even count, whatever the
+// order given, and leaves its argument as it was: the drain tables of both harnesses rest on it.
+func TestMedian(t *testing.T) {
+	for _, tc := range []struct {
+		v    []float64
+		want float64
+	}{
+		{nil, 0},
+		{[]float64{3}, 3},
+		{[]float64{5, 1, 3}, 3},
+		{[]float64{4, 1, 3, 2}, 2.5},
+		{[]float64{2, 2, 9, 1}, 2},
+	} {
+		in := slices.Clone(tc.v)
+		if got := Median(tc.v); got != tc.want {
+			t.Errorf("Median(%v) = %v, want %v", in, got, tc.want)
+		}
+		if !slices.Equal(in, tc.v) {
+			t.Errorf("Median changed its argument from %v to %v", in, tc.v)
 		}
 	}
 }
