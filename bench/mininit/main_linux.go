@@ -8,9 +8,11 @@
 // session, waits for it with a blocking wait4(-1) and exits with its status. -early first
 // registers (signal.Notify) only the fifteen signals any Go init must catch before its app runs,
 // those whose default action would end or stop it (HUP, INT, QUIT, TERM, STKFLT, the faults when
-// sent: ILL, TRAP, ABRT, BUS, FPE, SEGV, SYS; TSTP, TTIN, TTOU): the floor the benchmark holds drainit's start-up to. -notify registers every signal
-// drainit catches, to show what that costs. Neither forwards anything. -forward is a minimal working init: it forwards each of those signals to the
-// app's process group and reaps every child on SIGCHLD, as drainit does, with nothing else.
+// sent: ILL, TRAP, ABRT, BUS, FPE, SEGV, SYS; TSTP, TTIN, TTOU): the floor the benchmark holds
+// drainit's start-up to. -notify registers every signal drainit catches, to show what that
+// costs. Neither forwards anything. -forward is a minimal working init: it forwards each of those
+// signals to the app's process group and reaps every child on SIGCHLD, as drainit does, with
+// nothing else.
 package main
 
 import (

@@ -36,8 +36,9 @@
 // a kill can send (ILL, TRAP, BUS, FPE, SEGV, SYS) follow in the same call: the runtime's
 // handler is on them already, so registering them is no round trip, and one sent before ended
 // drainit with a stack dump. Then it starts a goroutine that registers the rest of
-// signals.Early (STKFLT, ABRT, USR1, USR2, WINCH, CONT, ALRM, TSTP, TTIN, TTOU) and CHLD; the run subcommand waits for it (Registration.Wait) just
-// before it starts the app, so that every early signal is registered before the app exists.
+// signals.Early (STKFLT, ABRT, USR1, USR2, WINCH, CONT, ALRM, TSTP, TTIN, TTOU) and CHLD; the
+// run subcommand waits for it (Registration.Wait) just before it starts the app, so that every
+// early signal is registered before the app exists.
 //
 // With drainit's entry point, its start runs on one CPU and one P (internal/startsig): the
 // goroutine then runs when the main goroutine waits, in practice in Wait, after the other
