@@ -21,8 +21,6 @@ import (
 	"path"
 	"strings"
 	"time"
-
-	"github.com/drainit/drainit/internal/kubelet"
 )
 
 // The app rules' ids.
@@ -107,10 +105,7 @@ func (k *containerCheck) unbounded(a *appStop) {
 // leaves after the preStop, less drainit's drain (unless the preStop was the drain) and kill
 // margin. A preStop of unknown length counts as none.
 func (k *containerCheck) appBudget() time.Duration {
-	window := k.grace
-	if k.ps.kind == hookSleep {
-		window = max(k.grace-k.ps.min, kubelet.MinGraceAfterSignal)
-	}
+	window := k.afterPreStop(k.grace)
 	if dc := k.dc; dc != nil {
 		window -= dc.margin.d + dc.drain.d
 	}

@@ -727,10 +727,7 @@ func (k *containerCheck) shutdownGrace(drainitOK bool) bool {
 	}
 	grace, ps, dc := k.grace, k.ps, k.dc
 	// What the kubelet leaves after the preStop, and what has to fit in it.
-	window, after := grace, total
-	if ps.kind == hookSleep {
-		window, after = max(grace-ps.min, kubelet.MinGraceAfterSignal), total-ps.min
-	}
+	window, after := k.afterPreStop(grace), total-k.preStopSleep()
 	// With drainit and no known app time (or a known 0), the app still needs some time, and
 	// drainit's grace period must exceed its drain and kill margin: equal is too little.
 	if after < window || (after == window && (dc == nil || k.appTime() > 0)) {
@@ -800,7 +797,7 @@ func (k *containerCheck) drainitGraceFix(podGrace time.Duration, lead, verb stri
 		// Its trigger comes after a wait the manifest does not fix: at most the pod's.
 		return " (and drainit's grace period with it, less what comes before drainit's trigger)"
 	case ps.kind == hookSleep:
-		window = max(podGrace-ps.min, kubelet.MinGraceAfterSignal)
+		window = k.afterPreStop(podGrace)
 		why = fmt.Sprintf(", the pod's grace period less the preStop's %s (drainit's clock starts at SIGTERM)", fmtDur(ps.min))
 		if !ps.exact {
 			atMost = "at most "
@@ -834,6 +831,15 @@ func (k *containerCheck) stopEnd(before stopBefore) time.Duration {
 		total = addDur(max(k.preStopSleep(), before.d), total-k.preStopSleep())
 	}
 	return min(total, k.grace)
+}
+
+// afterPreStop is what the kubelet leaves between SIGTERM and SIGKILL when the pod's grace period
+// is grace: all of it, or after a preStop sleep what is left, at least the kubelet's minimum.
+func (k *containerCheck) afterPreStop(grace time.Duration) time.Duration {
+	if k.ps.kind == hookSleep {
+		return max(grace-k.ps.min, kubelet.MinGraceAfterSignal)
+	}
+	return grace
 }
 
 // preStopSleep is how long the preStop keeps the kubelet waiting, at least: 0 unless it sleeps.
@@ -907,7 +913,7 @@ func (k *containerCheck) drainitGrace() {
 	case hookDrainit:
 		because = fmt.Sprintf("the kubelet sends SIGKILL %s after it calls the preStop, drainit's trigger (terminationGracePeriodSeconds)", fmtDur(grace))
 	case hookSleep:
-		window = max(grace-ps.min, kubelet.MinGraceAfterSignal)
+		window = k.afterPreStop(grace)
 		exact = ps.exact
 		because = fmt.Sprintf("drainit's clock starts at SIGTERM, after %s, and the kubelet sends SIGKILL max(%s - %s, %s) = %s later",
 			ps.describe(), fmtDur(grace), fmtDur(min(ps.min, grace)), fmtDur(kubelet.MinGraceAfterSignal), fmtDur(window))
