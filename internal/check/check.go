@@ -685,11 +685,11 @@ func (k *containerCheck) needs() (time.Duration, bool) {
 	}
 	known := false
 	if dc := k.dc; dc != nil {
-		total = addDur(total, addDur(dc.drain.d, dc.margin.d))
+		total = config.AddDur(total, config.AddDur(dc.drain.d, dc.margin.d))
 		known = true
 	}
 	if k.app != nil {
-		total = addDur(total, k.app.d)
+		total = config.AddDur(total, k.app.d)
 		known = true
 	}
 	return total, known
@@ -828,7 +828,7 @@ func (k *containerCheck) stopEnd(before stopBefore) time.Duration {
 	}
 	total, _ := k.needs()
 	if k.c.Sidecar && k.ps.kind != hookDrainit {
-		total = addDur(max(k.preStopSleep(), before.d), total-k.preStopSleep())
+		total = config.AddDur(max(k.preStopSleep(), before.d), total-k.preStopSleep())
 	}
 	return min(total, k.grace)
 }
@@ -942,9 +942,9 @@ func (k *containerCheck) drainitGrace() {
 	case g < window && exact:
 		// drainit's own budget after its trigger: the drain unless the preStop did it, the
 		// app's shutdown, the kill margin.
-		need := addDur(dc.margin.d, k.appTime())
+		need := config.AddDur(dc.margin.d, k.appTime())
 		if ps.kind != hookDrainit {
-			need = addDur(need, dc.drain.d)
+			need = config.AddDur(need, dc.drain.d)
 		}
 		killAt := g - dc.margin.d
 		if k.app != nil && need > g {

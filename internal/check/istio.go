@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/drainit/drainit/internal/config"
 )
 
 // Istio's sidecar. As a regular container, istio-proxy gets SIGTERM when the pod's stop begins,
@@ -140,7 +142,7 @@ func (p *istioProxy) readProxyConfig(mv metaValue) {
 				f, _ := strconv.ParseFloat("0"+m[2], 64)
 				frac = time.Duration(f * float64(time.Second))
 			}
-			p.drain = addDur(scaleDur(secs, time.Second), frac)
+			p.drain = config.AddDur(scaleDur(secs, time.Second), frac)
 			p.drainSrc = "terminationDrainDuration " + n.Value + " in proxy.istio.io/config"
 			p.drainLine = at(n)
 		}
@@ -218,12 +220,12 @@ func (k *containerCheck) istioContainer(w *Workload) {
 		parts = append(parts, k.ps.describe())
 	}
 	if dc := k.dc; dc != nil {
-		inbound = addDur(inbound, dc.drain.d)
+		inbound = config.AddDur(inbound, dc.drain.d)
 		parts = append(parts, "drainit's drain "+fmtDur(dc.drain.d))
 	}
 	total, inboundParts := inbound, parts
 	if k.app != nil {
-		total = addDur(total, k.app.d)
+		total = config.AddDur(total, k.app.d)
 		parts = append(parts, fmt.Sprintf("app shutdown %s (%s)", fmtDur(k.app.d), k.app.src))
 	}
 	sev, hedge := Warning, " — unless istio-proxy runs as a native sidecar (Istio 1.27+ on Kubernetes 1.33+ nodes, or "+

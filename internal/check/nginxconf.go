@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/drainit/drainit/internal/config"
 )
 
 // Reading nginx configuration, as far as its shutdown goes: the main-context directive
@@ -172,7 +174,7 @@ func parseNginxTime(s string) (time.Duration, error) {
 			if last >= rank["s"] {
 				return 0, fmt.Errorf("not an nginx time (units out of order)")
 			}
-			return addDur(total, scaleDur(n, time.Second)), nil
+			return config.AddDur(total, scaleDur(n, time.Second)), nil
 		}
 		var u time.Duration
 		name := ""
@@ -186,7 +188,7 @@ func parseNginxTime(s string) (time.Duration, error) {
 			return 0, fmt.Errorf("not an nginx time (units y M w d h m s ms, largest first, each once)")
 		}
 		last = rank[name]
-		total = addDur(total, scaleDur(n, u))
+		total = config.AddDur(total, scaleDur(n, u))
 		rest = strings.TrimLeft(rest[len(name):], " ")
 	}
 	return total, nil

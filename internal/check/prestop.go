@@ -223,7 +223,7 @@ func scriptSleep(script string, env envMap) (total time.Duration, exact bool) {
 			exact = false
 			continue
 		}
-		total = addDur(total, d)
+		total = config.AddDur(total, d)
 	}
 	return total, exact
 }
@@ -351,17 +351,9 @@ func sleepArgs(args []string) (time.Duration, bool) {
 		if f*float64(unit) >= float64(forever) {
 			return forever, true
 		}
-		total = addDur(total, time.Duration(f*float64(unit)))
+		total = config.AddDur(total, time.Duration(f*float64(unit)))
 	}
 	return total, true
-}
-
-// addDur adds without overflowing: anything past the largest duration is forever.
-func addDur(a, b time.Duration) time.Duration {
-	if a > forever-b {
-		return forever
-	}
-	return a + b
 }
 
 // quoteCmd shows a command as the manifest gives it, shortened when long.

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/drainit/drainit/internal/config"
 )
 
 // Quarkus (https://quarkus.io/guides/lifecycle#graceful-shutdown): at SIGTERM, with the
@@ -101,7 +103,7 @@ func quarkusStop(_ *Container, words []word, env envMap) *appStop {
 			a.warn(p.line, RuleQuarkusDuration, "%s %q: %v; the shutdown time is not checked", p.src, p.val, err)
 			return a
 		}
-		total = addDur(total, d)
+		total = config.AddDur(total, d)
 		parts = append(parts, p.src+" "+p.val)
 		if line == 0 || p.line > line {
 			line = p.line

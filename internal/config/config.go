@@ -197,18 +197,22 @@ func (c *Config) Warnings() []string {
 	return out
 }
 
-// sumDur adds durations that are not negative (the options', as parsed), up to the largest
-// Duration: 1500000h of drain and as much kill margin wrapped below 0 and passed for less than a
-// 30s grace period, and the stop SIGKILLed the app at its trigger.
-func sumDur(ds ...time.Duration) time.Duration {
-	var sum time.Duration
-	for _, d := range ds {
-		if d > math.MaxInt64-sum {
-			return math.MaxInt64
-		}
-		sum += d
+// AddDur adds b to a up to the largest Duration, which it stands for anything longer: 1500000h
+// of drain and as much kill margin wrapped below 0 and passed for less than a 30s grace period,
+// and the stop SIGKILLed the app at its trigger. drainit check adds the manifest's times with it.
+func AddDur(a, b time.Duration) time.Duration {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
 	}
-	return sum
+	return a + b
+}
+
+// sumDur is AddDur over the grace period's parts (the options', as parsed: none negative).
+func sumDur(first time.Duration, rest ...time.Duration) time.Duration {
+	for _, d := range rest {
+		first = AddDur(first, d)
+	}
+	return first
 }
 
 // mulDur is n times d (neither negative), up to the largest Duration.
