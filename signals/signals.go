@@ -148,17 +148,23 @@ var early = []syscall.Signal{
 	SIGTSTP, SIGTTIN, SIGTTOU,
 }
 
-// Faults are the signals that are a fault when the kernel raises them for a thread's own
-// instruction, and the runtime's handler, already on them at start, throws or panics; the early
-// ones that need no round trip through the runtime's signal-mask thread to register (ABRT does:
-// it is also a plain notification), so signals/early registers them with the first four.
-var Faults = []syscall.Signal{SIGILL, SIGTRAP, SIGBUS, SIGFPE, SIGSEGV, SIGSYS}
+// faults are the signals that are a fault when the kernel raises them for a thread's own
+// instruction, and the runtime's handler, already on them at start, throws or panics.
+var faults = []syscall.Signal{SIGILL, SIGTRAP, SIGBUS, SIGFPE, SIGSEGV, SIGSYS}
+
+// Faults lists the early signals that need no round trip through the runtime's signal-mask
+// thread to register (ABRT does: it is also a plain notification), so signals/early registers
+// them with the first four: the faults, which a kill can send.
+func Faults() []os.Signal { return osSignals(faults) }
 
 // Early lists the forwardable signals to register before the app starts (see Late for why
 // there are two). SIGCHLD is not among them: it goes to a channel of its own (supervisor.New).
-func Early() []os.Signal {
-	out := make([]os.Signal, len(early))
-	for i, s := range early {
+func Early() []os.Signal { return osSignals(early) }
+
+// osSignals is sigs as os/signal takes them.
+func osSignals(sigs []syscall.Signal) []os.Signal {
+	out := make([]os.Signal, len(sigs))
+	for i, s := range sigs {
 		out[i] = s
 	}
 	return out

@@ -74,9 +74,9 @@ func TestForwardable(t *testing.T) {
 	}
 	// Every signal whose sending ends a Go program that has not caught it is early: the faults
 	// among them.
-	for _, s := range append([]syscall.Signal{SIGABRT, SIGSTKFLT}, Faults...) {
-		if !slices.Contains(Early(), os.Signal(s)) {
-			t.Errorf("%s is not in Early: one sent before it is registered ends drainit", Name(s))
+	for _, s := range append([]os.Signal{SIGABRT, SIGSTKFLT}, Faults()...) {
+		if !slices.Contains(Early(), s) {
+			t.Errorf("%s is not in Early: one sent before it is registered ends drainit", Name(s.(syscall.Signal)))
 		}
 	}
 	if slices.Contains(Early(), os.Signal(SIGCHLD)) {

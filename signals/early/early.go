@@ -102,15 +102,7 @@ var (
 // whose default effect would end drainit and that are sent to end a container or a job (TERM,
 // INT, QUIT: a STOPSIGNAL; HUP: a closed terminal). See the package doc. The faults
 // (signals.Faults) follow them in the same call, at no cost: they need no round trip.
-var ending = append([]os.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT}, faults()...)
-
-func faults() []os.Signal {
-	out := make([]os.Signal, len(signals.Faults))
-	for i, s := range signals.Faults {
-		out[i] = s
-	}
-	return out
-}
+var ending = append([]os.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT}, signals.Faults()...)
 
 // start registers ending and starts the goroutine that registers the rest (see the package doc);
 // the registration is complete once done is closed.
