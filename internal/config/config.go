@@ -590,6 +590,9 @@ func parseRaw(args []string, environ map[string]string) (*parsed, error) {
 		p.from[f.Name] = "--" + f.Name
 	})
 	for _, o := range options() {
+		if v, ok := environ[o.Env]; ok && v == "" && p.from[o.Flag] == o.Env && o.Default != "" && o.Flag != "termination-log" {
+			p.emptied = append(p.emptied, o)
+		}
 		vs := values[o.Flag]
 		if len(vs) < 2 {
 			continue
@@ -601,11 +604,6 @@ func parseRaw(args []string, environ map[string]string) (*parsed, error) {
 			*p.raw.field(o.Flag) = strings.Join(slices.DeleteFunc(slices.Clone(vs), func(s string) bool {
 				return strings.TrimSpace(s) == ""
 			}), ",")
-		}
-	}
-	for _, o := range options() {
-		if v, ok := environ[o.Env]; ok && v == "" && p.from[o.Flag] == o.Env && o.Default != "" && o.Flag != "termination-log" {
-			p.emptied = append(p.emptied, o)
 		}
 	}
 	p.cmd = fs.Args()
