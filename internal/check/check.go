@@ -48,6 +48,7 @@ const (
 	RuleGraceZero        = "grace-zero"              // terminationGracePeriodSeconds: 0
 	RuleGraceNegative    = "grace-negative"          // terminationGracePeriodSeconds below 0, taken as 1
 	RulePreStopGrace     = "prestop-exceeds-grace"   // the preStop alone takes the whole grace period
+	RulePreStopMinimum   = "prestop-leaves-minimum"  // a preStop sleep leaves the app only the kubelet's 2s
 	RuleShutdownGrace    = "shutdown-exceeds-grace"  // preStop + the app's shutdown do not fit
 	RuleSidecarGrace     = "sidecar-exceeds-grace"   // a native sidecar's stop does not fit after the containers'
 	RuleDrainitConfig    = "drainit-config"          // drainit would refuse its configuration
@@ -233,6 +234,9 @@ func checkContainerAfter(w *Workload, c *Container, before stopBefore) ([]Findin
 		}
 		if drainitOK && fits {
 			k.drainitGrace()
+		}
+		if fits && (app == nil || !app.unbounded) {
+			k.preStopMinimum(drainitOK)
 		}
 	}
 	if springWarning != nil {
@@ -673,6 +677,27 @@ func (k *containerCheck) preStopGrace() bool {
 		"and the app gets only the kubelet's %s minimum between SIGTERM and SIGKILL%s",
 		ps.describe(), fmtDur(k.grace), fmtDur(k.grace), fmtDur(kubelet.MinGraceAfterSignal), need)
 	return true
+}
+
+// preStopMinimum reports a preStop sleep that ends within the kubelet's minimum of the grace
+// period, where nothing tells how long the app takes to stop: the app gets that minimum, 2s,
+// between SIGTERM and SIGKILL, as it would if the hook took the whole period. A known shutdown
+// time is shutdownGrace's to judge, and an app that waits with no limit is unbounded's.
+func (k *containerCheck) preStopMinimum(drainitOK bool) {
+	ps := k.ps
+	if ps.kind != hookSleep || k.c.Sidecar || k.app != nil || (k.dc != nil && !drainitOK) ||
+		ps.min >= k.grace || k.grace-ps.min > kubelet.MinGraceAfterSignal {
+		return
+	}
+	window := k.afterPreStop(k.grace)
+	gets := fmt.Sprintf("the app gets only the kubelet's %s minimum between SIGTERM and SIGKILL", fmtDur(window))
+	if dc := k.dc; dc != nil {
+		gets = fmt.Sprintf("the kubelet leaves only its %s minimum between SIGTERM and SIGKILL, %s of it for drainit's drain %s and kill margin %s",
+			fmtDur(window), fmtDur(min(window, config.AddDur(dc.drain.d, dc.margin.d))), fmtDur(dc.drain.d), fmtDur(dc.margin.d))
+	}
+	k.add(ps.line, Warning, RulePreStopMinimum, "%s of terminationGracePeriodSeconds %s: %s; nothing here says how long the app takes "+
+		"to stop, and if longer it is SIGKILLed mid-shutdown: shorten the preStop sleep, or raise terminationGracePeriodSeconds "+
+		"to the preStop plus the app's shutdown", ps.describe(), fmtDur(k.grace), gets)
 }
 
 // needs adds up what the stop takes after the kubelet starts it: the preStop, then drainit's

@@ -39,6 +39,12 @@ var registry = []RuleInfo{
 		Fix:     "Shorten the preStop sleep, or raise terminationGracePeriodSeconds to the preStop plus the app's shutdown.",
 	},
 	{
+		ID: RulePreStopMinimum, Severity: Warning,
+		Short:   "a preStop sleep leaves the app only the kubelet's 2s minimum",
+		Catches: "A preStop sleep that ends 2s or less before terminationGracePeriodSeconds, where the manifest does not say how long the app takes to stop: the kubelet gives the app at least 2s between SIGTERM and SIGKILL, and here no more, as if the hook took the whole grace period. Not reported where the app's shutdown time is known (shutdown-exceeds-grace judges it) or it waits with no limit (shutdown-unbounded).",
+		Fix:     "Shorten the preStop sleep, or raise terminationGracePeriodSeconds to the preStop plus the app's shutdown.",
+	},
+	{
 		ID: RuleShutdownGrace, Severity: Error,
 		Short:   "preStop plus the app's shutdown do not fit in the grace period",
 		Catches: "The preStop hook, then the app's known shutdown time (its framework's shutdown timeout as the container sets it, or the framework's documented default; drainit's drain delay and kill margin when drainit runs the app) add up to more than terminationGracePeriodSeconds: the app is SIGKILLed mid-shutdown.",
