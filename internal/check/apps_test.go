@@ -523,3 +523,40 @@ func FuzzScanNginx(f *testing.F) {
 		}
 	})
 }
+
+// TestDotnetSameEveryRun: .NET's settings were gathered in the environment map's order, which Go
+// makes random: the finding's line, and with two spellings of one setting its outcome, changed
+// from run to run (SARIF fingerprints, CI diffs, the exit status).
+func TestDotnetSameEveryRun(t *testing.T) {
+	pod := func(env string) string {
+		return "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  terminationGracePeriodSeconds: 20\n  containers:\n  - name: api\n    image: x\n" +
+			"    command: [/drainit, --grace-period=20s, --, /app]\n    env:\n" + env
+	}
+	cases := []struct{ name, env, want string }{
+		{"the first ASPNETCORE_ variable is the evidence",
+			"    - {name: ASPNETCORE_URLS, value: 'http://+:80'}\n    - {name: ASPNETCORE_ENVIRONMENT, value: prod}\n" +
+				"    - {name: ASPNETCORE_HTTP_PORTS, value: '80'}\n    - {name: ASPNETCORE_FORWARDEDHEADERS_ENABLED, value: 'true'}\n",
+			"11 error:shutdown-exceeds-grace"},
+		{"two spellings of one setting: the later counts",
+			"    - {name: DOTNET_SHUTDOWNTIMEOUTSECONDS, value: '10'}\n    - {name: Dotnet_ShutdownTimeoutSeconds, value: '60'}\n",
+			"12 error:shutdown-exceeds-grace"},
+		{"two spellings, the shorter later",
+			"    - {name: Dotnet_ShutdownTimeoutSeconds, value: '60'}\n    - {name: DOTNET_SHUTDOWNTIMEOUTSECONDS, value: '10'}\n",
+			""},
+	}
+	for _, c := range cases {
+		for range 30 {
+			ws, err := Read("p.yaml", strings.NewReader(pod(c.env)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			if fs := Check(ws); len(fs) > 0 {
+				got = fmt.Sprintf("%d %s", fs[0].Line, rules(fs))
+			}
+			if got != c.want {
+				t.Fatalf("%s: got %q, want %q", c.name, got, c.want)
+			}
+		}
+	}
+}

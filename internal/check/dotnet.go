@@ -41,10 +41,14 @@ type dotnetSetting struct {
 func dotnetStop(c *Container, words []word, env envMap) *appStop {
 	a := &appStop{name: ".NET"}
 	evidence := 0
-	// Variables by upper-cased name: configuration keys and prefixes are case-insensitive.
+	// Variables by upper-cased name: configuration keys and prefixes are case-insensitive. In
+	// the manifest's order, not the map's, so that each run gives the same answer: the first
+	// ASPNETCORE_ variable is the evidence, and of two names that differ only in case (which
+	// .NET reads in an order of its own) the later one counts.
 	vars := map[string]EnvVar{}
-	for name, v := range env.vars {
-		u := strings.ToUpper(name)
+	for _, e := range c.Env {
+		v := env.vars[e.Name] // the last of the same name, as the kubelet takes it
+		u := strings.ToUpper(v.Name)
 		vars[u] = v
 		if strings.HasPrefix(u, "ASPNETCORE_") && evidence == 0 {
 			evidence = v.Line
