@@ -192,7 +192,7 @@ func TestCheckCmdNumberForms(t *testing.T) {
 		code         int
 		want         string
 	}{
-		{"3e1", "30.0", 1, `:9: error: container "c": preStop 30s (sleep action) ≥ terminationGracePeriodSeconds 30s`},
+		{"3e1", "31.0", 1, `:9: error: container "c": preStop 31s (sleep action) > terminationGracePeriodSeconds 30s`},
 		{"0x28", "3e1", 0, ""},
 		{"-5", "0", 1, `:5: error: Pod "p": terminationGracePeriodSeconds is -5: the API server accepts it with a warning and deletes the pod with a grace period of 1s instead`},
 		{"30.5", "5", 2, `:5: spec.terminationGracePeriodSeconds: want a whole number, got "30.5"`},

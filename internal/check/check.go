@@ -47,7 +47,7 @@ const (
 const (
 	RuleGraceZero        = "grace-zero"              // terminationGracePeriodSeconds: 0
 	RuleGraceNegative    = "grace-negative"          // terminationGracePeriodSeconds below 0, taken as 1
-	RulePreStopGrace     = "prestop-exceeds-grace"   // the preStop alone takes the whole grace period
+	RulePreStopGrace     = "prestop-exceeds-grace"   // a preStop sleep longer than the grace period
 	RulePreStopMinimum   = "prestop-leaves-minimum"  // a preStop sleep leaves the app only the kubelet's 2s
 	RuleShutdownGrace    = "shutdown-exceeds-grace"  // preStop + the app's shutdown do not fit
 	RuleSidecarGrace     = "sidecar-exceeds-grace"   // a native sidecar's stop does not fit after the containers'
@@ -660,11 +660,14 @@ func bearerIs(header, token string) bool {
 	return ok && got == token
 }
 
-// preStopGrace reports a preStop that takes the whole grace period by itself. It says whether it
+// preStopGrace reports a preStop sleep longer than the grace period, or as long with more of
+// the hook after it. It says whether it
 // reported, so that the shutdown rule does not repeat it.
 func (k *containerCheck) preStopGrace() bool {
 	ps := k.ps
-	if ps.kind != hookSleep || ps.min < k.grace {
+	// A sleep of exactly the whole grace period leaves the app what one just under it does,
+	// the kubelet's minimum (preStopMinimum's); a hook that goes on after it is cut short.
+	if ps.kind != hookSleep || ps.min < k.grace || (ps.min == k.grace && ps.exact) {
 		return false
 	}
 	need := ""
@@ -673,9 +676,9 @@ func (k *containerCheck) preStopGrace() bool {
 		need = fmt.Sprintf("; with %s it needs at least %ds%s", k.appParts(), secs,
 			k.drainitGraceFix(time.Duration(secs)*time.Second, ", and", "to be"))
 	}
-	k.add(ps.line, Error, RulePreStopGrace, "%s ≥ terminationGracePeriodSeconds %s: the kubelet stops waiting for the hook at %s "+
+	k.add(ps.line, Error, RulePreStopGrace, "%s %s terminationGracePeriodSeconds %s: the kubelet stops waiting for the hook at %s "+
 		"and the app gets only the kubelet's %s minimum between SIGTERM and SIGKILL%s",
-		ps.describe(), fmtDur(k.grace), fmtDur(k.grace), fmtDur(kubelet.MinGraceAfterSignal), need)
+		ps.describe(), map[bool]string{true: ">", false: "≥"}[ps.exact], fmtDur(k.grace), fmtDur(k.grace), fmtDur(kubelet.MinGraceAfterSignal), need)
 	return true
 }
 
@@ -686,7 +689,7 @@ func (k *containerCheck) preStopGrace() bool {
 func (k *containerCheck) preStopMinimum(drainitOK bool) {
 	ps := k.ps
 	if ps.kind != hookSleep || k.c.Sidecar || k.app != nil || (k.dc != nil && !drainitOK) ||
-		ps.min >= k.grace || k.grace-ps.min > kubelet.MinGraceAfterSignal {
+		ps.min > k.grace || (ps.min == k.grace && !ps.exact) || k.grace-ps.min > kubelet.MinGraceAfterSignal {
 		return
 	}
 	window := k.afterPreStop(k.grace)
@@ -996,7 +999,8 @@ func (ps preStop) describe() string {
 }
 
 // isShellless says whether an image is known to have no shell and no coreutils: distroless
-// (except its :debug tags, which carry busybox), Chainguard's static, or a scratch image.
+// (except its :debug tags, which carry busybox) or Chainguard's static. An image built FROM
+// scratch has a name of its own, which tells nothing ("scratchpad-api").
 func isShellless(image string) bool {
 	ref := strings.ToLower(image)
 	name, tag := ref, ""
@@ -1013,8 +1017,6 @@ func isShellless(image string) bool {
 	case strings.HasPrefix(name, "gcr.io/distroless/"), strings.Contains(name, "/distroless/"):
 		return true
 	case name == "cgr.dev/chainguard/static":
-		return true
-	case strings.Contains(name, "scratch"):
 		return true
 	}
 	return false

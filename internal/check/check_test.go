@@ -167,9 +167,12 @@ func TestArithmeticEdges(t *testing.T) {
 		{"the minimum, the app's time known and within it", "30", "image: x\n" + strings.ReplaceAll(spring, "%s", "1s") + "lifecycle: {preStop: {sleep: {seconds: 29}}}", ""},
 		{"the minimum, an app with no limit: shutdown-unbounded says it", "30", "image: x\ncommand: [uvicorn, a:app]\nlifecycle: {preStop: {sleep: {seconds: 29}}}", "info:shutdown-unbounded"},
 		{"the minimum, drainit's drain and margin in it", "30", "image: x\ncommand: [/drainit, --grace-period=2s, --drain-delay=0s, --kill-margin=1s, --, /app]\nlifecycle: {preStop: {sleep: {seconds: 28}}}", "warning:prestop-leaves-minimum"},
-		{"preStop equal to grace", "30", "image: x\nlifecycle: {preStop: {sleep: {seconds: 30}}}", "error:prestop-exceeds-grace"},
-		{"default grace is 30", "", "image: x\nlifecycle: {preStop: {exec: {command: [sleep, '30']}}}", "error:prestop-exceeds-grace"},
-		{"sleep units add up", "100", "image: x\nlifecycle: {preStop: {exec: {command: [sleep, 1m, 40s]}}}", "error:prestop-exceeds-grace"},
+		{"preStop equal to grace: the minimum too", "30", "image: x\nlifecycle: {preStop: {sleep: {seconds: 30}}}", "warning:prestop-leaves-minimum"},
+		{"preStop over grace", "30", "image: x\nlifecycle: {preStop: {exec: {command: [sleep, '31']}}}", "error:prestop-exceeds-grace"},
+		{"preStop equal to grace, the app's 2s within the minimum", "10", "image: x\ncommand: [gunicorn, --graceful-timeout=2, a:app]\nlifecycle: {preStop: {sleep: {seconds: 10}}}", ""},
+		{"preStop equal to grace, the app's 3s not", "10", "image: x\ncommand: [gunicorn, --graceful-timeout=3, a:app]\nlifecycle: {preStop: {sleep: {seconds: 10}}}", "error:shutdown-exceeds-grace"},
+		{"default grace is 30", "", "image: x\nlifecycle: {preStop: {exec: {command: [sleep, '31']}}}", "error:prestop-exceeds-grace"},
+		{"sleep units add up", "99", "image: x\nlifecycle: {preStop: {exec: {command: [sleep, 1m, 40s]}}}", "error:prestop-exceeds-grace"},
 		{"fits exactly", "40", "image: x\n" + strings.ReplaceAll(spring, "%s", "30s") + "lifecycle: {preStop: {sleep: {seconds: 10}}}", ""},
 		{"one second over", "39", "image: x\n" + strings.ReplaceAll(spring, "%s", "30s") + "lifecycle: {preStop: {sleep: {seconds: 10}}}", "error:shutdown-exceeds-grace"},
 		{"graceful default 30s", "35", "image: x\nenv: [{name: SERVER_SHUTDOWN, value: graceful}]\nlifecycle: {preStop: {sleep: {seconds: 10}}}", "error:shutdown-exceeds-grace"},
@@ -553,7 +556,8 @@ func TestIsShellless(t *testing.T) {
 		"mirror.example.com/distroless/static@sha256:0": true,
 		"cgr.dev/chainguard/static:latest":              true,
 		"cgr.dev/chainguard/busybox":                    false,
-		"scratch":                                       true,
+		"ghcr.io/acme/scratchpad-api:1.4":               false,
+		"registry.example.com/tools/scratch-app:2":      false,
 		"localhost:5000/app:1":                          false,
 		"nginx":                                         false,
 	} {
@@ -1030,5 +1034,67 @@ func TestGraceFixesAgree(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestExcessiveAliasing: a few kilobytes of aliases that repeat a container thousands of times
+// are refused as kubectl refuses them, before the reader builds them (it went to gigabytes and
+// out of memory); a manifest that shares a container or its env through anchors still reads.
+func TestExcessiveAliasing(t *testing.T) {
+	var env, uses strings.Builder
+	for i := range 4000 {
+		fmt.Fprintf(&env, "{name: V%d, value: v}, ", i)
+		uses.WriteString("*c, ")
+	}
+	bomb := "c: &c {name: x, image: nginx, env: [" + env.String() + "]}\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\n" +
+		"spec: {containers: [" + uses.String() + "]}\n"
+	list := "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: p}\n  spec:\n    containers:\n" +
+		"    - &c {name: x, image: nginx, env: [" + env.String() + "]}\n" + strings.Repeat("    - *c\n", 4000)
+	for name, in := range map[string]string{"document": bomb, "list": list} {
+		_, err := Read("bomb.yaml", strings.NewReader(in))
+		var re *ReadError
+		if !errors.As(err, &re) || !strings.Contains(err.Error(), "excessive aliasing") {
+			t.Errorf("%s: %d bytes of aliases: got %v, want a ReadError for excessive aliasing", name, len(in), err)
+		}
+	}
+	shared := `x-app: &app {image: nginx, env: &env [{name: A, value: "1"}]}
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: d}
+spec:
+  template:
+    spec:
+      terminationGracePeriodSeconds: 30
+      containers:
+      - {<<: *app, name: a}
+      - {<<: *app, name: b, env: *env}
+      - {<<: *app, name: c}
+`
+	ws, err := Read("shared.yaml", strings.NewReader(shared))
+	if err != nil || len(ws) != 1 || len(ws[0].Containers) != 3 {
+		t.Fatalf("anchors shared by three containers: %v, %+v", err, ws)
+	}
+	circular := "a: &a [*a]\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: x, image: y}]}\n"
+	if _, err := Read("circular.yaml", strings.NewReader(circular)); err != nil && strings.Contains(err.Error(), "aliasing") {
+		t.Errorf("an anchor holding its own alias is no bomb: %v", err)
+	}
+}
+
+// TestYAML11Booleans: hostNetwork and shareProcessNamespace written as YAML 1.1 reads them
+// (True, yes, on), which kubectl takes as true, were read as false.
+func TestYAML11Booleans(t *testing.T) {
+	for _, v := range []string{"true", "True", "TRUE", "yes", "Yes", "on", "ON", "y"} {
+		in := "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  hostNetwork: " + v + "\n  shareProcessNamespace: " + v +
+			"\n  containers: [{name: x, image: y}]\n"
+		ws, err := Read("p.yaml", strings.NewReader(in))
+		if err != nil || len(ws) != 1 || !ws[0].HostNetwork || !ws[0].SharePID {
+			t.Errorf("%s: %v, %+v; want hostNetwork and shareProcessNamespace true", v, err, ws)
+		}
+	}
+	for _, v := range []string{"false", "False", "no", "off", "'true'", `"yes"`} {
+		in := "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  hostNetwork: " + v + "\n  containers: [{name: x, image: y}]\n"
+		if ws, err := Read("p.yaml", strings.NewReader(in)); err != nil || len(ws) != 1 || ws[0].HostNetwork {
+			t.Errorf("%s: %v, %+v; want hostNetwork false", v, err, ws)
+		}
 	}
 }

@@ -191,6 +191,9 @@ func readWhole(file string, in io.Reader) (ws []Workload, err error) {
 			return nil, &ReadError{File: file, Line: root.Line, Msg: fmt.Sprintf(
 				"document %d is %s, not a Kubernetes object", doc, describe(root))}
 		}
+		if err := r.aliasing(root, ""); err != nil {
+			return nil, err
+		}
 		if err := r.object(root, "", 0); err != nil {
 			return nil, err
 		}
@@ -369,7 +372,7 @@ func (r *reader) podSpec(spec *yaml.Node, path string, w *Workload) error {
 		if n, err := r.get(spec, f.key, path); err != nil {
 			return err
 		} else if n != nil {
-			*f.to = n.Kind == yaml.ScalarNode && n.Tag == "!!bool" && n.Value == "true"
+			*f.to = yaml11True(n)
 		}
 	}
 	if err := r.containers(spec, path, "containers", w); err != nil {
@@ -861,6 +864,83 @@ func yaml11Bool(s string) bool {
 		return true
 	}
 	return false
+}
+
+// yaml11True says whether n is true as kubectl reads it: YAML 1.1 (sigs.k8s.io/yaml) takes
+// True, TRUE, yes, on and y as true, where yaml.v3 sees only true (and True, TRUE) as booleans.
+// Quoted, it is a string, which kubectl refuses for a boolean field.
+func yaml11True(n *yaml.Node) bool {
+	if n.Kind != yaml.ScalarNode || n.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle) != 0 {
+		return false
+	}
+	switch n.Value {
+	case "true", "True", "TRUE", "y", "Y", "yes", "Yes", "YES", "on", "On", "ON":
+		return true
+	}
+	return false
+}
+
+// excessiveAliasing says whether the document under n is mostly what its aliases repeat, by the
+// rule YAML's decoders apply, yaml.v3's and kubectl's (sigs.k8s.io/yaml: go-yaml v2): once over
+// 100 of the nodes decoded came through an alias and over 1,000 were decoded, the share that came
+// through one may be at most 0.99, falling to 0.10 from 400,000 nodes decoded to 4,000,000.
+// kubectl refuses such a document ("document contains excessive aliasing"); the reader, which
+// reads an alias's node each time it meets the alias, would otherwise build a few kilobytes of
+// aliases of aliases into gigabytes of containers. The walk stops where the rule trips, so it
+// costs what a decoder's would.
+func excessiveAliasing(n *yaml.Node) bool {
+	var decoded, aliased int
+	expanding := map[*yaml.Node]bool{} // the anchors being expanded: one that holds its own alias ends there
+	var walk func(n *yaml.Node, inAlias bool) bool
+	walk = func(n *yaml.Node, inAlias bool) bool {
+		decoded++
+		if inAlias {
+			aliased++
+		}
+		if aliased > 100 && decoded > 1000 && float64(aliased)/float64(decoded) > allowedAliasRatio(decoded) {
+			return true
+		}
+		if n.Kind == yaml.AliasNode {
+			a := n.Alias
+			if a == nil || expanding[a] {
+				return false
+			}
+			expanding[a] = true
+			defer delete(expanding, a)
+			return walk(a, true)
+		}
+		for _, c := range n.Content {
+			if walk(c, inAlias) {
+				return true
+			}
+		}
+		return false
+	}
+	return walk(n, false)
+}
+
+// allowedAliasRatio is the decoders' limit on the share of nodes decoded through an alias.
+func allowedAliasRatio(decoded int) float64 {
+	const low, high = 400_000, 4_000_000
+	switch {
+	case decoded <= low:
+		return 0.99
+	case decoded >= high:
+		return 0.10
+	default:
+		return 0.99 - 0.89*float64(decoded-low)/float64(high-low)
+	}
+}
+
+// aliasing is excessiveAliasing as the error that refuses the document.
+func (r *reader) aliasing(n *yaml.Node, path string) error {
+	if !excessiveAliasing(n) {
+		return nil
+	}
+	if path == "" {
+		path = "document"
+	}
+	return r.errorf(n, path, "excessive aliasing: its aliases repeat far more than it holds (kubectl refuses it too)")
 }
 
 // resolve follows aliases to the node they name; nil for a dangling or circular alias chain.

@@ -34,14 +34,14 @@ var registry = []RuleInfo{
 	},
 	{
 		ID: RulePreStopGrace, Severity: Error,
-		Short:   "the preStop hook alone takes the whole grace period",
-		Catches: "A preStop sleep (the sleep action, an exec sleep, sh -c 'sleep N', drainit sleep) as long as terminationGracePeriodSeconds or longer: the kubelet stops waiting for the hook when the grace period ends and the app gets only the kubelet's 2s minimum between SIGTERM and SIGKILL.",
+		Short:   "the preStop hook alone outlasts the grace period",
+		Catches: "A preStop sleep (the sleep action, an exec sleep, sh -c 'sleep N', drainit sleep) longer than terminationGracePeriodSeconds, or as long with more of the hook after it: the kubelet stops waiting for the hook when the grace period ends, so the sleep is cut short, and the app gets only the kubelet's 2s minimum between SIGTERM and SIGKILL. The API server refuses such a sleep action.",
 		Fix:     "Shorten the preStop sleep, or raise terminationGracePeriodSeconds to the preStop plus the app's shutdown.",
 	},
 	{
 		ID: RulePreStopMinimum, Severity: Warning,
 		Short:   "a preStop sleep leaves the app only the kubelet's 2s minimum",
-		Catches: "A preStop sleep that ends 2s or less before terminationGracePeriodSeconds, where the manifest does not say how long the app takes to stop: the kubelet gives the app at least 2s between SIGTERM and SIGKILL, and here no more, as if the hook took the whole grace period. Not reported where the app's shutdown time is known (shutdown-exceeds-grace judges it) or it waits with no limit (shutdown-unbounded).",
+		Catches: "A preStop sleep that ends with terminationGracePeriodSeconds or 2s or less before it, where the manifest does not say how long the app takes to stop: the kubelet gives the app at least 2s between SIGTERM and SIGKILL, and here no more, as if the hook took the whole grace period. Not reported where the app's shutdown time is known (shutdown-exceeds-grace judges it) or it waits with no limit (shutdown-unbounded).",
 		Fix:     "Shorten the preStop sleep, or raise terminationGracePeriodSeconds to the preStop plus the app's shutdown.",
 	},
 	{
@@ -98,7 +98,7 @@ var registry = []RuleInfo{
 	{
 		ID: RuleNoShell, Severity: Error,
 		Short:   "an exec preStop needs a shell or sleep the image does not have",
-		Catches: "An exec preStop hook that runs sh, bash or sleep in an image known to have neither (distroless without :debug, Chainguard static, scratch): the hook fails at once (FailedPreStopHook) and the stop goes on with no delay.",
+		Catches: "An exec preStop hook that runs sh, bash or sleep in an image known to have neither (distroless without :debug, Chainguard static): the hook fails at once (FailedPreStopHook) and the stop goes on with no delay.",
 		Fix:     "Use the native sleep action (preStop: {sleep: {seconds: N}}, Kubernetes 1.30+), or copy drainit into the image and run [\"/drainit\", \"sleep\", \"10s\"], or call the program directly without a shell.",
 	},
 	{

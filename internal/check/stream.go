@@ -317,7 +317,9 @@ func (s *streamer) endItem() error {
 	// The item's Workloads count only if the document turns out to be a List: keep them aside.
 	out, cms := s.r.out, s.r.cms
 	s.r.out, s.r.cms = s.streamed.ws, s.streamed.cms
-	err = s.r.object(it, p, 1)
+	if err = s.r.aliasing(it, p); err == nil {
+		err = s.r.object(it, p, 1)
+	}
 	s.streamed.ws, s.r.out = s.r.out, out
 	s.streamed.cms, s.r.cms = s.r.cms, cms
 	s.streamed.err = err
@@ -366,6 +368,9 @@ func (s *streamer) endDoc() error {
 	if root.Kind != yaml.MappingNode {
 		return &ReadError{File: s.r.file, Line: root.Line, Msg: fmt.Sprintf(
 			"document %d is %s, not a Kubernetes object", s.doc, describe(root))}
+	}
+	if err := s.r.aliasing(root, ""); err != nil {
+		return err
 	}
 	s.r.streamed = s.streamed
 	defer func() { s.r.streamed = nil }()
