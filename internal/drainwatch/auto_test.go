@@ -499,6 +499,7 @@ func TestWatchCPUBudgetWholeProcess(t *testing.T) {
 		}{costly{f, &cpu, poll}, counterSystem{f}}, nil
 	}
 	e.cpu = func() time.Duration { return cpu }
+	e.measure = func(fn func()) time.Duration { c := cpu; fn(); return cpu - c } // all on one thread
 	r := runEnv(t, Config{AppPID: 1, Auto: true, History: f.history()}, e)
 	if r.Reason != ReasonQuiet || r.CPU != setup+time.Duration(len(f.polls))*poll {
 		t.Fatalf("result %+v, CPU %s after %d polls", r, r.CPU, len(f.polls))
@@ -515,5 +516,38 @@ func TestWatchCPUBudgetWholeProcess(t *testing.T) {
 	last := f.arrivals[len(f.arrivals)-1]
 	if after := r.Elapsed - last; after < r.Auto.Needed || after > r.Auto.Needed+2*AutoMaxInterval {
 		t.Errorf("ended %s after the last arrival, want %s and at most two polls", after, r.Auto.Needed)
+	}
+}
+
+// TestWatchCPUBudgetNotOthers: the process's CPU between two polls is charged to a poll only up
+// to pollOverhead beyond its sample. The rest is other work's (reaping an orphan storm, a client
+// holding hundreds of connections to the control server), and charged to the drain it spaced
+// the polls out (0.6-3.9 s apart), so that sock-diag missed connections that opened and closed
+// between two of them and the drain ended while clients still came.
+func TestWatchCPUBudgetNotOthers(t *testing.T) {
+	f := newFakeSystem()
+	f.arrivals = every(700*time.Millisecond, 5*time.Second)
+	const sample = 200 * time.Microsecond // sock-diag on a small table
+	var own time.Duration                 // the drain's own: its samples
+	e := f.env()
+	e.measure = func(fn func()) time.Duration { fn(); own += sample; return sample }
+	// Other work takes half a core all along.
+	e.cpu = func() time.Duration { return own + f.now.Sub(f.t0)/2 }
+	cfg := Config{AppPID: 1, Quiet: time.Second, Max: 15 * time.Second, Interval: 100 * time.Millisecond}
+	r := runEnv(t, cfg, e)
+	if r.Reason != ReasonQuiet {
+		t.Fatalf("result %+v, want quiet", r)
+	}
+	most := max(cfg.Interval, time.Duration(float64(sample+pollOverhead)/cpuBudget))
+	prev := f.polls[0]
+	for i, p := range f.polls[1:] {
+		if gap := p.Sub(prev); gap > most {
+			t.Fatalf("poll %d came %s after the one before, under other work's load; want at most %s", i+1, gap, most)
+		}
+		prev = p
+	}
+	// It still ends a quiet period after the last arrival.
+	if after := r.Elapsed - f.arrivals[len(f.arrivals)-1]; after < cfg.Quiet || after > cfg.Quiet+most {
+		t.Errorf("ended %s after the last arrival, want %s and at most a poll", after, cfg.Quiet)
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -118,14 +118,18 @@ func startLive(t *testing.T, cfg Config, method Method) <-chan Result {
 	return ch
 }
 
-// afterBaseline returns a channel closed once the watch has taken its baseline (its first
-// measured poll).
+// afterBaseline returns a channel closed once the watch has taken its baseline: the second
+// thing it measures, after finding what to watch.
 func afterBaseline(e *env) <-chan struct{} {
 	based := make(chan struct{})
-	var once sync.Once
+	var calls atomic.Int32
 	measure := e.measure
 	e.measure = func(f func()) time.Duration {
-		defer once.Do(func() { close(based) })
+		defer func() {
+			if calls.Add(1) == 2 {
+				close(based)
+			}
+		}()
 		return measure(f)
 	}
 	return based
