@@ -137,7 +137,7 @@ func programArgs(words []word, env envMap, isProg func(string) bool) (args []wor
 			continue
 		}
 		for _, cmd := range shellCommands(w.s) {
-			ws := cmd.words
+			ws := plainWords(cmd.words)
 			for len(ws) > 0 && (ws[0] == "exec" || ws[0] == "command") {
 				ws = ws[1:]
 			}

@@ -436,6 +436,30 @@ func TestScriptSleep(t *testing.T) {
 		{"/drainit sleep -- -- 2", 0, false},
 		{"busybox sleep 6", 6 * time.Second, true},
 		{"/bin/busybox sleep 6 && sleep 1", 7 * time.Second, true},
+		// What may not run is not counted; the sides of a pipe run at once.
+		{"sleep 6 || sleep 6", 6 * time.Second, true},
+		{"sleep 6 | sleep 6", 6 * time.Second, true},
+		{"sleep 2 | sleep 6", 6 * time.Second, true},
+		{"sleep 6 | cat", 6 * time.Second, false},
+		{"[ -e /ready ] && sleep 20", 0, false},
+		{"test -f /x || sleep 20", 0, false},
+		{"sleep 5 && nginx -s quit && sleep 5", 5 * time.Second, false},
+		{"true &&\n sleep 5", 5 * time.Second, true},
+		{"deregister && ( sleep 5 )", 0, false},
+		{"( sleep 5 ) &", 0, false},
+		{"{ sleep 5; } & sleep 1", time.Second, false},
+		{"exit 0; sleep 20", 0, true},
+		{"sleep 3; exit 0; sleep 20", 3 * time.Second, true},
+		{"test -f /x || exit 0; sleep 5", 0, false},
+		{"exec nginx -s quit; sleep 5", 0, false},
+		{"exec sleep 7; sleep 5", 7 * time.Second, true},
+		// Redirections are not operands, and their & does not send to the background.
+		{"sleep 10 >/dev/null 2>&1", 10 * time.Second, true},
+		{"sleep 10 2>&1", 10 * time.Second, true},
+		{"sleep 10 > /dev/null", 10 * time.Second, true},
+		{"sleep 10 &> /dev/null", 10 * time.Second, true},
+		{"sleep 10 >| /tmp/x", 10 * time.Second, true},
+		{"sleep 10 2> /dev/null &", 0, false},
 	}
 	for _, c := range cases {
 		got, exact := scriptSleep(c.script, envMap{})

@@ -190,7 +190,7 @@ func drainitArgs(words []word, env envMap) (args []word, line int, whole, found 
 			continue
 		}
 		for _, cmd := range shellCommands(w.s) {
-			ws := cmd.words
+			ws := plainWords(cmd.words)
 			for len(ws) > 0 && (ws[0] == "exec" || ws[0] == "command") {
 				ws = ws[1:]
 			}

@@ -180,19 +180,46 @@ func bashLongNoArg(a string) bool {
 }
 
 // scriptSleep estimates how long a shell script runs: the sum of its top-level sleeps. It is a
-// lower bound; exact says the script does nothing else that takes time. Sleeps inside loops and
-// conditionals, or sent to the background, are not counted: they may not run, or not delay.
+// lower bound; exact says the script does nothing else that takes time. Sleeps that may not run
+// are not counted: inside loops and conditionals, after a || or after a && behind a command that
+// may fail, after an exit or exec that may end the script; nor those sent to the background. The
+// sides of a pipe run at once: a pipeline takes its longest sleep.
 func scriptSleep(script string, env envMap) (total time.Duration, exact bool) {
 	exact = true
 	depth := 0
+	var (
+		cond     bool          // the command may not run: behind a || or a && that may fail
+		succeeds bool          // the previous command is one known to succeed (sleep, true, echo)
+		piped    time.Duration // what the current pipeline has added to total
+	)
 	for _, cmd := range shellCommands(script) {
-		words := cmd.words
+		switch cmd.op {
+		case "&&":
+			cond = cond || !succeeds
+		case "||":
+			if succeeds && !cond {
+				continue // never runs: sleep 3 || true
+			}
+			cond = true
+		case "|":
+		default:
+			cond = false
+		}
+		if cmd.op != "|" {
+			piped = 0
+		}
+		words := plainWords(cmd.words)
+		execs := false
 		for len(words) > 0 && (words[0] == "exec" || words[0] == "command" || path.Base(words[0]) == "busybox") {
+			execs = execs || words[0] == "exec"
 			words = words[1:]
 		}
 		if len(words) == 0 {
+			succeeds = true
 			continue
 		}
+		ends := execs || words[0] == "exit" // the script ends here when this runs
+		succeeds = false
 		switch words[0] {
 		case "while", "until", "for", "if", "case", "select":
 			depth++
@@ -203,8 +230,14 @@ func scriptSleep(script string, env envMap) (total time.Duration, exact bool) {
 			continue
 		case "do", "then", "else", "elif", "in":
 			continue
-		case "true", ":", "echo", "exit", "printf":
+		case "true", ":", "echo", "printf":
+			succeeds = true
 			continue
+		case "exit":
+			if depth > 0 || cond || cmd.background {
+				exact = false // it may end the script here: what follows may not run
+			}
+			return total, exact
 		}
 		prog := path.Base(words[0])
 		var d time.Duration
@@ -219,24 +252,73 @@ func scriptSleep(script string, env envMap) (total time.Duration, exact bool) {
 				ok = err == nil
 			}
 		}
-		if !ok || depth > 0 || cmd.background {
+		unsure := depth > 0 || cond || cmd.background
+		switch {
+		case !ok || unsure:
 			exact = false
-			continue
+		case cmd.op == "|":
+			// Beside the pipeline's other commands, not after them.
+			total = config.AddDur(total, max(d-piped, 0))
+			piped = max(piped, d)
+		default:
+			total = config.AddDur(total, d)
+			piped = d
 		}
-		total = config.AddDur(total, d)
+		succeeds = ok
+		if ends && !unsure {
+			if !ok {
+				exact = false // exec'd something whose time is not known
+			}
+			return total, exact
+		}
+		if ends {
+			return total, false
+		}
 	}
 	return total, exact
 }
 
-// shellCommand is one simple command of a script: its words, unquoted, and whether it ends in a
-// lone & (runs in the background).
+// plainWords is a command's words without its redirections (2>&1, >/dev/null, > file).
+func plainWords(words []string) []string {
+	out := words[:0:0]
+	for i := 0; i < len(words); i++ {
+		target, ok := redirection(words[i])
+		if !ok {
+			out = append(out, words[i])
+		} else if target == "" {
+			i++ // the operator alone: its target is the next word
+		}
+	}
+	return out
+}
+
+// redirection says whether a word is a redirection (an optional descriptor number, then >, >>,
+// <, <>, >&, <&, >|, or bash's &> and &>>), and its target, "" when the next word holds it.
+func redirection(w string) (target string, ok bool) {
+	rest := strings.TrimLeft(w, "0123456789")
+	if strings.HasPrefix(rest, "&>") && len(rest) == len(w) {
+		rest = rest[1:]
+	}
+	for _, op := range []string{">>", ">&", "<&", "<>", ">|", ">", "<"} {
+		if t, found := strings.CutPrefix(rest, op); found {
+			return t, true
+		}
+	}
+	return "", false
+}
+
+// shellCommand is one simple command of a script: its words, unquoted, whether it ends in a
+// lone & (runs in the background), and the operator before it: "" (the first), ";" (or a
+// newline, a brace or parenthesis), "&&", "||" or "|".
 type shellCommand struct {
 	words      []string
 	background bool
+	op         string
 }
 
 // shellCommands splits a script into simple commands at ; & && | || and newlines, honouring
-// quotes. It is not a shell parser: enough to find the sleeps in a one-line preStop.
+// quotes; the & of a redirection (2>&1, &>) stays in its word. It is not a shell parser: enough
+// to find the sleeps in a one-line preStop.
 func shellCommands(script string) []shellCommand {
 	var (
 		cmds  []shellCommand
@@ -244,6 +326,7 @@ func shellCommands(script string) []shellCommand {
 		word  strings.Builder
 		inW   bool
 		quote rune
+		op    string // the operator before the command being read
 	)
 	endWord := func() {
 		if inW {
@@ -252,12 +335,30 @@ func shellCommands(script string) []shellCommand {
 			inW = false
 		}
 	}
-	endCmd := func(bg bool) {
+	var groups []int // where each open ( or { began, in cmds
+	group := -1      // where the group just closed began, while nothing follows it
+	endCmd := func(bg bool, next string) {
 		endWord()
-		if len(words) > 0 {
-			cmds = append(cmds, shellCommand{words: words, background: bg})
+		switch {
+		case len(words) > 0:
+			cmds = append(cmds, shellCommand{words: words, background: bg, op: op})
+			group = -1
+		case bg && group >= 0:
+			// ( sleep 5 ) &: the whole group runs in the background.
+			for j := group; j < len(cmds); j++ {
+				cmds[j].background = true
+			}
+		case op != "" && op != ";":
+			// No command between: "a && ( b )", "a &&\n b": b still follows the &&.
+			words = nil
+			return
 		}
-		words = nil
+		words, op = nil, next
+	}
+	// inRedirect says whether the word so far ends in > or <, so that an & extends it (2>&1).
+	inRedirect := func() bool {
+		w := word.String()
+		return inW && w != "" && (w[len(w)-1] == '>' || w[len(w)-1] == '<')
 	}
 	rs := []rune(script)
 	for i := 0; i < len(rs); i++ {
@@ -288,18 +389,35 @@ func shellCommands(script string) []shellCommand {
 				word.WriteRune(rs[i])
 				inW = true
 			}
+		case c == '&' && (inRedirect() || (!inW && i+1 < len(rs) && rs[i+1] == '>')):
+			word.WriteRune(c) // 2>&1, or bash's &>file
+			inW = true
 		case c == '&':
 			if i+1 < len(rs) && rs[i+1] == '&' {
 				i++
-				endCmd(false)
+				endCmd(false, "&&")
 			} else {
-				endCmd(true)
+				endCmd(true, ";")
 			}
-		case c == ';' || c == '\n' || c == '|' || c == '(' || c == ')' || c == '{' || c == '}':
-			if c == '|' && i+1 < len(rs) && rs[i+1] == '|' {
+		case c == '|' && inRedirect():
+			word.WriteRune(c) // >| file
+		case c == '|':
+			next := "|"
+			if i+1 < len(rs) && rs[i+1] == '|' {
 				i++
+				next = "||"
 			}
-			endCmd(false)
+			endCmd(false, next)
+		case c == '(' || c == '{':
+			endCmd(false, ";")
+			groups = append(groups, len(cmds))
+		case c == ')' || c == '}':
+			endCmd(false, ";")
+			if n := len(groups); n > 0 {
+				group, groups = groups[n-1], groups[:n-1]
+			}
+		case c == ';' || c == '\n':
+			endCmd(false, ";")
 		case c == ' ' || c == '\t' || c == '\r':
 			endWord()
 		case c == '#' && !inW:
@@ -311,7 +429,7 @@ func shellCommands(script string) []shellCommand {
 			inW = true
 		}
 	}
-	endCmd(false)
+	endCmd(false, "")
 	return cmds
 }
 

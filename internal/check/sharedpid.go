@@ -61,7 +61,7 @@ func killsPID1(argv []string, env envMap) (syscall.Signal, bool) {
 			return 0, false
 		}
 		for _, cmd := range shellCommands(script) {
-			if sig, ok := killCommand(env.expandShell(cmd.words)); ok {
+			if sig, ok := killCommand(env.expandShell(plainWords(cmd.words))); ok {
 				return sig, true
 			}
 		}
