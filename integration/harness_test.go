@@ -19,6 +19,8 @@ import (
 	"github.com/drainit/drainit/integration/testbin"
 	"github.com/drainit/drainit/internal/proc"
 	"github.com/drainit/drainit/internal/testenv"
+
+	"golang.org/x/sys/unix"
 )
 
 // The binaries TestMain has built for the whole package.
@@ -116,6 +118,9 @@ type spec struct {
 	// logStuck: nothing reads drainit's stderr, a pipe, until the test calls readLog: a log
 	// collector that stopped reading without going away.
 	logStuck bool
+	// logSocket: drainit's stderr is a stream socket (a journal's), with the least send buffer
+	// Linux allows, not a pipe; drainitRun.errSock is a copy of drainit's end.
+	logSocket bool
 }
 
 // drainitRun is a running (or finished) drainit.
@@ -135,6 +140,8 @@ type drainitRun struct {
 	// errPipe is the read end of drainit's stderr; readLog starts reading it (spec.logStuck).
 	errPipe *os.File
 	readLog func()
+	// errSock, with spec.logSocket, is a copy of drainit's end of its stderr socket.
+	errSock *os.File
 }
 
 // startPID1 starts drainit with drainitArgs as PID 1 of a new PID namespace, running app.
@@ -189,6 +196,23 @@ func start(t *testing.T, s spec) *drainitRun {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var errSock *os.File
+	if s.logSocket {
+		errR.Close()
+		errW.Close()
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = unix.SetsockoptInt(fds[1], unix.SOL_SOCKET, unix.SO_SNDBUF, 0) // the least: a few KiB
+		errR, errW = os.NewFile(uintptr(fds[0]), "stderr-read"), os.NewFile(uintptr(fds[1]), "stderr")
+		dup, err := unix.FcntlInt(errW.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		errSock = os.NewFile(uintptr(dup), "stderr-copy")
+		t.Cleanup(func() { errSock.Close() })
+	}
 	cmd.Stdout, cmd.Stderr = outW, errW
 	err = cmd.Start()
 	// Only the child keeps the write ends, so EOF means every process that inherited them is gone.
@@ -215,7 +239,7 @@ func start(t *testing.T, s spec) *drainitRun {
 	}
 	d := watch(t, s.mode, cmd, lines.Read("stdout", outR), lines.Read("stderr", stderr))
 	d.sandbox = sb
-	d.errPipe, d.readLog = errR, readLog
+	d.errPipe, d.readLog, d.errSock = errR, readLog, errSock
 	t.Cleanup(readLog) // the log's reader ends only once it has read
 	if s.mode == subreaper {
 		return d

@@ -100,3 +100,42 @@ func lastOffset(summary string) string {
 	_, off, _ := strings.Cut(summary[strings.LastIndex(summary, ";")+1:], "+")
 	return off
 }
+
+// TestLogSocketStuckDrainitCarriesOn: drainit's stderr is a stream socket nobody reads (a journal
+// stream, podman --log-driver passthrough, whose reader stalled). The stop sequence must go on
+// as with a full pipe: before, drainit wrote to a socket in blocking mode, the supervisor's loop
+// waited in a log line, and the app got no stop signal and no SIGKILL until the log was read.
+func TestLogSocketStuckDrainitCarriesOn(t *testing.T) {
+	eachMode(t, func(t *testing.T, m mode) {
+		t.Parallel()
+		const drain, grace = 300 * time.Millisecond, 10 * time.Second
+		const flood = `["/bin/sh","-c","yes drainit-log-filler | head -c 100000"]`
+		d := start(t, spec{mode: m, logStuck: true, logSocket: true, app: app("signals"),
+			args: []string{"--drain-delay", drain.String(), "--grace-period", grace.String(), "--log-format", "json",
+				"--online-exec", flood}})
+		d.stdout.AwaitPrefix(t, waitTimeout, "ready app")
+		// Full once what waits to be read is the send buffer's size: a send would block.
+		buf, err := unix.GetsockoptInt(int(d.errSock.Fd()), unix.SOL_SOCKET, unix.SO_SNDBUF)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitUntil(t, waitTimeout, "drainit's stderr socket full", func() bool {
+			n, err := unix.IoctlGetInt(int(d.errSock.Fd()), unix.SIOCOUTQ)
+			return err == nil && n >= buf*3/4
+		})
+		d.errSock.Close() // drainit's end is drainit's alone again: its exit is the log's end
+		sent := time.Now()
+		d.signal(syscall.SIGTERM)
+		got := d.stdout.AwaitContains(t, waitTimeout, "got app SIGTERM")
+		if after := got.At.Sub(sent); after < drain-25*time.Millisecond || after > drain+5*time.Second {
+			t.Errorf("the app got SIGTERM %s after drainit did, want the %s drain delay", after, drain)
+		}
+		d.readLog()
+		if st := d.wait(waitTimeout); st != (exitStatus{code: 0}) {
+			t.Errorf("drainit: %v, want exit 0 (the app's status) with its log socket stuck\n%s", st, d.dump())
+		}
+		if took := time.Since(sent); took > grace/2 {
+			t.Errorf("drainit exited %s after the stop, want well within the %s grace period", took, grace)
+		}
+	})
+}

@@ -333,9 +333,11 @@ func newLogger(w *os.File, format, level string, quiet bool) (zerolog.Logger, *l
 //
 // A pipe or a terminal, whose writes wait for a reader, is opened again in non-blocking mode
 // (reopen): a line is written at once when it fits, and the rest waits in the Go runtime's
-// poller. Anything else is written at once, in blocking mode: a file or a device (/dev/null)
-// waits for no reader; a socket (systemd's journal), or a pipe that cannot be opened again (no
-// /proc, RLIMIT_NOFILE all but reached), is written as it was before there was a queue.
+// poller. A socket (systemd's journal stream) is sent to without waiting, and what it does not
+// take waits in the queue, for a blocking write on the queue's goroutine. Anything else is
+// written at once, in blocking mode: a file or a device (/dev/null) waits for no reader; a pipe
+// that cannot be opened again (no /proc, RLIMIT_NOFILE all but reached) is written as it was
+// before there was a queue.
 func logOutput(w *os.File) logqueue.Output {
 	var st unix.Stat_t
 	if unix.Fstat(int(w.Fd()), &st) == nil && (st.Mode&unix.S_IFMT == unix.S_IFIFO || isTerminal(w)) {
@@ -356,6 +358,20 @@ func logOutput(w *os.File) logqueue.Output {
 		return logqueue.Output{Try: w.Write, Wait: w}
 	}
 	f := os.NewFile(uintptr(fd), w.Name())
+	if st.Mode&unix.S_IFMT == unix.S_IFSOCK {
+		// A socket cannot be opened again, but each send can say not to wait (MSG_DONTWAIT),
+		// which leaves the description the app shares as it is; what the socket does not take
+		// waits in the queue, for its goroutine's blocking write. Before, the write itself
+		// blocked: with a journal stream nobody read, the supervisor's loop waited in a log line
+		// and the stop sequence stopped with it (no stop signal, no SIGKILL) until it was read.
+		return logqueue.Output{Try: func(p []byte) (int, error) {
+			n, err := unix.SendmsgN(fd, p, nil, nil, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
+			if errors.Is(err, unix.ENOTSOCK) || errors.Is(err, unix.EOPNOTSUPP) {
+				return f.Write(p)
+			}
+			return max(n, 0), err
+		}, Wait: f}
+	}
 	return logqueue.Output{Try: f.Write, Wait: f}
 }
 
