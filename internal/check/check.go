@@ -959,8 +959,11 @@ func (k *containerCheck) drainitGrace() {
 	g := dc.grace.d
 	what := fmt.Sprintf("drainit's grace period is %s (%s=%s)", fmtDur(g), dc.grace.src, dc.grace.raw)
 	set := "set " + k.graceOption()
-	if dc.grace.src == "" {
+	switch {
+	case dc.grace.src == "":
 		what = fmt.Sprintf("drainit's grace period is its default %s (DRAINIT_GRACE_PERIOD is not set)", fmtDur(g))
+	case dc.grace.empty:
+		what = fmt.Sprintf("drainit's grace period is its default %s (%s is empty, which drainit takes as unset)", fmtDur(g), dc.grace.src)
 	}
 	line := dc.settingLine(dc.grace.setting)
 	switch {

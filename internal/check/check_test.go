@@ -1122,3 +1122,21 @@ func TestYAML11Booleans(t *testing.T) {
 		}
 	}
 }
+
+// TestPreStopLoopbackSpellings: a preStop httpGet to drainit's port with a loopback host goes to
+// the node's loopback however the host is spelt; only localhost, 127.0.0.1 and ::1 were taken
+// for drainit's server, and LOCALHOST, 127.0.0.2 or [::1] passed for some other server's.
+func TestPreStopLoopbackSpellings(t *testing.T) {
+	for _, host := range []string{"localhost", "LOCALHOST", "127.0.0.1", "127.0.0.2", "'::1'", "'[::1]'"} {
+		in := "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    image: x\n" +
+			"    command: [/drainit, --http-addr, ':8099', --http-token, t, --, /app]\n" +
+			"    lifecycle: {preStop: {httpGet: {host: " + host + ", path: /prestop, port: 8099, httpHeaders: [{name: Authorization, value: Bearer t}]}}}\n"
+		ws, err := Read("p.yaml", strings.NewReader(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rules(Check(ws)); got != "error:prestop-server" {
+			t.Errorf("host %s: got %q, want the node-loopback error", host, got)
+		}
+	}
+}

@@ -31,6 +31,7 @@ type setting struct {
 	src   string // "DRAINIT_GRACE_PERIOD", "--grace-period", or "" for drainit's default
 	line  int    // 0 for the default
 	known bool   // false: the manifest does not show the value, or drainit refuses it
+	empty bool   // src is a variable set to "", which drainit takes as unset: raw is the default
 }
 
 // durSetting is a duration option, parsed; d is drainit's default when the value is not known.
@@ -136,7 +137,7 @@ func findDrainit(c *Container, env envMap) *drainitConf {
 			st.line = args[s.Arg].line
 		case s.Source == o.Env:
 			if ev, ok := env.lookup(o.Env); ok {
-				st.line = ev.Line
+				st.line, st.empty = ev.Line, ev.Known && ev.Value == ""
 			} else {
 				st.src = "" // envFrom may set it, or not
 			}
@@ -366,7 +367,7 @@ const exampleControlPort = 8099
 
 // targets says whether an httpGet hook is aimed at drainit's control server.
 func (dc *drainitConf) targets(g *HTTPGet, ports []Port) bool {
-	if g.Host != "" && g.Host != "localhost" && g.Host != "127.0.0.1" && g.Host != "::1" {
+	if g.Host != "" && !isLoopbackHost(g.Host) {
 		return false // some other server
 	}
 	port := resolvePort(g, ports)
