@@ -895,6 +895,11 @@ func (p *parsed) check() *Validation {
 	}
 	if r.StopSignal != "" {
 		s, err := signals.Parse(r.StopSignal)
+		if err == nil && !signals.Forwardable(s) && s != signals.SIGKILL && s != signals.SIGSTOP {
+			// The platform stops the container with it, and drainit never gets it as a signal
+			// of its own: the stop would start nothing, and the app be killed at the deadline.
+			err = fmt.Errorf("%s cannot be a trigger, and the stop signal is always one: a stop with it would start nothing", signals.Name(s))
+		}
 		if err != nil {
 			bad("stop-signal", r.StopSignal, err)
 		}
