@@ -551,3 +551,31 @@ func TestWatchCPUBudgetNotOthers(t *testing.T) {
 		t.Errorf("ended %s after the last arrival, want %s and at most a poll", after, cfg.Quiet)
 	}
 }
+
+// TestWatchSetupHoldsBackLittle: a costly setup (an app with 19,000 descriptors to look through:
+// 124 ms) is budgeted only up to setupBudgeted, so the first poll comes at most 250 ms late:
+// held back in full, it came 6.2 s after the drain began, and the drain ended that late.
+func TestWatchSetupHoldsBackLittle(t *testing.T) {
+	f := newFakeSystem()
+	e := f.env()
+	first := true
+	e.measure = func(fn func()) time.Duration {
+		fn()
+		if first {
+			first = false
+			return 124 * time.Millisecond // the setup
+		}
+		return 20 * time.Microsecond
+	}
+	cfg := Config{AppPID: 1, Quiet: time.Second, Max: 15 * time.Second, Interval: 100 * time.Millisecond}
+	r := runEnv(t, cfg, e)
+	if len(f.polls) < 2 {
+		t.Fatalf("result %+v after %d polls", r, len(f.polls))
+	}
+	if late := f.polls[1].Sub(f.t0); late > time.Duration(float64(setupBudgeted)/cpuBudget)+cfg.Interval {
+		t.Errorf("the first poll came %s after the start, want at most %s", late, time.Duration(float64(setupBudgeted)/cpuBudget))
+	}
+	if r.Reason != ReasonQuiet || r.Elapsed > cfg.Quiet+time.Duration(float64(setupBudgeted)/cpuBudget) {
+		t.Errorf("result %+v, want quiet within the quiet period and the setup's hold", r)
+	}
+}

@@ -229,12 +229,14 @@
 // (1 ms) beyond the sample, and the next poll comes no sooner than 50 times that, and no sooner
 // than Config.Interval (DefaultInterval has the measurements); nor before the drain's own CPU
 // since Start, setup included (finding the listeners, the baseline: a few milliseconds,
-// measured on their thread), is 2% of the time since. The process's CPU beyond pollOverhead is
+// measured on their thread; the setup up to setupBudgeted, 5 ms), is 2% of the time since. The process's CPU beyond pollOverhead is
 // other work's, and not the drain's to pay for: reaping an orphan storm, or a client holding
 // hundreds of connections to the control server (it needs no token) took enough of it to space
 // the polls 0.6-3.9 s apart, and sock-diag then missed connections that came and went between
 // two polls: the drain ended while clients still came. A big table makes the
 // polls rarer, not costlier; a connection is then seen later, which only makes the drain longer.
-// The setup itself is not budgeted: on a table of 42,000 sockets read as text (proc-net-tcp) it
-// cost ~170 ms of CPU, 4.4% of a 4 s drain, 1.2% of the default 15 s maximum.
+// Beyond 5 ms the setup is not budgeted: held back in full, an app with 19,000 descriptors to
+// look through (124 ms) had its first poll 6.2 s late, and the drain ended that much later. On a
+// table of 42,000 sockets read as text (proc-net-tcp) the setup cost ~170 ms of CPU, 4.4% of a
+// 4 s drain, 1.2% of the default 15 s maximum.
 package drainwatch
