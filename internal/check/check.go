@@ -676,9 +676,13 @@ func (k *containerCheck) preStopGrace() bool {
 		need = fmt.Sprintf("; with %s it needs at least %ds%s", k.appParts(), secs,
 			k.drainitGraceFix(time.Duration(secs)*time.Second, ", and", "to be"))
 	}
+	cmp := ">" // an exact sleep is reported only when longer
+	if !ps.exact {
+		cmp = "≥"
+	}
 	k.add(ps.line, Error, RulePreStopGrace, "%s %s terminationGracePeriodSeconds %s: the kubelet stops waiting for the hook at %s "+
 		"and the app gets only the kubelet's %s minimum between SIGTERM and SIGKILL%s",
-		ps.describe(), map[bool]string{true: ">", false: "≥"}[ps.exact], fmtDur(k.grace), fmtDur(k.grace), fmtDur(kubelet.MinGraceAfterSignal), need)
+		ps.describe(), cmp, fmtDur(k.grace), fmtDur(k.grace), fmtDur(kubelet.MinGraceAfterSignal), need)
 	return true
 }
 
