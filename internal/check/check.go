@@ -665,9 +665,7 @@ func bearerIs(header, token string) bool {
 // reported, so that the shutdown rule does not repeat it.
 func (k *containerCheck) preStopGrace() bool {
 	ps := k.ps
-	// A sleep of exactly the whole grace period leaves the app what one just under it does,
-	// the kubelet's minimum (preStopMinimum's); a hook that goes on after it is cut short.
-	if ps.kind != hookSleep || ps.min < k.grace || (ps.min == k.grace && ps.exact) {
+	if !k.sleepOutlastsGrace() {
 		return false
 	}
 	need := ""
@@ -693,7 +691,7 @@ func (k *containerCheck) preStopGrace() bool {
 func (k *containerCheck) preStopMinimum(drainitOK bool) {
 	ps := k.ps
 	if ps.kind != hookSleep || k.c.Sidecar || k.app != nil || (k.dc != nil && !drainitOK) ||
-		ps.min > k.grace || (ps.min == k.grace && !ps.exact) || k.grace-ps.min > kubelet.MinGraceAfterSignal {
+		k.sleepOutlastsGrace() || k.grace-ps.min > kubelet.MinGraceAfterSignal {
 		return
 	}
 	window := k.afterPreStop(k.grace)
@@ -705,6 +703,14 @@ func (k *containerCheck) preStopMinimum(drainitOK bool) {
 	k.add(ps.line, Warning, RulePreStopMinimum, "%s of terminationGracePeriodSeconds %s: %s; nothing here says how long the app takes "+
 		"to stop, and if longer it is SIGKILLed mid-shutdown: shorten the preStop sleep, or raise terminationGracePeriodSeconds "+
 		"to the preStop plus the app's shutdown", ps.describe(), fmtDur(k.grace), gets)
+}
+
+// sleepOutlastsGrace says whether the preStop sleeps past the grace period: longer, or as long
+// with more of the hook after it, which the kubelet cuts short. A sleep of exactly the whole
+// period leaves the app what one just under it does, the kubelet's minimum (preStopMinimum's).
+func (k *containerCheck) sleepOutlastsGrace() bool {
+	ps := k.ps
+	return ps.kind == hookSleep && (ps.min > k.grace || (ps.min == k.grace && !ps.exact))
 }
 
 // needs adds up what the stop takes after the kubelet starts it: the preStop, then drainit's

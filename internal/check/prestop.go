@@ -218,7 +218,7 @@ func scriptSleep(script string, env envMap) (total time.Duration, exact bool) {
 			succeeds = true
 			continue
 		}
-		ends := execs || words[0] == "exit" // the script ends here when this runs
+		unsure := depth > 0 || cond || cmd.background // it may not run, or not delay
 		succeeds = false
 		switch words[0] {
 		case "while", "until", "for", "if", "case", "select":
@@ -234,10 +234,8 @@ func scriptSleep(script string, env envMap) (total time.Duration, exact bool) {
 			succeeds = true
 			continue
 		case "exit":
-			if depth > 0 || cond || cmd.background {
-				exact = false // it may end the script here: what follows may not run
-			}
-			return total, exact
+			// Here the script ends, or may: what follows may not run.
+			return total, exact && !unsure
 		}
 		prog := path.Base(words[0])
 		var d time.Duration
@@ -252,7 +250,6 @@ func scriptSleep(script string, env envMap) (total time.Duration, exact bool) {
 				ok = err == nil
 			}
 		}
-		unsure := depth > 0 || cond || cmd.background
 		switch {
 		case !ok || unsure:
 			exact = false
@@ -265,14 +262,10 @@ func scriptSleep(script string, env envMap) (total time.Duration, exact bool) {
 			piped = d
 		}
 		succeeds = ok
-		if ends && !unsure {
-			if !ok {
-				exact = false // exec'd something whose time is not known
-			}
+		if execs {
+			// The script ends here, or may (exact is false then, as for what exec runs whose
+			// time is not known).
 			return total, exact
-		}
-		if ends {
-			return total, false
 		}
 	}
 	return total, exact
