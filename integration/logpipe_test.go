@@ -65,20 +65,8 @@ func TestLogReaderStuckDrainitCarriesOn(t *testing.T) {
 			n, err := unix.IoctlGetInt(int(d.errPipe.Fd()), unix.TIOCINQ) // FIONREAD
 			return err == nil && n >= 60<<10
 		})
-		sent := time.Now()
-		d.signal(syscall.SIGTERM)
-		got := d.stdout.AwaitContains(t, waitTimeout, "got app SIGTERM")
-		if after := got.At.Sub(sent); after < drain-25*time.Millisecond || after > drain+5*time.Second {
-			t.Errorf("the app got SIGTERM %s after drainit did, want the %s drain delay", after, drain)
-		}
 		// The app takes 500 ms to stop: the log is read again before drainit exits.
-		d.readLog()
-		if st := d.wait(waitTimeout); st != (exitStatus{code: 0}) {
-			t.Errorf("drainit: %v, want exit 0 (the app's status) with its log stuck\n%s", st, d.dump())
-		}
-		if took := time.Since(sent); took > grace/2 {
-			t.Errorf("drainit exited %s after the stop, want well within the %s grace period", took, grace)
-		}
+		stopWithLogStuck(t, d, drain, grace)
 		summary, err := os.ReadFile(termLog)
 		if err != nil || !strings.HasSuffix(string(summary), "exit 0 +"+lastOffset(string(summary))) {
 			t.Errorf("termination log %q (%v), want the summary ending in exit 0", summary, err)
@@ -124,18 +112,26 @@ func TestLogSocketStuckDrainitCarriesOn(t *testing.T) {
 			return err == nil && n >= buf*3/4
 		})
 		d.errSock.Close() // drainit's end is drainit's alone again: its exit is the log's end
-		sent := time.Now()
-		d.signal(syscall.SIGTERM)
-		got := d.stdout.AwaitContains(t, waitTimeout, "got app SIGTERM")
-		if after := got.At.Sub(sent); after < drain-25*time.Millisecond || after > drain+5*time.Second {
-			t.Errorf("the app got SIGTERM %s after drainit did, want the %s drain delay", after, drain)
-		}
-		d.readLog()
-		if st := d.wait(waitTimeout); st != (exitStatus{code: 0}) {
-			t.Errorf("drainit: %v, want exit 0 (the app's status) with its log socket stuck\n%s", st, d.dump())
-		}
-		if took := time.Since(sent); took > grace/2 {
-			t.Errorf("drainit exited %s after the stop, want well within the %s grace period", took, grace)
-		}
+		stopWithLogStuck(t, d, drain, grace)
 	})
+}
+
+// stopWithLogStuck stops d, whose log nobody reads, with SIGTERM: the app must get it after the
+// drain delay as if the log were read; then the log is read again, and drainit must exit 0 (the
+// app's status) well within the grace period.
+func stopWithLogStuck(t *testing.T, d *drainitRun, drain, grace time.Duration) {
+	t.Helper()
+	sent := time.Now()
+	d.signal(syscall.SIGTERM)
+	got := d.stdout.AwaitContains(t, waitTimeout, "got app SIGTERM")
+	if after := got.At.Sub(sent); after < drain-25*time.Millisecond || after > drain+5*time.Second {
+		t.Errorf("the app got SIGTERM %s after drainit did, want the %s drain delay", after, drain)
+	}
+	d.readLog()
+	if st := d.wait(waitTimeout); st != (exitStatus{code: 0}) {
+		t.Errorf("drainit: %v, want exit 0 (the app's status) with its log stuck\n%s", st, d.dump())
+	}
+	if took := time.Since(sent); took > grace/2 {
+		t.Errorf("drainit exited %s after the stop, want well within the %s grace period", took, grace)
+	}
 }
