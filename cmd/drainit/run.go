@@ -366,7 +366,7 @@ func logOutput(w *os.File) logqueue.Output {
 		// and the stop sequence stopped with it (no stop signal, no SIGKILL) until it was read.
 		return logqueue.Output{Try: func(p []byte) (int, error) {
 			n, err := unix.SendmsgN(fd, p, nil, nil, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
-			if errors.Is(err, unix.ENOTSOCK) || errors.Is(err, unix.EOPNOTSUPP) {
+			if errors.Is(err, unix.EOPNOTSUPP) { // a socket that takes no flags: as before
 				return f.Write(p)
 			}
 			return max(n, 0), err
