@@ -62,7 +62,8 @@ func (h *execHook) Run(ctx context.Context) error {
 	return h.status(p.ws)
 }
 
-// start resolves the command and starts it with an empty stdin and piped stdout and stderr.
+// start resolves the command and starts it with an empty stdin, piped stdout and stderr, and no
+// signal blocked (signals.StartUnblocked).
 func (h *execHook) start(log *zerolog.Logger) (*hookProcess, error) {
 	// exec.LookPath only searches PATH, the way a shell does; nothing of os/exec runs the process.
 	path, err := exec.LookPath(h.argv[0])
@@ -83,12 +84,15 @@ func (h *execHook) start(log *zerolog.Logger) (*hookProcess, error) {
 			return nil, fmt.Errorf("output pipe: %w", err)
 		}
 	}
+	// Fd puts the write ends back in blocking mode, which the hook's stdout expects.
+	files := []uintptr{uintptr(in[0]), w[0].Fd(), w[1].Fd()}
 	pid, exit, err := h.children.start(func() (int, error) {
-		// Fd puts the write ends back in blocking mode, which the hook's stdout expects.
-		return syscall.ForkExec(path, h.argv, &syscall.ProcAttr{
-			Env:   os.Environ(),
-			Files: []uintptr{uintptr(in[0]), w[0].Fd(), w[1].Fd()},
-			Sys:   &syscall.SysProcAttr{Setpgid: true},
+		return signals.StartUnblocked(func() (int, error) {
+			return syscall.ForkExec(path, h.argv, &syscall.ProcAttr{
+				Env:   os.Environ(),
+				Files: files,
+				Sys:   &syscall.SysProcAttr{Setpgid: true},
+			})
 		})
 	})
 	closeAll(w[:]...) // the hook's copies are the only write ends left: EOF once its group is gone

@@ -472,6 +472,18 @@ func (e logEntry) msg() string { s, _ := e["message"].(string); return s }
 
 func (e logEntry) str(key string) string { s, _ := e[key].(string); return s }
 
+// strs returns a field that is a list of strings, nil where it is not.
+func (e logEntry) strs(key string) []string {
+	list, _ := e[key].([]any)
+	var out []string
+	for _, v := range list {
+		if s, ok := v.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // int returns a numeric field, and whether it is there.
 func (e logEntry) int(key string) (int, bool) {
 	f, ok := e[key].(float64)

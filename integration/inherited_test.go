@@ -1,6 +1,9 @@
 package integration
 
 import (
+	"fmt"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -8,6 +11,7 @@ import (
 
 	"github.com/drainit/drainit/integration/lines"
 	"github.com/drainit/drainit/integration/testbin"
+	"github.com/drainit/drainit/internal/proc"
 )
 
 // ignoring is a launcher that ignores HUP and TSTP and execs the rest of its arguments, as
@@ -31,7 +35,13 @@ func appIgnored(t *testing.T, s spec) (uint64, *drainitRun) {
 // parseSigIgn reads a /proc/PID/status SigIgn line.
 func parseSigIgn(t *testing.T, line string) uint64 {
 	t.Helper()
-	mask, err := strconv.ParseUint(strings.TrimSpace(strings.TrimPrefix(line, "SigIgn:")), 16, 64)
+	return parseMask(t, line, "SigIgn:")
+}
+
+// parseMask reads a signal mask from a /proc/PID/status line: field, then the mask in hex.
+func parseMask(t *testing.T, line, field string) uint64 {
+	t.Helper()
+	mask, err := strconv.ParseUint(strings.TrimSpace(strings.TrimPrefix(line, field)), 16, 64)
 	if err != nil {
 		t.Fatalf("reading %q: %v", line, err)
 	}
@@ -231,4 +241,70 @@ func TestIgnoredStopSignalWarns(t *testing.T) {
 			t.Errorf("a warning about the stop signal, with QUIT no stop signal\n%s", d.dump())
 		}
 	})
+}
+
+// blocking is a launcher that blocks signals and execs the rest of its arguments, as a parent
+// does that leaves its sigprocmask in place across the exec of drainit: TERM, which the Go
+// runtime unblocks on its threads to hear it, and USR1, USR2, PIPE, ALRM and WINCH, which it
+// leaves blocked until they are registered.
+func blocking() []string {
+	return []string{testappBin, "_blocked", "TERM,USR1,USR2,PIPE,ALRM,WINCH", "--"}
+}
+
+// The app and the hooks start with no signal blocked, whatever drainit started with: a blocked
+// stop signal would reach the app only as the SIGKILL. Started with USR1 blocked and USR1 as the
+// stop signal, the app (sleep, which leaves its mask alone, as a shell does not: dash unblocks
+// everything as it starts) ends by its stop signal at once; its mask and a post-stop hook's are
+// empty, and drainit logs which signals it found blocked.
+func TestBlockedSignalsUnblockedForApp(t *testing.T) {
+	eachMode(t, func(t *testing.T, m mode) {
+		d := start(t, spec{mode: m, launcher: blocking(),
+			args: []string{"--stop-signal", "USR1", "--drain-delay", "0", "--grace-period", "8s",
+				"--post-stop-exec", `["grep","^SigBlk:","/proc/self/status"]`},
+			app: []string{"sleep", "30"}})
+		d.stderr.AwaitContains(t, waitTimeout, "app started")
+		app := proc.Children("/proc", d.pid)
+		if len(app) != 1 {
+			t.Fatalf("drainit has children %v, want the app alone\n%s", app, d.dump())
+		}
+		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", app[0]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mask := parseMask(t, statusLine(string(status), "SigBlk:"), "SigBlk:"); mask != 0 {
+			t.Errorf("the app started with signals blocked (SigBlk %016x), want none", mask)
+		}
+		d.signal(syscall.SIGTERM)
+		if got := d.wait(waitTimeout); got != (exitStatus{code: 128 + int(syscall.SIGUSR1)}) {
+			t.Fatalf("drainit: %v, want exit %d (the app ended by its stop signal USR1)\n%s", got, 128+syscall.SIGUSR1, d.dump())
+		}
+		var hook string
+		var logged []string
+		for _, e := range d.logs() {
+			switch {
+			case e.str("hook") != "" && strings.HasPrefix(e.msg(), "SigBlk:"):
+				hook = e.msg()
+			case e.msg() == "signals blocked when drainit started are unblocked for the app and the hooks":
+				logged = e.strs("signals")
+			}
+		}
+		if hook == "" {
+			t.Errorf("the post-stop hook logged no SigBlk line\n%s", d.dump())
+		} else if mask := parseMask(t, hook, "SigBlk:"); mask != 0 {
+			t.Errorf("the post-stop hook started with signals blocked (SigBlk %016x), want none", mask)
+		}
+		if want := []string{"SIGUSR1", "SIGUSR2", "SIGPIPE", "SIGALRM", "SIGWINCH"}; !slices.Equal(logged, want) {
+			t.Errorf("drainit logged %q as blocked at its start, want %q (TERM the Go runtime unblocks itself)\n%s", logged, want, d.dump())
+		}
+	})
+}
+
+// statusLine is the line of a /proc/PID/status file that starts with field, "" if none.
+func statusLine(status, field string) string {
+	for l := range strings.Lines(status) {
+		if strings.HasPrefix(l, field) {
+			return strings.TrimSpace(l)
+		}
+	}
+	return ""
 }

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/drainit/drainit/internal/execerr"
+	"github.com/drainit/drainit/signals"
 )
 
 // StartError is the app failing to start. Code is what drainit exits with: 127 when the command
@@ -77,10 +78,12 @@ func spawn(argv []string, foreground bool) (int, error) {
 	if foreground {
 		attr = &syscall.SysProcAttr{Setpgid: true, Foreground: true, Ctty: 0}
 	}
-	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
-		Env:   os.Environ(),
-		Files: []uintptr{0, 1, 2},
-		Sys:   attr,
+	pid, err := signals.StartUnblocked(func() (int, error) {
+		return syscall.ForkExec(path, argv, &syscall.ProcAttr{
+			Env:   os.Environ(),
+			Files: []uintptr{0, 1, 2},
+			Sys:   attr,
+		})
 	})
 	if err != nil {
 		code, err := execerr.Explain(path, err)

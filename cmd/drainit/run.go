@@ -117,6 +117,9 @@ func runCmd(args []string, stdout io.Writer, stderr *os.File) int {
 		log.Warn().Msg(w)
 	}
 	logIgnored(log, cfg, reg.Ignored, reg.AllSeen)
+	if blocked := signals.Blocked(); len(blocked) > 0 {
+		log.Info().Strs("signals", signalNames(blocked)).Msg("signals blocked when drainit started are unblocked for the app and the hooks")
+	}
 	log.Debug().Int("gomaxprocs", runtime.GOMAXPROCS(0)).Int("gomaxprocs_at_start", procsAtStart).Msg("drainit's Go code runs on one P")
 	sup := supervisor.New(cfg, opts, log, reg.Sigs, reg.Chld)
 	code, err := sup.Run(context.Background())
@@ -197,11 +200,7 @@ func logIgnored(log zerolog.Logger, cfg *config.Config, ignored []unix.Signal, a
 	if len(ignored) == 0 {
 		return
 	}
-	names := make([]string, len(ignored))
-	for i, s := range ignored {
-		names[i] = signals.Name(s)
-	}
-	log.Info().Strs("signals", names).Msg("signals ignored when drainit started stay ignored for the app and are not forwarded")
+	log.Info().Strs("signals", signalNames(ignored)).Msg("signals ignored when drainit started stay ignored for the app and are not forwarded")
 	if slices.Contains(ignored, cfg.StopSignal) {
 		log.Warn().Str("signal", signals.Name(cfg.StopSignal)).
 			Msg("the stop signal was ignored when drainit started and stays ignored for the app: it will only be killed, --kill-margin before the deadline")
@@ -209,6 +208,15 @@ func logIgnored(log zerolog.Logger, cfg *config.Config, ignored []unix.Signal, a
 	if len(cfg.Triggers) > 0 && !slices.ContainsFunc(cfg.Triggers, func(s unix.Signal) bool { return !slices.Contains(ignored, s) }) {
 		log.Warn().Msg("every trigger signal was ignored when drainit started: no signal starts the stop sequence, only a /prestop request")
 	}
+}
+
+// signalNames names each of sigs.
+func signalNames(sigs []unix.Signal) []string {
+	names := make([]string, len(sigs))
+	for i, s := range sigs {
+		names[i] = signals.Name(s)
+	}
+	return names
 }
 
 // outerDrainit is the pid of a drainit in run mode above this one, found from the marker it

@@ -52,8 +52,8 @@
 //	testapp get -n N -every D URL  make N requests to URL, each on a new connection, D apart;
 //	                               print "got <status> <RFC 3339 time>" after each; fail on the
 //	                               first error or non-200 status
-//	testapp _blocked SIG -- PROG [ARG...]
-//	                               exec PROG (searched in PATH) with SIG blocked in its signal
+//	testapp _blocked SIG[,SIG...] -- PROG [ARG...]
+//	                               exec PROG (searched in PATH) with each SIG blocked in its signal
 //	                               mask, which PROG and its children inherit: a SIG sent to them
 //	                               stays pending until they unblock it (as signal.Notify does)
 //	testapp _netns -- PROG [ARG...]
@@ -692,26 +692,28 @@ func get(args []string) error {
 	return nil
 }
 
-// blockedExec execs PROG with SIG blocked. The signal mask is per thread and execve keeps the
+// blockedExec execs PROG with each SIG blocked. The signal mask is per thread and execve keeps the
 // calling thread's, so the signal is blocked on a locked thread that then calls exec; the Go
 // runtime's other threads do not matter once exec replaces the process.
 func blockedExec(args []string) error {
 	if len(args) < 3 || args[1] != "--" {
-		return errors.New("usage: _blocked SIG -- PROG [ARG...]")
+		return errors.New("usage: _blocked SIG[,SIG...] -- PROG [ARG...]")
 	}
-	sig := signalByName(args[0])
-	if sig == 0 {
-		return fmt.Errorf("unknown signal %q", args[0])
+	var set unix.Sigset_t
+	for _, name := range strings.Split(args[0], ",") {
+		sig := signalByName(name)
+		if sig == 0 {
+			return fmt.Errorf("unknown signal %q", name)
+		}
+		set.Val[(sig-1)/64] |= 1 << ((uint(sig) - 1) % 64)
 	}
 	path, err := exec.LookPath(args[2])
 	if err != nil {
 		return err
 	}
 	runtime.LockOSThread()
-	var set unix.Sigset_t
-	set.Val[(sig-1)/64] |= 1 << ((uint(sig) - 1) % 64)
 	if err := unix.PthreadSigmask(unix.SIG_BLOCK, &set, nil); err != nil {
-		return fmt.Errorf("blocking %s: %w", signame(sig), err)
+		return fmt.Errorf("blocking %s: %w", args[0], err)
 	}
 	return syscall.Exec(path, args[2:], os.Environ())
 }
