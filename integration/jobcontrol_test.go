@@ -2,11 +2,13 @@ package integration
 
 import (
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/drainit/drainit/integration/lines"
 	"github.com/drainit/drainit/internal/proc"
+	"github.com/drainit/drainit/internal/testenv"
 )
 
 // TestJobStopWithoutTerminal: drainit is a job-control shell's foreground job, but the app does
@@ -52,5 +54,28 @@ func TestJobStopWithoutTerminal(t *testing.T) {
 	}
 	if got := sh.wait(waitTimeout); got != (exitStatus{code: 0}) {
 		t.Fatalf("the shell: %v, want exit 0\n%s", got, sh.dump())
+	}
+}
+
+// TestJobStopOrphanedGroup: started by anything but a job-control shell (here setsid, a session
+// of its own, as a process manager starts it), drainit's process group is orphaned: nothing
+// would continue it once stopped, and the kernel discards a job-control stop sent to such a
+// group. A SIGTSTP (an app's `kill -TSTP $PPID`) is then passed on, and stops neither drainit nor
+// the app: a SIGTERM after it still stops the app.
+func TestJobStopOrphanedGroup(t *testing.T) {
+	setsid, err := testenv.LookPath("setsid")
+	if err != nil {
+		testenv.SkipUnlessCI(t, "no setsid (util-linux) to start drainit in a session of its own: "+err.Error())
+	}
+	d := start(t, spec{mode: subreaper, launcher: []string{setsid}, args: []string{"--drain-delay", "0", "--log-level", "debug"}, app: app("signals")})
+	d.stdout.AwaitLine(t, waitTimeout, "the app ready", lines.Containing("ready app "))
+	d.signal(syscall.SIGTSTP)
+	// The app records no TSTP (testapp's signals mode leaves the job-control stops out).
+	d.stderr.AwaitLine(t, waitTimeout, "SIGTSTP passed on", func(l string) bool {
+		return strings.Contains(l, `"signal":"SIGTSTP"`) && strings.Contains(l, "forwarding signal to the app")
+	})
+	d.signal(syscall.SIGTERM)
+	if got := d.wait(waitTimeout); got != (exitStatus{code: 0}) {
+		t.Fatalf("drainit: %v after SIGTSTP then SIGTERM, want exit 0 (drainit stopped itself, with nothing above to continue it?)\n%s", got, d.dump())
 	}
 }

@@ -100,23 +100,27 @@ func startOnTerminal(t *testing.T, cmd *exec.Cmd) (*os.File, *lines.Log, *draini
 	return master, tty, watch(t, subreaper, cmd, tty, tty)
 }
 
-// TestTerminal runs drainit (not as PID 1) on a terminal, as `docker run -it` does: the app's
-// group gets the foreground, Ctrl-C reaches the app, Ctrl-Z stops the app and then drainit (so
-// that a shell above sees the job stopped, with the terminal back), and SIGCONT to drainit
-// resumes both with the app in the foreground again.
+// TestTerminal runs drainit (not as PID 1) on a terminal as a job-control shell's foreground
+// job: the app's group gets the foreground, Ctrl-C reaches the app, Ctrl-Z stops the app and then
+// drainit (so that the shell sees its job stopped and takes the terminal back), and the shell's
+// fg resumes both with the app in the foreground again.
 func TestTerminal(t *testing.T) {
-	// drainit is where a shell's job would be.
-	master, tty, d := startOnTerminal(t, exec.Command(drainitBin, "--drain-delay", "0", "--log-format", "json", "--log-level", "info", "--", testappBin, "signals"))
+	// sh -m: job control without an interactive shell; the read holds it between the stop and
+	// the fg.
+	master, tty, sh := startOnTerminal(t, exec.Command("sh", "-mc",
+		`"$0" --drain-delay 0 --log-format json --log-level info -- "$1" signals; echo "job status $?"; read line; fg; echo "fg status $?"`,
+		drainitBin, testappBin))
 
 	started := tty.AwaitLine(t, waitTimeout, "drainit's \"app started\"", lines.Containing(`"message":"app started"`)).Text
 	if !strings.Contains(started, `"tty":true`) {
 		t.Fatalf("drainit did not see its terminal: %s", started)
 	}
-	ready := tty.AwaitLine(t, waitTimeout, "the app ready", lines.Containing("ready app ")).Text
-	appPid, err := strconv.Atoi(strings.Fields(ready[strings.Index(ready, "ready app ")+len("ready app "):])[0])
-	if err != nil {
-		t.Fatalf("no pid in %q", ready)
+	appPid := tty.AwaitPID(t, waitTimeout, "ready app")
+	kids := proc.Children("/proc", sh.pid)
+	if len(kids) != 1 {
+		t.Fatalf("the shell's children: %v, want drainit alone", kids)
 	}
+	drainit := kids[0]
 	if fg := foreground(t, master); fg != appPid {
 		t.Fatalf("foreground group %d, want the app's (%d)", fg, appPid)
 	}
@@ -129,23 +133,54 @@ func TestTerminal(t *testing.T) {
 	if _, err := master.Write([]byte{0x1a}); err != nil { // Ctrl-Z
 		t.Fatal(err)
 	}
+	// The shell goes on past the job once it has stopped: 128 + the stop signal.
+	tty.AwaitLine(t, waitTimeout, "the shell seeing its job stopped", lines.Containing("job status 14"))
 	waitUntil(t, waitTimeout, "the app and drainit stopped (state T) after Ctrl-Z", func() bool {
-		return procState(appPid) == 'T' && procState(d.pid) == 'T'
+		return procState(appPid) == 'T' && procState(drainit) == 'T'
 	})
-	if fg := foreground(t, master); fg != d.pid {
-		t.Errorf("while stopped, foreground group %d, want drainit's (%d), as a shell's job leaves it", fg, d.pid)
+	if fg := foreground(t, master); fg != sh.pid {
+		t.Errorf("while the job is stopped, foreground group %d, want the shell's (%d)", fg, sh.pid)
 	}
 
-	d.signal(syscall.SIGCONT)
-	waitUntil(t, waitTimeout, "the app and drainit running again after SIGCONT", func() bool {
-		a, s := procState(appPid), procState(d.pid)
+	if _, err := master.Write([]byte("\n")); err != nil { // ends the read: fg
+		t.Fatal(err)
+	}
+	tty.AwaitLine(t, waitTimeout, "the app's SIGCONT", lines.Containing("got app SIGCONT"))
+	waitUntil(t, waitTimeout, "the app and drainit running again after fg", func() bool {
+		a, s := procState(appPid), procState(drainit)
 		return a != 'T' && a != 0 && s != 'T' && s != 0
 	})
-	tty.AwaitLine(t, waitTimeout, "the app's SIGCONT", lines.Containing("got app SIGCONT"))
 	if fg := foreground(t, master); fg != appPid {
-		t.Errorf("after resuming, foreground group %d, want the app's (%d)", fg, appPid)
+		t.Errorf("after fg, foreground group %d, want the app's (%d)", fg, appPid)
 	}
 
+	if err := syscall.Kill(drainit, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	tty.AwaitLine(t, waitTimeout, "the app's SIGTERM", lines.Containing("got app SIGTERM"))
+	tty.AwaitLine(t, waitTimeout, "drainit's exit status through fg", lines.Containing("fg status 0"))
+	if got := sh.wait(waitTimeout); got != (exitStatus{code: 0}) {
+		t.Fatalf("the shell: %v, want exit 0\n%s", got, sh.dump())
+	}
+}
+
+// TestTerminalSessionLeader runs drainit on a terminal in a session of its own, as `ssh -t host
+// drainit -- app` or setsid does: its process group is orphaned, with no shell to continue it.
+// Ctrl-Z stops the app (it has the foreground) but not drainit, which says how to resume it and
+// still takes SIGTERM: the stop signal, followed by SIGCONT, ends the stopped app gracefully.
+func TestTerminalSessionLeader(t *testing.T) {
+	master, tty, d := startOnTerminal(t, exec.Command(drainitBin, "--drain-delay", "0", "--log-format", "json", "--log-level", "info", "--", testappBin, "signals"))
+	appPid := tty.AwaitPID(t, waitTimeout, "ready app")
+	if fg := foreground(t, master); fg != appPid {
+		t.Fatalf("foreground group %d, want the app's (%d)", fg, appPid)
+	}
+	if _, err := master.Write([]byte{0x1a}); err != nil { // Ctrl-Z
+		t.Fatal(err)
+	}
+	tty.AwaitLine(t, waitTimeout, "drainit's warning", lines.Containing("app stopped by job control; send SIGCONT to resume it"))
+	if s := procState(d.pid); s == 'T' {
+		t.Errorf("drainit stopped itself (state %c) with nothing above to continue it", s)
+	}
 	d.signal(syscall.SIGTERM)
 	tty.AwaitLine(t, waitTimeout, "the app's SIGTERM", lines.Containing("got app SIGTERM"))
 	if got := d.wait(waitTimeout); got != (exitStatus{code: 0}) {

@@ -4,6 +4,8 @@ import (
 	"runtime"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/drainit/drainit/internal/proc"
 )
 
 // controllingTerminal reports whether stdin is drainit's controlling terminal and drainit is in
@@ -64,13 +66,36 @@ func setForeground(pgid int) {
 }
 
 // noShellAbove reports whether nothing above drainit can resume it once it has stopped itself:
-// it is PID 1, or its parent is outside its PID namespace (getppid is 0 there). The latter is a
-// container's first process in a PID namespace it shares with other containers
-// (shareProcessNamespace: PID 1 is the sandbox's), below the runtime, which resumes nothing:
-// stopped, drainit would take no trigger, and the pod would end with the runtime's SIGKILL and
-// no drain. A shell, or sudo, that resumes its job is in the job's PID namespace.
+// it is PID 1, its parent is outside its PID namespace (getppid is 0 there), or its process group
+// is orphaned. The second is a container's first process in a PID namespace it shares with
+// other containers (shareProcessNamespace: PID 1 is the sandbox's), below the runtime, which
+// resumes nothing: stopped, drainit would take no trigger, and the pod would end with the
+// runtime's SIGKILL and no drain. A shell, or sudo, that resumes its job is in the job's PID
+// namespace. The third is drainit started by anything but a job-control shell (a process
+// manager's setsid, a script without job control): the kernel discards a job-control stop sent
+// to such a group, and an app's `kill -TSTP $PPID` would otherwise stop drainit and the app for
+// good.
 func (s *Supervisor) noShellAbove() bool {
-	return s.pid1 || unix.Getppid() == 0
+	return s.pid1 || unix.Getppid() == 0 || groupOrphaned()
+}
+
+// groupOrphaned reports whether drainit's process group is orphaned (proc.GroupOrphaned). Where
+// /proc shows no member of it, only drainit's own parent is asked, and a parent in drainit's
+// own group counts as nothing above it: a wrong "orphaned" costs a Ctrl-Z that stops the app
+// and not drainit, a wrong "not orphaned" a drainit stopped for good.
+func groupOrphaned() bool {
+	pgid := unix.Getpgrp()
+	sid, err := unix.Getsid(0)
+	if err != nil {
+		return true
+	}
+	if orphaned, ok := proc.GroupOrphaned("/proc", pgid, sid); ok {
+		return orphaned
+	}
+	ppid := unix.Getppid()
+	ppgid, err1 := unix.Getpgid(ppid)
+	psid, err2 := unix.Getsid(ppid)
+	return err1 != nil || err2 != nil || ppgid == pgid || psid != sid
 }
 
 // suspendsOn reports whether drainit stops itself after passing sig on, as dumb-init does: sig

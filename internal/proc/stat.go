@@ -116,3 +116,26 @@ func ParseStartTime(b []byte) (uint64, error) {
 	}
 	return t, nil
 }
+
+// GroupOrphaned reports whether process group pgid, of session sid, is orphaned as POSIX and the
+// kernel define it: no member has a parent in the same session but in another group, which is
+// how a job-control shell is related to its jobs. Nothing would continue such a group once it
+// stopped, and the kernel discards SIGTSTP, SIGTTIN and SIGTTOU sent to it for that reason. A
+// parent outside root's PID namespace (PPID 0) cannot be seen and does not count. ok is false
+// when root shows no member of the group (no /proc, or another namespace's).
+func GroupOrphaned(root string, pgid, sid int) (orphaned, ok bool) {
+	for _, pid := range Pids(root) {
+		st, err := ReadStat(root, pid)
+		if err != nil || st.PGID != pgid || st.Gone() {
+			continue
+		}
+		ok = true
+		if st.PPID == 0 {
+			continue
+		}
+		if parent, err := ReadStat(root, st.PPID); err == nil && parent.PGID != pgid && parent.Session == sid {
+			return false, true
+		}
+	}
+	return ok, ok
+}

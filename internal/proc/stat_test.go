@@ -215,3 +215,48 @@ func TestSystemFiles(t *testing.T) {
 		}
 	}
 }
+
+// GroupOrphaned follows POSIX's definition on a made-up /proc: a group is held (not orphaned)
+// by a member whose parent is in the same session and another group, a job-control shell's
+// relation to its job, whichever member that is.
+func TestGroupOrphaned(t *testing.T) {
+	type p struct {
+		ppid, pgid, sid int
+		state           byte
+	}
+	for _, c := range []struct {
+		name      string
+		procs     map[int]p
+		pgid, sid int
+		orphaned  bool
+		ok        bool
+	}{
+		{"a shell's job", map[int]p{1: {0, 1, 1, 'S'}, 10: {1, 10, 10, 'S'}, 20: {10, 20, 10, 'S'}}, 20, 10, false, true},
+		{"a pipeline's second process holds it too", map[int]p{10: {1, 10, 10, 'S'}, 20: {10, 20, 10, 'S'}, 21: {10, 20, 10, 'S'}}, 20, 10, false, true},
+		{"held by the member that is not the caller", map[int]p{10: {1, 10, 10, 'S'}, 20: {10, 20, 10, 'S'}, 21: {20, 20, 10, 'S'}}, 20, 10, false, true},
+		{"a session of its own (setsid)", map[int]p{1: {0, 1, 1, 'S'}, 20: {1, 20, 20, 'S'}}, 20, 20, true, true},
+		{"parent in another session", map[int]p{10: {1, 10, 10, 'S'}, 20: {10, 20, 30, 'S'}}, 20, 30, true, true},
+		{"parent in the same group (a script without job control)", map[int]p{1: {0, 1, 1, 'S'}, 10: {1, 10, 10, 'S'}, 11: {10, 10, 10, 'S'}}, 10, 10, true, true},
+		{"parent outside the namespace", map[int]p{1: {0, 1, 1, 'S'}}, 1, 1, true, true},
+		{"the only member that held it is a zombie", map[int]p{10: {1, 10, 10, 'S'}, 20: {10, 20, 10, 'Z'}, 21: {1, 20, 10, 'S'}}, 20, 10, true, true},
+		{"no member seen", map[int]p{10: {1, 10, 10, 'S'}}, 20, 10, false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			root := t.TempDir()
+			for pid, q := range c.procs {
+				dir := filepath.Join(root, strconv.Itoa(pid))
+				stat := fmt.Sprintf("%d (a b) %c %d %d %d 0 -1 4194304\n", pid, q.state, q.ppid, q.pgid, q.sid)
+				if err := os.Mkdir(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, "stat"), []byte(stat), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			orphaned, ok := GroupOrphaned(root, c.pgid, c.sid)
+			if orphaned != c.orphaned || ok != c.ok {
+				t.Errorf("GroupOrphaned(pgid %d, session %d) = %t, %t; want %t, %t", c.pgid, c.sid, orphaned, ok, c.orphaned, c.ok)
+			}
+		})
+	}
+}
