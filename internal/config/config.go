@@ -1057,6 +1057,12 @@ func quoteAll(flagName string, values []string) string {
 	return strings.Join(q, ", ")
 }
 
+// MaxTokenBytes bounds the control server's token: half of what the server reads of a request's
+// head (http1.MaxHeaderBytes), the rest being left for the request line and the other header
+// fields a client sends (the kubelet's httpGet adds its own and the pod's httpHeaders). A random
+// token needs 32 bytes; a JWT is rarely over 2 KiB.
+const MaxTokenBytes = http1.MaxHeaderBytes / 2
+
 // tokenSpace is the whitespace CleanToken removes around a token: a file's final newline (CRLF
 // from some editors), a pasted space.
 const tokenSpace = " \t\r\n\v\f"
@@ -1066,11 +1072,16 @@ const tokenSpace = " \t\r\n\v\f"
 // strips it), so a token that does could never match: the whitespace around it is removed, and
 // trimmed says so. A token no client can send is an error: whitespace or a control character
 // inside (a header cannot carry CR or LF, and a bearer token is one word, RFC 6750), or nothing
-// but whitespace (which would otherwise turn the token off and open /prestop to anyone).
+// but whitespace (which would otherwise turn the token off and open /prestop to anyone), or one
+// longer than MaxTokenBytes.
 func CleanToken(s string) (token string, trimmed bool, err error) {
 	token = strings.Trim(s, tokenSpace)
 	if s != "" && token == "" {
 		return "", false, errors.New("the token is only whitespace: /prestop and /status would need no token at all")
+	}
+	if len(token) > MaxTokenBytes {
+		return "", false, fmt.Errorf("the token is %d bytes, over %d: with the rest of a request's head it would pass the %d bytes drainit's control server reads of one (it answers 431), and no request could carry it",
+			len(token), MaxTokenBytes, http1.MaxHeaderBytes)
 	}
 	for i := 0; i < len(token); i++ {
 		switch b := token[i]; {
@@ -1084,8 +1095,11 @@ func CleanToken(s string) (token string, trimmed bool, err error) {
 }
 
 // checkListenAddr finds the mistakes in a TCP listen address that net.Listen refuses whatever
-// the system (no port, a numeric port out of range), with net.Listen's own error. What depends on
-// the system (a host name, a service name, a port in use) is left to net.Listen at start.
+// the system (no port, a numeric port out of range), with net.Listen's own error, and refuses a
+// service name for the port ("http-alt"): net.Listen looks it up in /etc/services, which a
+// scratch or distroless image does not have, and `drainit prestop`, which dials the same
+// address, takes a number only. What depends on the system (a host name, a port in use) is left
+// to net.Listen at start.
 func checkListenAddr(addr string) error {
 	_, port, err := net.SplitHostPort(addr)
 	if err == nil && port != "" {
@@ -1094,11 +1108,12 @@ func checkListenAddr(addr string) error {
 		if digits[0] == '+' || digits[0] == '-' {
 			digits, neg = digits[1:], digits[0] == '-'
 		}
-		if strings.Trim(digits, "0123456789") == "" {
-			n, perr := strconv.ParseUint("0"+digits, 10, 64)
-			if perr != nil || n > 65535 || (neg && n > 0) {
-				err = &net.AddrError{Err: "invalid port", Addr: port}
-			}
+		if strings.Trim(digits, "0123456789") != "" {
+			return fmt.Errorf("port %q is not a number: give the port's number (a service name needs /etc/services, which an image built FROM scratch lacks)", port)
+		}
+		n, perr := strconv.ParseUint("0"+digits, 10, 64)
+		if perr != nil || n > 65535 || (neg && n > 0) {
+			err = &net.AddrError{Err: "invalid port", Addr: port}
 		}
 	}
 	if err != nil {

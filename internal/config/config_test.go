@@ -78,6 +78,7 @@ func TestErrorsNameTheOptionAndValue(t *testing.T) {
 		{[]string{"app"}, map[string]string{"DRAINIT_DRAIN": "adaptive", "DRAINIT_DRAIN_MAX": "0ms"}, `DRAINIT_DRAIN_MAX "0ms": must be more than 0`},
 		{[]string{"--ready-probe", "http://127.0.0.1:1/?x=a b", "app"}, nil, `--ready-probe "http://127.0.0.1:1/?x=a b": ready probe: URL "http://127.0.0.1:1/?x=a b": a space in the URL's query`},
 		{[]string{"--http-addr", "8099", "app"}, nil, `--http-addr "8099": listen tcp: address 8099: missing port in address (a port alone is ":8099")`},
+		{[]string{"--http-addr", ":http-alt", "app"}, nil, `--http-addr ":http-alt": port "http-alt" is not a number: give the port's number`},
 		{[]string{"--drain", "adaptive", "--drain-quiet", "0s", "app"}, nil, `--drain-quiet "0s": must be more than 0, or auto`},
 		{[]string{"app"}, map[string]string{"DRAINIT_HOOK_TIMEOUT": "0s"}, `DRAINIT_HOOK_TIMEOUT "0s": must be more than 0`},
 		{[]string{"--grace-period", "6s", "app"}, nil, `--grace-period "6s": grace period 6s leaves the app no time to stop: it must exceed drain delay 5s + kill margin 2s`},

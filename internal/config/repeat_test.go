@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -134,6 +135,10 @@ func TestToken(t *testing.T) {
 	if err != nil || c.HTTPToken != "s3cret" || len(c.Warnings()) != 0 {
 		t.Errorf("a clean token: %v, %v, %q", c, err, c.Warnings())
 	}
+	longest := strings.Repeat("t", MaxTokenBytes)
+	if c, err := parse(t, []string{"--http-token", longest + "\n", "app"}, nil); err != nil || c.HTTPToken != longest {
+		t.Errorf("a token of %d bytes and a newline: %v", MaxTokenBytes, err)
+	}
 	for raw, want := range map[string]string{
 		"\n":             "the token is only whitespace",
 		"s3 cret":        "whitespace inside the token (byte 3 of 7)",
@@ -141,6 +146,7 @@ func TestToken(t *testing.T) {
 		"s3cret\nX-A: b": "control character 0x0a inside the token (byte 7 of 13)",
 		"s3\x00cret":     "control character 0x00",
 		"s3\x7fcret":     "control character 0x7f",
+		"s3cret" + strings.Repeat("x", MaxTokenBytes-5): fmt.Sprintf("the token is %d bytes, over %d", MaxTokenBytes+1, MaxTokenBytes),
 	} {
 		_, err := parse(t, []string{"--http-token", raw, "app"}, nil)
 		if err == nil || !strings.HasPrefix(err.Error(), "--http-token: "+want) {

@@ -154,7 +154,8 @@ func TestHookSecretsNotShown(t *testing.T) {
 }
 
 // TestListenAddrAsNetListen: what checkListenAddr refuses, net.Listen refuses with the same
-// words (a port alone with a hint after them); what depends on the system is left to net.Listen.
+// words (a port alone with a hint after them); what depends on the system is left to net.Listen,
+// but for a service name, which it refuses where net.Listen may take it (from /etc/services).
 func TestListenAddrAsNetListen(t *testing.T) {
 	for _, a := range []string{"8099", ":99999", ":-1", "a:b:c", "[::1", ":18446744073709551616", "::1"} {
 		err := checkListenAddr(a)
@@ -170,9 +171,14 @@ func TestListenAddrAsNetListen(t *testing.T) {
 			t.Errorf("%q: %q, net.Listen says %q", a, err, lerr)
 		}
 	}
-	for _, a := range []string{":0", "127.0.0.1:0", "[::1]:8099", ":http", "localhost:8099", "host.invalid:1", ":", ":+80", ":-0"} {
+	for _, a := range []string{":0", "127.0.0.1:0", "[::1]:8099", "localhost:8099", "host.invalid:1", ":", ":+80", ":-0"} {
 		if err := checkListenAddr(a); err != nil {
 			t.Errorf("%q refused: %v", a, err)
+		}
+	}
+	for _, a := range []string{":http", "127.0.0.1:http-alt", ":8o99", ":+x"} {
+		if err := checkListenAddr(a); err == nil || !strings.HasPrefix(err.Error(), "port ") {
+			t.Errorf("%q: %v, want a service name refused", a, err)
 		}
 	}
 }

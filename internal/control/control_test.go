@@ -15,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/drainit/drainit/internal/config"
 	"github.com/drainit/drainit/internal/http1"
 )
 
@@ -222,11 +223,17 @@ func TestSameToken(t *testing.T) {
 // serve runs a server for b on a loopback port until the test ends, and returns its address.
 func serve(t *testing.T, b Backend) string {
 	t.Helper()
+	return serveWithToken(t, b, "")
+}
+
+// serveWithToken is serve with token required on /prestop and /status.
+func serveWithToken(t *testing.T, b Backend, token string) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := New(b, "", time.Second, zerolog.Nop())
+	srv := New(b, token, time.Second, zerolog.Nop())
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return ln.Addr().String()
@@ -288,6 +295,37 @@ func TestHeaderLimit(t *testing.T) {
 	}
 	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
 		t.Fatalf("64 KiB of headers: %d, want 431", resp.StatusCode)
+	}
+}
+
+// The longest token drainit accepts (config.MaxTokenBytes) fits in a request's head with what
+// the kubelet's httpGet preStop sends besides it (its own header fields, a pod's httpHeaders),
+// through the real server: drainit refuses a longer one at start rather than answer 431 to every
+// preStop.
+func TestLongestTokenFits(t *testing.T) {
+	token := strings.Repeat("t", config.MaxTokenBytes)
+	addr := serveWithToken(t, &fakeBackend{
+		prestop: func(context.Context) (Status, error) { return Status{Drained: true}, nil },
+		status:  running(true, false),
+	}, token)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	podHeaders := ""
+	for i := range 8 {
+		podHeaders += fmt.Sprintf("X-Pod-Header-%d: %s\r\n", i, strings.Repeat("v", 200))
+	}
+	fmt.Fprintf(c, "GET /prestop HTTP/1.1\r\nHost: 10.244.17.203:8081\r\nUser-Agent: kube-lifecycle/1.33\r\n"+
+		"Accept: */*\r\n%sAuthorization: Bearer %s\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n", podHeaders, token)
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/prestop with a %d-byte token: %d, want 200", len(token), resp.StatusCode)
 	}
 }
 
