@@ -220,10 +220,7 @@ func (s *Supervisor) loop(ctx context.Context, m *machine, sigs <-chan unix.Sign
 	hookDone := make(chan stageDone, 2)
 	var cancel [stageCount]context.CancelCauseFunc // each stage's hooks' context, with why it ends
 	stageHooks := [stageCount][]hooks.Hook{config.StageOffline: s.opts.Offline, config.StagePostStop: s.opts.PostStop}
-	var waiters []chan Snapshot // /prestop callers waiting for the end of the drain
-	// kubeletCalls say, for each of the kubelet's /prestop calls among waiters, whether its caller
-	// still waits (request.connected).
-	var kubeletCalls []func() bool
+	var waiters []request // /prestop calls waiting for the end of the drain
 	s.loopLog = s.log.Hook(stopSequenceHook{m})
 
 	// Readiness: the probe, then the online hooks, then the probe again and again, in the
@@ -277,7 +274,7 @@ func (s *Supervisor) loop(ctx context.Context, m *machine, sigs <-chan unix.Sign
 		case <-s.chld:
 			acts = s.reaped(m, waitFlags)
 		case sig := <-sigs:
-			if m.kubeletWaits && !anyWaits(kubeletCalls) {
+			if m.kubeletWaits && !kubeletWaits(waiters) {
 				m.kubeletGone(time.Now())
 			}
 			acts = m.signal(time.Now(), sig)
@@ -302,10 +299,9 @@ func (s *Supervisor) loop(ctx context.Context, m *machine, sigs <-chan unix.Sign
 				r.reply <- m.snapshot(time.Now(), s.appPid)
 				continue
 			}
-			waiters = append(waiters, r.reply)
-			if r.kubelet {
-				kubeletCalls = append(kubeletCalls, r.connected)
-			}
+			// A caller that hung up has stopped waiting (control.watchCaller): what a client
+			// calling again and again leaves behind is bounded by the calls still waiting.
+			waiters = append(slices.DeleteFunc(waiters, hungUp), r)
 			acts = m.prestop(time.Now(), r.kubelet)
 		}
 		if !m.t0.IsZero() || m.appExited {
@@ -352,9 +348,9 @@ func (s *Supervisor) loop(ctx context.Context, m *machine, sigs <-chan unix.Sign
 			case actDrained:
 				st := m.snapshot(time.Now(), s.appPid)
 				for _, w := range waiters {
-					w <- st
+					w.reply <- st
 				}
-				waiters, kubeletCalls = nil, nil
+				waiters = nil
 			case actSurvivors:
 				// Before the post-stop hooks' processes join them.
 				s.loopLog.Error().Strs("survivors", s.proc.survivors()).Msg("what survives SIGKILL")
@@ -601,13 +597,11 @@ func (s *Supervisor) deliver(to target, sig unix.Signal) {
 	}
 }
 
-// anyWaits says whether any of the kubelet's /prestop calls still waits for its answer (a call
-// that cannot tell is taken to).
-func anyWaits(calls []func() bool) bool {
-	for _, connected := range calls {
-		if connected == nil || connected() {
-			return true
-		}
-	}
-	return false
+// kubeletWaits says whether any of the kubelet's /prestop calls among waiters still waits for
+// its answer (a call that cannot tell is taken to).
+func kubeletWaits(waiters []request) bool {
+	return slices.ContainsFunc(waiters, func(r request) bool { return r.kubelet && !hungUp(r) })
 }
+
+// hungUp says whether a /prestop's caller is known to have closed its connection.
+func hungUp(r request) bool { return r.connected != nil && !r.connected() }

@@ -79,6 +79,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
 	"net"
 	"strings"
 	"sync"
@@ -148,6 +149,8 @@ const (
 	// maxConns (of the connection limit, at least 1), so that probes always find room (the
 	// kubelet makes one call per container).
 	maxPrestopWaiting = maxConns / 8
+	// hangupPoll is how often a waiting /prestop looks whether its caller has hung up.
+	hangupPoll = 250 * time.Millisecond
 	// shedLogEvery spaces the warnings about connections shed: a client re-opening hundreds
 	// of connections a second must not flood drainit's log.
 	shedLogEvery = 10 * time.Second
@@ -314,8 +317,14 @@ func (s *Server) Handle(ctx context.Context, r *http1.Request) http1.Response {
 		if n, ok := s.prestopLog.tick(time.Now()); ok {
 			s.log.Info().Str("remote", r.RemoteAddr).Str("user_agent", r.Header.Get("User-Agent")).Int("calls", n).Msg("/prestop called")
 		}
+		ctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		go watchCaller(ctx, r.Connected, cancel)
 		st, err := s.b.Prestop(ctx, FromKubelet(r.Header.Get("User-Agent")), r.Connected)
 		if err != nil {
+			if cause := context.Cause(ctx); errors.Is(cause, errHungUp) {
+				err = cause
+			}
 			return text(503, "prestop: "+err.Error()+"\n")
 		}
 		return jsonResp(st)
@@ -352,6 +361,31 @@ func (s *Server) Handle(ctx context.Context, r *http1.Request) http1.Response {
 		return jsonResp(st)
 	}
 	return text(404, "not found\n")
+}
+
+// errHungUp ends the wait of a /prestop whose caller closed its connection.
+var errHungUp = errors.New("the caller closed its connection")
+
+// watchCaller ends a waiting /prestop (cancel) once its caller has hung up, so that the call
+// gives up its place among the waiting ones (prestopMax) and its connection, where a retry (the
+// kubelet's, after a restart) would otherwise find them all taken until the drain ends. It
+// polls: the server owns the connection's reads. A client that shuts down its sending side and
+// still reads looks gone too (http1.Request.Connected), and gets its answer early: the drain
+// goes on all the same.
+func watchCaller(ctx context.Context, connected func() bool, cancel context.CancelCauseFunc) {
+	t := time.NewTicker(hangupPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if !connected() {
+				cancel(errHungUp)
+				return
+			}
+		}
+	}
 }
 
 // check applies the method list and, when auth, the token.

@@ -3,6 +3,7 @@ package control
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -206,6 +207,61 @@ func TestPrestopWaitersCapped(t *testing.T) {
 	// Room again once they are answered.
 	if rec := do(t, h, "POST", "/prestop", nil); rec.Code != 200 {
 		t.Errorf("/prestop after the waiters were answered: %d", rec.Code)
+	}
+}
+
+// A /prestop whose caller hangs up stops waiting: its place among the waiting calls, and its
+// connection, are free again for a retry (the kubelet's, after it restarted), which would
+// otherwise be refused until the drain ends. Here one place, as under a low RLIMIT_NOFILE.
+func TestPrestopHungUpGivesUpItsPlace(t *testing.T) {
+	entered := make(chan struct{}, 2)
+	ended := make(chan error, 2)
+	b := &fakeBackend{
+		prestop: func(ctx context.Context) (Status, error) {
+			entered <- struct{}{}
+			<-ctx.Done() // the drain outlasts the test
+			ended <- context.Cause(ctx)
+			return Status{}, ctx.Err()
+		},
+		status: running(true, true),
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := New(b, "", time.Minute, zerolog.Nop())
+	srv.prestopMax = 1
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	call := func() net.Conn {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(c, "POST /prestop HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+		return c
+	}
+	first := call()
+	<-entered
+	first.Close()
+	select {
+	case cause := <-ended:
+		if !errors.Is(cause, errHungUp) {
+			t.Errorf("the first call's wait ended by %v, want errHungUp", cause)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first call still waits 10 s after its caller hung up")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for srv.prestopWaiting.Load() != 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	second := call()
+	defer second.Close()
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a /prestop after the first caller hung up did not reach the backend")
 	}
 }
 
