@@ -85,6 +85,11 @@ func checkCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	in, err := check.ReadInputs(opt.paths, stdin, check.ReadOptions{Exclude: opt.exclude, Lenient: opt.lenient})
 	if err != nil {
 		fmt.Fprintf(stderr, "drainit check: %v\n", err)
+		// The report still says why: a CI step that uploads it (SARIF to code scanning, JUnit
+		// to a test view) would otherwise fail on an empty file and hide the reason.
+		if opt.format != "text" {
+			_ = writeReport(stdout, opt, &check.Inputs{Problems: []check.Problem{check.ProblemOf(err)}}, nil)
+		}
 		return 2
 	}
 	for _, n := range in.Notes {
@@ -95,18 +100,7 @@ func checkCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	ws := in.Workloads
 	rs := check.Evaluate(ws, opt.ignore)
-	switch opt.format {
-	case "json":
-		err = check.WriteJSON(stdout, check.BuildReport(ws, rs, in.Problems))
-	case "sarif":
-		wd, _ := os.Getwd()
-		err = check.WriteSARIF(stdout, rs, in.Problems, check.SARIFOptions{Version: toolVersion(), WorkDir: wd})
-	case "junit":
-		err = check.WriteJUnit(stdout, ws, rs, in.Problems, opt.threshold)
-	default:
-		err = check.WriteTextResults(stdout, rs)
-	}
-	if err != nil {
+	if err := writeReport(stdout, opt, in, rs); err != nil {
 		fmt.Fprintf(stderr, "drainit check: %v\n", err)
 		return 2
 	}
@@ -122,6 +116,20 @@ func checkCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// writeReport writes the results, and the inputs' problems, in the chosen format.
+func writeReport(w io.Writer, opt checkOptions, in *check.Inputs, rs []check.Result) error {
+	switch opt.format {
+	case "json":
+		return check.WriteJSON(w, check.BuildReport(in.Workloads, rs, in.Problems))
+	case "sarif":
+		wd, _ := os.Getwd()
+		return check.WriteSARIF(w, rs, in.Problems, check.SARIFOptions{Version: toolVersion(), WorkDir: wd})
+	case "junit":
+		return check.WriteJUnit(w, in.Workloads, rs, in.Problems, opt.threshold)
+	}
+	return check.WriteTextResults(w, rs)
 }
 
 // summary is the text format's last line: what was checked and what was found.

@@ -179,6 +179,56 @@ func TestCheckCmdBadInput(t *testing.T) {
 	}
 }
 
+// TestCheckCmdBadInputReport: a named input that cannot be read still gives a report in the
+// json, sarif and junit formats, saying which and why, for a CI step that uploads it (code
+// scanning fails on a missing or empty SARIF file, and the reason would be lost).
+func TestCheckCmdBadInputReport(t *testing.T) {
+	broken := writeFile(t, "broken.yaml", "kind: Pod\nspec:\n  containers: [\n")
+	const why = "not valid YAML"
+	code, out, _ := runCheck(t, "", "--format", "json", broken)
+	var report struct {
+		Problems []struct {
+			File    string
+			Line    int
+			Message string
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &report); err != nil || code != 2 || len(report.Problems) != 1 ||
+		report.Problems[0].File != broken || report.Problems[0].Line != 3 || !strings.HasPrefix(report.Problems[0].Message, why) {
+		t.Errorf("json: exit %d, %v, report %+v; want 2 and the file's problem at line 3\n%s", code, err, report, out)
+	}
+	code, out, _ = runCheck(t, "", "--format", "sarif", broken)
+	var log struct {
+		Runs []struct {
+			Invocations []struct {
+				ExecutionSuccessful        bool
+				ToolExecutionNotifications []struct {
+					Level   string
+					Message struct{ Text string }
+				}
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &log); err != nil || code != 2 || len(log.Runs) != 1 || len(log.Runs[0].Invocations) != 1 {
+		t.Fatalf("sarif: exit %d, %v\n%s", code, err, out)
+	}
+	inv := log.Runs[0].Invocations[0]
+	if inv.ExecutionSuccessful || len(inv.ToolExecutionNotifications) != 1 || inv.ToolExecutionNotifications[0].Level != "error" ||
+		!strings.Contains(inv.ToolExecutionNotifications[0].Message.Text, why) {
+		t.Errorf("sarif: invocation %+v, want it unsuccessful with the problem as an error", inv)
+	}
+	code, out, _ = runCheck(t, "", "--format", "junit", broken)
+	var suites struct {
+		Errors int `xml:"errors,attr"`
+		Suite  []struct {
+			Name string `xml:"name,attr"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal([]byte(out), &suites); err != nil || code != 2 || suites.Errors != 1 || len(suites.Suite) != 1 || suites.Suite[0].Name != broken {
+		t.Errorf("junit: exit %d, %v, %+v; want 2 and one error for %s\n%s", code, err, suites, broken, out)
+	}
+}
+
 // TestCheckCmdNumberForms: a grace period written as kubectl's YAML reading takes it (3e1, 30.0)
 // is checked with the value the API server stores; a negative one, which the API server stores
 // too, is a grace-negative error; a fraction, which it refuses, is bad input.

@@ -225,12 +225,17 @@ func readFile(path string, found bool) ([]Workload, []byte, error) {
 }
 
 func (res *Inputs) problem(err error) {
+	res.Problems = append(res.Problems, ProblemOf(err))
+}
+
+// ProblemOf is err, a failure to read an input, as a Problem: with the file and line of a
+// *ReadError, the message alone otherwise.
+func ProblemOf(err error) Problem {
 	var re *ReadError
 	if errors.As(err, &re) {
-		res.Problems = append(res.Problems, Problem{File: re.File, Line: re.Line, Message: re.Msg})
-		return
+		return Problem{File: re.File, Line: re.Line, Message: re.Msg}
 	}
-	res.Problems = append(res.Problems, Problem{Message: err.Error()})
+	return Problem{Message: err.Error()}
 }
 
 // kubernetesKeys finds the two keys every Kubernetes object has: in YAML at the start of a line,
