@@ -21,6 +21,7 @@ import (
 	"github.com/drainit/drainit/internal/control"
 	"github.com/drainit/drainit/internal/drainwatch"
 	"github.com/drainit/drainit/internal/http1"
+	"github.com/drainit/drainit/internal/logevery"
 	"github.com/drainit/drainit/signals"
 )
 
@@ -74,6 +75,7 @@ type Supervisor struct {
 	appReaped  bool                // the app's exit has been collected: appPid is no longer the app's
 	history    *drainwatch.History // the traffic before the drain, for --drain-quiet auto (nil: none)
 	exitBy     time.Time           // see ExitBy
+	stopWarn   logevery.Limiter    // the warnings that the app stopped with nothing above to resume it
 }
 
 // stageDone is a stage's hooks having all run.
@@ -97,8 +99,13 @@ func newWith(cfg *config.Config, opts Options, log zerolog.Logger, sigs, chld <-
 	return &Supervisor{
 		cfg: cfg, opts: opts, log: log, loopLog: log, sigs: sigs, chld: chld,
 		reqs: make(chan request), done: make(chan struct{}), pid1: pid1, proc: p,
+		stopWarn: logevery.Limiter{Every: stopWarnEvery},
 	}
 }
+
+// stopWarnEvery spaces the warnings that the app stopped with nothing above drainit to resume
+// it: an app stopped and continued again and again would otherwise flood the log.
+const stopWarnEvery = 10 * time.Second
 
 // Run starts the app and supervises it until the app and everything it left behind are gone. It
 // returns the status drainit should exit with. An error means the app could not be started; a

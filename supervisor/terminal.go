@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"runtime"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -27,7 +28,11 @@ func controllingTerminal() bool {
 // app simply stays stopped until it gets SIGCONT.
 func (s *Supervisor) appStopped() {
 	if s.noShellAbove() {
-		s.loopLog.Warn().Msg("app stopped by job control; send SIGCONT to resume it") // seen on a quiet terminal too
+		// Seen on a quiet terminal too; at most once per stopWarnEvery, for an app stopped and
+		// continued in a loop.
+		if n, ok := s.stopWarn.Tick(time.Now()); ok {
+			s.loopLog.Warn().Int("stops", n).Msg("app stopped by job control; send SIGCONT to resume it")
+		}
 		return
 	}
 	setForeground(unix.Getpgrp())

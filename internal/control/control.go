@@ -82,7 +82,6 @@ import (
 	"errors"
 	"net"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -90,6 +89,7 @@ import (
 
 	"github.com/drainit/drainit/internal/http1"
 	"github.com/drainit/drainit/internal/kubelet"
+	"github.com/drainit/drainit/internal/logevery"
 )
 
 // Mark is one entry of the stop sequence's timeline.
@@ -191,30 +191,11 @@ type Server struct {
 
 	// The log's warnings about connections shed and requests refused for their token, and its
 	// lines about /prestop calls: each at most once per shedLogEvery, with the count.
-	shedLog, refusedLog, prestopLog everyOnce
+	shedLog, refusedLog, prestopLog logevery.Limiter
 	// prestopWaiting counts the /prestop calls waiting for the drain, at most prestopMax
 	// (maxPrestopWaiting, or an eighth of a lower connection limit).
 	prestopWaiting atomic.Int32
 	prestopMax     int32
-}
-
-// everyOnce lets something through at most once per shedLogEvery, and counts what it held back.
-type everyOnce struct {
-	mu   sync.Mutex
-	last time.Time
-	n    int
-}
-
-// tick counts one; ok says whether to log now, n how many since the last time logged.
-func (e *everyOnce) tick(now time.Time) (n int, ok bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.n++
-	if !e.last.IsZero() && now.Sub(e.last) < shedLogEvery {
-		return 0, false
-	}
-	n, e.n, e.last = e.n, 0, now
-	return n, true
 }
 
 // New builds a server. token, when not empty, is required as "Authorization: Bearer TOKEN" on
@@ -229,6 +210,9 @@ func New(b Backend, token string, maxWait time.Duration, log zerolog.Logger) *Se
 			Msg("control server: its connections are limited by the open files drainit may have (RLIMIT_NOFILE), less what it keeps for hooks")
 	}
 	s := &Server{b: b, token: token, log: log, prestopMax: int32(max(1, conns/8))}
+	for _, l := range []*logevery.Limiter{&s.shedLog, &s.refusedLog, &s.prestopLog} {
+		l.Every = shedLogEvery
+	}
 	s.srv = &http1.Server{
 		Handler:        s.Handle,
 		HeaderTimeout:  headerTimeout,
@@ -250,7 +234,7 @@ func New(b Backend, token string, maxWait time.Duration, log zerolog.Logger) *Se
 // shed logs, at most once per shedLogEvery, that connections are being closed unanswered to
 // make room: the sign of a client holding many open without sending its request.
 func (s *Server) shed(ip string) {
-	if n, ok := s.shedLog.tick(time.Now()); ok {
+	if n, ok := s.shedLog.Tick(time.Now()); ok {
 		s.log.Warn().Str("remote_ip", ip).Int("shed", n).
 			Msg("control server: closing connections that send no request, to make room (a client holds many open)")
 	}
@@ -259,7 +243,7 @@ func (s *Server) shed(ip string) {
 // refused logs a request refused for its token, at most once per shedLogEvery with how many
 // were refused since: a client without the token must not be able to flood drainit's log.
 func (s *Server) refused(r *http1.Request) {
-	if n, ok := s.refusedLog.tick(time.Now()); ok {
+	if n, ok := s.refusedLog.Tick(time.Now()); ok {
 		s.log.Warn().Str("path", r.Path).Str("remote", r.RemoteAddr).Int("refused", n).
 			Msg("control request without the right token refused")
 	}
@@ -314,7 +298,7 @@ func (s *Server) Handle(ctx context.Context, r *http1.Request) http1.Response {
 			return text(503, "too many /prestop calls waiting; the stop sequence is under way\n")
 		}
 		defer s.prestopWaiting.Add(-1)
-		if n, ok := s.prestopLog.tick(time.Now()); ok {
+		if n, ok := s.prestopLog.Tick(time.Now()); ok {
 			s.log.Info().Str("remote", r.RemoteAddr).Str("user_agent", r.Header.Get("User-Agent")).Int("calls", n).Msg("/prestop called")
 		}
 		ctx, cancel := context.WithCancelCause(ctx)
