@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/drainit/drainit/internal/config"
 	"github.com/drainit/drainit/internal/execerr"
 	"github.com/drainit/drainit/signals"
 )
@@ -78,16 +80,27 @@ func spawn(argv []string, foreground bool) (int, error) {
 	if foreground {
 		attr = &syscall.SysProcAttr{Setpgid: true, Foreground: true, Ctty: 0}
 	}
-	pid, err := signals.StartUnblocked(func() (int, error) {
-		return syscall.ForkExec(path, argv, &syscall.ProcAttr{
-			Env:   os.Environ(),
-			Files: []uintptr{0, 1, 2},
-			Sys:   attr,
+	start := func(env []string) (int, error) {
+		return signals.StartUnblocked(func() (int, error) {
+			return syscall.ForkExec(path, argv, &syscall.ProcAttr{Env: env, Files: []uintptr{0, 1, 2}, Sys: attr})
 		})
-	})
+	}
+	env := os.Environ()
+	pid, err := start(env)
+	if errors.Is(err, unix.E2BIG) {
+		// The marker naming this drainit (config.SupervisorEnv) may be what took the app's
+		// arguments and environment past the kernel's limit: without it the app starts as it
+		// would without drainit; only a drainit below it cannot tell it is nested.
+		if rest := slices.DeleteFunc(slices.Clone(env), isMarker); len(rest) < len(env) {
+			pid, err = start(rest)
+		}
+	}
 	if err != nil {
 		code, err := execerr.Explain(path, err)
 		return 0, &StartError{argv[0], code, err}
 	}
 	return pid, nil
 }
+
+// isMarker says whether an environment entry is the marker naming drainit to a drainit below it.
+func isMarker(kv string) bool { return strings.HasPrefix(kv, config.SupervisorEnv+"=") }
