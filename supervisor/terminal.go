@@ -1,7 +1,10 @@
 package supervisor
 
 import (
+	"os"
 	"runtime"
+	"slices"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -70,18 +73,52 @@ func setForeground(pgid int) {
 	_ = unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil)
 }
 
-// noShellAbove reports whether nothing above drainit can resume it once it has stopped itself:
-// it is PID 1, its parent is outside its PID namespace (getppid is 0 there), or its process group
-// is orphaned. The second is a container's first process in a PID namespace it shares with
-// other containers (shareProcessNamespace: PID 1 is the sandbox's), below the runtime, which
-// resumes nothing: stopped, drainit would take no trigger, and the pod would end with the
-// runtime's SIGKILL and no drain. A shell, or sudo, that resumes its job is in the job's PID
-// namespace. The third is drainit started by anything but a job-control shell (a process
-// manager's setsid, a script without job control): the kernel discards a job-control stop sent
-// to such a group, and an app's `kill -TSTP $PPID` would otherwise stop drainit and the app for
-// good.
+// noShellAbove reports whether nothing above drainit can resume it once it has stopped itself.
+// Only a job-control shell resumes a job (fg, bg), and it needs the job's controlling terminal; so
+// nothing can when drainit:
+//   - is PID 1;
+//   - has its parent outside its PID namespace (getppid is 0 there): a container's first process
+//     in a PID namespace it shares with other containers (shareProcessNamespace: PID 1 is the
+//     sandbox's), below the runtime, which resumes nothing. A shell, or sudo, that resumes its
+//     job is in the job's PID namespace;
+//   - has no controlling terminal: a container without -t, a process manager's service;
+//   - has the namespace's init above it, other than a shell: the runtime's --init (tini,
+//     catatonit, dumb-init), which resumes nothing (an interactive shell as PID 1, `docker run -it
+//     image sh`, does);
+//   - has its process group orphaned: started by anything but a job-control shell (a session of
+//     its own under ssh -t or setsid). The kernel discards a job-control stop sent to such a group.
+//
+// Stopped with nothing to resume it, drainit would take no trigger, and the container would end
+// with the runtime's SIGKILL and no drain; an app's `kill -TSTP $PPID` would do it.
 func (s *Supervisor) noShellAbove() bool {
-	return s.pid1 || unix.Getppid() == 0 || groupOrphaned()
+	return s.pid1 || unix.Getppid() == 0 || !hasTerminal() || initAbove() || groupOrphaned()
+}
+
+// hasTerminal reports whether drainit's session has a controlling terminal (its tty_nr in /proc;
+// where /proc cannot say, whether /dev/tty opens).
+func hasTerminal() bool {
+	if st, err := proc.ReadStat("/proc", unix.Getpid()); err == nil {
+		return st.TTY != 0
+	}
+	fd, err := unix.Open("/dev/tty", unix.O_RDONLY|unix.O_NOCTTY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return false
+	}
+	_ = unix.Close(fd)
+	return true
+}
+
+// shells are the command names (/proc/PID/comm) of the shells that do job control.
+var shells = []string{"sh", "bash", "dash", "ash", "ksh", "ksh93", "mksh", "zsh", "yash", "fish", "tcsh", "csh", "busybox"}
+
+// initAbove reports whether drainit's parent is its PID namespace's init (drainit not being it)
+// and not a shell, by its command name; one that cannot be read is taken for an init.
+func initAbove() bool {
+	if unix.Getppid() != 1 {
+		return false
+	}
+	comm, err := os.ReadFile("/proc/1/comm")
+	return err != nil || !slices.Contains(shells, strings.TrimSpace(string(comm)))
 }
 
 // groupOrphaned reports whether drainit's process group is orphaned (proc.GroupOrphaned). Where

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/drainit/drainit/internal/proc"
+	"github.com/drainit/drainit/internal/testenv"
 )
 
 // initPath is where podman 4.3 bind-mounts the --init-path binary in the container and runs it
@@ -200,5 +202,37 @@ func TestPodmanExecDrainitRuns(t *testing.T) {
 	}
 	if strings.Contains(stderr, "started under drainit") {
 		t.Errorf("drainit under podman exec refused to run:\n%s", stderr)
+	}
+}
+
+// The runtime's init (tini as `docker run --init` runs it, podman's catatonit) in front of an
+// image whose ENTRYPOINT is drainit: drainit's parent is the container's PID 1, which resumes
+// nothing. A SIGTSTP to drainit (an app's `kill -TSTP $PPID`; tini passes on `podman kill
+// --signal TSTP` too) is passed on, and drainit does not stop itself: `podman stop` then
+// drains and ends the app (exit 0, without podman's SIGKILL). drainit stopped itself and the
+// app for good, and the container ended at podman's SIGKILL.
+func TestPodmanInitAboveDrainitTSTP(t *testing.T) {
+	h := need(t)
+	for _, init := range []string{"/usr/bin/tini-static", "/usr/bin/catatonit"} {
+		t.Run(filepath.Base(init), func(t *testing.T) {
+			if _, err := os.Stat(init); err != nil {
+				testenv.SkipUnlessCI(t, "no "+init+" (Debian's tini and catatonit): "+err.Error())
+			}
+			t.Parallel()
+			id := h.start(t, []string{"--init", "--init-path=" + init, "--env=DRAINIT_DRAIN_DELAY=500ms",
+				"--env=DRAINIT_GRACE_PERIOD=10s", "--env=DRAINIT_LOG_LEVEL=debug"}, "--", "/testapp", "signals")
+			h.waitLog(t, id, "ready app", 10*time.Second)
+			kids := proc.Children("/proc", h.hostPid(t, id))
+			if len(kids) != 1 {
+				t.Fatalf("the init's children: %v, want drainit alone", kids)
+			}
+			if err := syscall.Kill(kids[0], syscall.SIGTSTP); err != nil {
+				t.Fatal(err)
+			}
+			h.waitLog(t, id, `"signal":"SIGTSTP","pgid"`, 10*time.Second) // passed on to the app's group
+			if code, _ := h.stopCleanly(t, id, 10); code != 0 {
+				t.Errorf("container exit code %d after SIGTSTP then podman stop, want 0", code)
+			}
+		})
 	}
 }

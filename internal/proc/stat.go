@@ -19,6 +19,7 @@ type Stat struct {
 	PPID    int  // the parent, as the reader's PID namespace numbers it
 	PGID    int  // the process group
 	Session int
+	TTY     int    // the controlling terminal's device number (tty_nr), 0 for none
 	Flags   uint64 // the kernel's PF_* flags
 }
 
@@ -75,11 +76,15 @@ func ParseStat(b []byte) (Stat, error) {
 		}
 		*n.to = int(v)
 	}
+	tty, err := strconv.ParseInt(string(f[4]), 10, 32)
+	if err != nil {
+		return Stat{}, fmt.Errorf("stat: tty_nr: %w", err)
+	}
 	flags, err := strconv.ParseUint(string(f[6]), 10, 64)
 	if err != nil {
 		return Stat{}, fmt.Errorf("stat: flags: %w", err)
 	}
-	s.Flags = flags
+	s.TTY, s.Flags = int(tty), flags
 	return s, nil
 }
 

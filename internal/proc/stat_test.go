@@ -18,7 +18,7 @@ import (
 func TestParseStat(t *testing.T) {
 	// A command name with spaces and parentheses, as a process can set it (prctl PR_SET_NAME).
 	got, err := ParseStat([]byte("4242 (a) b (c)) Z 17 4242 4240 34817 4242 4194564 191 0 0 0\n"))
-	want := Stat{State: 'Z', PPID: 17, PGID: 4242, Session: 4240, Flags: 4194564}
+	want := Stat{State: 'Z', PPID: 17, PGID: 4242, Session: 4240, TTY: 34817, Flags: 4194564}
 	if err != nil || got != want {
 		t.Fatalf("ParseStat = %+v, %v; want %+v", got, err, want)
 	}
@@ -37,7 +37,7 @@ func TestParseStat(t *testing.T) {
 	for _, bad := range []string{
 		"", "4242 no parenthesis S 1 1 1 0 -1 0",
 		"1 (a) S 1 1 1 0 -1", // too few fields
-		"1 (a) SS 1 1 1 0 -1 0", "1 (a) S x 1 1 0 -1 0", "1 (a) S 1 1 1 0 -1 -4",
+		"1 (a) SS 1 1 1 0 -1 0", "1 (a) S x 1 1 0 -1 0", "1 (a) S 1 1 1 0 -1 -4", "1 (a) S 1 1 1 x -1 0",
 	} {
 		if s, err := ParseStat([]byte(bad)); err == nil {
 			t.Errorf("ParseStat(%q) = %+v, want an error", bad, s)
