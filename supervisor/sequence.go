@@ -491,6 +491,12 @@ func (m *machine) fixedDrain(now time.Time, d time.Duration, why string) []actio
 	return nil
 }
 
+// fallbackDelay is the adaptive drain's fixed delay where it cannot watch the app: --drain-delay,
+// but never beyond --drain-max, which the configuration fits in the grace period with time for
+// the app to stop; --drain-delay, checked only for the fixed drain, may not fit (the default 5 s
+// in a 6 s grace period put the stop signal and the SIGKILL in the same millisecond).
+func (m *machine) fallbackDelay() time.Duration { return min(m.timing.DrainDelay, m.timing.DrainMax) }
+
 // killAt is the kill point: drainit SIGKILLs whatever still runs then, the kill margin before
 // the deadline, so that the runtime's SIGKILL never has to.
 func (m *machine) killAt() time.Time { return m.deadline.Add(-m.timing.KillMargin) }
@@ -532,14 +538,14 @@ func (m *machine) drainWatched(now time.Time, r drainwatch.Result) []action {
 			for i, e := range r.UDP {
 				udp[i] = e.String()
 			}
-			m.line(now, zerolog.WarnLevel).Strs("udp", udp).Dur("drain_delay", m.timing.DrainDelay).
+			m.line(now, zerolog.WarnLevel).Strs("udp", udp).Dur("drain_delay", m.fallbackDelay()).
 				Str("why", "the adaptive drain counts new TCP connections; Linux counts no socket's UDP datagrams").
 				Msg("the app serves UDP, which the adaptive drain cannot watch: falling back to the fixed drain delay")
-			return m.fixedDrain(now, m.timing.DrainDelay, " (fixed, serves UDP)")
+			return m.fixedDrain(now, m.fallbackDelay(), " (fixed, serves UDP)")
 		}
-		m.line(now, zerolog.WarnLevel).Err(r.Err).Dur("drain_delay", m.timing.DrainDelay).
+		m.line(now, zerolog.WarnLevel).Err(r.Err).Dur("drain_delay", m.fallbackDelay()).
 			Msg("cannot watch the app's connections: falling back to the fixed drain delay")
-		return m.fixedDrain(now, m.timing.DrainDelay, " (fixed, fallback)")
+		return m.fixedDrain(now, m.fallbackDelay(), " (fixed, fallback)")
 	}
 	if r.Busy > 0 && r.NewConns == 0 {
 		// Not one new connection in the whole drain, yet requests came over connections already

@@ -718,6 +718,22 @@ func TestAdaptiveDrainFallsBackToFixed(t *testing.T) {
 	}
 }
 
+// The fallback's fixed delay is --drain-delay at most --drain-max, which the configuration fits
+// in the grace period with time for the app: the default 5 s drain delay with --drain-max 3s and
+// a 6 s grace period (kill point 4 s) gave the stop signal and the SIGKILL in the same
+// millisecond.
+func TestAdaptiveFallbackWithinDrainMax(t *testing.T) {
+	m := newTestMachine(false, false, func(c *config.Config) {
+		c.Adaptive, c.DrainMax, c.GracePeriod = true, 3*time.Second, 6*time.Second
+	})
+	m.signal(at(0), unix.SIGTERM)
+	want(t, m.drainWatched(at(0.01), drainwatch.Result{Reason: drainwatch.ReasonUnavailable}))
+	if !m.wake.Equal(at(3)) {
+		t.Fatalf("fallback drain ends at %v, want --drain-max's 3s (the kill point is at 4s)", m.wake.Sub(epoch))
+	}
+	want(t, m.tick(at(3)), actSignal{toAppStop, unix.SIGTERM})
+}
+
 // An app that serves UDP: the watch cannot see its datagrams, and the drain is the fixed delay,
 // with a warning that names the UDP endpoints and says why, and a summary that says so.
 func TestAdaptiveDrainUDPFallsBackToFixed(t *testing.T) {

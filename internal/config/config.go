@@ -57,7 +57,7 @@ const SupervisorEnv = EnvPrefix + "SUPERVISOR"
 // once on the command line does (see Option.Repeat).
 type Raw struct {
 	GracePeriod    string `env:"GRACE_PERIOD" flag:"grace-period" envDefault:"30s" help:"match the pod's terminationGracePeriodSeconds (or docker stop -t); the stop sequence ends by then"`
-	DrainDelay     string `env:"DRAIN_DELAY" flag:"drain-delay" envDefault:"5s" help:"fixed drain wait after the offline hooks, while the app still serves; with --drain adaptive, the wait when the app's connections cannot be watched"`
+	DrainDelay     string `env:"DRAIN_DELAY" flag:"drain-delay" envDefault:"5s" help:"fixed drain wait after the offline hooks, while the app still serves; with --drain adaptive, the wait when the app's connections cannot be watched (at most --drain-max)"`
 	Drain          string `env:"DRAIN" flag:"drain" envDefault:"fixed" help:"fixed (wait --drain-delay) or adaptive (until no new connection for --drain-quiet, within --drain-min and --drain-max)"`
 	DrainQuiet     string `env:"DRAIN_QUIET" flag:"drain-quiet" envDefault:"1s" help:"adaptive drain: end once no new connection has arrived for this long; auto: for a silence that follows the traffic (2·ln(10⁴)/rate of new connections, at least 100ms)"`
 	DrainWatch     string `env:"DRAIN_WATCH" flag:"drain-watch" envDefault:"connections" help:"adaptive drain: what traffic is: connections (new TCP connections) or requests (also data on connections already open: for a pod behind a proxy that pools its connections, such as an ingress controller, a mesh sidecar or a cloud load balancer)"`
