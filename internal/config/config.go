@@ -893,6 +893,11 @@ func (p *parsed) check() *Validation {
 		}
 		c.Triggers = append(c.Triggers, s)
 	}
+	if len(c.Triggers) == 0 && r.Triggers != "" && usable("triggers") {
+		// Only blanks and commas (a template that rendered nothing): `--triggers=` says "none"
+		// on purpose, this most likely does not, and SIGTERM would reach the app at once.
+		bad("triggers", r.Triggers, errors.New("names no signal: nothing but /prestop would start the stop sequence, and SIGTERM would be passed on at once (unset it for TERM,INT; --triggers= for none)"))
+	}
 	if r.StopSignal != "" {
 		s, err := signals.Parse(r.StopSignal)
 		if err == nil && !signals.Forwardable(s) && s != signals.SIGKILL && s != signals.SIGSTOP {
@@ -907,6 +912,13 @@ func (p *parsed) check() *Validation {
 		if err == nil && signals.Forwardable(s) && !slices.Contains(c.Triggers, s) {
 			c.Triggers = append(c.Triggers, s) // see Config.Triggers
 		}
+	}
+	if len(c.Triggers) == 0 && r.Triggers == "" && v.Settings["triggers"].Seen {
+		what := "only a /prestop request starts the stop sequence"
+		if r.HTTPAddr == "" {
+			what = "nothing starts the stop sequence (no --http-addr for /prestop either)"
+		}
+		c.notes = append(c.notes, fmt.Sprintf("%s is empty and there is no --stop-signal: %s; SIGTERM and SIGINT are passed on to the app at once", c.OptionName("triggers"), what))
 	}
 	switch r.Forward {
 	case "group":
@@ -934,6 +946,11 @@ func (p *parsed) check() *Validation {
 				bad("rewrite", r.Rewrite, fmt.Errorf("%s is a trigger, so the app would get SIGSTOP at the stop step, which %s", signals.Name(t), frozen))
 				break
 			}
+		}
+		// A /prestop that no signal follows stops the app as the runtime's SIGTERM would have,
+		// through --rewrite (supervisor: enterStopping), trigger or not.
+		if to, ok := c.Rewrite.Apply(signals.SIGTERM); ok && to == signals.SIGSTOP && r.HTTPAddr != "" && !slices.Contains(c.Triggers, signals.SIGTERM) {
+			bad("rewrite", r.Rewrite, fmt.Errorf("after a /prestop that no signal follows, the app gets SIGTERM rewritten, so SIGSTOP, which %s", frozen))
 		}
 	}
 	switch r.LogFormat {

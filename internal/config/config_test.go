@@ -79,6 +79,9 @@ func TestErrorsNameTheOptionAndValue(t *testing.T) {
 		{[]string{"--ready-probe", "http://127.0.0.1:1/?x=a b", "app"}, nil, `--ready-probe "http://127.0.0.1:1/?x=a b": ready probe: URL "http://127.0.0.1:1/?x=a b": a space in the URL's query`},
 		{[]string{"--http-addr", "8099", "app"}, nil, `--http-addr "8099": listen tcp: address 8099: missing port in address (a port alone is ":8099")`},
 		{[]string{"--http-addr", ":http-alt", "app"}, nil, `--http-addr ":http-alt": port "http-alt" is not a number: give the port's number`},
+		{[]string{"app"}, map[string]string{"DRAINIT_TRIGGERS": " "}, `DRAINIT_TRIGGERS " ": names no signal`},
+		{[]string{"--triggers", ", ,", "app"}, nil, `--triggers ", ,": names no signal`},
+		{[]string{"--triggers", "USR1", "--rewrite", "TERM:STOP", "--http-addr", "127.0.0.1:8099", "app"}, nil, `--rewrite "TERM:STOP": after a /prestop that no signal follows, the app gets SIGTERM rewritten, so SIGSTOP`},
 		{[]string{"--drain", "adaptive", "--drain-quiet", "0s", "app"}, nil, `--drain-quiet "0s": must be more than 0, or auto`},
 		{[]string{"app"}, map[string]string{"DRAINIT_HOOK_TIMEOUT": "0s"}, `DRAINIT_HOOK_TIMEOUT "0s": must be more than 0`},
 		{[]string{"--grace-period", "6s", "app"}, nil, `--grace-period "6s": grace period 6s leaves the app no time to stop: it must exceed drain delay 5s + kill margin 2s`},
@@ -135,6 +138,26 @@ func TestStopSignalIsATrigger(t *testing.T) {
 				t.Errorf("triggers = %v, want %v", cfg.Triggers, c.want)
 			}
 		})
+	}
+}
+
+// --triggers= with no --stop-signal is allowed (only /prestop starts the stop sequence), with a
+// warning that says so, and that without a control server nothing does.
+func TestNoTriggerWarns(t *testing.T) {
+	for args, want := range map[string]string{
+		"--triggers=":                                "nothing starts the stop sequence (no --http-addr",
+		"--triggers= --http-addr=127.0.0.1:8099":     "only a /prestop request starts the stop sequence",
+		"--triggers= --stop-signal=QUIT":             "",
+		"--triggers=TERM --http-addr=127.0.0.1:8099": "",
+	} {
+		cfg, err := parse(t, append(strings.Fields(args), "app"), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", args, err)
+		}
+		warned := strings.Join(cfg.Warnings(), "\n")
+		if (want == "") != !strings.Contains(warned, "--triggers is empty") || !strings.Contains(warned, want) {
+			t.Errorf("%s: warnings %q, want one saying %q", args, warned, want)
+		}
 	}
 }
 
