@@ -123,4 +123,10 @@ func TestParseProbe(t *testing.T) {
 			t.Errorf("ParseProbe(%q) = %v, want an error", spec, p)
 		}
 	}
+	// User info is refused without quoting the password, wherever it would break the parse.
+	for _, spec := range []string{"tcp://u:s3cret@h/", "tcp://u:s3cret@h:80", "tcp://h:80@s3cret"} {
+		if _, err := ParseProbe(spec); err == nil || strings.Contains(err.Error(), "cret") {
+			t.Errorf("ParseProbe(%q): %v, want an error without the password", spec, err)
+		}
+	}
 }

@@ -45,6 +45,10 @@ func ParseProbe(spec string) (Probe, error) {
 	s := strings.TrimSpace(spec)
 	if len(s) >= 6 && strings.EqualFold(s[:6], "tcp://") {
 		rest := s[6:]
+		if strings.Contains(rest, "@") {
+			// User info has no meaning here, and the errors below would quote its password.
+			return nil, errors.New("ready probe: a tcp:// probe takes HOST:PORT, no user info (\"@\")")
+		}
 		host, port, err := net.SplitHostPort(rest)
 		if ae := (*net.AddrError)(nil); errors.As(err, &ae) {
 			return nil, fmt.Errorf("ready probe: want tcp://HOST:PORT: %s", ae.Err) // not the address again

@@ -547,7 +547,14 @@ func FlagError(err error, flags []string, help string) error {
 	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
 		return fmt.Errorf("--%s needs a value", name) // a name the parser knows: short
 	}
-	return errors.New(oneline.Escape(msg)) // "bad flag syntax: ---x", with the word as given
+	if word, ok := strings.CutPrefix(msg, "bad flag syntax: "); ok {
+		// The word as given ("---x"), but not what follows its "=": it may be a token.
+		if name, _, valued := strings.Cut(word, "="); valued {
+			msg = "bad flag syntax: " + name + "=…"
+		}
+		return fmt.Errorf("%s (an option is --name or --name=value)", oneline.Escape(msg))
+	}
+	return errors.New(oneline.Escape(msg))
 }
 
 // parseRaw fills a Raw from the environment and the flags, and reports where each value came

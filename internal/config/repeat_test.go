@@ -157,6 +157,13 @@ func TestToken(t *testing.T) {
 			t.Errorf("--http-token %q: error %q shows the token or is more than one line", raw, err)
 		}
 	}
+	// A mistyped option ("---", as a hand may add a dash) is refused without what follows "=".
+	for _, args := range [][]string{{"---http-token=s3cret", "app"}, {"---offline-http={\"url\":\"http://u:s3cret@h/\"}", "app"}} {
+		_, err := parse(t, args, nil)
+		if err == nil || strings.Contains(err.Error(), "cret") || !strings.Contains(err.Error(), "bad flag syntax: ---") {
+			t.Errorf("%q: %v, want bad flag syntax without the value", args[0], err)
+		}
+	}
 	// Unseen (from a Secret): nothing to say about it.
 	if v := Validate([]string{"app"}, map[string]string{"DRAINIT_HTTP_TOKEN": Unseen}); len(v.Errors) != 0 {
 		t.Errorf("unseen token: %v", v.Errors)
