@@ -1125,7 +1125,7 @@ func CleanToken(s string) (token string, trimmed bool, err error) {
 // address, takes a number only. What depends on the system (a host name, a port in use) is left
 // to net.Listen at start.
 func checkListenAddr(addr string) error {
-	_, port, err := net.SplitHostPort(addr)
+	host, port, err := net.SplitHostPort(addr)
 	if err == nil && port != "" {
 		// As net reads a port: an optional sign, then digits; anything else is a service name.
 		digits, neg := port, false
@@ -1147,6 +1147,15 @@ func checkListenAddr(addr string) error {
 		}
 		return &net.OpError{Op: "listen", Net: "tcp", Err: err}
 	}
+	// What net.Listen takes but drainit prestop, dialling the same address, could not.
+	switch {
+	case port == "":
+		return errors.New("no port: net.Listen would take a random one, which neither the kubelet nor drainit prestop can find (was $PORT empty?)")
+	case port[0] == '+' || port[0] == '-':
+		return fmt.Errorf("port %q: give the port's number without a sign", port)
+	case strings.Contains(host, "%"):
+		return fmt.Errorf("host %q: an IPv6 zone is not taken: drainit prestop could not dial it", host)
+	}
 	return nil
 }
 
@@ -1158,8 +1167,10 @@ func checkListenAddr(addr string) error {
 func reachesListener(dial, listen string) bool {
 	dh, dp, err1 := net.SplitHostPort(dial)
 	lh, lp, err2 := net.SplitHostPort(listen)
-	if err1 != nil || err2 != nil || dp != lp || lp == "0" {
-		return false
+	dn, errd := strconv.Atoi(dp)
+	ln, errl := strconv.Atoi(lp)
+	if err1 != nil || err2 != nil || errd != nil || errl != nil || dn != ln || ln == 0 {
+		return false // as numbers: a probe at port 08099 reaches a listener at 8099
 	}
 	// Names and empty or unspecified addresses that mean this system; a loopback address is one
 	// only where the other side is not an address of its own (127.0.0.1 and ::1 are two).
