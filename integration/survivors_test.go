@@ -12,7 +12,7 @@ import (
 // before it goes on without it. Here the test traces the app, and never collects the exit that
 // the app's SIGKILL reports to its tracer first: drainit cannot reap the app and gives up before
 // the deadline (0.5 s before it: it used to wait for the deadline itself, where the runtime's
-// SIGKILL lands), with exit status 137. Before, it blamed "uninterruptible sleep?" whatever the cause
+// SIGKILL lands), with exit status 137, and its summary as the last line. Before, it blamed "uninterruptible sleep?" whatever the cause
 // (the same words for a fork loop it had missed, a tracer, or a process it may not signal).
 func TestSurvivorsNamed(t *testing.T) {
 	eachMode(t, func(t *testing.T, m mode) {
@@ -53,6 +53,10 @@ func TestSurvivorsNamed(t *testing.T) {
 		}
 		if len(survivors) != 1 {
 			t.Fatalf("want the app as the one survivor, got %v\n%s", survivors, d.dump())
+		}
+		// The summary stays the last line, where a log collector looks for it.
+		if logs := d.logs(); logs[len(logs)-1].msg() != "drainit exiting" {
+			t.Errorf("drainit's last line is %q, want \"drainit exiting\"\n%s", logs[len(logs)-1].msg(), d.dump())
 		}
 		// As PID 1 drainit's /proc numbers the app its own way, and cannot see the tracer
 		// outside its namespace; as a subreaper it names the test's thread that traces.

@@ -318,8 +318,8 @@ func (s *Supervisor) loop(ctx context.Context, m *machine, sigs <-chan unix.Sign
 			stopWatch() // the drain ended another way (Ctrl-C twice, the app exited, the backstop)
 			drainRes = nil
 		}
-		for _, a := range acts {
-			switch a := a.(type) {
+		for i := 0; i < len(acts); i++ { // an action may add the machine's next ones
+			switch a := acts[i].(type) {
 			case actSignal:
 				s.send(a.to, a.sig)
 			case actRunHooks:
@@ -359,8 +359,9 @@ func (s *Supervisor) loop(ctx context.Context, m *machine, sigs <-chan unix.Sign
 				}
 				waiters = nil
 			case actSurvivors:
-				// Before the post-stop hooks' processes join them.
+				// Before the post-stop hooks' processes join them, and before the last line.
 				s.loopLog.Error().Strs("survivors", s.proc.survivors()).Msg("what survives SIGKILL")
+				acts = append(acts, m.survivorsLogged(time.Now())...)
 			case actExit:
 				return a.code
 			default:

@@ -126,7 +126,8 @@ type (
 	actWatchDrain struct{ min, max time.Duration }
 	// actDrained: the drain is over (or can no longer happen); /prestop callers get their answer.
 	actDrained struct{}
-	// actSurvivors: log what survives SIGKILL, and why, once drainit gives up waiting for it.
+	// actSurvivors: log what survives SIGKILL, and why, once drainit gives up waiting for it;
+	// then survivorsLogged.
 	actSurvivors struct{}
 )
 
@@ -663,15 +664,20 @@ func (m *machine) reapedSome(now time.Time) []action {
 
 // giveUpReaping is the end of the wait for the reaper after SIGKILL: what is left cannot end or
 // cannot be collected (stuck in uninterruptible sleep, its exit held by a tracer, not drainit's
-// to kill), and drainit goes on without it. The loop then logs each survivor and why (actSurvivors).
+// to kill), and drainit goes on without it. The loop logs each survivor and why (actSurvivors),
+// then goes on with survivorsLogged: its lines come before the post-stop hooks' processes join
+// the survivors, and before "drainit exiting", the last line.
 func (m *machine) giveUpReaping(now time.Time) []action {
 	m.event(now, zerolog.ErrorLevel, "gave up waiting").Msg("processes survive SIGKILL; going on without them")
 	if !m.appExited {
 		// The app itself would not die: report it as killed.
 		m.appExited, m.appStatus = true, 128+int(unix.SIGKILL)
 	}
-	return append([]action{actSurvivors{}}, m.enterPostStop(now)...)
+	return []action{actSurvivors{}}
 }
+
+// survivorsLogged goes on after giveUpReaping, once the loop has logged the survivors.
+func (m *machine) survivorsLogged(now time.Time) []action { return m.enterPostStop(now) }
 
 // oomKilled records, before appExit, that the kernel's OOM killer has killed n processes in
 // drainit's cgroup since the app started: a SIGKILL that ends the app, and that drainit did not

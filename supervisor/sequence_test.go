@@ -453,11 +453,12 @@ func TestExitMapAndGiveUp(t *testing.T) {
 		m.tick(at(5))
 		m.tick(at(28))
 		want(t, m.tick(at(29.49)))
-		acts := []action{actSurvivors{}, actExit{137}}
+		want(t, m.tick(at(29.5)), actSurvivors{})
+		acts := []action{actExit{137}}
 		if postStop {
-			acts = []action{actSurvivors{}, actRunHooks{config.StagePostStop, at(29.5)}}
+			acts = []action{actRunHooks{config.StagePostStop, at(29.5)}}
 		}
-		want(t, m.tick(at(29.5)), acts...)
+		want(t, m.survivorsLogged(at(29.5)), acts...)
 	}
 }
 
