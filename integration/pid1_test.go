@@ -460,6 +460,7 @@ func TestBadConfig(t *testing.T) {
 		name     string
 		args     []string
 		env      []string
+		launcher []string
 		mentions []string // every one of these is in the line
 		anyOf    []string // and at least one of these, if any
 	}{
@@ -477,12 +478,15 @@ func TestBadConfig(t *testing.T) {
 		// line must name an option the user can change.
 		{name: "drain delay over grace", args: []string{"--drain-delay", "40s"}, mentions: []string{"40s"},
 			anyOf: []string{"--drain-delay", "--grace-period"}},
+		// The Go runtime aborted with a goroutine dump where its poller found no descriptor.
+		{name: "control server without open files", launcher: []string{"prlimit", "--nofile=8:8"},
+			args: []string{"--http-addr", "127.0.0.1:0"}, mentions: []string{"--http-addr", "RLIMIT_NOFILE is 8"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			marker := filepath.Join(t.TempDir(), "started")
-			d := start(t, spec{mode: pid1, args: c.args, env: c.env, app: []string{touch, marker}})
+			d := start(t, spec{mode: pid1, launcher: c.launcher, args: c.args, env: c.env, app: []string{touch, marker}})
 			if got := d.wait(waitTimeout); got != (exitStatus{code: 2}) {
 				t.Errorf("drainit: %v, want exit 2\n%s", got, d.dump())
 			}

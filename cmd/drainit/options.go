@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/drainit/drainit/hooks"
 	"github.com/drainit/drainit/internal/config"
 	"github.com/drainit/drainit/supervisor"
@@ -59,6 +61,9 @@ func buildOptions(cfg *config.Config) (supervisor.Options, error) {
 		opts.Probe = p
 	}
 	if cfg.HTTPAddr != "" {
+		if err := descriptorsForListener(); err != nil {
+			return opts, &config.Error{Option: cfg.OptionName("http-addr"), Flag: "http-addr", Value: cfg.HTTPAddr, Err: err}
+		}
 		ln, err := net.Listen("tcp", cfg.HTTPAddr)
 		if err != nil {
 			return opts, &config.Error{Option: cfg.OptionName("http-addr"), Flag: "http-addr", Value: cfg.HTTPAddr, Err: err}
@@ -66,4 +71,26 @@ func buildOptions(cfg *config.Config) (supervisor.Options, error) {
 		opts.Control = ln
 	}
 	return opts, nil
+}
+
+// descriptorsForListener refuses a control server that RLIMIT_NOFILE leaves no room for. The
+// listener is the first file the Go poller takes, which opens its epoll and eventfd descriptors
+// then, and where it cannot the runtime aborts drainit with a goroutine dump (seen at a limit
+// of 8); each connection needs one more. Descriptors are given lowest first, so the one a probe
+// open gets is about how many are open.
+func descriptorsForListener() error {
+	var lim unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) != nil {
+		return nil
+	}
+	fd, err := unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err == nil {
+		_ = unix.Close(fd)
+	}
+	// The poller's two, the listener, a connection, and one to start the app with (measured: a
+	// limit one lower, and the app could not be started: exit 126).
+	if need := uint64(fd) + 5; err != nil || need > lim.Cur {
+		return fmt.Errorf("RLIMIT_NOFILE is %d: too few open files for the control server (its listener, a connection and the Go runtime's poller, beside the app's start); raise it (ulimit -n, podman run --ulimit nofile=)", lim.Cur)
+	}
+	return nil
 }
