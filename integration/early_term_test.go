@@ -122,29 +122,41 @@ func TestSignalsRegisteredBeforeHeavyInit(t *testing.T) {
 	}
 }
 
-// The subcommands that run no app give the early registration back: SIGTERM ends `drainit
-// sleep` (a preStop hook) at once, as its default effect would.
+// The subcommands that run no app give the early registration back, and `drainit sleep` (a
+// preStop hook) ends by a signal as sleep(1) does, killed by it: SIGTERM, and the ones the Go
+// runtime would ignore (USR1, ALRM, a real-time one) or answer with a goroutine dump (QUIT).
 func TestSubcommandKeepsDefaultSignals(t *testing.T) {
-	cmd := exec.Command(drainitBin, "sleep", "60s")
-	cmd.Env = cleanEnv()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	// Past its start: a SIGTERM sent while it registers would be raised again (early.Release),
-	// but this tests the steady state.
-	waitUntil(t, waitTimeout, "drainit sleep asleep", func() bool { return procState(cmd.Process.Pid) == 'S' })
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-done:
-	case <-time.After(waitTimeout):
-		_ = cmd.Process.Kill()
-		t.Fatalf("drainit sleep survived SIGTERM for %s", waitTimeout)
-	}
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
-		t.Errorf("drainit sleep: %v, want killed by SIGTERM", cmd.ProcessState)
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGUSR1, syscall.SIGALRM, syscall.SIGQUIT, 40} {
+		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel()
+			cmd := exec.Command(drainitBin, "sleep", "60s")
+			cmd.Env = cleanEnv()
+			cmd.Dir = t.TempDir() // where QUIT's core dump goes, if the core limit lets one be written
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			// Past its start: a signal sent while it registers would be raised again
+			// (early.Release), but this tests the steady state.
+			waitUntil(t, waitTimeout, "drainit sleep asleep", func() bool { return procState(cmd.Process.Pid) == 'S' })
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-done:
+			case <-time.After(waitTimeout):
+				_ = cmd.Process.Kill()
+				t.Fatalf("drainit sleep survived %v for %s", sig, waitTimeout)
+			}
+			if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != sig {
+				t.Errorf("drainit sleep: %v, want killed by %v", cmd.ProcessState, sig)
+			}
+			if stderr.Len() > 0 {
+				t.Errorf("drainit sleep wrote %q, want nothing", stderr.String())
+			}
+		})
 	}
 }

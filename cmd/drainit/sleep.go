@@ -3,13 +3,18 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/drainit/drainit/internal/config"
+	"github.com/drainit/drainit/signals"
 )
 
 // sleepCmd is `drainit sleep DURATION`: a preStop exec hook for images that have no sleep(1)
-// (distroless, scratch). Signals keep their default effect, so a SIGTERM ends it at once.
+// (distroless, scratch). A signal ends it as it ends sleep(1), by that signal (signals.DieBy):
+// the Go runtime's own defaults would ignore USR1 or ALRM and dump its goroutines on QUIT.
 func sleepCmd(args []string, stdout, stderr io.Writer) int {
 	const usage = "usage: drainit sleep DURATION (e.g. 5s, 500ms or 5)"
 	if len(args) == 1 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
@@ -28,6 +33,15 @@ func sleepCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "drainit sleep: %q: %v\n", args[0], err)
 		return 2
 	}
-	time.Sleep(d)
-	return 0
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, signals.Terminating()...)
+	t := time.NewTimer(d)
+	select {
+	case <-t.C:
+		return 0
+	case s := <-ch:
+		signals.DieBy(s)
+		n, _ := s.(syscall.Signal)
+		return 128 + int(n)
+	}
 }

@@ -1,0 +1,44 @@
+package signals
+
+import (
+	"os"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Terminating lists the signals whose default action ends a process (terminate, or dump core)
+// and that a Go program can catch: every one but KILL, the uncatchable 32 to 34 and PROF (the
+// runtime's profiler's). Caught (signal.Notify) and raised again with DieBy, they end a Go
+// program as they end any other: the runtime would ignore USR1 or ALRM, and answer QUIT with a
+// goroutine dump and exit 2.
+func Terminating() []os.Signal {
+	sigs := []os.Signal{SIGHUP, SIGINT, SIGQUIT, SIGILL, SIGTRAP, SIGABRT, SIGBUS, SIGFPE, SIGUSR1, SIGSEGV,
+		SIGUSR2, SIGPIPE, SIGALRM, SIGTERM, SIGSTKFLT, SIGXCPU, SIGXFSZ, SIGVTALRM, SIGIO, SIGPWR, SIGSYS}
+	for s := unix.Signal(35); s <= MaxSignal; s++ {
+		sigs = append(sigs, s)
+	}
+	return sigs
+}
+
+// DieBy ends the process by sig at its default action, as a process that never caught it: it
+// sets the disposition back to SIG_DFL and sends sig again. It returns only if that did not end
+// the process (as PID 1 the kernel discards a signal left at its default): the caller then exits
+// on its own.
+func DieBy(s os.Signal) {
+	sig, ok := s.(unix.Signal)
+	if !ok {
+		return
+	}
+	var sa struct { // as in IgnoreUncatchable; all zero: SIG_DFL
+		handler, flags, restorer uintptr
+		mask                     uint64
+	}
+	if _, _, errno := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&sa)), 0, 8, 0, 0); errno != 0 {
+		return
+	}
+	_ = unix.Kill(unix.Getpid(), sig)
+	// Taken by another thread if this one blocks it: give it that long.
+	time.Sleep(100 * time.Millisecond)
+}
