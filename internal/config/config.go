@@ -574,10 +574,14 @@ func parseRaw(args []string, environ map[string]string) (*parsed, error) {
 	fs.SetOutput(io.Discard)
 	last := -1                      // the index of the last word a flag took its value from
 	values := map[string][]string{} // flag name -> every value the command line gave it
+	tookEnd := ""                   // a flag that took the word "--" as its value
 	for _, o := range options() {
 		v := &argValue{p: p.raw.field(o.Flag), fs: fs, n: len(args), at: func(i int, s string) {
 			p.arg[o.Flag], last = i, i
 			values[o.Flag] = append(values[o.Flag], s)
+			if s == "--" && i < len(args) && args[i] == "--" && tookEnd == "" {
+				tookEnd = o.Flag
+			}
 		}}
 		fs.Var(v, o.Flag, o.Help)
 		if _, ok := environ[o.Env]; ok {
@@ -589,6 +593,12 @@ func parseRaw(args []string, environ map[string]string) (*parsed, error) {
 			return nil, err
 		}
 		return nil, &Error{Err: flagError(err)}
+	}
+	if tookEnd != "" {
+		// `--http-token $TOKEN -- app` with TOKEN empty: the value would be "--", and the app's
+		// name taken for the end of the options.
+		return nil, &Error{Option: "--" + tookEnd, Flag: tookEnd, Value: "--",
+			Err: errors.New("needs a value: it took \"--\", the end of the options (an empty variable on the command line?)")}
 	}
 	fs.Visit(func(f *flag.Flag) {
 		if ev, ok := environ[p.from[f.Name]]; ok {

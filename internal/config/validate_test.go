@@ -251,10 +251,15 @@ func TestValidate(t *testing.T) {
 	if len(v.Errors) != 1 || v.Errors[0].Flag != "drain-delay" || !v.Settings["grace-period"].Seen {
 		t.Errorf("unseen app: %+v", v)
 	}
-	// ... but a "--" that is a flag's value ends nothing.
+	// ... and a "--" that a flag took as its value (`--http-token $TOKEN --` with TOKEN empty)
+	// is that mistake, and nothing else is known.
 	v = Validate([]string{"--http-token", "--", Unseen, "--drain-delay=40s"}, nil)
-	if len(v.Errors) != 0 || v.Settings["grace-period"].Seen {
+	if len(v.Errors) != 1 || v.Errors[0].Error() != `--http-token: needs a value: it took "--", the end of the options (an empty variable on the command line?)` ||
+		v.Settings["grace-period"].Seen {
 		t.Errorf(`"--" as a value: %+v`, v)
+	}
+	if c, err := parse(t, []string{"--offline-exec=--", "app"}, nil); err != nil || c.Hooks[HookSpec{Stage: StageOffline, Kind: HookExec}] != "--" {
+		t.Errorf(`--offline-exec=-- (the value given as such): %v`, err)
 	}
 	// A command line that cannot be read: that one mistake, and nothing known.
 	v = Validate([]string{"--nope", "--grace-period=1s", "app"}, nil)
