@@ -42,7 +42,7 @@ func (h *execHook) Run(ctx context.Context) error {
 	}
 	log := zerolog.Ctx(ctx)
 	start := time.Now()
-	p, err := h.start(log)
+	p, err := h.start(ctx, log)
 	if err != nil {
 		return fmt.Errorf("exec hook %q: cannot start: %w", h.name, err)
 	}
@@ -64,10 +64,13 @@ func (h *execHook) Run(ctx context.Context) error {
 
 // start resolves the command and starts it with an empty stdin, piped stdout and stderr, and no
 // signal blocked (signals.StartUnblocked).
-func (h *execHook) start(log *zerolog.Logger) (*hookProcess, error) {
+func (h *execHook) start(ctx context.Context, log *zerolog.Logger) (*hookProcess, error) {
 	// exec.LookPath only searches PATH, the way a shell does; nothing of os/exec runs the process.
 	path, err := exec.LookPath(h.argv[0])
 	if err != nil {
+		return nil, err
+	}
+	if err := openWithin(ctx, path); err != nil {
 		return nil, err
 	}
 	var in [2]int
@@ -108,6 +111,29 @@ func (h *execHook) start(log *zerolog.Logger) (*hookProcess, error) {
 		close(p.readers)
 	}()
 	return p, nil
+}
+
+// openWithin opens the hook's program once before the fork, in a goroutine that gives up its P
+// while it waits, and returns ctx's cause if the open has not returned by ctx's end: an open
+// that hangs (a program on a stuck network or CSI volume, a file lease held) then fails the
+// hook. The fork could not be given up: Go forks with vfork, the forking thread keeps its P
+// until the child's exec has opened the program, and drainit runs on one P, so an exec that hung
+// there froze all of drainit (no signal handled, no SIGKILL, no exit). The open's own error is
+// left to the exec to report (a program may be executable and not readable).
+func openWithin(ctx context.Context, path string) error {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOCTTY, 0); err == nil {
+			_ = unix.Close(fd)
+		}
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("opening %s did not finish: %w", path, context.Cause(ctx))
+	}
 }
 
 // stop ends the hook's process group after its context ended: SIGTERM, SIGKILL after

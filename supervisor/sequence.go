@@ -18,13 +18,16 @@ import (
 
 // The stop sequence, phase by phase: what starts each phase, what it does, its timer (the
 // machine's wake, and what the timer does) and where it goes next. killAt is deadline − kill
-// margin; deadline is t0 + grace; t0 is the first trigger. The methods below follow the table.
+// margin; deadline is t0 + grace; t0 is the first trigger; stopBy is the latest stop signal, which
+// leaves the app appStopFloor before killAt (or what the configuration leaves it, if less). The
+// methods below follow the table.
 //
 //	phase      started by                       does                             timer                    next
 //	running    the app's start                  forward signals                  -                        offline, on a trigger
-//	offline    the first trigger (t0)           offline hooks, until killAt      -                        draining, when they end
-//	           or the app's exit (in service)   (no deadline before a trigger)                            (after the exit: cleanup)
-//	draining   offline (no hooks: the trigger)  the drain: fixed or adaptive     the drain's end          stopping (drained after /prestop alone)
+//	offline    the first trigger (t0)           offline hooks, until stopBy      stopBy (a backstop)      draining, when they end or at the timer
+//	           or the app's exit (in service)   (no deadline before a trigger;   killAt, after a trigger  (after the exit: cleanup)
+//	                                            after one, killAt)
+//	draining   offline (no hooks: the trigger)  the drain: fixed or adaptive     the drain's end (stopBy) stopping (drained after /prestop alone)
 //	drained    the drain, after /prestop alone  wait for the kubelet's signal    killAt                   stopping, on the signal or the timer
 //	stopping   the drain's end, 2nd Ctrl-C      the stop signal to the app       killAt                   killing
 //	cleanup    the app's exit, leftovers run    SIGTERM to what is left          cleanup wait (≤ killAt)  killing
@@ -71,7 +74,7 @@ type phaseSpec struct {
 func (p Phase) spec() phaseSpec {
 	return [...]phaseSpec{
 		PhaseRunning:  {"running", nil},
-		PhaseOffline:  {"offline", nil},
+		PhaseOffline:  {"offline", (*machine).offlineOverdue},
 		PhaseDraining: {"draining", (*machine).endDrain},
 		PhaseDrained:  {"drained", (*machine).enterStopping},
 		PhaseStopping: {"stopping", (*machine).enterKilling},
@@ -396,6 +399,8 @@ func (m *machine) lateTrigger(now time.Time, sig unix.Signal) []action {
 		acts = append(acts, actHooksDeadline{config.StageOffline, hooksDeadline(m.killAt())})
 	}
 	switch m.phase {
+	case PhaseOffline:
+		m.wake = m.killAt() // the hooks' backstop (offlineOverdue)
 	case PhaseCleanup:
 		m.wake = m.capped(m.wake)
 	case PhasePostStop:
@@ -445,10 +450,24 @@ func (m *machine) enterOffline(now time.Time) []action {
 	}
 	m.hooksRunning[config.StageOffline] = true
 	m.event(now, zerolog.InfoLevel, "offline hooks").Msg("running offline hooks")
-	// The hooks may use all the time up to the kill point; the drain is then skipped, which the
-	// start-up budget check warns about.
-	m.wake = time.Time{}
-	return []action{actRunHooks{config.StageOffline, hooksDeadline(m.killAt())}}
+	// The hooks may use all the time up to stopBy; the drain is then skipped, which the start-up
+	// budget check warns about. The timer is a backstop: a hook's process can outlast its
+	// context where nothing ends it (an exec that hangs opening its program), and the sequence
+	// must not wait for it.
+	m.wake = m.stopBy()
+	return []action{actRunHooks{config.StageOffline, hooksDeadline(m.stopBy())}}
+}
+
+// offlineOverdue goes on without offline hooks still running at their stage's end (enterOffline,
+// lateTrigger): to the drain, which then ends at once (the stop signal by stopBy), or after the
+// app's exit to what it left behind.
+func (m *machine) offlineOverdue(now time.Time) []action {
+	m.line(now, zerolog.WarnLevel).Msg("offline hooks still running at their deadline: going on without them")
+	acts := m.cancelOffline(now)
+	if m.appExited {
+		return append(acts, m.endLeftovers(now)...)
+	}
+	return append(acts, m.enterDraining(now)...)
 }
 
 // cancelOffline stops offline hooks still running, when the sequence moves past them.
@@ -468,7 +487,7 @@ func (m *machine) enterDraining(now time.Time) []action {
 	if !m.timing.Adaptive {
 		return m.fixedDrain(now, m.timing.DrainDelay, "")
 	}
-	end := m.capped(now.Add(m.timing.DrainMax))
+	end := m.stopCapped(now.Add(m.timing.DrainMax))
 	if !end.After(now) {
 		return m.endDrain(now)
 	}
@@ -483,7 +502,7 @@ func (m *machine) enterDraining(now time.Time) []action {
 
 // fixedDrain waits d from the start of the drain (capped at the kill point).
 func (m *machine) fixedDrain(now time.Time, d time.Duration, why string) []action {
-	end := m.capped(m.drainAt.Add(d))
+	end := m.stopCapped(m.drainAt.Add(d))
 	if !end.After(now) {
 		return m.endDrain(now)
 	}
@@ -501,6 +520,31 @@ func (m *machine) fallbackDelay() time.Duration { return min(m.timing.DrainDelay
 // killAt is the kill point: drainit SIGKILLs whatever still runs then, the kill margin before
 // the deadline, so that the runtime's SIGKILL never has to.
 func (m *machine) killAt() time.Time { return m.deadline.Add(-m.timing.KillMargin) }
+
+// appStopFloor is the least time drainit leaves the app between the stop signal and its SIGKILL
+// when slow offline hooks, and the drain after them, would take it all (as the kubelet leaves a
+// container 2 s after a preStop hook that used up the grace period). Less where the
+// configuration itself leaves the app less.
+const appStopFloor = 2 * time.Second
+
+// stopBy is the latest time for the stop signal: appStopFloor before the kill point, or what the
+// configuration leaves the app (grace − kill margin − drain), when that is less.
+func (m *machine) stopBy() time.Time {
+	drain := m.timing.DrainDelay
+	if m.timing.Adaptive {
+		drain = m.timing.DrainMax
+	}
+	left := max(0, m.timing.Grace-m.timing.KillMargin-drain)
+	return m.killAt().Add(-min(appStopFloor, left))
+}
+
+// stopCapped returns t, or stopBy if that comes first.
+func (m *machine) stopCapped(t time.Time) time.Time {
+	if by := m.stopBy(); t.After(by) {
+		return by
+	}
+	return t
+}
 
 // capped returns t, or the kill point if that comes first.
 func (m *machine) capped(t time.Time) time.Time {

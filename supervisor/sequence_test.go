@@ -62,8 +62,9 @@ func wantPhase(tb testing.TB, m *machine, p Phase) {
 
 func TestFullSequenceWithHooks(t *testing.T) {
 	m := newTestMachine(true, true)
-	// SIGTERM at 10 s: deadline 40 s, kill at 38 s.
-	want(t, m.signal(at(10), unix.SIGTERM), actRunHooks{config.StageOffline, hooksDeadline(at(38))})
+	// SIGTERM at 10 s: deadline 40 s, kill at 38 s; the hooks end by the stop signal's latest
+	// time, 36 s, which leaves the app 2 s.
+	want(t, m.signal(at(10), unix.SIGTERM), actRunHooks{config.StageOffline, hooksDeadline(at(36))})
 	wantPhase(t, m, PhaseOffline)
 	if !m.deadline.Equal(at(40)) {
 		t.Fatalf("deadline = %v, want t0+grace", m.deadline.Sub(epoch))
@@ -206,23 +207,45 @@ func TestEscalationBeforeDeadline(t *testing.T) {
 	}
 }
 
+// Slow offline hooks cut the drain short, not the app's stop: the stop signal goes out 2 s before
+// the kill point at the latest (stopBy). It went out at the kill point, in the same millisecond
+// as the SIGKILL, after hooks that had used the time up to it.
 func TestHooksLongerThanBudgetSkipDrain(t *testing.T) {
 	m := newTestMachine(true, false)
 	m.signal(at(0), unix.SIGTERM)
-	// Offline hooks ran until 27 s: only 1 s is left before the kill point, so the drain is cut.
-	want(t, m.hooksDone(at(27), config.StageOffline, "1 ok"))
-	if !m.wake.Equal(at(28)) {
-		t.Fatalf("drain ends at %v, want the kill point 28s", m.wake.Sub(epoch))
+	// Offline hooks ran until 25 s: 1 s is left before stopBy (26 s), so the drain is cut to it.
+	want(t, m.hooksDone(at(25), config.StageOffline, "1 ok"))
+	if !m.wake.Equal(at(26)) {
+		t.Fatalf("drain ends at %v, want 26s, 2s before the kill point", m.wake.Sub(epoch))
 	}
-	// Hooks that end at the kill point itself: the stop signal goes out at once.
+	// Hooks that end at stopBy or later: the stop signal goes out at once, the SIGKILL 2 s on.
+	for _, end := range []float64{26, 27.5} {
+		m = newTestMachine(true, false)
+		m.signal(at(0), unix.SIGTERM)
+		want(t, m.hooksDone(at(end), config.StageOffline, "1 ok"), actSignal{toAppStop, unix.SIGTERM})
+		if !m.wake.Equal(at(28)) {
+			t.Fatalf("hooks done at %vs: SIGKILL at %v, want the kill point 28s", end, m.wake.Sub(epoch))
+		}
+	}
+	// Hooks that never end (an exec that hangs opening its program): the sequence goes on
+	// without them at stopBy.
 	m = newTestMachine(true, false)
 	m.signal(at(0), unix.SIGTERM)
-	want(t, m.hooksDone(at(28), config.StageOffline, "1 ok"), actSignal{toAppStop, unix.SIGTERM})
+	want(t, m.tick(at(25.9)))
+	want(t, m.tick(at(26)), actCancelHooks{config.StageOffline}, actSignal{toAppStop, unix.SIGTERM})
+	want(t, m.hooksDone(at(27), config.StageOffline, "1 failed")) // late: ignored
+	// Where the configuration leaves the app less than 2 s, that is what it keeps.
+	m = newTestMachine(true, false, func(c *config.Config) { c.DrainDelay = 27500 * time.Millisecond })
+	m.signal(at(0), unix.SIGTERM)
+	want(t, m.hooksDone(at(25), config.StageOffline, "1 ok"))
+	if !m.wake.Equal(at(27.5)) {
+		t.Fatalf("drain ends at %v, want 27.5s (grace 30s - margin 2s - drain 27.5s leaves the app 0.5s)", m.wake.Sub(epoch))
+	}
 }
 
 func TestRepeatedTriggersJoin(t *testing.T) {
 	m := newTestMachine(true, false)
-	want(t, m.signal(at(0), unix.SIGTERM), actRunHooks{config.StageOffline, hooksDeadline(at(28))})
+	want(t, m.signal(at(0), unix.SIGTERM), actRunHooks{config.StageOffline, hooksDeadline(at(26))})
 	// A second SIGTERM (kubelet restart, docker stop twice) runs nothing again.
 	want(t, m.signal(at(1), unix.SIGTERM))
 	wantPhase(t, m, PhaseOffline)
@@ -302,7 +325,9 @@ func TestAppExitsInEachPhase(t *testing.T) {
 				if phase == PhaseOffline {
 					want(t, acts) // the stop's offline hooks are not cancelled
 				}
-				want(t, m.tick(at(100))) // no timer left that could act
+				if phase == PhaseRunning {
+					want(t, m.tick(at(100))) // no trigger, no deadline: no timer that could act
+				}
 				want(t, m.hooksDone(at(8), config.StageOffline, "1 ok"), postStop)
 			default:
 				want(t, acts, postStop)
@@ -468,7 +493,7 @@ func TestPrestopThenKubeletSignal(t *testing.T) {
 	m := newTestMachine(true, false)
 	// The kubelet calls /prestop at 10 s: the sequence starts then, not at the SIGTERM.
 	acts := m.prestop(at(10), false)
-	want(t, acts, actRunHooks{config.StageOffline, hooksDeadline(at(38))})
+	want(t, acts, actRunHooks{config.StageOffline, hooksDeadline(at(36))})
 	if drainedIn(acts) {
 		t.Fatal("/prestop answered before the drain")
 	}
@@ -595,7 +620,7 @@ func TestPrestopWithoutSignal(t *testing.T) {
 	want(t, m.tick(at(28)), actSignal{toAppStop, unix.SIGQUIT})
 }
 
-// TestPrestopSignalAfterDrainitStopped: the drain ran to the kill point (slow offline hooks), so
+// TestPrestopSignalAfterDrainitStopped: the drain ran to its latest end (slow offline hooks), so
 // no signal had come when it ended and drainit stopped the app itself, leaving it until the
 // deadline. The kubelet's SIGTERM, sent as soon as its preStop wait ended, comes just after: the
 // kubelet's SIGKILL is due at the deadline, so drainit's must come at the kill point, not race
@@ -603,9 +628,8 @@ func TestPrestopWithoutSignal(t *testing.T) {
 func TestPrestopSignalAfterDrainitStopped(t *testing.T) {
 	m := newTestMachine(true, false)
 	m.prestop(at(0), false)
-	m.hooksDone(at(26), config.StageOffline, "1 failed")
-	if acts := m.tick(at(28)); !drainedIn(acts) {
-		t.Fatalf("the drain ended at the kill point but /prestop was not answered: %#v", acts)
+	if acts := m.hooksDone(at(26), config.StageOffline, "1 failed"); !drainedIn(acts) {
+		t.Fatalf("the drain ended at once (its latest end, 2s before the kill point) but /prestop was not answered: %#v", acts)
 	}
 	wantPhase(t, m, PhaseDrained)
 	want(t, m.tick(at(28)), actSignal{toAppStop, unix.SIGTERM})
