@@ -35,8 +35,17 @@ func parseArgv(spec string) ([]string, error) {
 	s := strings.TrimSpace(spec)
 	var argv []string
 	if strings.HasPrefix(s, "[") {
-		if err := json.Unmarshal([]byte(s), &argv); err != nil {
+		// Through pointers: encoding/json reads a null as an empty string, and
+		// ["rm","-rf",null] would run `rm -rf ""`.
+		var words []*string
+		if err := json.Unmarshal([]byte(s), &words); err != nil {
 			return nil, fmt.Errorf("command %q is not a JSON array of strings: %w", spec, err)
+		}
+		for i, w := range words {
+			if w == nil {
+				return nil, fmt.Errorf("command %q is not a JSON array of strings: element %d is null", spec, i)
+			}
+			argv = append(argv, *w)
 		}
 	} else {
 		if strings.ContainsAny(s, `'"\`) {

@@ -41,10 +41,10 @@ func ParseHTTP(name, spec string) (Hook, error) {
 
 // httpSpec is the JSON form of an HTTP hook.
 type httpSpec struct {
-	Method  string            `json:"method"`
-	URL     string            `json:"url"`
-	Headers map[string]string `json:"headers"`
-	Body    string            `json:"body"`
+	Method  string             `json:"method"`
+	URL     string             `json:"url"`
+	Headers map[string]*string `json:"headers"` // through pointers, to tell a null from ""
+	Body    string             `json:"body"`
 }
 
 func parseHTTP(spec string) (*httpHook, error) {
@@ -73,7 +73,16 @@ func parseHTTP(spec string) (*httpHook, error) {
 			return nil, errors.New("want URL, METHOD URL, or a JSON object")
 		}
 	}
-	h := &httpHook{method: strings.ToUpper(js.Method), headers: js.Headers, body: js.Body}
+	h := &httpHook{method: strings.ToUpper(js.Method), body: js.Body}
+	for k, v := range js.Headers {
+		if v == nil {
+			return nil, fmt.Errorf("header %q is null: give it a string", clip(k))
+		}
+		if h.headers == nil {
+			h.headers = map[string]string{}
+		}
+		h.headers[k] = *v
+	}
 	if h.method == "" {
 		h.method = "GET"
 	}
@@ -85,7 +94,7 @@ func parseHTTP(spec string) (*httpHook, error) {
 		return nil, err
 	}
 	h.url = u
-	for k, v := range js.Headers {
+	for k, v := range h.headers {
 		if !http1.IsToken(k) {
 			return nil, fmt.Errorf("bad header name %q", clip(k))
 		}

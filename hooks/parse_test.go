@@ -40,6 +40,8 @@ func TestParseExec(t *testing.T) {
 		`a\ b`:                   "JSON array",
 		"[\"a\\u0000b\"]":        "NUL",
 		`{"argv":["/bin/true"]}`: "JSON array", // words, but with quotes
+		`["rm","-rf",null]`:      "element 2 is null",
+		`[null]`:                 "element 0 is null",
 	}
 	for spec, want := range bad {
 		_, err := ParseExec("offline-exec", spec, nil)
@@ -85,6 +87,7 @@ func TestParseHTTP(t *testing.T) {
 		`{"method":"PUT"}`:                "no URL",
 		`{"url":"http://a","headers":{"A B":"c"}}`:          "bad header name",
 		`{"url":"http://a","headers":{"A":"c\r\nEvil: 1"}}`: "control character",
+		`{"url":"http://a","headers":{"X-Token":null}}`:     `header "X-Token" is null`,
 		`{"url":"http://a"} {}`:                             "text after",
 		"http://a b":                                        "bad method",
 		"http://a:0/":                                       "bad port",

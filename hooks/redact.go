@@ -28,7 +28,6 @@ func Redact(spec string) string {
 	for k := range js.Headers {
 		headers[clip(k)] = masked // a name that is a whole "Name: value" header too
 	}
-	js.Headers = headers
 	if js.Body != "" {
 		js.Body = masked
 	}
@@ -37,7 +36,7 @@ func Redact(spec string) string {
 		URL     string            `json:"url"`
 		Headers map[string]string `json:"headers,omitempty"`
 		Body    string            `json:"body,omitempty"`
-	}{js.Method, js.URL, js.Headers, js.Body})
+	}{js.Method, js.URL, headers, js.Body})
 	if err != nil {
 		return fmt.Sprintf("{…%d bytes, not shown}", len(s))
 	}

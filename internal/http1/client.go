@@ -119,8 +119,8 @@ func Do(ctx context.Context, c Call) (Result, error) {
 		case strings.EqualFold(k, "Host"):
 			hostHeader = v // a virtual host other than the URL's
 			continue
-		case strings.EqualFold(k, "Content-Length"), strings.EqualFold(k, "Connection"):
-			continue // set by Do
+		case strings.EqualFold(k, "Content-Length"), strings.EqualFold(k, "Connection"), strings.EqualFold(k, "Transfer-Encoding"):
+			continue // the framing is Do's: with Content-Length, a Transfer-Encoding would make it ambiguous
 		case strings.EqualFold(k, "User-Agent"):
 			hasUA = true
 		}
