@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
 	"io"
 	"net/url"
 	"slices"
@@ -141,13 +142,14 @@ func (h *httpHook) Run(ctx context.Context) error {
 			<-ctx.Done()
 			return fmt.Errorf("http hook %q: %s: %w", h.name, what, ended(ctx, time.Since(start)))
 		}
-		return fmt.Errorf("http hook %q: %s: %w", h.name, what, err)
+		// A malformed answer is quoted (its status line): masked as its body would be.
+		return fmt.Errorf("http hook %q: %s: %w", h.name, what, maskedError{string(h.mask([]byte(err.Error()), false)), err})
 	}
 	if res.Status >= 200 && res.Status <= 299 {
 		return nil
 	}
 	status := statusText(res.Status)
-	snippet := bytes.TrimSpace(h.mask(res.Body))
+	snippet := bytes.TrimSpace(h.mask(res.Body, len(res.Body) >= http1.MaxBodyBytes))
 	if len(snippet) > errSnippet {
 		snippet = snippet[:errSnippet]
 	}
@@ -161,30 +163,67 @@ func (h *httpHook) Run(ctx context.Context) error {
 // ("1", "no") hold no secret and would garble every answer that happens to contain them.
 const minSecret = 4
 
+// maskedError is an error whose message had h's secrets masked (httpHook.mask).
+type maskedError struct {
+	msg string
+	err error
+}
+
+func (e maskedError) Error() string { return e.msg }
+func (e maskedError) Unwrap() error { return e.err }
+
+// minBodyWord is the shortest word of the body mask hides on its own: a token, an id; shorter
+// ones are the JSON's keys and small values, which would garble every answer.
+const minBodyWord = 8
+
 // mask hides in body, an answer to h, what h sent that Redact hides in its configuration: its
 // header values, each word of them too (the token of "Bearer TOKEN", echoed alone), and its
-// body, also as JSON escapes them. An error page or a debugging endpoint that quotes its request would otherwise put a
-// deregistration call's credentials in drainit's log. Longest first, so that a whole value
-// shows as one mask. The whole body is masked before the error cuts it, so that no part of a
-// secret is left at the cut.
-func (h *httpHook) mask(body []byte) []byte {
+// body, each longer word of it too (the token of {"token":"…"}), also as JSON, a URL's query
+// and HTML escape them. An error page or a debugging endpoint that quotes its request would
+// otherwise put a deregistration call's credentials in drainit's log. Longest first, so that a
+// whole value shows as one mask. The whole body is masked before the error cuts it, so that no
+// part of a secret is left at that cut; where the answer was cut already (cut: at
+// http1.MaxBodyBytes), a secret's start at its end is masked too.
+func (h *httpHook) mask(body []byte, cut bool) []byte {
 	var secrets []string
 	for _, v := range h.headers {
 		secrets = append(secrets, v)
 		secrets = append(secrets, strings.Fields(v)...)
 	}
 	secrets = append(secrets, h.body)
+	for _, w := range strings.FieldsFunc(h.body, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.~+/=", r))
+	}) {
+		if len(w) >= minBodyWord {
+			secrets = append(secrets, w)
+		}
+	}
 	// As a JSON string too: a server that echoes the request inside JSON escapes its quotes and
-	// backslashes ({\"token\":\"…\"}).
+	// backslashes ({\"token\":\"…\"}); or in a URL's query, or HTML.
 	for _, sec := range slices.Clone(secrets) {
 		if q, err := json.Marshal(sec); err == nil && string(q[1:len(q)-1]) != sec {
 			secrets = append(secrets, string(q[1:len(q)-1]))
+		}
+		for _, esc := range []string{url.QueryEscape(sec), html.EscapeString(sec)} {
+			if esc != sec {
+				secrets = append(secrets, esc)
+			}
 		}
 	}
 	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
 	for _, sec := range secrets {
 		if len(sec) >= minSecret {
 			body = bytes.ReplaceAll(body, []byte(sec), []byte(masked))
+		}
+	}
+	if cut {
+		for _, sec := range secrets {
+			for k := len(sec) - 1; k >= 2 && len(sec) >= minSecret; k-- {
+				if bytes.HasSuffix(body, []byte(sec[:k])) {
+					body = append(body[:len(body)-k:len(body)-k], masked...)
+					break
+				}
+			}
 		}
 	}
 	return body

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/drainit/drainit/internal/http1"
 )
 
 // closedAddr returns a loopback address where connections are refused: a socket holds the port
@@ -280,4 +282,59 @@ func TestHTTPFailureMasksEchoedSecrets(t *testing.T) {
 	if err = h.Run(context.Background()); err == nil || strings.Contains(err.Error(), "JSONSECRET") || !strings.Contains(err.Error(), "bad request") {
 		t.Errorf("Run = %v, want the 400's answer with the JSON body masked", err)
 	}
+
+	// Part of the body quoted alone, URL-encoded or HTML-escaped; the header's token likewise.
+	const token = "Qk9EWVNFQ1JFVA+/=" // base64, as tokens are
+	for _, echo := range []string{"token " + token + " is not valid", "next=%2Fx%3Ftoken%3DQk9EWVNFQ1JFVA%2B%2F%3D",
+		`{&#34;token&#34;:&#34;` + token + `&#34;}`, "bearer t0k%2Ben%2FSECRET"} {
+		e := echoing(t, echo)
+		h := mustHTTP(t, `{"method":"POST","url":"`+e.URL+`/x","headers":{"Authorization":"Bearer t0k+en/SECRET"},"body":"{\"token\":\"`+token+`\"}"}`)
+		err := h.Run(context.Background())
+		if err == nil || strings.Contains(err.Error(), "SECRET") || strings.Contains(err.Error(), "Qk9EWVNFQ1JFVA") {
+			t.Errorf("an answer %q: Run = %v, want the secret masked", echo, err)
+		}
+	}
+
+	// A malformed status line that quotes the request (http1 refuses the answer, quoting it).
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	go func() {
+		c, err := raw.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		req := make([]byte, 4096)
+		n, _ := c.Read(req)
+		fmt.Fprintf(c, "HTTP/1.1 5000 %s\r\n\r\n", strings.ReplaceAll(string(req[:n]), "\r\n", " "))
+	}()
+	h = mustHTTP(t, `{"url":"http://`+raw.Addr().String()+`/d","headers":{"Authorization":"Bearer STATUSLINESECRET"}}`)
+	if err := h.Run(context.Background()); err == nil || strings.Contains(err.Error(), "STATUSLINESECRET") {
+		t.Errorf("a status line quoting the request: Run = %v, want the token masked", err)
+	}
+
+	// An answer cut at http1.MaxBodyBytes in the middle of a secret leaves no part of it.
+	cut := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(500)
+		fmt.Fprint(w, strings.Repeat(" ", http1.MaxBodyBytes-5)+"CUTSECRET")
+	}))
+	defer cut.Close()
+	h = mustHTTP(t, `{"url":"`+cut.URL+`/x","headers":{"X-Key":"CUTSECRET"}}`)
+	if err := h.Run(context.Background()); err == nil || strings.Contains(err.Error(), "CUTS") {
+		t.Errorf("an answer cut inside the secret: Run = %v, want its start masked", err)
+	}
+}
+
+// echoing serves answers of status 403 with body.
+func echoing(t *testing.T, body string) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(403)
+		fmt.Fprint(w, body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
 }
