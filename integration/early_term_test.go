@@ -124,9 +124,12 @@ func TestSignalsRegisteredBeforeHeavyInit(t *testing.T) {
 
 // The subcommands that run no app give the early registration back, and `drainit sleep` (a
 // preStop hook) ends by a signal as sleep(1) does, killed by it: SIGTERM, and the ones the Go
-// runtime would ignore (USR1, ALRM, a real-time one) or answer with a goroutine dump (QUIT).
+// runtime would ignore (USR1, ALRM, a real-time one). (QUIT, which it would answer with a
+// goroutine dump, takes the same path; sent in a Go program's first milliseconds it still gets
+// the dump, the known limit of the README's "a signal in drainit's first millisecond", so it
+// cannot be sent again and again here.)
 func TestSubcommandKeepsDefaultSignals(t *testing.T) {
-	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGUSR1, syscall.SIGALRM, syscall.SIGQUIT, 40} {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGUSR1, syscall.SIGALRM, 40} {
 		t.Run(sig.String(), func(t *testing.T) {
 			t.Parallel()
 			cmd := exec.Command(drainitBin, "sleep", "60s")
@@ -139,17 +142,24 @@ func TestSubcommandKeepsDefaultSignals(t *testing.T) {
 			}
 			done := make(chan error, 1)
 			go func() { done <- cmd.Wait() }()
-			// Past its start: a signal sent while it registers would be raised again
-			// (early.Release), but this tests the steady state.
+			// Sent again until it ends: one sent before drainit sleep has caught it (in its first
+			// milliseconds, a Go program's start) finds the runtime's default, which ignores
+			// USR1, ALRM and 40. What is tested is the steady state.
 			waitUntil(t, waitTimeout, "drainit sleep asleep", func() bool { return procState(cmd.Process.Pid) == 'S' })
-			if err := cmd.Process.Signal(sig); err != nil {
-				t.Fatal(err)
-			}
-			select {
-			case <-done:
-			case <-time.After(waitTimeout):
-				_ = cmd.Process.Kill()
-				t.Fatalf("drainit sleep survived %v for %s", sig, waitTimeout)
+			deadline := time.After(waitTimeout)
+		send:
+			for {
+				if err := cmd.Process.Signal(sig); err != nil {
+					t.Fatal(err)
+				}
+				select {
+				case <-done:
+					break send
+				case <-time.After(100 * time.Millisecond):
+				case <-deadline:
+					_ = cmd.Process.Kill()
+					t.Fatalf("drainit sleep survived %v for %s", sig, waitTimeout)
+				}
 			}
 			if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != sig {
 				t.Errorf("drainit sleep: %v, want killed by %v", cmd.ProcessState, sig)

@@ -9,11 +9,13 @@ package main
 
 import (
 	"os"
+	"os/signal"
 
 	// Registers drainit's signals before the other packages are initialised: see the package.
 	"github.com/drainit/drainit/signals/early"
 
 	"github.com/drainit/drainit/internal/startsig"
+	"github.com/drainit/drainit/signals"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -28,24 +30,35 @@ func main() {
 func dispatch(args []string) int {
 	if len(args) > 0 {
 		if sub, ok := subcommands()[args[0]]; ok {
-			early.Release()
-			// Back on every CPU it was given: a subcommand has no app to start first.
-			_ = startsig.Unpin()
 			return sub(args[1:])
 		}
 	}
 	return runCmd(args, os.Stdout, os.Stderr)
 }
 
+// release gives the early registration back, for a subcommand that runs no app, and puts it back
+// on every CPU it was given (it has no app to start first).
+func release() {
+	early.Release()
+	_ = startsig.Unpin()
+}
+
 // subcommands are the subcommands by their first argument. config.Subcommands names the same
 // ones (a test keeps the two in step), so that drainit check knows which command lines run no app.
 func subcommands() map[string]func(args []string) int {
-	version := func([]string) int { return versionCmd(os.Stdout) }
+	version := func([]string) int { release(); return versionCmd(os.Stdout) }
 	return map[string]func([]string) int{
 		"version":   version,
 		"--version": version,
-		"sleep":     func(args []string) int { return sleepCmd(args, os.Stdout, os.Stderr) },
-		"prestop":   func(args []string) int { return prestopCmd(args, os.Stdout, os.Stderr) },
-		"check":     func(args []string) int { return checkCmd(args, os.Stderr) },
+		"sleep": func(args []string) int {
+			// Caught before the early registration is given back: between the two, a USR1
+			// would find the Go runtime's default, which ignores it.
+			sigs := make(chan os.Signal, 1)
+			signal.Notify(sigs, signals.Terminating()...)
+			release()
+			return sleepCmd(args, sigs, os.Stdout, os.Stderr)
+		},
+		"prestop": func(args []string) int { release(); return prestopCmd(args, os.Stdout, os.Stderr) },
+		"check":   func(args []string) int { release(); return checkCmd(args, os.Stderr) },
 	}
 }

@@ -15,23 +15,23 @@ import (
 func TestSleep(t *testing.T) {
 	var out, errb bytes.Buffer
 	start := time.Now()
-	if code := sleepCmd([]string{"50ms"}, &out, &errb); code != 0 {
+	if code := sleepCmd([]string{"50ms"}, nil, &out, &errb); code != 0 {
 		t.Fatalf("sleep 50ms: exit %d: %s", code, errb.String())
 	}
 	if d := time.Since(start); d < 50*time.Millisecond {
 		t.Fatalf("sleep 50ms returned after %v", d)
 	}
-	if code := sleepCmd([]string{"--", "1ms"}, &out, &errb); code != 0 {
+	if code := sleepCmd([]string{"--", "1ms"}, nil, &out, &errb); code != 0 {
 		t.Errorf("sleep -- 1ms: exit %d, %q; want 0, as sleep(1)", code, errb.String())
 	}
 	for _, args := range [][]string{nil, {"soon"}, {"-1"}, {"1s", "2s"}, {"--help", "1s"}, {"--"}, {"--", "--", "1s"}} {
 		errb.Reset()
-		if code := sleepCmd(args, &out, &errb); code != 2 || !strings.Contains(errb.String(), "drainit sleep") {
+		if code := sleepCmd(args, nil, &out, &errb); code != 2 || !strings.Contains(errb.String(), "drainit sleep") {
 			t.Errorf("sleep %q: exit %d, %q; want 2 with a message", args, code, errb.String())
 		}
 	}
 	out.Reset()
-	if code := sleepCmd([]string{"--help"}, &out, &errb); code != 0 || !strings.HasPrefix(out.String(), "usage: drainit sleep DURATION") {
+	if code := sleepCmd([]string{"--help"}, nil, &out, &errb); code != 0 || !strings.HasPrefix(out.String(), "usage: drainit sleep DURATION") {
 		t.Errorf("sleep --help: exit %d, %q; want 0 and the usage", code, out.String())
 	}
 }

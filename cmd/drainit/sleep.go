@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"syscall"
 	"time"
 
@@ -14,8 +13,9 @@ import (
 
 // sleepCmd is `drainit sleep DURATION`: a preStop exec hook for images that have no sleep(1)
 // (distroless, scratch). A signal ends it as it ends sleep(1), by that signal (signals.DieBy):
-// the Go runtime's own defaults would ignore USR1 or ALRM and dump its goroutines on QUIT.
-func sleepCmd(args []string, stdout, stderr io.Writer) int {
+// the Go runtime's own defaults would ignore USR1 or ALRM and dump its goroutines on QUIT. sigs
+// gets the signals.Terminating ones.
+func sleepCmd(args []string, sigs <-chan os.Signal, stdout, stderr io.Writer) int {
 	const usage = "usage: drainit sleep DURATION (e.g. 5s, 500ms or 5)"
 	if len(args) == 1 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
 		fmt.Fprintln(stdout, usage)
@@ -33,13 +33,11 @@ func sleepCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "drainit sleep: %q: %v\n", args[0], err)
 		return 2
 	}
-	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, signals.Terminating()...)
 	t := time.NewTimer(d)
 	select {
 	case <-t.C:
 		return 0
-	case s := <-ch:
+	case s := <-sigs:
 		signals.DieBy(s)
 		n, _ := s.(syscall.Signal)
 		return 128 + int(n)
