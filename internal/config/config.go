@@ -1200,6 +1200,7 @@ func reachesListener(dial, listen string) bool {
 var (
 	errNegative = errors.New("not a duration from 0 up")
 	errTooLong  = errors.New("too long (at most 2562047h)") // time.Duration's range: 292 years
+	errTooShort = errors.New("shorter than a nanosecond, which would read as 0")
 )
 
 // outOfRange is whether err is one of ParseDuration's errors for a duration it could read.
@@ -1212,16 +1213,25 @@ func ParseDuration(s string) (time.Duration, error) {
 	if t == "" {
 		return 0, errors.New("empty duration")
 	}
-	if f, err := strconv.ParseFloat(t, 64); err == nil && !math.IsNaN(f) {
+	// A number of seconds as a pod spec writes one: decimal, an exponent at most (ParseFloat
+	// also reads hexadecimal, "0x1p5", and underscores, "1_0", which no spec means).
+	inf := strings.ToLower(strings.TrimLeft(t, "+-"))
+	decimal := strings.Trim(t, "0123456789.eE+-") == "" || inf == "inf" || inf == "infinity"
+	if f, err := strconv.ParseFloat(t, 64); decimal && err == nil && !math.IsNaN(f) {
 		switch {
 		case f < 0:
 			return 0, errNegative
 		case f > float64(math.MaxInt64/int64(time.Second)): // whole seconds: f·1e9 cannot round past it
 			return 0, errTooLong
+		case f > 0 && f*float64(time.Second) < 1:
+			return 0, errTooShort
 		}
 		return time.Duration(f * float64(time.Second)), nil
 	}
 	d, err := time.ParseDuration(t)
+	if err == nil && d == 0 && strings.ContainsAny(t, "123456789") {
+		return 0, errTooShort // "0.5ns": not 0, which means none
+	}
 	switch {
 	case err != nil && durationSyntax(t):
 		// time.ParseDuration says "invalid duration" of one that overflows too.

@@ -216,6 +216,10 @@ func TestParseDuration(t *testing.T) {
 		"-1": "not a duration from 0 up", "-1s": "not a duration from 0 up", "-9999999h": "not a duration from 0 up",
 		"Inf": "too long", "1e300": "too long", "9999999h": "too long", "9223372037": "too long",
 		"2562047h47m17s": "too long", "1h9999999999999999999ns": "too long",
+		// Not 0, which means none where a duration may be 0.
+		"1e-10": "shorter than a nanosecond", "0.5ns": "shorter than a nanosecond",
+		// What strconv.ParseFloat reads besides decimals, and no spec means.
+		"0x1p5": "not a duration", "1_0": "not a duration",
 	}
 	for in, want := range bad {
 		d, err := ParseDuration(in)

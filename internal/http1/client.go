@@ -148,11 +148,15 @@ func Do(ctx context.Context, c Call) (Result, error) {
 // sends nothing else must not keep drainit reading until its deadline.
 const maxInterim = 5
 
+// maxQuoted bounds the part of a malformed status line an error quotes.
+const maxQuoted = 200
+
 // readResponse reads the answer to a request made with method from r: the head of the final
 // response (interim 1xx ones skipped) and at most MaxBodyBytes of its body (none of a 2xx answer
 // with successHeadOnly, see Call). Whatever the server sends, it reads at most
 // (maxInterim+1)·MaxHeaderBytes of heads and, of a body, MaxBodyBytes and the bounded framing
-// around them (see readChunked), and holds no more than that.
+// around them (see readChunked), and holds no more than that. A malformed status line is quoted
+// up to maxQuoted bytes.
 func readResponse(r *bufio.Reader, method string, successHeadOnly bool) (Result, error) {
 	for range maxInterim + 1 {
 		status, h, err := head(r)
@@ -161,6 +165,9 @@ func readResponse(r *bufio.Reader, method string, successHeadOnly bool) (Result,
 		}
 		code, ok := parseStatusLine(status)
 		if !ok {
+			if len(status) > maxQuoted {
+				status = status[:maxQuoted] + "…" // the log gets one bounded line, not 8 KiB escaped
+			}
 			return Result{}, fmt.Errorf("%w: bad status line %q", ErrMalformed, status)
 		}
 		// RFC 9110 15.2: a client parses any 1xx before the final answer, even unasked for (103

@@ -728,3 +728,28 @@ func TestConnectedAfterServerClose(t *testing.T) {
 		t.Error("Connected true on a connection the server has closed")
 	}
 }
+
+// A malformed status line is quoted in the error, but not all of it: a server that sends 8 KiB
+// of it (escaped: up to four times as much) would otherwise put one huge line in drainit's log.
+func TestBadStatusLineQuotedShort(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		_, _ = c.Read(make([]byte, 4096))
+		_, _ = c.Write([]byte("HTTP/1.1 5000 " + strings.Repeat("\xff", 8000) + "\r\n\r\n"))
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err = Do(ctx, Call{URL: "http://" + ln.Addr().String() + "/"})
+	if !errors.Is(err, ErrMalformed) || len(err.Error()) > 4*maxQuoted+100 {
+		t.Errorf("Do: an error of %d bytes (%v), want ErrMalformed quoting at most %d bytes of the line", len(fmt.Sprint(err)), errors.Is(err, ErrMalformed), maxQuoted)
+	}
+}
