@@ -25,8 +25,8 @@ import (
 //	phase      started by                       does                             timer                    next
 //	running    the app's start                  forward signals                  -                        offline, on a trigger
 //	offline    the first trigger (t0)           offline hooks, until stopBy      stopBy (a backstop)      draining, when they end or at the timer
-//	           or the app's exit (in service)   (no deadline before a trigger;   killAt, after a trigger  (after the exit: cleanup)
-//	                                            after one, killAt)
+//	           or the app's exit (in service)   (no deadline before a trigger,   none; killAt once a      (after the exit: cleanup)
+//	                                            killAt after one)                trigger comes
 //	draining   offline (no hooks: the trigger)  the drain: fixed or adaptive     the drain's end (stopBy) stopping (drained after /prestop alone)
 //	drained    the drain, after /prestop alone  wait for the kubelet's signal    killAt                   stopping, on the signal or the timer
 //	stopping   the drain's end, 2nd Ctrl-C      the stop signal to the app       killAt                   killing
@@ -500,7 +500,7 @@ func (m *machine) enterDraining(now time.Time) []action {
 	return []action{actWatchDrain{min(m.timing.DrainMin, end.Sub(now)), end.Sub(now)}}
 }
 
-// fixedDrain waits d from the start of the drain (capped at the kill point).
+// fixedDrain waits d from the start of the drain (capped at stopBy).
 func (m *machine) fixedDrain(now time.Time, d time.Duration, why string) []action {
 	end := m.stopCapped(m.drainAt.Add(d))
 	if !end.After(now) {

@@ -97,8 +97,12 @@ func (s *Supervisor) noShellAbove() bool {
 // hasTerminal reports whether drainit's session has a controlling terminal (its tty_nr in /proc;
 // where /proc cannot say, whether /dev/tty opens).
 func hasTerminal() bool {
-	if st, err := proc.ReadStat("/proc", unix.Getpid()); err == nil {
-		return st.TTY != 0
+	// /proc/self rather than our pid: where /proc is another PID namespace's, our pid there
+	// names another process.
+	if b, err := os.ReadFile("/proc/self/stat"); err == nil {
+		if st, err := proc.ParseStat(b); err == nil {
+			return st.TTY != 0
+		}
 	}
 	fd, err := unix.Open("/dev/tty", unix.O_RDONLY|unix.O_NOCTTY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 	if err != nil {

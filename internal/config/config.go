@@ -1204,7 +1204,9 @@ var (
 )
 
 // outOfRange is whether err is one of ParseDuration's errors for a duration it could read.
-func outOfRange(err error) bool { return errors.Is(err, errNegative) || errors.Is(err, errTooLong) }
+func outOfRange(err error) bool {
+	return errors.Is(err, errNegative) || errors.Is(err, errTooLong) || errors.Is(err, errTooShort)
+}
 
 // ParseDuration reads a Go duration ("500ms", "1m30s") or a bare number of seconds ("30",
 // "0.5"), as pod specs write them. Negative durations are an error.
