@@ -3,6 +3,7 @@ package integration
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -47,5 +48,30 @@ func TestOfflineHookStuckInExec(t *testing.T) {
 		if got := d.wait(waitTimeout); got != (exitStatus{code: 0}) {
 			t.Fatalf("drainit: %v, want exit 0 (the app's)\n%s", got, d.dump())
 		}
+	})
+}
+
+// What a post-stop hook leaves running (`sleep 300 &`) does not outlive drainit where it is not
+// PID 1 (as PID 1 its exit ends the PID namespace): it outlived it, reparented to the next
+// reaper above.
+func TestPostStopLeftoversEnd(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	d := start(t, spec{mode: subreaper, args: []string{"--drain-delay", "0",
+		"--post-stop-exec", `["sh","-c","sleep 300 >/dev/null 2>&1 & echo $! > ` + pidFile + `"]`}, app: []string{"true"}})
+	if got := d.wait(waitTimeout); got != (exitStatus{code: 0}) {
+		t.Fatalf("drainit: %v, want exit 0\n%s", got, d.dump())
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatalf("the post-stop hook wrote no pid: %v\n%s", err, d.dump())
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Gone, or a zombie the next reaper above collects (this test process is no reaper).
+	waitUntil(t, waitTimeout, "the post-stop hook's sleep ended", func() bool {
+		s := procState(pid)
+		return s == 0 || s == 'Z'
 	})
 }

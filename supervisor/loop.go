@@ -363,6 +363,13 @@ func (s *Supervisor) loop(ctx context.Context, m *machine, sigs <-chan unix.Sign
 				s.loopLog.Error().Strs("survivors", s.proc.survivors()).Msg("what survives SIGKILL")
 				acts = append(acts, m.survivorsLogged(time.Now())...)
 			case actExit:
+				if len(s.opts.PostStop) > 0 {
+					// What the post-stop hooks left running (`cmd &`) would outlive drainit where
+					// it is not PID 1 (as PID 1 its exit ends the namespace); all else has ended,
+					// the app too (its pid may be another's now). No log line: "drainit exiting"
+					// is the last.
+					s.proc.signalAll(s.appPid, unix.SIGKILL, true)
+				}
 				return a.code
 			default:
 				// Only this package's types are actions; a new one must be handled above.
