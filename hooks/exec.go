@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 )
@@ -82,6 +83,27 @@ const maxOutput = 128 << 10
 // lineCost is what a line costs the budget beyond its bytes: its log event's fields and time.
 const lineCost = 128
 
+// loggedSize is what line takes in drainit's log, as the larger of the JSON and the console
+// formats writes it: a control character or an invalid UTF-8 byte as six bytes (JSON's \u0000 or
+// \ufffd), a quote or a backslash as two. Counted by its raw bytes, a hook printing NULs or binary
+// put six times the budget in the log.
+func loggedSize(line []byte) int {
+	n := 0
+	for i := 0; i < len(line); {
+		r, size := utf8.DecodeRune(line[i:])
+		switch {
+		case r == utf8.RuneError && size == 1, r < 0x20, r == 0x7f:
+			n += 6
+		case r == '"' || r == '\\':
+			n += 2
+		default:
+			n += size
+		}
+		i += size
+	}
+	return n
+}
+
 // outputBudget is what is left of maxOutput for one run of a hook.
 type outputBudget struct {
 	mu     sync.Mutex
@@ -115,7 +137,7 @@ func logOutput(log *zerolog.Logger, hook string, stdout, stderr io.Reader, clock
 		r := [2]io.Reader{stdout, stderr}[i]
 		wg.Go(func() {
 			dropped[i] = copyLines(r, clock, func(line []byte) bool {
-				ok, first := budget.take(len(line))
+				ok, first := budget.take(loggedSize(line))
 				if ok {
 					log.Info().Str("hook", hook).Str("stream", stream).Msg(string(line))
 				} else if first {

@@ -277,3 +277,24 @@ func BenchmarkCopyPastBudget(b *testing.B) {
 		logOutput(&log, "yes", bytes.NewReader(data), strings.NewReader(""), unpaced)
 	}
 }
+
+// The budget counts a line as the log writes it: NULs, other control characters and invalid
+// UTF-8 take six bytes each in JSON (\u0000, \ufffd). Counted by its raw bytes, a hook printing
+// binary put up to six times the budget in drainit's log.
+func TestOutputBudgetCountsEscapes(t *testing.T) {
+	t.Parallel()
+	for name, line := range map[string]string{"NUL": strings.Repeat("\x00", 99), "invalid UTF-8": strings.Repeat("\xff", 99)} {
+		var b strings.Builder
+		for range 3000 {
+			b.WriteString(line + "\n")
+		}
+		log, buf := newLog()
+		logOutput(&log, "h", strings.NewReader(b.String()), strings.NewReader(""), unpaced)
+		buf.mu.Lock()
+		size := buf.b.Len()
+		buf.mu.Unlock()
+		if size > maxOutput*5/4 {
+			t.Errorf("%s: %d bytes of log for a budget of %d", name, size, maxOutput)
+		}
+	}
+}
