@@ -121,7 +121,8 @@ func TestParseProbe(t *testing.T) {
 	}
 	for _, spec := range []string{"", "127.0.0.1:8080", "tcp://", "tcp://host", "tcp://host:0", "tcp://host:65536",
 		"tcp://host:http", "tcp://host:+80", "tcp://host:80/path",
-		"http://app:0/", "http://app:65536/", "http://[::1]:99999/", "tcp://a@b:80", "udp://a:1", "ftp://a/", "http://", "https://app/"} {
+		"http://app:0/", "http://app:65536/", "http://[::1]:99999/", "tcp://a@b:80", "udp://a:1", "ftp://a/", "http://", "https://app/",
+		"tcp://app\r\n:8080", "tcp://a\x00b:80", "tcp://h%zz:80"} {
 		if p, err := ParseProbe(spec); err == nil {
 			t.Errorf("ParseProbe(%q) = %v, want an error", spec, p)
 		}

@@ -61,6 +61,11 @@ func ParseProbe(spec string) (Probe, error) {
 		if strings.ContainsAny(host, "/?#@ ") {
 			return nil, errors.New("ready probe: bad host (it holds \"/\", \"?\", \"#\", \"@\" or a space)")
 		}
+		// No name or address holds them, and a dial would fail the same way for ever.
+		if strings.ContainsFunc(host, func(r rune) bool { return r < ' ' || r == 0x7f }) ||
+			strings.Contains(host, "%") && !strings.Contains(host, ":") {
+			return nil, errors.New("ready probe: bad host (a control character, or a zone (%) outside an IPv6 address)")
+		}
 		return tcpProbe{addr: net.JoinHostPort(host, port)}, nil
 	}
 	if strings.Contains(s, "://") {
