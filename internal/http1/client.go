@@ -109,6 +109,10 @@ func Do(ctx context.Context, c Call) (Result, error) {
 		method = "GET"
 	}
 	hostHeader := u.Host
+	if h, port, err := net.SplitHostPort(hostHeader); err == nil && strings.Contains(h, "%") {
+		// An IPv6 zone is the client's own business (RFC 6874): not sent in Host.
+		hostHeader = net.JoinHostPort(h[:strings.IndexByte(h, '%')], port)
+	}
 	var fields bytes.Buffer
 	hasUA := false
 	for k, v := range c.Header {

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/drainit/drainit/internal/testenv"
 )
 
 // startServer serves h on a loopback port for the test's duration.
@@ -751,5 +753,26 @@ func TestBadStatusLineQuotedShort(t *testing.T) {
 	_, err = Do(ctx, Call{URL: "http://" + ln.Addr().String() + "/"})
 	if !errors.Is(err, ErrMalformed) || len(err.Error()) > 4*maxQuoted+100 {
 		t.Errorf("Do: an error of %d bytes (%v), want ErrMalformed quoting at most %d bytes of the line", len(fmt.Sprint(err)), errors.Is(err, ErrMalformed), maxQuoted)
+	}
+}
+
+// A URL's IPv6 zone is used to dial, and not sent in Host (RFC 6874).
+func TestZoneNotInHost(t *testing.T) {
+	ln, err := net.Listen("tcp", "[::1]:0")
+	if err != nil {
+		testenv.SkipUnlessCI(t, "no IPv6 loopback: "+err.Error())
+	}
+	hosts := make(chan string, 1)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hosts <- r.Host })}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := Do(ctx, Call{URL: "http://[::1%25lo]:" + port + "/"}); err != nil {
+		t.Fatal(err)
+	}
+	if h := <-hosts; h != "[::1]:"+port {
+		t.Errorf("Host %q, want [::1]:%s", h, port)
 	}
 }
