@@ -17,6 +17,11 @@ type Stray struct {
 // String is the warning drainit logs at start, and drainit check reports.
 func (s Stray) String() string {
 	msg := clip(s.Name) + " is not one of drainit's variables: ignored"
+	if base, ok := strings.CutSuffix(s.Name, "_FILE"); ok && optionEnv(base) {
+		// The convention of images that read a secret from a file: the hint to set the
+		// variable itself to the path would make the path the value.
+		return msg + "; drainit reads no _FILE variables: set " + base + " to the value itself (from a Secret: env valueFrom.secretKeyRef)"
+	}
 	if s.Suggest != "" {
 		msg += " (" + s.Suggest + "?)"
 	}

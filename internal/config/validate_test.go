@@ -310,6 +310,9 @@ func TestStrayVariables(t *testing.T) {
 		"DRAINIT_XYZZY": "1", "DRAINIT_DRAIN_DELAY": "3s", "OTHER_GRACE_PERIOD": "1s",
 		// A slip beats a prefix: it begins with DRAINIT_DRAIN, an option of its own.
 		"DRAINIT_DRAIN_DEALY": "3s",
+		// An image's convention for secrets: a hint to set the variable to the path would
+		// make the path the token.
+		"DRAINIT_HTTP_TOKEN_FILE": "/run/secrets/token",
 	}
 	c, err := Parse([]string{"app"}, env, nil)
 	if err != nil {
@@ -322,6 +325,7 @@ func TestStrayVariables(t *testing.T) {
 		"DRAINIT_DRAIN_DEALY is not one of drainit's variables: ignored (DRAINIT_DRAIN_DELAY?)",
 		"DRAINIT_GRACE is not one of drainit's variables: ignored (DRAINIT_GRACE_PERIOD?)",
 		"DRAINIT_GRACE_PERIODS is not one of drainit's variables: ignored (DRAINIT_GRACE_PERIOD?)",
+		"DRAINIT_HTTP_TOKEN_FILE is not one of drainit's variables: ignored; drainit reads no _FILE variables: set DRAINIT_HTTP_TOKEN to the value itself (from a Secret: env valueFrom.secretKeyRef)",
 		"DRAINIT_LOGLEVEL is not one of drainit's variables: ignored (DRAINIT_LOG_LEVEL?)",
 		"DRAINIT_XYZZY is not one of drainit's variables: ignored",
 	}
