@@ -213,7 +213,7 @@ func ParseRewrite(s string) (Rewrite, error) {
 			return fmt.Errorf("%s is never forwarded, so it cannot be rewritten", Name(f))
 		}
 		var t syscall.Signal
-		if tt := strings.ToUpper(strings.TrimSpace(to)); tt != "0" && tt != "NONE" {
+		if tt := strings.ToUpper(strings.TrimSpace(to)); tt != "NONE" && (tt == "" || strings.Trim(tt, "0") != "") { // 0, 00: none
 			if t, err = Parse(to); err != nil {
 				return err
 			}

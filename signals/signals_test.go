@@ -90,7 +90,7 @@ func TestForwardable(t *testing.T) {
 }
 
 func TestParseRewrite(t *testing.T) {
-	r, err := ParseRewrite("HUP:USR1, TERM=QUIT,WINCH:0,usr2:none,")
+	r, err := ParseRewrite("HUP:USR1, TERM=QUIT,WINCH:0,usr2:none,PWR:00,")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestParseRewrite(t *testing.T) {
 		pass bool
 	}{
 		{SIGHUP, SIGUSR1, true}, {SIGTERM, SIGQUIT, true},
-		{SIGWINCH, 0, false}, {SIGUSR2, 0, false}, {SIGINT, SIGINT, true},
+		{SIGWINCH, 0, false}, {SIGUSR2, 0, false}, {SIGPWR, 0, false}, {SIGINT, SIGINT, true},
 	}
 	for _, c := range cases {
 		out, pass := r.Apply(c.in)
