@@ -995,11 +995,16 @@ func (p *parsed) check() *Validation {
 		v.Errors = append(v.Errors, &Error{Option: c.OptionName("drain-min"), Flag: "drain-min", Value: r.DrainMin, Err: fmt.Errorf(
 			"the minimum %s exceeds --drain-max %s", c.DrainMin, c.DrainMax)})
 	}
+	quiet, most := v.Settings["drain-quiet"], v.Settings["drain-max"]
+	if usable("drain") && c.Adaptive && !c.DrainQuietAuto && !quiet.Bad && !most.Bad && (quiet.Seen || most.Seen) && c.DrainQuiet >= c.DrainMax {
+		c.notes = append(c.notes, fmt.Sprintf("%s %s is not less than %s %s: no silence that long fits in the drain, which always runs to its maximum",
+			c.OptionName("drain-quiet"), c.DrainQuiet, c.OptionName("drain-max"), c.DrainMax))
+	}
 	// An option of the adaptive drain is not used by the fixed one (DRAINIT_DRAIN_QUIET=auto alone
 	// leaves the fixed 5 s drain): the log says so at start. Not the other way round: the adaptive
 	// drain falls back to --drain-delay when the app's connections cannot be watched.
 	if usable("drain") && !c.Adaptive {
-		for _, f := range []string{"drain-quiet", "drain-watch", "drain-min", "drain-max"} {
+		for _, f := range []string{"drain-quiet", "drain-watch", "drain-min", "drain-max", "drain-ports"} {
 			if p.from[f] != "" {
 				c.notes = append(c.notes, fmt.Sprintf("%s has no effect: %s is fixed, and it applies to %s adaptive only",
 					p.from[f], c.OptionName("drain"), c.OptionName("drain")))

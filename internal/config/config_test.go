@@ -161,6 +161,28 @@ func TestNoTriggerWarns(t *testing.T) {
 	}
 }
 
+// Settings that cannot have their effect are said at start: --drain-ports with the fixed drain
+// (it applies to the adaptive one), and a quiet period that no drain can hold (not less than
+// --drain-max: the drain always runs to its maximum).
+func TestDrainSettingsWithoutEffectWarn(t *testing.T) {
+	for args, want := range map[string]string{
+		"--drain-ports=8080":                                 "--drain-ports has no effect: --drain is fixed",
+		"--drain=adaptive --drain-quiet=20s":                 "--drain-quiet 20s is not less than --drain-max 15s",
+		"--drain=adaptive --drain-quiet=2s --drain-max=2s":   "--drain-quiet 2s is not less than --drain-max 2s",
+		"--drain=adaptive --drain-quiet=1s --drain-max=2s":   "",
+		"--drain=adaptive --drain-quiet=auto --drain-max=1s": "",
+	} {
+		cfg, err := parse(t, append(strings.Fields(args), "app"), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", args, err)
+		}
+		warned := strings.Join(cfg.Warnings(), "\n")
+		if want == "" && warned != "" || !strings.Contains(warned, want) {
+			t.Errorf("%s: warnings %q, want %q", args, warned, want)
+		}
+	}
+}
+
 func TestHelpListsEveryOption(t *testing.T) {
 	var usage bytes.Buffer
 	if _, err := Parse([]string{"--help"}, nil, &usage); !errors.Is(err, ErrHelp) {
