@@ -150,14 +150,21 @@ func TestNoTriggerWarns(t *testing.T) {
 		"--triggers= --stop-signal=QUIT":             "",
 		"--triggers=TERM --http-addr=127.0.0.1:8099": "",
 	} {
-		cfg, err := parse(t, append(strings.Fields(args), "app"), nil)
-		if err != nil {
-			t.Fatalf("%s: %v", args, err)
-		}
-		warned := strings.Join(cfg.Warnings(), "\n")
-		if (want == "") != !strings.Contains(warned, "--triggers is empty") || !strings.Contains(warned, want) {
-			t.Errorf("%s: warnings %q, want one saying %q", args, warned, want)
-		}
+		wantWarning(t, args, want)
+	}
+}
+
+// wantWarning parses args (flags, an app after them) and wants the warnings at start to say
+// want, or to be none when want is "".
+func wantWarning(t *testing.T, args, want string) {
+	t.Helper()
+	cfg, err := parse(t, append(strings.Fields(args), "app"), nil)
+	if err != nil {
+		t.Fatalf("%s: %v", args, err)
+	}
+	warned := strings.Join(cfg.Warnings(), "\n")
+	if want == "" && warned != "" || !strings.Contains(warned, want) {
+		t.Errorf("%s: warnings %q, want %q", args, warned, want)
 	}
 }
 
@@ -172,14 +179,7 @@ func TestDrainSettingsWithoutEffectWarn(t *testing.T) {
 		"--drain=adaptive --drain-quiet=1s --drain-max=2s":   "",
 		"--drain=adaptive --drain-quiet=auto --drain-max=1s": "",
 	} {
-		cfg, err := parse(t, append(strings.Fields(args), "app"), nil)
-		if err != nil {
-			t.Fatalf("%s: %v", args, err)
-		}
-		warned := strings.Join(cfg.Warnings(), "\n")
-		if want == "" && warned != "" || !strings.Contains(warned, want) {
-			t.Errorf("%s: warnings %q, want %q", args, warned, want)
-		}
+		wantWarning(t, args, want)
 	}
 }
 
