@@ -109,9 +109,9 @@ func Do(ctx context.Context, c Call) (Result, error) {
 		method = "GET"
 	}
 	hostHeader := u.Host
-	if h, port, err := net.SplitHostPort(hostHeader); err == nil && strings.Contains(h, "%") {
-		// An IPv6 zone is the client's own business (RFC 6874): not sent in Host.
-		hostHeader = net.JoinHostPort(h[:strings.IndexByte(h, '%')], port)
+	if i, j := strings.IndexByte(hostHeader, '%'), strings.IndexByte(hostHeader, ']'); strings.HasPrefix(hostHeader, "[") && i > 0 && j > i {
+		// An IPv6 zone is the client's own business (RFC 6874): not sent in Host, port or not.
+		hostHeader = hostHeader[:i] + hostHeader[j:]
 	}
 	var fields bytes.Buffer
 	hasUA := false
