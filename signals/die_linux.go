@@ -3,7 +3,6 @@ package signals
 import (
 	"os"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -31,11 +30,7 @@ func DieBy(s os.Signal) {
 	if !ok {
 		return
 	}
-	var sa struct { // as in IgnoreUncatchable; all zero: SIG_DFL
-		handler, flags, restorer uintptr
-		mask                     uint64
-	}
-	if _, _, errno := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&sa)), 0, 8, 0, 0); errno != 0 {
+	if _, err := sigaction(sig, &kernelSigaction{handler: sigDfl}); err != nil {
 		return
 	}
 	_ = unix.Kill(unix.Getpid(), sig)

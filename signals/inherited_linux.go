@@ -2,7 +2,6 @@ package signals
 
 import (
 	"os/signal"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -85,11 +84,6 @@ func Keepable(sig unix.Signal) bool {
 // ignoredNow reports whether sig's disposition is SIG_IGN, asking the kernel (rt_sigaction with
 // no new action).
 func ignoredNow(sig unix.Signal) bool {
-	// struct sigaction as the kernel takes it on amd64 and arm64 alike (see IgnoreUncatchable).
-	var old struct {
-		handler, flags, restorer uintptr
-		mask                     uint64
-	}
-	_, _, errno := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), 0, uintptr(unsafe.Pointer(&old)), 8, 0, 0)
-	return errno == 0 && old.handler == 1 // SIG_IGN
+	old, err := sigaction(sig, nil)
+	return err == nil && old.handler == sigIgn
 }
