@@ -151,10 +151,9 @@ func groupOrphaned() bool {
 // job stopped and waits for ever. With the terminal the app's group gets Ctrl-Z itself, and
 // appStopped follows it instead.
 func (s *Supervisor) suspendsOn(sig unix.Signal) bool {
-	if s.foreground || s.noShellAbove() {
-		return false
-	}
-	return sig == unix.SIGTSTP || sig == unix.SIGTTIN || sig == unix.SIGTTOU
+	// The signal first: the loop asks for every signal, and noShellAbove reads /proc.
+	jobStop := sig == unix.SIGTSTP || sig == unix.SIGTTIN || sig == unix.SIGTTOU
+	return jobStop && !s.foreground && !s.noShellAbove()
 }
 
 // suspend stops the app and then drainit until the shell continues its job: the shell's
