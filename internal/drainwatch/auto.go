@@ -89,6 +89,9 @@ func (e Estimate) String() string {
 type estimator struct {
 	bins []bin
 	est  Estimate // at the last bin that held an arrival
+	// guard, when not zero, replaces AutoStepGuard: the simulation weighs other values
+	// (TestAutoQuietSimulate's "guard" part).
+	guard float64
 }
 
 // add records n arrivals in (end-span, end] and, when n > 0, estimates anew at end.
@@ -145,7 +148,11 @@ func (e *estimator) estimate() Estimate {
 	if r < est.Rate {
 		est.Rate, est.Arrivals, est.Window = r, n, w
 	}
-	est.Needed = max(AutoFloor, time.Duration(autoK/est.Rate*float64(time.Second)))
+	k := autoK
+	if e.guard > 0 {
+		k = e.guard * math.Log(1/AutoEpsilon)
+	}
+	est.Needed = max(AutoFloor, time.Duration(k/est.Rate*float64(time.Second)))
 	return est
 }
 

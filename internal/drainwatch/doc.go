@@ -131,6 +131,15 @@
 // (TestAutoQuietStragglerIsOutsideTheModel). Where such a straggler is known, --drain-min at
 // its delay covers it; a fixed quiet period only makes it less likely.
 //
+// Why not less: each silence is tested at AutoEpsilon, but a drain tests one at every arrival
+// while the last proxy routes (about a hundred in 1.5 s at 67/s), and most of the risk is just
+// after a step, before 20 arrivals at the new rate have lowered the estimate. Over 2,000
+// simulated stops behind those three proxies at 200/s (TestAutoQuietSimulate's "guard" part),
+// a guard of 1 ends the drain 0.15 s after the last proxy's delay (median; 0.30 s at most) and
+// before its last connection in 36 stops; 1.5: 0.23 s and 10; 2: 0.30 s and 1. At 20/s: 244, 35
+// and 4 stops. Ending within ~0.16 s of the last delay (a stop within 0.3 s of it, the app's own
+// stop taking the rest) is then out of reach at any guard that loses almost nothing.
+//
 // The rate r is estimated at the last arrival, not now: the silence since is what is tested and
 // must not also lower the rate it is tested at. It is the rate over the shortest recent window
 // (ending at the last arrival, at most AutoWindow long) that holds AutoMinArrivals (20)

@@ -86,6 +86,8 @@ type Config struct {
 	SelfAccepted func() uint64
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// stepGuard, when not zero, replaces AutoStepGuard (the simulation's sweep).
+	stepGuard float64
 }
 
 // Validate checks the durations (zero ones take their defaults), so that a configuration can be
@@ -281,7 +283,7 @@ func run(ctx context.Context, cfg Config, e env, t0 time.Time) (Result, bool) {
 	sch.prev = sch.last
 	res.Baseline = sch.last.Sub(t0)
 	if cfg.Auto {
-		sch.auto = &estimator{}
+		sch.auto = &estimator{guard: cfg.stepGuard}
 		// The counter before the drain is the app's alone only where passive-opens applies; and
 		// it counts new connections only, where Requests counts requests on open ones too (its
 		// 30 s would cap their rate at its own: see estimator).
