@@ -149,6 +149,10 @@ func (h *httpHook) Run(ctx context.Context) error {
 		return nil
 	}
 	status := statusText(res.Status)
+	if res.FieldsTooLarge {
+		return fmt.Errorf("http hook %q: %s: status %s (the answer's header fields passed %d KiB: its body was not read)",
+			h.name, what, status, http1.MaxHeaderBytes>>10)
+	}
 	snippet := bytes.TrimSpace(h.mask(res.Body, len(res.Body) >= http1.MaxBodyBytes))
 	if len(snippet) > errSnippet {
 		snippet = snippet[:errSnippet]

@@ -107,6 +107,31 @@ func TestHTTPHookFailureStatus(t *testing.T) {
 	}
 }
 
+// An answer with more header fields than drainit reads (10 KiB of cookies from a gateway in
+// front of the service) is judged by its status: a 2xx is a success, and a failure says its
+// status and that its body went unread.
+func TestHTTPHookLargeHeaderFields(t *testing.T) {
+	t.Parallel()
+	for _, code := range []int{http.StatusOK, http.StatusServiceUnavailable} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			for i := range 20 {
+				w.Header().Add("Set-Cookie", fmt.Sprintf("c%d=%s", i, strings.Repeat("v", 500)))
+			}
+			w.WriteHeader(code)
+			fmt.Fprint(w, "deregistered")
+		}))
+		err := mustHTTP(t, "POST "+srv.URL+"/deregister").Run(context.Background())
+		srv.Close()
+		switch {
+		case code == http.StatusOK && err != nil:
+			t.Errorf("200 with 10 KiB of header fields: %v, want success", err)
+		case code != http.StatusOK && (err == nil || !strings.Contains(err.Error(), "503 Service Unavailable") ||
+			!strings.Contains(err.Error(), "body was not read")):
+			t.Errorf("503 with 10 KiB of header fields: %v, want the status and why no body", err)
+		}
+	}
+}
+
 func TestHTTPHookConnectionRefused(t *testing.T) {
 	t.Parallel()
 	addr, _ := closedAddr(t)

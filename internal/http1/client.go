@@ -35,6 +35,10 @@ type Call struct {
 type Result struct {
 	Status int
 	Body   []byte
+	// FieldsTooLarge says the answer's header fields passed MaxHeaderBytes: its status stands
+	// (a service behind a gateway that adds cookies and policies can send that much), and its
+	// body was not read, for its framing was in fields left unread.
+	FieldsTooLarge bool
 }
 
 // CheckURL reports whether u is a URL Do can call: http scheme, a host, a port (if any) from 1 to
@@ -160,11 +164,13 @@ const maxQuoted = 200
 // with successHeadOnly, see Call). Whatever the server sends, it reads at most
 // (maxInterim+1)·MaxHeaderBytes of heads and, of a body, MaxBodyBytes and the bounded framing
 // around them (see readChunked), and holds no more than that. A malformed status line is quoted
-// up to maxQuoted bytes.
+// up to maxQuoted bytes. A final answer whose header fields pass MaxHeaderBytes is its status
+// alone (FieldsTooLarge).
 func readResponse(r *bufio.Reader, method string, successHeadOnly bool) (Result, error) {
 	for range maxInterim + 1 {
 		status, h, err := head(r)
-		if err != nil {
+		tooLarge := errors.Is(err, ErrHeaderTooLarge) && status != ""
+		if err != nil && !tooLarge {
 			return Result{}, err
 		}
 		code, ok := parseStatusLine(status)
@@ -176,8 +182,14 @@ func readResponse(r *bufio.Reader, method string, successHeadOnly bool) (Result,
 		}
 		// RFC 9110 15.2: a client parses any 1xx before the final answer, even unasked for (103
 		// Early Hints). 101 is final: drainit never asks to switch, and what follows is no HTTP.
+		if tooLarge && (code < 200 && code != 101) {
+			return Result{}, err // where the next answer begins is unknown
+		}
 		if code < 200 && code != 101 {
 			continue
+		}
+		if tooLarge {
+			return Result{Status: code, FieldsTooLarge: true}, nil
 		}
 		res := Result{Status: code}
 		if method == "HEAD" || code == 101 || code == 204 || code == 304 {

@@ -129,7 +129,8 @@ func TestReadResponseBounded(t *testing.T) {
 		maxRead      int
 	}{
 		{"endless status line", "HTTP/1.1 200 ", "a", ErrHeaderTooLarge, false, MaxHeaderBytes + 4096},
-		{"endless header fields", "HTTP/1.1 200 OK\r\n", "X-A: b\r\n", ErrHeaderTooLarge, false, MaxHeaderBytes + 4096},
+		{"endless header fields", "HTTP/1.1 200 OK\r\n", "X-A: b\r\n", nil, false, MaxHeaderBytes + 4096},
+		{"endless header fields of an interim answer", "HTTP/1.1 100 Continue\r\n", "X-A: b\r\n", ErrHeaderTooLarge, false, MaxHeaderBytes + 4096},
 		{"endless interim answers", "", "HTTP/1.1 100 Continue\r\n\r\n", ErrMalformed, false, 4096},
 		{"endless body, no length", "HTTP/1.0 200 OK\r\n\r\n", "x", nil, true, MaxBodyBytes + 4096},
 		{"endless body, huge length", "HTTP/1.1 200 OK\r\nContent-Length: 4611686018427387904\r\n\r\n", "x", nil, true, MaxBodyBytes + 4096},
@@ -182,6 +183,35 @@ func TestReadResponseSuccessHeadOnly(t *testing.T) {
 	}
 }
 
+// A final answer with more than MaxHeaderBytes of header fields (a service behind a gateway that
+// adds cookies and security policies) is its status: a success is one, and a failure says its
+// status; the body, framed by fields left unread, is not read. An interim answer that large
+// leaves no way to find the next one.
+func TestReadResponseFieldsTooLarge(t *testing.T) {
+	fields := strings.Repeat("Set-Cookie: c="+strings.Repeat("v", 500)+"\r\n", 20) // 10 KiB
+	for _, c := range []struct {
+		answer string
+		status int
+		err    error
+	}{
+		{"HTTP/1.1 200 OK\r\n" + fields + "Content-Length: 2\r\n\r\nok", 200, nil},
+		{"HTTP/1.1 503 Service Unavailable\r\n" + fields + "\r\ndown", 503, nil},
+		{"HTTP/1.1 100 Continue\r\n" + fields + "\r\nHTTP/1.1 200 OK\r\n\r\n", 0, ErrHeaderTooLarge},
+		{"HTTP/1.1 200 OK\r\n" + fields[:MaxHeaderBytes-100] + "\r\n\r\n", 200, nil},
+	} {
+		for _, headOnly := range []bool{false, true} {
+			res, err := readResponse(bufio.NewReaderSize(strings.NewReader(c.answer), 4096), "GET", headOnly)
+			tooLarge := len(c.answer) > MaxHeaderBytes
+			if !errors.Is(err, c.err) || res.Status != c.status || c.err == nil && res.FieldsTooLarge != tooLarge {
+				t.Errorf("%.40q…: %d, fields too large %v, %v; want %d, %v, %v", c.answer, res.Status, res.FieldsTooLarge, err, c.status, tooLarge, c.err)
+			}
+			if res.FieldsTooLarge && res.Body != nil {
+				t.Errorf("%.40q…: body %q read after fields left unread", c.answer, res.Body)
+			}
+		}
+	}
+}
+
 // FuzzReadResponse feeds arbitrary bytes to the client as a server's answer to a GET or a HEAD.
 // Nothing may panic; a failure is ErrMalformed, ErrHeaderTooLarge or the answer cut short; an
 // answer read has a final status (101, or 200 to 999), at most MaxBodyBytes of body taken from
@@ -221,8 +251,8 @@ func FuzzReadResponse(f *testing.F) {
 		// The same bytes through net/http, where it reads a final answer and all of its body.
 		// It ignores Transfer-Encoding in an HTTP/1.0 answer, where drainit decodes chunks.
 		std, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(data)), &http.Request{Method: method})
-		if err != nil || std.StatusCode < 200 && std.StatusCode != 101 {
-			return
+		if err != nil || std.StatusCode < 200 && std.StatusCode != 101 || res.FieldsTooLarge {
+			return // net/http reads any amount of header fields
 		}
 		body, err := io.ReadAll(io.LimitReader(std.Body, MaxBodyBytes+1))
 		if err != nil || len(body) > MaxBodyBytes ||

@@ -58,7 +58,8 @@ func (r *Request) Connected() bool {
 }
 
 // head reads a message head: the start line and the header fields up to the empty line, at most
-// MaxHeaderBytes in all.
+// MaxHeaderBytes in all. When the fields pass that, the start line read is returned beside
+// ErrHeaderTooLarge: a response's status is known all the same.
 func head(r *bufio.Reader) (start string, h textproto.MIMEHeader, err error) {
 	budget := MaxHeaderBytes
 	readLine := func() (string, error) {
@@ -89,6 +90,9 @@ func head(r *bufio.Reader) (start string, h textproto.MIMEHeader, err error) {
 	h = textproto.MIMEHeader{}
 	for {
 		line, err := readLine()
+		if errors.Is(err, ErrHeaderTooLarge) {
+			return start, nil, err
+		}
 		if err != nil {
 			return "", nil, err
 		}
