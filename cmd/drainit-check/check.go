@@ -186,6 +186,7 @@ func parseCheckArgs(args []string) (checkOptions, error) {
 		opt.threshold = sev
 		return nil
 	})
+	help := config.HelpFlag(fset)
 	for {
 		if err := fset.Parse(args); err != nil {
 			if optErr != nil {
@@ -206,6 +207,9 @@ func parseCheckArgs(args []string) (checkOptions, error) {
 		}
 		opt.paths = append(opt.paths, rest[0])
 		args = rest[1:]
+	}
+	if *help {
+		return opt, flag.ErrHelp
 	}
 	switch opt.format {
 	case "text", "json", "sarif", "junit":

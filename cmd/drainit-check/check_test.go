@@ -292,6 +292,10 @@ func TestCheckCmdHelpAndNothingFound(t *testing.T) {
 		t.Errorf("--help: exit %d, stdout %q", code, out)
 	}
 	svc := writeFile(t, "svc.yaml", "apiVersion: v1\nkind: Service\nmetadata: {name: web}\n")
+	if code, out, errOut := runCheck(t, "", "--help=false", svc); code != 0 || strings.Contains(out, "Usage") ||
+		!strings.Contains(errOut, "no pod templates found") {
+		t.Errorf("--help=false: exit %d, stdout %q, stderr %q; want the check run", code, out, errOut)
+	}
 	code, out, errOut := runCheck(t, "", svc)
 	if code != 0 || out != "" || !strings.Contains(errOut, "no pod templates found") {
 		t.Errorf("no pod templates: exit %d, stdout %q, stderr %q", code, out, errOut)

@@ -30,12 +30,14 @@ func prestopCmd(args []string, stdout, stderr io.Writer) int {
 	addr := fs.String("addr", "", "the control server's address (default: from DRAINIT_HTTP_ADDR, else 127.0.0.1:8099)")
 	token := fs.String("token", "", "bearer token (default: DRAINIT_HTTP_TOKEN)")
 	timeout := fs.String("timeout", "0", "give up after this long (0: never; the kubelet bounds the hook by the grace period)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stdout)
-			fs.Usage()
-			return 0
-		}
+	help := config.HelpFlag(fs)
+	err := fs.Parse(args)
+	if err == nil && *help {
+		fs.SetOutput(stdout)
+		fs.Usage()
+		return 0
+	}
+	if err != nil {
 		var names []string
 		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
 		fmt.Fprintf(stderr, "drainit prestop: %v\n", config.FlagError(err, names, "drainit prestop --help"))

@@ -48,6 +48,7 @@ func TestPrestopUsageKeepsTheTokenSecret(t *testing.T) {
 		says string
 	}{
 		{[]string{"--help"}, 0, "-token"}, {[]string{"-h"}, 0, "-token"},
+		{[]string{"--help=false", "--tokn", "x"}, 2, "drainit prestop: unknown option --tokn (--token?)\n"},
 		{[]string{"--tokn", "x"}, 2, "drainit prestop: unknown option --tokn (--token?)\n"},
 		{[]string{"--timeout"}, 2, "drainit prestop: --timeout needs a value\n"},
 	} {

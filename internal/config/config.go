@@ -522,6 +522,24 @@ func flagError(err error) error {
 	return FlagError(err, flags, "drainit --help")
 }
 
+// HelpFlag defines -help and -h on fs as booleans and returns whether help was asked for, to be
+// read once fs.Parse has returned. Left undefined, the flag package takes any -help or -h for a
+// request, --help=false too.
+func HelpFlag(fs *flag.FlagSet) *bool {
+	asked := new(bool)
+	set := func(v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return errors.New("must be true or false")
+		}
+		*asked = b
+		return nil
+	}
+	fs.BoolFunc("help", "print the usage and exit", set)
+	fs.BoolFunc("h", "print the usage and exit", set)
+	return asked
+}
+
 // FlagError is flagError for a subcommand's own flag set (drainit check, drainit prestop):
 // flags are its flags' names, help the command that lists them ("": the caller names it).
 func FlagError(err error, flags []string, help string) error {
@@ -543,6 +561,13 @@ func FlagError(err error, flags []string, help string) error {
 			return fmt.Errorf("unknown option %s", opt)
 		}
 		return fmt.Errorf("unknown option %s (%s lists them)", opt, help)
+	}
+	if rest, ok := strings.CutPrefix(msg, "invalid boolean value "); ok {
+		// "invalid boolean value %q for -%s: %v": the value is not repeated, as for bad syntax.
+		if _, after, ok := strings.Cut(rest, " for -"); ok {
+			name, _, _ := strings.Cut(after, ": ")
+			return fmt.Errorf("--%s takes true or false (or no value), not the one given", oneline.Escape(name))
+		}
 	}
 	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
 		return fmt.Errorf("--%s needs a value", name) // a name the parser knows: short
@@ -588,11 +613,12 @@ func parseRaw(args []string, environ map[string]string) (*parsed, error) {
 			p.from[o.Flag] = o.Env
 		}
 	}
+	help := HelpFlag(fs)
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, err
-		}
 		return nil, &Error{Err: flagError(err)}
+	}
+	if *help {
+		return nil, flag.ErrHelp
 	}
 	if tookEnd != "" {
 		// `--http-token $TOKEN -- app` with TOKEN empty: the value would be "--", and the app's

@@ -197,6 +197,29 @@ func TestHelpListsEveryOption(t *testing.T) {
 	}
 }
 
+// --help=false (-h=false) asks for no help: the app runs. The flag package took any -help or -h
+// for a request, whatever its value.
+func TestHelpFalse(t *testing.T) {
+	for _, args := range [][]string{{"--help=false", "app"}, {"-h=false", "app"}, {"--help", "--help=false", "app"}} {
+		cfg, err := Parse(args, nil, io.Discard)
+		if err != nil || len(cfg.Command) != 1 || cfg.Command[0] != "app" {
+			t.Errorf("%q: %v; want the app to run", args, err)
+		}
+		if v := Validate(args, nil); len(v.Errors) > 0 {
+			t.Errorf("Validate(%q): %v; want no mistake", args, v.Errors[0])
+		}
+	}
+	for _, args := range [][]string{{"--help=true", "app"}, {"--help=false", "-h"}} {
+		if _, err := Parse(args, nil, io.Discard); !errors.Is(err, ErrHelp) {
+			t.Errorf("%q: %v; want the usage", args, err)
+		}
+	}
+	if _, err := Parse([]string{"--help=maybe", "app"}, nil, io.Discard); err == nil || errors.Is(err, ErrHelp) ||
+		!strings.Contains(err.Error(), "--help") {
+		t.Errorf("--help=maybe: %v; want a mistake naming --help", err)
+	}
+}
+
 // TestHelpSchemesAccepted: a URL scheme the help offers for an option is one its value may use
 // (the help once offered http(s):// for --ready-probe, which refuses https).
 func TestHelpSchemesAccepted(t *testing.T) {
