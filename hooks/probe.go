@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -88,6 +91,52 @@ func ProbeAddr(p Probe) (string, bool) {
 		return http1.Addr(p.url), true
 	}
 	return "", false
+}
+
+// LocalTarget is the address probe p (made by ParseProbe) connects to when it is in this network
+// namespace: an empty host, localhost or an unspecified address (the loopback), a loopback
+// address, or an address of one of the interfaces. Other hosts, names included, are not looked at.
+func LocalTarget(p Probe) (netip.AddrPort, bool) {
+	hostport, ok := ProbeAddr(p)
+	if !ok {
+		return netip.AddrPort{}, false
+	}
+	return localTarget(hostport)
+}
+
+func localTarget(hostport string) (netip.AddrPort, bool) {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return netip.AddrPort{}, false
+	}
+	n, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return netip.AddrPort{}, false
+	}
+	if host == "" || http1.IsLocalhost(host) {
+		host = "127.0.0.1" // as http1.Dial tries first
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.AddrPort{}, false
+	}
+	a = a.Unmap()
+	switch {
+	case a.IsUnspecified() && a.Is4():
+		a = netip.AddrFrom4([4]byte{127, 0, 0, 1})
+	case a.IsUnspecified():
+		a = netip.IPv6Loopback()
+	case a.IsLoopback():
+	default:
+		addrs, _ := net.InterfaceAddrs()
+		if !slices.ContainsFunc(addrs, func(ia net.Addr) bool {
+			pfx, err := netip.ParsePrefix(ia.String())
+			return err == nil && pfx.Addr().Unmap() == a.WithZone("")
+		}) {
+			return netip.AddrPort{}, false
+		}
+	}
+	return netip.AddrPortFrom(a, uint16(n)), true
 }
 
 // tcpProbe is ready when it can connect.

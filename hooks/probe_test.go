@@ -235,3 +235,17 @@ func TestReached(t *testing.T) {
 		}
 	}
 }
+
+// TestLocalTarget: where a probe's connection lands, when that is this network namespace.
+func TestLocalTarget(t *testing.T) {
+	for in, want := range map[string]string{
+		":8080": "127.0.0.1:8080", "localhost:80": "127.0.0.1:80", "app.localhost.:80": "127.0.0.1:80",
+		"0.0.0.0:80": "127.0.0.1:80", "[::]:80": "[::1]:80", "[::1]:80": "[::1]:80", "127.0.0.2:80": "127.0.0.2:80",
+		"[::ffff:127.0.0.1]:80": "127.0.0.1:80", "app:80": "", "192.0.2.1:80": "", "x": "",
+	} {
+		got, ok := localTarget(in)
+		if s := got.String(); ok != (want != "") || ok && s != want {
+			t.Errorf("localTarget(%q) = %v, %v; want %q", in, got, ok, want)
+		}
+	}
+}

@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"os"
 	"slices"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -20,7 +19,6 @@ import (
 	"github.com/drainit/drainit/internal/config"
 	"github.com/drainit/drainit/internal/control"
 	"github.com/drainit/drainit/internal/drainwatch"
-	"github.com/drainit/drainit/internal/http1"
 	"github.com/drainit/drainit/internal/logevery"
 	"github.com/drainit/drainit/signals"
 )
@@ -136,9 +134,7 @@ func (s *Supervisor) Run(ctx context.Context) (int, error) {
 	m.ready = s.opts.Probe == nil && len(s.opts.Online) == 0
 	m.inService = m.ready
 	if s.opts.Probe != nil {
-		if addr, ok := hooks.ProbeAddr(s.opts.Probe); ok {
-			s.probeTo, _ = localTarget(addr)
-		}
+		s.probeTo, _ = hooks.LocalTarget(s.opts.Probe)
 		// The app accepts the probe's connections: the adaptive drain must not count them as
 		// traffic (the --drain-quiet auto history, sampled while the probe goes on).
 		s.opts.Probe = countingProbe{s.opts.Probe, &s.probed}
@@ -471,44 +467,6 @@ func (s *Supervisor) becomeReady(ctx context.Context, inService chan<- struct{},
 	case <-ctx.Done():
 		return false
 	}
-}
-
-// localTarget is the address a probe's HOST:PORT connects to when it is in this network namespace:
-// an empty host, localhost or an unspecified address (the loopback), a loopback address, or an
-// address of one of the interfaces. Other hosts, names included, are not looked at.
-func localTarget(hostport string) (netip.AddrPort, bool) {
-	host, port, err := net.SplitHostPort(hostport)
-	if err != nil {
-		return netip.AddrPort{}, false
-	}
-	n, err := strconv.ParseUint(port, 10, 16)
-	if err != nil {
-		return netip.AddrPort{}, false
-	}
-	if host == "" || http1.IsLocalhost(host) {
-		host = "127.0.0.1" // as http1.Dial tries first
-	}
-	a, err := netip.ParseAddr(host)
-	if err != nil {
-		return netip.AddrPort{}, false
-	}
-	a = a.Unmap()
-	switch {
-	case a.IsUnspecified() && a.Is4():
-		a = netip.AddrFrom4([4]byte{127, 0, 0, 1})
-	case a.IsUnspecified():
-		a = netip.IPv6Loopback()
-	case a.IsLoopback():
-	default:
-		addrs, _ := net.InterfaceAddrs()
-		if !slices.ContainsFunc(addrs, func(ia net.Addr) bool {
-			pfx, err := netip.ParsePrefix(ia.String())
-			return err == nil && pfx.Addr().Unmap() == a.WithZone("")
-		}) {
-			return netip.AddrPort{}, false
-		}
-	}
-	return netip.AddrPortFrom(a, uint16(n)), true
 }
 
 // countingProbe counts the attempts of a probe that connected to the app.

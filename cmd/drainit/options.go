@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"net"
+	"net/netip"
 
 	"golang.org/x/sys/unix"
 
@@ -69,8 +70,32 @@ func buildOptions(cfg *config.Config) (supervisor.Options, error) {
 			return opts, &config.Error{Option: cfg.OptionName("http-addr"), Flag: "http-addr", Value: cfg.HTTPAddr, Err: err}
 		}
 		opts.Control = ln
+		// The configuration's check catches a probe of the control server's port at a loopback
+		// spelling; here, with the interfaces known, at the pod's own address too.
+		if to, ok := hooks.LocalTarget(opts.Probe); opts.Probe != nil && ok && listensFor(ln.Addr(), to) {
+			ln.Close()
+			opts.Control = nil
+			return opts, &config.Error{Option: cfg.OptionName("ready-probe"), Flag: "ready-probe", Value: cfg.ReadyProbe,
+				Err: fmt.Errorf("that is drainit's own control server (%s %q, on %s), not the app", cfg.OptionName("http-addr"), cfg.HTTPAddr, ln.Addr())}
+		}
 	}
 	return opts, nil
+}
+
+// listensFor reports whether a connection to `to` reaches the listener at addr: the same port,
+// and addr the same address or a wildcard that takes to's family (0.0.0.0 IPv4 only; :: both, as
+// Go listens on it).
+func listensFor(addr net.Addr, to netip.AddrPort) bool {
+	ta, ok := addr.(*net.TCPAddr)
+	if !ok {
+		return false
+	}
+	l := ta.AddrPort()
+	la := l.Addr().Unmap()
+	if l.Port() != to.Port() {
+		return false
+	}
+	return la == to.Addr().WithZone("") || la.IsUnspecified() && (la.Is6() || to.Addr().Is4())
 }
 
 // descriptorsForListener refuses a control server that RLIMIT_NOFILE leaves no room for. The

@@ -5,16 +5,19 @@ package main
 import (
 	"errors"
 	"net"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/drainit/drainit/hooks"
 	"github.com/drainit/drainit/internal/config"
+	"github.com/drainit/drainit/internal/testenv"
 )
 
 func hookNames(hs []hooks.Hook) []string {
@@ -101,6 +104,52 @@ func TestBuildOptionsProbeAndControl(t *testing.T) {
 		t.Fatalf("the control listener does not accept: %v", err)
 	}
 	c.Close()
+}
+
+// A ready probe aimed at drainit's own control server through an address of the pod's
+// interfaces (its pod IP) is refused before the app starts, as the loopback spellings are by the
+// configuration's check: the probe would pass at once (tcp://, /healthz) or never (/readyz),
+// whatever the app does. A control server on loopback leaves the address's port to the app.
+func TestBuildOptionsProbeOfOwnServer(t *testing.T) {
+	var ip string
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if p, err := netip.ParsePrefix(a.String()); err == nil && p.Addr().Is4() && !p.Addr().IsLoopback() {
+			ip = p.Addr().String()
+			break
+		}
+	}
+	if ip == "" {
+		testenv.SkipUnlessCI(t, "no IPv4 address on an interface other than loopback")
+	}
+	free, err := net.Listen("tcp", ip+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(free.Addr().(*net.TCPAddr).Port)
+	free.Close()
+	for _, c := range []struct {
+		listen, probe string
+		refused       bool
+	}{
+		{":" + port, "tcp://" + ip + ":" + port, true},
+		{"0.0.0.0:" + port, "http://" + ip + ":" + port + "/healthz", true},
+		{"127.0.0.1:" + port, "tcp://" + ip + ":" + port, false},
+	} {
+		opts, err := buildOptions(mustParse(t, []string{"--http-addr", c.listen, "--ready-probe", c.probe, "/app"}, nil))
+		if opts.Control != nil {
+			opts.Control.Close()
+		}
+		var ce *config.Error
+		switch {
+		case c.refused && (!errors.As(err, &ce) || ce.Flag != "ready-probe" || !strings.Contains(err.Error(), "drainit's own control server")):
+			t.Errorf("--http-addr %s --ready-probe %s: %v; want it refused", c.listen, c.probe, err)
+		case c.refused && opts.Control != nil:
+			t.Errorf("--http-addr %s --ready-probe %s: refused, its listener left open", c.listen, c.probe)
+		case !c.refused && err != nil:
+			t.Errorf("--http-addr %s --ready-probe %s: %v; want it taken", c.listen, c.probe, err)
+		}
+	}
 }
 
 // TestBuildOptionsErrors: each error names the option as the user spelled it, and the value.
