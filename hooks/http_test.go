@@ -245,6 +245,24 @@ func TestHTTPFailureStillShowsItsBody(t *testing.T) {
 	}
 }
 
+// A malformed status line is quoted up to 200 bytes: a secret the server echoed where the cut
+// falls is not shown in part (the whole one is masked, a part would not be).
+func TestHTTPFailureCutStatusHidesSecret(t *testing.T) {
+	t.Parallel()
+	const tok = "SuperSecretToken_0123456789abcdef"
+	for _, pad := range []int{188 - len(tok), 190 - len(tok), 199 - len(tok)} {
+		u := holdingServer(t, "HTTP/1.1 5xx "+strings.Repeat("X", pad)+tok+"\r\n\r\n")
+		h := mustHTTP(t, `{"url":"`+u+`","headers":{"Authorization":"Bearer `+tok+`"}}`)
+		err := h.Run(context.Background())
+		if err == nil || !strings.Contains(err.Error(), "bad status line") {
+			t.Fatalf("Run = %v, want a bad status line", err)
+		}
+		if strings.Contains(err.Error(), tok[:6]) {
+			t.Errorf("pad %d: %v shows the start of the token", pad, err)
+		}
+	}
+}
+
 // TestStatusInErrors: a failed call's error names the status once ("status 302 Status 302" it
 // said for codes drainit has no reason phrase for), and says a redirect was not followed.
 func TestStatusInErrors(t *testing.T) {

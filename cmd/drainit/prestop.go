@@ -97,18 +97,28 @@ func prestopCmd(args []string, stdout, stderr io.Writer) int {
 	start := time.Now()
 	res, err := http1.Do(ctx, call)
 	if err != nil {
-		fmt.Fprintf(stderr, "drainit prestop: %v\n", err)
+		fmt.Fprintf(stderr, "drainit prestop: %s\n", hideToken(err.Error(), tok))
 		return 1
 	}
 	// The answer is the server's, shown as text: with its control characters escaped, so that
 	// it can neither drive the terminal nor forge lines of the hook's output.
 	body := oneline.Escape(strings.TrimSpace(string(res.Body)))
 	if res.Status != 200 {
-		fmt.Fprintf(stderr, "drainit prestop: status %d: %s\n", res.Status, body)
+		fmt.Fprintf(stderr, "drainit prestop: status %d: %s\n", res.Status, hideToken(body, tok))
 		return 1
 	}
 	fmt.Fprintf(stdout, "drained after %s: %s\n", time.Since(start).Round(time.Millisecond), body)
 	return 0
+}
+
+// hideToken replaces the token in what a server answered: one that echoes the request (an --addr
+// that is not drainit's control server) would put it in the hook's output, which the kubelet
+// makes a pod event, readable by more people than the Secret it comes from.
+func hideToken(msg, tok string) string {
+	if tok == "" {
+		return msg
+	}
+	return strings.ReplaceAll(msg, tok, "xxxxx")
 }
 
 // checkDialAddr refuses an --addr that is not HOST:PORT: it is pasted into a URL, where a "/",

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -63,6 +66,42 @@ func TestPrestopUsageKeepsTheTokenSecret(t *testing.T) {
 		}
 		if strings.Contains(all, "s3cret") || strings.Contains(all, "127.0.0.1:9") {
 			t.Errorf("prestop %q printed a value from the environment: %q", c.args, all)
+		}
+	}
+}
+
+// drainit prestop's output becomes a pod event when it fails: a server that echoes the request
+// (an --addr that is not drainit's control server) does not get the token into it, in a status
+// line or in a body.
+func TestPrestopHidesEchoedToken(t *testing.T) {
+	const tok = "EchoedPrestopToken_4444"
+	for _, answer := range []func(auth string) string{
+		func(auth string) string { return "HTTP/1.1 5xx " + auth + "\r\n\r\n" },
+		func(auth string) string {
+			return fmt.Sprintf("HTTP/1.1 403 Forbidden\r\nContent-Length: %d\r\n\r\n%s", len(auth), auth)
+		},
+	} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			req, err := http.ReadRequest(bufio.NewReader(c))
+			if err != nil {
+				return
+			}
+			_, _ = io.WriteString(c, answer(req.Header.Get("Authorization")))
+		}()
+		var out, errb bytes.Buffer
+		code := prestopCmd([]string{"--addr", ln.Addr().String(), "--token", tok}, &out, &errb)
+		ln.Close()
+		if code != 1 || strings.Contains(out.String()+errb.String(), tok) || !strings.Contains(errb.String(), "xxxxx") {
+			t.Errorf("exit %d, %q; want 1 and the token hidden", code, out.String()+errb.String())
 		}
 	}
 }

@@ -176,7 +176,16 @@ func readResponse(r *bufio.Reader, method string, successHeadOnly bool) (Result,
 		code, ok := parseStatusLine(status)
 		if !ok {
 			if len(status) > maxQuoted {
-				status = status[:maxQuoted] + "…" // the log gets one bounded line, not 8 KiB escaped
+				// The log gets one bounded line, not 8 KiB escaped; and not the start of the word
+				// the cut falls in, which may be a secret the server echoed (a caller masks
+				// whole ones).
+				status = status[:maxQuoted]
+				if i := strings.LastIndexByte(status, ' '); i > 0 {
+					status = status[:i+1]
+				} else {
+					status = ""
+				}
+				status += "…"
 			}
 			return Result{}, fmt.Errorf("%w: bad status line %q", ErrMalformed, status)
 		}
