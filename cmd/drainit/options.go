@@ -11,6 +11,7 @@ import (
 
 	"github.com/drainit/drainit/hooks"
 	"github.com/drainit/drainit/internal/config"
+	"github.com/drainit/drainit/internal/drainwatch"
 	"github.com/drainit/drainit/supervisor"
 )
 
@@ -72,7 +73,7 @@ func buildOptions(cfg *config.Config) (supervisor.Options, error) {
 		opts.Control = ln
 		// The configuration's check catches a probe of the control server's port at a loopback
 		// spelling; here, with the interfaces known, at the pod's own address too.
-		if to, ok := hooks.LocalTarget(opts.Probe); opts.Probe != nil && ok && listensFor(ln.Addr(), to) {
+		if to, ok := hooks.LocalTarget(opts.Probe); ok && listensFor(ln.Addr(), to) {
 			ln.Close()
 			opts.Control = nil
 			return opts, &config.Error{Option: cfg.OptionName("ready-probe"), Flag: "ready-probe", Value: cfg.ReadyProbe,
@@ -82,20 +83,15 @@ func buildOptions(cfg *config.Config) (supervisor.Options, error) {
 	return opts, nil
 }
 
-// listensFor reports whether a connection to `to` reaches the listener at addr: the same port,
-// and addr the same address or a wildcard that takes to's family (0.0.0.0 IPv4 only; :: both, as
-// Go listens on it).
+// listensFor reports whether a connection to `to` reaches the listener at addr, as a connection
+// reaches a listener the adaptive drain watches.
 func listensFor(addr net.Addr, to netip.AddrPort) bool {
 	ta, ok := addr.(*net.TCPAddr)
 	if !ok {
 		return false
 	}
 	l := ta.AddrPort()
-	la := l.Addr().Unmap()
-	if l.Port() != to.Port() {
-		return false
-	}
-	return la == to.Addr().WithZone("") || la.IsUnspecified() && (la.Is6() || to.Addr().Is4())
+	return drainwatch.Endpoint{Addr: l.Addr().Unmap().WithZone(""), Port: l.Port()}.Matches(to.Addr().WithZone(""), to.Port())
 }
 
 // descriptorsForListener refuses a control server that RLIMIT_NOFILE leaves no room for. The

@@ -145,7 +145,7 @@ func TestEndpointFilter(t *testing.T) {
 				s := Socket{Local: netip.AddrPortFrom(addr, port), V6: addr.Is6()}
 				watched, samePort, specific := false, false, true
 				for _, e := range eps {
-					watched = watched || e.matches(addr, port)
+					watched = watched || e.Matches(addr, port)
 					samePort = samePort || e.Port == port
 					specific = specific && e.Addr.IsValid() && !e.Addr.IsUnspecified()
 				}

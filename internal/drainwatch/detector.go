@@ -109,7 +109,7 @@ func (d *detector) watched(s *Socket) bool { return toAny(d.listeners, s) }
 func toAny(eps []Endpoint, s *Socket) bool {
 	addr, port := s.Local.Addr(), s.Local.Port()
 	for _, l := range eps {
-		if l.matches(addr, port) {
+		if l.Matches(addr, port) {
 			return true
 		}
 	}

@@ -25,11 +25,11 @@ func (e Endpoint) String() string {
 	return netip.AddrPortFrom(e.Addr, e.Port).String()
 }
 
-// matches reports whether a connection whose local end is addr:port arrived through e. A
+// Matches reports whether a connection whose local end is addr:port arrived through e. A
 // wildcard IPv4 listener only receives IPv4 connections; a wildcard IPv6 one (dual-stack) receives
 // both, IPv4 ones with v4-mapped addresses. An IPv6 wildcard listener set IPV6_V6ONLY cannot be
 // told apart in the TCP table: it is taken as dual-stack.
-func (e Endpoint) matches(addr netip.Addr, port uint16) bool {
+func (e Endpoint) Matches(addr netip.Addr, port uint16) bool {
 	if port != e.Port {
 		return false
 	}

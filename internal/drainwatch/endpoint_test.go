@@ -97,7 +97,7 @@ func TestEndpointMatches(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := ep.matches(a(tc.addr), tc.port); got != tc.want {
+		if got := ep.Matches(a(tc.addr), tc.port); got != tc.want {
 			t.Errorf("%s matches %s:%d = %v, want %v", tc.ep, tc.addr, tc.port, got, tc.want)
 		}
 	}

@@ -107,7 +107,7 @@ func openSystem(cfg Config, o systemOptions) (sampler, error) {
 	if len(cfg.Ports) > 0 {
 		for _, l := range all {
 			for _, p := range cfg.Ports {
-				if p.matches(l.Addr, l.Port) {
+				if p.Matches(l.Addr, l.Port) {
 					watched = append(watched, l)
 					break
 				}
