@@ -202,8 +202,15 @@ func (h *httpHook) mask(body []byte, cut bool) []byte {
 			secrets = append(secrets, w)
 		}
 	}
-	// As a JSON string too: a server that echoes the request inside JSON escapes its quotes and
-	// backslashes ({\"token\":\"…\"}); or in a URL's query, or HTML.
+	return MaskSecrets(body, secrets, minSecret, cut)
+}
+
+// MaskSecrets replaces in text each of secrets of at least min bytes with xxxxx: as it is, and as
+// JSON, a URL's query and HTML escape it, for a server that echoes a request inside them; longest
+// first, so that a whole value shows as one mask. Where text was cut already (cut), a secret's
+// start at its end is masked too.
+func MaskSecrets(text []byte, secrets []string, min int, cut bool) []byte {
+	secrets = slices.Clone(secrets)
 	for _, sec := range slices.Clone(secrets) {
 		if q, err := json.Marshal(sec); err == nil && string(q[1:len(q)-1]) != sec {
 			secrets = append(secrets, string(q[1:len(q)-1]))
@@ -216,21 +223,21 @@ func (h *httpHook) mask(body []byte, cut bool) []byte {
 	}
 	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
 	for _, sec := range secrets {
-		if len(sec) >= minSecret {
-			body = bytes.ReplaceAll(body, []byte(sec), []byte(masked))
+		if len(sec) >= min {
+			text = bytes.ReplaceAll(text, []byte(sec), []byte(masked))
 		}
 	}
 	if cut {
 		for _, sec := range secrets {
-			for k := len(sec) - 1; k >= 2 && len(sec) >= minSecret; k-- {
-				if bytes.HasSuffix(body, []byte(sec[:k])) {
-					body = append(body[:len(body)-k:len(body)-k], masked...)
+			for k := len(sec) - 1; k >= 2 && len(sec) >= min; k-- {
+				if bytes.HasSuffix(text, []byte(sec[:k])) {
+					text = append(text[:len(text)-k:len(text)-k], masked...)
 					break
 				}
 			}
 		}
 	}
-	return body
+	return text
 }
 
 // statusText is an answer's status as errors show it: the code, its reason phrase where drainit

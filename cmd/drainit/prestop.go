@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/drainit/drainit/hooks"
 	"github.com/drainit/drainit/internal/config"
 	"github.com/drainit/drainit/internal/control"
 	"github.com/drainit/drainit/internal/http1"
@@ -97,28 +98,30 @@ func prestopCmd(args []string, stdout, stderr io.Writer) int {
 	start := time.Now()
 	res, err := http1.Do(ctx, call)
 	if err != nil {
-		fmt.Fprintf(stderr, "drainit prestop: %s\n", hideToken(err.Error(), tok))
+		fmt.Fprintf(stderr, "drainit prestop: %s\n", hideToken([]byte(err.Error()), tok, false))
 		return 1
 	}
 	// The answer is the server's, shown as text: with its control characters escaped, so that
 	// it can neither drive the terminal nor forge lines of the hook's output.
-	body := oneline.Escape(strings.TrimSpace(string(res.Body)))
 	if res.Status != 200 {
-		fmt.Fprintf(stderr, "drainit prestop: status %d: %s\n", res.Status, hideToken(body, tok))
+		body := hideToken(res.Body, tok, len(res.Body) >= http1.MaxBodyBytes)
+		fmt.Fprintf(stderr, "drainit prestop: status %d: %s\n", res.Status, oneline.Escape(strings.TrimSpace(body)))
 		return 1
 	}
+	body := oneline.Escape(strings.TrimSpace(string(res.Body)))
 	fmt.Fprintf(stdout, "drained after %s: %s\n", time.Since(start).Round(time.Millisecond), body)
 	return 0
 }
 
-// hideToken replaces the token in what a server answered: one that echoes the request (an --addr
-// that is not drainit's control server) would put it in the hook's output, which the kubelet
-// makes a pod event, readable by more people than the Secret it comes from.
-func hideToken(msg, tok string) string {
+// hideToken masks the token in what a server answered (cut: the answer was cut short), as HTTP
+// hooks mask their secrets: one that echoes the request (an --addr that is not drainit's control
+// server) would put it in the hook's output, which the kubelet makes a pod event, readable by
+// more people than the Secret it comes from. A token of any length is masked.
+func hideToken(msg []byte, tok string, cut bool) string {
 	if tok == "" {
-		return msg
+		return string(msg)
 	}
-	return strings.ReplaceAll(msg, tok, "xxxxx")
+	return string(hooks.MaskSecrets(msg, []string{tok}, 1, cut))
 }
 
 // checkDialAddr refuses an --addr that is not HOST:PORT: it is pasted into a URL, where a "/",
