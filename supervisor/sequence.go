@@ -402,7 +402,7 @@ func (m *machine) lateTrigger(now time.Time, sig unix.Signal) []action {
 	case PhaseOffline:
 		m.wake = m.killAt() // the hooks' backstop (offlineOverdue)
 	case PhaseCleanup:
-		m.wake = m.capped(m.wake)
+		m.wake = earlier(m.wake, m.killAt())
 	case PhasePostStop:
 		if m.hooksRunning[config.StagePostStop] {
 			acts = append(acts, actHooksDeadline{config.StagePostStop, postStopDeadline(m.deadline)})
@@ -487,12 +487,12 @@ func (m *machine) enterDraining(now time.Time) []action {
 	if !m.timing.Adaptive {
 		return m.fixedDrain(now, m.timing.DrainDelay, "")
 	}
-	end := m.stopCapped(now.Add(m.timing.DrainMax))
+	end := earlier(now.Add(m.timing.DrainMax), m.stopBy())
 	if !end.After(now) {
 		return m.endDrain(now)
 	}
 	// The watcher reports by end; the timer one second later is only a backstop.
-	m.wake = m.capped(end.Add(time.Second))
+	m.wake = earlier(end.Add(time.Second), m.killAt())
 	m.event(now, zerolog.InfoLevel, "drain (adaptive)").Dur("drain_max", end.Sub(now)).
 		Msg("draining until no new connections arrive: the app keeps serving")
 	// The kill point comes before --drain-min too when the grace period is that short: the
@@ -502,7 +502,7 @@ func (m *machine) enterDraining(now time.Time) []action {
 
 // fixedDrain waits d from the start of the drain (capped at stopBy).
 func (m *machine) fixedDrain(now time.Time, d time.Duration, why string) []action {
-	end := m.stopCapped(m.drainAt.Add(d))
+	end := earlier(m.drainAt.Add(d), m.stopBy())
 	if !end.After(now) {
 		return m.endDrain(now)
 	}
@@ -538,18 +538,10 @@ func (m *machine) stopBy() time.Time {
 	return m.killAt().Add(-min(appStopFloor, left))
 }
 
-// stopCapped returns t, or stopBy if that comes first.
-func (m *machine) stopCapped(t time.Time) time.Time {
-	if by := m.stopBy(); t.After(by) {
-		return by
-	}
-	return t
-}
-
-// capped returns t, or the kill point if that comes first.
-func (m *machine) capped(t time.Time) time.Time {
-	if kill := m.killAt(); t.After(kill) {
-		return kill
+// earlier returns the earlier of t and bound: a time capped at the kill point or at stopBy.
+func earlier(t, bound time.Time) time.Time {
+	if t.After(bound) {
+		return bound
 	}
 	return t
 }
@@ -796,7 +788,7 @@ func (m *machine) endLeftovers(now time.Time) []action {
 	m.phase = PhaseCleanup
 	m.wake = now.Add(m.timing.CleanupWait)
 	if !m.deadline.IsZero() {
-		m.wake = m.capped(m.wake)
+		m.wake = earlier(m.wake, m.killAt())
 	}
 	m.event(now, zerolog.InfoLevel, "cleanup").Msg("the app left processes behind: SIGTERM to them")
 	return []action{actSignal{toEverything, unix.SIGTERM}}
