@@ -1,10 +1,14 @@
 package integration
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -72,9 +76,9 @@ func TestAdaptiveDrainUDPIsFixed(t *testing.T) {
 				case "adaptive drain over":
 					t.Errorf("the adaptive drain ended by itself (%s after %v ms), blind to the UDP traffic\n%s",
 						e.str("reason"), e["elapsed"], d.dump())
-				case "the app serves UDP, which the adaptive drain cannot watch: falling back to the fixed drain delay":
+				case unwatchableWarning:
 					warned = true
-					udp := fmt.Sprint(e["udp"])
+					udp := fmt.Sprint(e["unwatchable"])
 					if !strings.Contains(udp, "]:"+port) && !strings.Contains(udp, "0.0.0.0:"+port) {
 						t.Errorf("the warning names the UDP endpoints %s, want the app's port %s", udp, port)
 					}
@@ -108,6 +112,82 @@ func TestAdaptiveDrainUDPIsFixed(t *testing.T) {
 				t.Errorf("the client sent %d datagrams, want %d at least", sent, want)
 			}
 		})
+	}
+}
+
+// unwatchableWarning is drainit's warning when the app listens where the adaptive drain cannot
+// see (UDP, a UNIX socket).
+const unwatchableWarning = "the adaptive drain cannot watch all the app's listeners: falling back to the fixed drain delay; --drain-ports names the TCP ports traffic is routed to"
+
+// TestAdaptiveDrainUNIXSocketIsFixed: an app that serves HTTP on a UNIX socket (as behind a
+// sidecar proxy that reaches it through a shared volume) beside an idle TCP port (its metrics,
+// say), and a client of the socket that keeps coming until 2.5 s into the drain: within
+// --drain-delay (3 s). The adaptive drain used to watch the idle TCP port alone and end quiet
+// after --drain-quiet (1 s), and the app's stop refused every request after it. drainit now names
+// the socket, drains for --drain-delay, and every request is answered.
+func TestAdaptiveDrainUNIXSocketIsFixed(t *testing.T) {
+	requireRoot(t)
+	const quiet, delay, drainMax = time.Second, 3 * time.Second, 10 * time.Second
+	const routed = delay - 500*time.Millisecond
+	sock := filepath.Join(t.TempDir(), "app.sock")
+	d := start(t, spec{mode: pid1, args: []string{"--drain", "adaptive", "--drain-quiet", quiet.String(),
+		"--drain-delay", delay.String(), "--drain-max", drainMax.String(), "--grace-period", "30s", "--log-format", "json"},
+		app: app("serve", "-addr", "127.0.0.1:0", "-unix", sock, "-graceful")})
+	d.stdout.AwaitContains(t, waitTimeout, "ready app")
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		}}}
+	get := func() error {
+		resp, err := client.Get("http://app/")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if _, err := io.ReadAll(resp.Body); err != nil {
+			return err
+		}
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("status %s", resp.Status)
+		}
+		return nil
+	}
+	waitUntil(t, waitTimeout, "the app answers on its UNIX socket", func() bool { return get() == nil })
+	d.signal(syscall.SIGTERM)
+	var sent, failed int
+	for end := time.Now().Add(routed); time.Now().Before(end); {
+		sent++
+		if err := get(); err != nil {
+			failed++
+			t.Logf("request %d: %v", sent, err)
+		}
+		time.Sleep(20 * time.Millisecond) // the client's pace, 50 a second: not a synchronisation
+	}
+	if st := d.wait(waitTimeout); st.code != 0 || st.sig != 0 {
+		t.Fatalf("drainit: %v, want exit 0\n%s", st, d.dump())
+	}
+	var warned, stopped bool
+	for _, e := range d.logs() {
+		switch e.msg() {
+		case "adaptive drain over":
+			t.Errorf("the adaptive drain ended by itself (%s after %v ms), blind to the UNIX socket\n%s", e.str("reason"), e["elapsed"], d.dump())
+		case unwatchableWarning:
+			warned = true
+			if got := fmt.Sprint(e["unwatchable"]); !strings.Contains(got, sock) {
+				t.Errorf("the warning names %s, want the socket %s", got, sock)
+			}
+		case "stop signal sent":
+			stopped = true
+			if el, _ := e.int("elapsed"); time.Duration(el)*time.Millisecond < delay-50*time.Millisecond {
+				t.Errorf("stop signal sent %d ms after the trigger, want --drain-delay %s\n%s", el, delay, d.dump())
+			}
+		}
+	}
+	if !warned || !stopped {
+		t.Errorf("warned %v, stop signal sent %v: want both\n%s", warned, stopped, d.dump())
+	}
+	if failed > 0 || sent < int(routed/(20*time.Millisecond))/2 {
+		t.Errorf("%d of %d requests failed, want none of at least %d", failed, sent, int(routed/(20*time.Millisecond))/2)
 	}
 }
 

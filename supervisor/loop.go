@@ -257,6 +257,7 @@ func (s *Supervisor) loop(ctx context.Context, m *machine, sigs <-chan unix.Sign
 
 	// The adaptive drain's watcher, while one runs.
 	var drainRes <-chan drainwatch.Result
+	var drainSetup chan drainwatch.Setup
 	stopWatch := func() {}
 	defer func() { stopWatch() }()
 
@@ -292,8 +293,16 @@ func (s *Supervisor) loop(ctx context.Context, m *machine, sigs <-chan unix.Sign
 			m.putInService()
 		case r := <-ready:
 			m.setReady(time.Now(), r)
+		case st := <-drainSetup:
+			drainSetup = nil
+			m.drainWatching(time.Now(), st)
 		case r, ok := <-drainRes:
-			drainRes = nil
+			select {
+			case st := <-drainSetup: // sent before the result, but select may take either first
+				m.drainWatching(time.Now(), st)
+			default:
+			}
+			drainRes, drainSetup = nil, nil
 			if ok {
 				acts = m.drainWatched(time.Now(), r)
 			}
@@ -344,7 +353,8 @@ func (s *Supervisor) loop(ctx context.Context, m *machine, sigs <-chan unix.Sign
 			case actWatchDrain:
 				wctx, stop := context.WithCancel(ctx)
 				stopWatch = stop
-				drainRes = drainwatch.Start(wctx, drainwatch.Config{
+				drainSetup = make(chan drainwatch.Setup, 1)
+				drainRes = drainwatch.Start(wctx, drainwatch.Config{Setup: drainSetup,
 					AppPID: s.appPid, Adopter: os.Getpid(), Ports: s.cfg.DrainPorts, Quiet: s.cfg.DrainQuiet, Min: a.min,
 					Max: a.max, SelfAccepted: s.accepted, Auto: s.cfg.DrainQuietAuto, History: s.history, Requests: s.cfg.DrainRequests,
 				})

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -569,16 +570,13 @@ func (m *machine) drainWatched(now time.Time, r drainwatch.Result) []action {
 		return nil // the drain already ended another way
 	}
 	if r.Reason == drainwatch.ReasonUnavailable {
-		if len(r.UDP) > 0 {
-			// Not a failure of the watch: the app serves traffic the watch cannot see.
-			udp := make([]string, len(r.UDP))
-			for i, e := range r.UDP {
-				udp[i] = e.String()
-			}
-			m.line(now, zerolog.WarnLevel).Strs("udp", udp).Dur("drain_delay", m.fallbackDelay()).
-				Str("why", "the adaptive drain counts new TCP connections; Linux counts no socket's UDP datagrams").
-				Msg("the app serves UDP, which the adaptive drain cannot watch: falling back to the fixed drain delay")
-			return m.fixedDrain(now, m.fallbackDelay(), " (fixed, serves UDP)")
+		if len(r.Unwatchable) > 0 {
+			// Not a failure of the watch: the app takes traffic in where the watch cannot see it
+			// end, and a watch of the rest would prove nothing.
+			m.line(now, zerolog.WarnLevel).Strs("unwatchable", listenerStrings(r.Unwatchable)).
+				Dur("drain_delay", m.fallbackDelay()).
+				Msg("the adaptive drain cannot watch all the app's listeners: falling back to the fixed drain delay; --drain-ports names the TCP ports traffic is routed to")
+			return m.fixedDrain(now, m.fallbackDelay(), " (fixed, "+unwatchableKinds(r.Unwatchable)+")")
 		}
 		m.line(now, zerolog.WarnLevel).Err(r.Err).Dur("drain_delay", m.fallbackDelay()).
 			Msg("cannot watch the app's connections: falling back to the fixed drain delay")
@@ -619,6 +617,48 @@ func (m *machine) drainWatched(now time.Time, r drainwatch.Result) []action {
 	}
 	ev.Dur("drained", now.Sub(m.drainAt)).Msg("adaptive drain over")
 	return m.endDrain(now)
+}
+
+// drainWatching logs what the adaptive drain watches, once its watcher has found it: the
+// operator's one view of which listeners decide when the pod stops.
+func (m *machine) drainWatching(now time.Time, st drainwatch.Setup) {
+	if m.phase != PhaseDraining || !m.timing.Adaptive {
+		return
+	}
+	ev := m.line(now, zerolog.InfoLevel).Strs("watched", listenerStrings(st.Watched)).
+		Strs("not_watched", listenerStrings(st.Unwatched))
+	if st.Method != "" {
+		ev = ev.Str("method", string(st.Method))
+	}
+	ev.Msg("adaptive drain: listeners found")
+}
+
+// listenerStrings is ls for a log field.
+func listenerStrings(ls []drainwatch.Listener) []string {
+	out := make([]string, len(ls))
+	for i, l := range ls {
+		out[i] = l.String()
+	}
+	return out
+}
+
+// unwatchableKinds names what kinds of listener made the drain fixed, for the summary: "UDP",
+// "UNIX socket", "unreadable".
+func unwatchableKinds(ls []drainwatch.Listener) string {
+	var kinds []string
+	for _, l := range ls {
+		k := "unreadable listener" // a TCP one that a process drainit may not read may hold
+		switch l.Proto {
+		case "udp":
+			k = "serves UDP"
+		case "unix":
+			k = "UNIX socket"
+		}
+		if !slices.Contains(kinds, k) {
+			kinds = append(kinds, k)
+		}
+	}
+	return strings.Join(kinds, ", ")
 }
 
 func (m *machine) enterStopping(now time.Time) []action {

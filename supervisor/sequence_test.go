@@ -759,36 +759,82 @@ func TestAdaptiveFallbackWithinDrainMax(t *testing.T) {
 	want(t, m.tick(at(3)), actSignal{toAppStop, unix.SIGTERM})
 }
 
-// An app that serves UDP: the watch cannot see its datagrams, and the drain is the fixed delay,
-// with a warning that names the UDP endpoints and says why, and a summary that says so.
-func TestAdaptiveDrainUDPFallsBackToFixed(t *testing.T) {
+// An app that listens where the watch cannot see (UDP, a UNIX socket beside its TCP port): the
+// drain is the fixed delay, with one warning that names each such listener and why, and a
+// summary that says so.
+func TestAdaptiveDrainUnwatchableFallsBackToFixed(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		ls      []drainwatch.Listener
+		fields  []string
+		summary string
+	}{
+		{"udp", []drainwatch.Listener{
+			{Proto: "udp", Endpoint: drainwatch.Endpoint{Addr: netip.IPv6Unspecified(), Port: 53}, PID: 7, Command: "dns", Why: "UDP: no counts"},
+			{Proto: "udp", Endpoint: drainwatch.Endpoint{Addr: netip.MustParseAddr("10.0.0.5"), Port: 443}, PID: 8, Command: "quic", Why: "UDP: no counts"},
+		}, []string{`"unwatchable":["udp [::]:53 (pid 7 dns): UDP: no counts","udp 10.0.0.5:443 (pid 8 quic): UDP: no counts"]`}, "drain (fixed, serves UDP) +10ms"},
+		{"unix and udp", []drainwatch.Listener{
+			{Proto: "unix", Path: "/run/app.sock", PID: 7, Command: "gunicorn", Why: "a UNIX socket"},
+			{Proto: "udp", Endpoint: drainwatch.Endpoint{Port: 53}, PID: 7, Command: "gunicorn", Why: "UDP"},
+		}, []string{`"unwatchable":["unix \"/run/app.sock\" (pid 7 gunicorn): a UNIX socket","udp 53 (pid 7 gunicorn): UDP"]`}, "drain (fixed, UNIX socket, serves UDP) +10ms"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			m := newTestMachine(false, false, adaptive)
+			m.log = zerolog.New(&buf)
+			m.signal(at(0), unix.SIGTERM)
+			want(t, m.drainWatched(at(0.01), drainwatch.Result{Reason: drainwatch.ReasonUnavailable, Unwatchable: tc.ls,
+				Err: &drainwatch.UnwatchableError{Listeners: tc.ls}}))
+			if !m.wake.Equal(at(5)) {
+				t.Fatalf("drain ends at %v, want the fixed 5s", m.wake.Sub(epoch))
+			}
+			warnings := 0
+			for l := range strings.SplitSeq(buf.String(), "\n") {
+				if strings.Contains(l, `"level":"warn"`) {
+					warnings++
+					for _, w := range append(tc.fields, `"message":"the adaptive drain cannot watch all the app's listeners`, `--drain-ports`, `"drain_delay":5000`) {
+						if !strings.Contains(l, w) {
+							t.Errorf("the warning lacks %s: %s", w, l)
+						}
+					}
+				}
+			}
+			if warnings != 1 {
+				t.Errorf("%d warnings, want one:\n%s", warnings, buf.String())
+			}
+			want(t, m.tick(at(5)), actSignal{toAppStop, unix.SIGTERM})
+			if s := m.summary(at(5.1)); !strings.Contains(s, tc.summary) {
+				t.Errorf("summary %q does not say %q", s, tc.summary)
+			}
+		})
+	}
+}
+
+// What the drain watches is one info line at its start: each watched listener with its owner,
+// each other one with why not.
+func TestAdaptiveDrainNamesListeners(t *testing.T) {
 	var buf bytes.Buffer
 	m := newTestMachine(false, false, adaptive)
 	m.log = zerolog.New(&buf)
+	m.drainWatching(at(0), drainwatch.Setup{Method: drainwatch.MethodPassiveOpens}) // not draining: nothing
 	m.signal(at(0), unix.SIGTERM)
-	udp := []drainwatch.Endpoint{{Addr: netip.IPv6Unspecified(), Port: 53}, {Addr: netip.MustParseAddr("10.0.0.5"), Port: 443}}
-	want(t, m.drainWatched(at(0.01), drainwatch.Result{Reason: drainwatch.ReasonUnavailable, UDP: udp,
-		Err: &drainwatch.UDPError{Endpoints: udp}}))
-	if !m.wake.Equal(at(5)) {
-		t.Fatalf("drain ends at %v, want the fixed 5s", m.wake.Sub(epoch))
-	}
-	warnings := 0
-	for l := range strings.SplitSeq(buf.String(), "\n") {
-		if strings.Contains(l, `"level":"warn"`) {
-			warnings++
-			for _, w := range []string{`"udp":["[::]:53","10.0.0.5:443"]`, `"message":"the app serves UDP`, `"why":`, `"drain_delay":5000`} {
-				if !strings.Contains(l, w) {
-					t.Errorf("the warning lacks %s: %s", w, l)
-				}
-			}
+	m.drainWatching(at(0.01), drainwatch.Setup{Method: drainwatch.MethodSockDiag,
+		Watched:   []drainwatch.Listener{{Proto: "tcp", Endpoint: drainwatch.Endpoint{Addr: netip.IPv4Unspecified(), Port: 8080}, PID: 7, Command: "nginx"}},
+		Unwatched: []drainwatch.Listener{{Proto: "tcp", Endpoint: drainwatch.Endpoint{Addr: netip.IPv4Unspecified(), Port: 15006}, Why: "not the app's"}},
+	})
+	var found []string
+	for l := range strings.SplitSeq(strings.TrimSpace(buf.String()), "\n") {
+		if strings.Contains(l, "listeners found") {
+			found = append(found, l)
 		}
 	}
-	if warnings != 1 {
-		t.Errorf("%d warnings, want one:\n%s", warnings, buf.String())
+	if len(found) != 1 {
+		t.Fatalf("%d lines naming the listeners, want 1:\n%s", len(found), buf.String())
 	}
-	want(t, m.tick(at(5)), actSignal{toAppStop, unix.SIGTERM})
-	if s := m.summary(at(5.1)); !strings.Contains(s, "drain (fixed, serves UDP) +10ms") {
-		t.Errorf("summary %q does not say the drain was fixed for UDP", s)
+	for _, w := range []string{`"level":"info"`, `"watched":["tcp 0.0.0.0:8080 (pid 7 nginx)"]`, `"not_watched":["tcp 0.0.0.0:15006: not the app's"]`, `"method":"sock-diag"`} {
+		if !strings.Contains(found[0], w) {
+			t.Errorf("the line lacks %s: %s", w, found[0])
+		}
 	}
 }
 

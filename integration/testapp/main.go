@@ -626,6 +626,7 @@ func serve(args []string) error {
 	naive := fs.Bool("naive", false, "on SIGTERM exit at once")
 	delay := fs.Duration("delay", 0, "time each request takes")
 	name := fs.String("name", "", "answer `ok NAME` instead of ok PID: two apps that are each PID 1 of a container of their own")
+	unixPath := fs.String("unix", "", "serve on this UNIX socket too (as behind a sidecar proxy in the pod)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -649,6 +650,13 @@ func serve(args []string) error {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT)
 	go func() { _ = srv.Serve(ln) }()
+	if *unixPath != "" {
+		uln, err := net.Listen("unix", *unixPath)
+		if err != nil {
+			return err
+		}
+		go func() { _ = srv.Serve(uln) }()
+	}
 	say("ready app %d %s", os.Getpid(), ln.Addr())
 	s := <-ch
 	say("got app %s", signame(s.(syscall.Signal)))

@@ -58,7 +58,7 @@ func (f *fakeSystem) history() *History {
 
 func (f *fakeSystem) withCounter() env {
 	e := f.env()
-	e.open = func(Config) (sampler, error) { return counterSystem{f}, nil }
+	e.open = func(Config) (sampler, Setup, error) { return counterSystem{f}, Setup{}, nil }
 	return e
 }
 
@@ -491,12 +491,12 @@ func TestWatchCPUBudgetWholeProcess(t *testing.T) {
 	var cpu time.Duration
 	e := f.withCounter()
 	const setup, poll = 4 * time.Millisecond, 300 * time.Microsecond
-	e.open = func(Config) (sampler, error) {
+	e.open = func(Config) (sampler, Setup, error) {
 		cpu += setup
 		return struct {
 			costly
 			rawCounter
-		}{costly{f, &cpu, poll}, counterSystem{f}}, nil
+		}{costly{f, &cpu, poll}, counterSystem{f}}, Setup{}, nil
 	}
 	e.cpu = func() time.Duration { return cpu }
 	e.measure = func(fn func()) time.Duration { c := cpu; fn(); return cpu - c } // all on one thread

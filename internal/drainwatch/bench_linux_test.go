@@ -64,7 +64,7 @@ func BenchmarkPollLive(b *testing.B) {
 	cfg := Config{AppPID: os.Getpid()}.withDefaults()
 	for _, m := range []Method{MethodSockDiag, MethodProcNet} {
 		b.Run(string(m), func(b *testing.B) {
-			s, err := openSystem(cfg, systemOptions{proc: procRoot, self: os.Getpid(), force: m})
+			s, _, err := openSystem(cfg, systemOptions{proc: procRoot, self: os.Getpid(), force: m})
 			if err != nil {
 				b.Skip(err)
 			}

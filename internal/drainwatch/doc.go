@@ -16,10 +16,15 @@
 // /proc/PID/fd of the app and its descendants (read with internal/proc), matched against the
 // LISTEN entries of the TCP table; or, with Config.Ports (--drain-ports), the LISTEN entries that
 // match PORT or ADDR:PORT. The table is the one of drainit's network namespace, which is the app's.
-// A process of the tree whose descriptors drainit may not read (another user's, without
-// CAP_SYS_PTRACE: the workers of a server started as root) is left out, its listeners taken to
-// be among the others' (workers inherit them); where the others hold none, Start reports
-// ReasonUnavailable naming those processes.
+// The watch sees all of the app's traffic or none (appListeners): where a listener of the app's
+// cannot be watched, a UNIX socket, UDP (below), or a TCP listener of the namespace that no
+// readable process holds while a process of the tree drainit may not read (another user's,
+// without CAP_SYS_PTRACE; a non-dumpable one) might, Start reports ReasonUnavailable with an
+// *UnwatchableError naming them (Result.Unwatchable), and the caller drains for its fixed delay.
+// Unreadable processes are otherwise taken to hold only listeners the others hold (workers
+// inherit their parent's); where the others hold none, Start reports ReasonUnavailable naming
+// those processes. Config.Setup receives what was found: each watched listener with the
+// process holding it, each other one with why it is not watched (Setup).
 // A connection belongs to a listener when its local port is the listener's and its local address
 // is the listener's, or the listener's is a wildcard (0.0.0.0 takes IPv4, :: both, IPv4 as
 // v4-mapped). So several apps on one port at different addresses in a shared namespace (the
@@ -30,7 +35,7 @@
 // # UDP
 //
 // Only TCP is watched, and an app that serves UDP cannot be: Start reports ReasonUnavailable
-// with the UDP endpoints (Result.UDP, a *UDPError) and the caller drains for its fixed delay.
+// with the UDP listeners (Result.Unwatchable) and the caller drains for its fixed delay.
 // Linux counts no socket's datagrams: udp_diag (sock_diag for UDP) reports a socket's receive
 // queue in bytes and, with SK_MEMINFO, its buffers and drops; /proc/net/udp has the same queues
 // and a drops column. The namespace's Udp InDatagrams counts every socket's, and so the answers

@@ -2,6 +2,7 @@ package drainwatch
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -76,5 +77,20 @@ func FuzzPortRange(f *testing.F) {
 		if want := port >= lo && port <= hi && !reserved; pr.has(port) != want {
 			t.Fatalf("%+v has(%d) = %v, want %v", pr, port, !want, want)
 		}
+	})
+}
+
+// FuzzParseProcNetUnix: /proc/net/unix as the kernel prints it, a path holding newlines or
+// spaces included. What parses is a listening socket with an inode, and its path is on one line.
+func FuzzParseProcNetUnix(f *testing.F) {
+	f.Fuzz(func(t *testing.T, data []byte) {
+		parseProcNetUnix(data, func(u unixListener) {
+			if u.inode == 0 {
+				t.Fatalf("a listener without an inode from %q", data)
+			}
+			if strings.ContainsRune(u.path, '\n') {
+				t.Fatalf("path %q spans lines", u.path)
+			}
+		})
 	})
 }

@@ -103,7 +103,7 @@ func startLive(t *testing.T, cfg Config, method Method) <-chan Result {
 	t.Helper()
 	cfg = cfg.withDefaults()
 	e := systemEnv(cfg)
-	e.open = func(cfg Config) (sampler, error) {
+	e.open = func(cfg Config) (sampler, Setup, error) {
 		return openSystem(cfg, systemOptions{proc: procRoot, self: os.Getpid(), force: method})
 	}
 	based := afterBaseline(&e)

@@ -25,7 +25,7 @@ func systemEnv(cfg Config) env {
 		wait:    waitUntil(cfg.Now),
 		measure: threadCPU,
 		cpu:     processCPU,
-		open: func(cfg Config) (sampler, error) {
+		open: func(cfg Config) (sampler, Setup, error) {
 			return openSystem(cfg, systemOptions{proc: procRoot, self: os.Getpid()})
 		},
 	}
@@ -66,6 +66,8 @@ type systemOptions struct {
 	proc  string
 	self  int    // drainit's pid: its own listening sockets are not the app's
 	force Method // "": choose; else this method or an error
+	// denied, in tests, are pids whose descriptors read as another user's would.
+	denied []int
 }
 
 // listener is a listening socket of the TCP table.
@@ -76,8 +78,16 @@ type listener struct {
 }
 
 // openSystem finds the listening sockets to watch and picks the cheapest method that counts
-// their new connections correctly.
-func openSystem(cfg Config, o systemOptions) (sampler, error) {
+// their new connections correctly. The Setup says what was found, with an *UnwatchableError too.
+func openSystem(cfg Config, o systemOptions) (sampler, Setup, error) {
+	s, setup, err := openSampler(cfg, o)
+	if s != nil {
+		setup.Method = s.method()
+	}
+	return s, setup, err
+}
+
+func openSampler(cfg Config, o systemOptions) (_ sampler, setup Setup, _ error) {
 	var diag *diagConn
 	if o.force != MethodProcNet {
 		diag, _ = openDiag() // unavailable (seccomp, gVisor): /proc/net/tcp instead
@@ -89,7 +99,7 @@ func openSystem(cfg Config, o systemOptions) (sampler, error) {
 		}
 	}()
 	if o.force == MethodSockDiag && diag == nil {
-		return nil, errors.New("netlink sock_diag is unavailable")
+		return nil, setup, errors.New("netlink sock_diag is unavailable")
 	}
 	all, err := listeningSockets(diag, o.proc)
 	if err != nil && diag != nil && o.force != MethodSockDiag {
@@ -100,7 +110,7 @@ func openSystem(cfg Config, o systemOptions) (sampler, error) {
 		all, err = listeningSockets(nil, o.proc)
 	}
 	if err != nil {
-		return nil, err
+		return nil, setup, err
 	}
 
 	var watched []listener
@@ -114,53 +124,20 @@ func openSystem(cfg Config, o systemOptions) (sampler, error) {
 			}
 		}
 		if len(watched) == 0 {
-			return nil, fmt.Errorf("no listening TCP socket matches the drain ports %s", endpointList(cfg.Ports))
-		}
-	} else {
-		var pids []int
-		if cfg.Adopter > 0 {
-			// Everything under the adopter holds the app's tree and what it adopted: one walk, with
-			// the app first, as socketInodes wants its root.
-			pids = []int{cfg.AppPID}
-			for _, p := range processTree(o.proc, cfg.Adopter)[1:] {
-				if p != cfg.AppPID {
-					pids = append(pids, p)
-				}
-			}
-		} else {
-			pids = processTree(o.proc, cfg.AppPID)
-		}
-		inodes, unreadable, err := socketInodes(o.proc, pids)
-		if err != nil {
-			return nil, fmt.Errorf("finding the app's sockets: %w", err)
-		}
-		// An app that serves UDP too cannot be watched whole: first, so that an app that
-		// serves UDP alone hears why rather than that it has no TCP listener.
-		udp, err := udpServers(o.proc, inodes)
-		if err != nil {
-			return nil, err
-		}
-		if len(udp) > 0 {
-			return nil, &UDPError{Endpoints: udp}
+			return nil, setup, fmt.Errorf("no listening TCP socket matches the drain ports %s", endpointList(cfg.Ports))
 		}
 		for _, l := range all {
-			if inodes[l.inode] {
-				watched = append(watched, l)
+			if slices.Contains(watched, l) {
+				setup.Watched = append(setup.Watched, Listener{Proto: "tcp", Endpoint: l.Endpoint})
+			} else {
+				setup.Unwatched = append(setup.Unwatched, Listener{Proto: "tcp", Endpoint: l.Endpoint, Why: "not in --drain-ports"})
 			}
 		}
-		if len(watched) == 0 && len(unreadable) > 0 {
-			// A server whose workers hold its listeners and run as another user (haproxy with
-			// `user haproxy`): what the app's own processes hold is not the whole story. Where
-			// some listeners were found, the unreadable processes are taken to share them, as
-			// workers that inherit their parent's do (httpd's).
-			return nil, fmt.Errorf("no listening TCP socket in the part of the app's process tree drainit may read (pid %d and %d descendants): it may not read the sockets of pid %s, another user's (that takes CAP_SYS_PTRACE); name the app's ports in --drain-ports",
-				cfg.AppPID, len(pids)-1, pidList(unreadable))
-		}
-		if len(watched) == 0 {
-			return nil, fmt.Errorf("no listening TCP socket in the app's process tree (pid %d and %d descendants)", cfg.AppPID, len(pids)-1)
+	} else {
+		if watched, setup, err = appListeners(cfg, o, all); err != nil {
+			return nil, setup, err
 		}
 	}
-
 	endpoints := make([]Endpoint, 0, len(watched))
 	for _, l := range watched {
 		if !slices.Contains(endpoints, l.Endpoint) {
@@ -176,7 +153,7 @@ func openSystem(cfg Config, o systemOptions) (sampler, error) {
 	if o.force == "" || o.force == MethodPassiveOpens {
 		s = passiveOpensSampler(cfg, o.proc, o.self, all, watched, endpoints)
 		if s == nil && o.force == MethodPassiveOpens {
-			return nil, errors.New("the passive-opens method does not apply")
+			return nil, setup, errors.New("the passive-opens method does not apply")
 		}
 	}
 	if s == nil && diag != nil {
@@ -196,14 +173,122 @@ func openSystem(cfg Config, o systemOptions) (sampler, error) {
 	// else read once at the end (busyConns).
 	if o.force != MethodProcNet {
 		if w := newRequestWatch(endpoints, v4, v6); w != nil {
-			return &requestSampler{sampler: s, now: cfg.withDefaults().Now, w: w, count: cfg.Requests}, nil
+			return &requestSampler{sampler: s, now: cfg.withDefaults().Now, w: w, count: cfg.Requests}, setup, nil
 		}
 	}
 	if cfg.Requests {
 		s.close()
-		return nil, errors.New("watching requests on open connections (--drain-watch requests) needs netlink sock_diag, which is unavailable here")
+		return nil, setup, errors.New("watching requests on open connections (--drain-watch requests) needs netlink sock_diag, which is unavailable here")
 	}
-	return s, nil
+	return s, setup, nil
+}
+
+// appListeners picks the app's listeners out of all (the namespace's TCP listeners) and says
+// what it found of the others. The watch must see all the app's traffic: where a listener of the
+// app's cannot be watched (a UNIX socket; UDP; a TCP listener that a process of the app's tree
+// drainit may not read may hold), the error is an *UnwatchableError, and a watch of the rest
+// would be no proof that the traffic stopped.
+func appListeners(cfg Config, o systemOptions, all []listener) ([]listener, Setup, error) {
+	var setup Setup
+	var pids []int
+	if cfg.Adopter > 0 {
+		// Everything under the adopter holds the app's tree and what it adopted: one walk, with
+		// the app first, as socketInodes wants its root.
+		pids = []int{cfg.AppPID}
+		for _, p := range processTree(o.proc, cfg.Adopter)[1:] {
+			if p != cfg.AppPID {
+				pids = append(pids, p)
+			}
+		}
+	} else {
+		pids = processTree(o.proc, cfg.AppPID)
+	}
+	readable := slices.DeleteFunc(slices.Clone(pids), func(p int) bool { return slices.Contains(o.denied, p) })
+	inodes, unreadable, err := socketInodes(o.proc, readable)
+	if err != nil {
+		return nil, setup, fmt.Errorf("finding the app's sockets: %w", err)
+	}
+	for _, p := range pids {
+		if slices.Contains(o.denied, p) {
+			unreadable = append(unreadable, p)
+		}
+	}
+	var own map[uint64]int
+	if o.self > 0 {
+		own, _, _ = socketInodes(o.proc, []int{o.self})
+	}
+	var watched []listener
+	var cannot []Listener
+	for _, l := range all {
+		found := Listener{Proto: "tcp", Endpoint: l.Endpoint}
+		switch pid := inodes[l.inode]; {
+		case pid > 0:
+			found.PID, found.Command = pid, proc.Command(o.proc, pid)
+			watched = append(watched, l)
+			setup.Watched = append(setup.Watched, found)
+			continue
+		case own[l.inode] > 0:
+			found.Why = whyOwn
+		case len(unreadable) > 0:
+			// Not the readable processes': a sidecar's, or one of the unreadable processes'
+			// own (a setcap server, a worker of another user that opened a port of its own).
+			found.Why = "held by no process drainit may read; it may be held by " + unreadableWhy(unreadable)
+			cannot = append(cannot, found)
+			continue
+		default:
+			found.Why = whyNotApps
+		}
+		setup.Unwatched = append(setup.Unwatched, found)
+	}
+	// The app's UDP and UNIX listeners: traffic the TCP table does not show.
+	for _, read := range []func(string, map[uint64]int) ([]Listener, error){udpServers, unixListeners} {
+		ls, err := read(o.proc, inodes)
+		if err != nil {
+			return nil, setup, err
+		}
+		for _, l := range ls {
+			l.Command = proc.Command(o.proc, l.PID)
+			cannot = append(cannot, l)
+		}
+	}
+	setup.Unwatched = append(setup.Unwatched, cannot...)
+	if len(cannot) > 0 {
+		return nil, setup, &UnwatchableError{Listeners: cannot}
+	}
+	if len(watched) == 0 && len(unreadable) > 0 {
+		// A server whose workers hold its listeners and run as another user (haproxy with
+		// `user haproxy`): what the app's own processes hold is not the whole story. Where
+		// every listener of the namespace is found in readable processes, the unreadable ones
+		// hold none of their own (workers inherit their parent's, as httpd's do).
+		return nil, setup, fmt.Errorf("no listening TCP socket in the part of the app's process tree drainit may read (pid %d and %d descendants): it may not read the sockets of %s; name the app's ports in --drain-ports",
+			cfg.AppPID, len(pids)-1, unreadableWhy(unreadable))
+	}
+	if len(watched) == 0 {
+		return nil, setup, fmt.Errorf("no listening TCP socket in the app's process tree (pid %d and %d descendants)", cfg.AppPID, len(pids)-1)
+	}
+	return watched, setup, nil
+}
+
+// unreadableWhy names the processes of the app's tree whose descriptors drainit may not read,
+// and the two reasons there are.
+func unreadableWhy(pids []int) string {
+	return "pid " + pidList(pids) + " of the app's tree, whose sockets drainit may not read (another user's, which takes CAP_SYS_PTRACE, or a process that is not dumpable: setuid, setcap)"
+}
+
+// unixListeners lists the listening UNIX sockets among inodes (the app's), from /proc/net/unix.
+func unixListeners(procRoot string, inodes map[uint64]int) ([]Listener, error) {
+	var buf []byte
+	data, err := readAll(filepath.Join(procRoot, "net/unix"), &buf)
+	if err != nil {
+		return nil, fmt.Errorf("reading the UNIX socket table: %w", err)
+	}
+	var out []Listener
+	parseProcNetUnix(data, func(u unixListener) {
+		if pid := inodes[u.inode]; pid > 0 {
+			out = append(out, Listener{Proto: "unix", Path: u.path, PID: pid, Why: whyUNIX})
+		}
+	})
+	return out, nil
 }
 
 // listeningSockets lists the LISTEN sockets of the network namespace: through sock_diag when
@@ -258,11 +343,11 @@ func processTree(procRoot string, root int) []int {
 	return append([]int{root}, proc.Below(procRoot, root)...)
 }
 
-// socketInodes collects the socket inodes of the processes' file descriptors. Only the first
-// process (the root) must be readable: the others may have exited since they were listed, or
-// drainit may not read them (unreadable).
-func socketInodes(procRoot string, pids []int) (inodes map[uint64]bool, unreadable []int, err error) {
-	inodes = map[uint64]bool{}
+// socketInodes collects the socket inodes of the processes' file descriptors, each with the first
+// process found holding it. Only the first process (the root) must be readable: the others may
+// have exited since they were listed, or drainit may not read them (unreadable).
+func socketInodes(procRoot string, pids []int) (inodes map[uint64]int, unreadable []int, err error) {
+	inodes = map[uint64]int{}
 	for i, pid := range pids {
 		in, err := proc.SocketInodes(procRoot, pid)
 		if err != nil {
@@ -275,7 +360,9 @@ func socketInodes(procRoot string, pids []int) (inodes map[uint64]bool, unreadab
 			continue
 		}
 		for n := range in {
-			inodes[n] = true
+			if inodes[n] == 0 {
+				inodes[n] = pid
+			}
 		}
 	}
 	return inodes, unreadable, nil
@@ -298,7 +385,7 @@ func passiveOpensSampler(cfg Config, procRoot string, self int, all, watched []l
 	for _, l := range watched {
 		mine[l.inode] = true
 	}
-	var selfInodes map[uint64]bool
+	var selfInodes map[uint64]int
 	for _, l := range all {
 		if mine[l.inode] {
 			continue
@@ -306,7 +393,7 @@ func passiveOpensSampler(cfg Config, procRoot string, self int, all, watched []l
 		if selfInodes == nil {
 			selfInodes, _, _ = socketInodes(procRoot, []int{self})
 		}
-		if !selfInodes[l.inode] || cfg.SelfAccepted == nil {
+		if selfInodes[l.inode] == 0 || cfg.SelfAccepted == nil {
 			return nil
 		}
 	}

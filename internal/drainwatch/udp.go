@@ -2,22 +2,8 @@ package drainwatch
 
 import (
 	"bytes"
-	"fmt"
 	"strconv"
 )
-
-// UDPError is why the watch is unavailable when the app's process tree serves UDP: the drain
-// counts new TCP connections, and nothing in Linux counts the datagrams one UDP socket receives
-// (see "UDP" in the package doc), so the end of UDP traffic cannot be seen and the caller falls
-// back to its fixed delay. Result.UDP has the endpoints too.
-type UDPError struct {
-	Endpoints []Endpoint // the serving UDP sockets' local ends, each once
-}
-
-func (e *UDPError) Error() string {
-	return fmt.Sprintf("the app serves UDP on %s: Linux counts no socket's datagrams, so the drain cannot see UDP traffic end",
-		endpointList(e.Endpoints))
-}
 
 // serving reports whether a UDP socket of the table (as parseProcNet reads it: the same columns
 // as TCP's) is one that clients outside the pod send to:

@@ -9,16 +9,18 @@ import (
 // udpServers lists the UDP sockets among inodes (the app's) that serve, from the UDP tables of
 // drainit's network namespace, which is the app's: see serving. The ports the kernel would have
 // picked itself are read from the same namespace's sysctls.
-func udpServers(proc string, inodes map[uint64]bool) ([]Endpoint, error) {
+func udpServers(proc string, inodes map[uint64]int) ([]Listener, error) {
 	eph := ephemeralPorts(proc)
-	var out []Endpoint
+	var out []Listener
 	var buf []byte
 	err := readProcNet(proc, "udp", &buf, nil, func(s *Socket) {
-		if !inodes[s.Inode] || !serving(s, eph) {
+		pid := inodes[s.Inode]
+		if pid == 0 || !serving(s, eph) {
 			return
 		}
-		if e := (Endpoint{s.Local.Addr().Unmap(), s.Local.Port()}); !slices.Contains(out, e) {
-			out = append(out, e)
+		e := Endpoint{s.Local.Addr().Unmap(), s.Local.Port()}
+		if !slices.ContainsFunc(out, func(l Listener) bool { return l.Endpoint == e }) {
+			out = append(out, Listener{Proto: "udp", Endpoint: e, PID: pid, Why: whyUDP})
 		}
 	})
 	if err != nil {

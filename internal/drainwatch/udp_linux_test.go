@@ -27,6 +27,10 @@ import (
 //	5101 [::]:443              unconnected            serves
 //	5102 [::1]:5353            loopback               no
 //	5103 [::ffff:127.0.0.1]:8126 loopback             no
+//
+// testdata/unix/unix: 7001 listens on /run/app.sock, 7002 is a connection to it, 7003 listens
+// on the abstract "@ctl socket" (seqpacket), 7004 is /dev/log (datagram), 7005 an unnamed
+// listener, 6002 /run/sidecar.sock (not the app's in these tests).
 func fakeProc(t *testing.T, held []uint64, portRange, reserved string) string {
 	t.Helper()
 	littleEndian(t)
@@ -50,6 +54,7 @@ func fakeProc(t *testing.T, held []uint64, portRange, reserved string) string {
 	write("net/tcp", read("testdata/tables/new/0.tcp"))
 	write("net/udp", read("testdata/udp/udp"))
 	write("net/udp6", read("testdata/udp/udp6"))
+	write("net/unix", read("testdata/unix/unix"))
 	write("10/task/10/children", nil)
 	if portRange != "" {
 		write("sys/net/ipv4/ip_local_port_range", []byte(portRange))
@@ -67,10 +72,24 @@ func fakeProc(t *testing.T, held []uint64, portRange, reserved string) string {
 }
 
 func openFake(root string, cfg Config) (sampler, error) {
+	s, _, err := openFakeSetup(root, cfg)
+	return s, err
+}
+
+func openFakeSetup(root string, cfg Config) (sampler, Setup, error) {
 	if cfg.AppPID == 0 {
 		cfg.AppPID = 10
 	}
 	return openSystem(cfg, systemOptions{proc: root, self: 1, force: MethodProcNet})
+}
+
+// endpointsOf is the listeners' endpoints, in order.
+func endpointsOf(ls []Listener) []Endpoint {
+	var out []Endpoint
+	for _, l := range ls {
+		out = append(out, l.Endpoint)
+	}
+	return out
 }
 
 func endpoints(ss ...string) []Endpoint {
@@ -119,12 +138,17 @@ func TestUDPServersUnwatchable(t *testing.T) {
 				s.close()
 				return
 			}
-			u, ok := errors.AsType[*UDPError](err)
+			u, ok := errors.AsType[*UnwatchableError](err)
 			if !ok {
-				t.Fatalf("open: %v, want a UDPError", err)
+				t.Fatalf("open: %v, want an UnwatchableError", err)
 			}
-			if !slices.Equal(u.Endpoints, tc.want) {
-				t.Errorf("UDP endpoints %v, want %v", u.Endpoints, tc.want)
+			if got := endpointsOf(u.Listeners); !slices.Equal(got, tc.want) {
+				t.Errorf("UDP endpoints %v, want %v", got, tc.want)
+			}
+			for _, l := range u.Listeners {
+				if l.Proto != "udp" || l.PID != 10 || l.Why != whyUDP {
+					t.Errorf("listener %+v, want udp, held by pid 10, with why", l)
+				}
 			}
 			for _, e := range tc.want {
 				if !strings.Contains(err.Error(), e.String()) {
@@ -174,15 +198,16 @@ func TestUDPServersTables(t *testing.T) {
 // The watch's Result carries the endpoints, for the log.
 func TestWatchUnavailableUDP(t *testing.T) {
 	f := newFakeSystem()
-	f.openErr = &UDPError{Endpoints: endpoints("[::]:53")}
+	udp := []Listener{{Proto: "udp", Endpoint: endpoints("[::]:53")[0], PID: 1, Why: whyUDP}}
+	f.openErr = &UnwatchableError{Listeners: udp}
 	r := f.run(t, Config{AppPID: 1})
-	if r.Reason != ReasonUnavailable || !slices.Equal(r.UDP, f.openErr.(*UDPError).Endpoints) {
-		t.Fatalf("result %+v, want unavailable with the UDP endpoints", r)
+	if r.Reason != ReasonUnavailable || !slices.Equal(r.Unwatchable, udp) {
+		t.Fatalf("result %+v, want unavailable with the UDP listener", r)
 	}
 	f = newFakeSystem()
 	f.openErr = errors.New("no /proc/net/tcp")
-	if r := f.run(t, Config{AppPID: 1}); r.UDP != nil {
-		t.Errorf("another reason has UDP endpoints: %+v", r)
+	if r := f.run(t, Config{AppPID: 1}); r.Unwatchable != nil {
+		t.Errorf("another reason has unwatchable listeners: %+v", r)
 	}
 }
 
@@ -213,10 +238,11 @@ func TestLiveUDPServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := udpServers(procRoot, inodes)
+	ls, err := udpServers(procRoot, inodes)
 	if err != nil {
 		t.Fatal(err)
 	}
+	got := endpointsOf(ls)
 	want := []Endpoint{{netip.IPv4Unspecified(), uint16(srv.LocalAddr().(*net.UDPAddr).Port)}}
 	if !slices.Equal(got, want) {
 		t.Errorf("serving UDP sockets %v, want %v (client on %v, loopback on %v)", got, want, client.LocalAddr(), loop.LocalAddr())

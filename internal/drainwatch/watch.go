@@ -84,6 +84,10 @@ type Config struct {
 	// server) have accepted so far. It lets the cheap passive-opens method run when drainit
 	// listens too: without it, drainit's own listener makes the namespace shared.
 	SelfAccepted func() uint64
+	// Setup, if not nil, receives what the drain watches once it is found (also when the watch
+	// is unavailable for listeners it cannot watch). It must have room for one value: the watch
+	// never blocks on it.
+	Setup chan<- Setup
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 	// stepGuard, when not zero, replaces AutoStepGuard (the simulation's sweep).
@@ -127,9 +131,9 @@ const (
 	ReasonQuiet Reason = "quiet"
 	// ReasonMax: connections kept arriving until the maximum.
 	ReasonMax Reason = "max"
-	// ReasonUnavailable: the TCP table cannot be watched, or the app serves UDP, which cannot
-	// be (Result.Err says why; Result.UDP has the UDP endpoints); the caller falls back to the
-	// fixed delay.
+	// ReasonUnavailable: the TCP table cannot be watched, or the app listens where the watch
+	// cannot see (UDP, a UNIX socket: Result.Err says why, Result.Unwatchable has those
+	// listeners); the caller falls back to the fixed delay.
 	ReasonUnavailable Reason = "unavailable"
 )
 
@@ -183,9 +187,9 @@ type Result struct {
 	// zero when unknown.
 	CPU time.Duration
 	Err error // with ReasonUnavailable: why
-	// UDP, with ReasonUnavailable, are the UDP endpoints the app serves on when they are why
-	// (Err is then a *UDPError).
-	UDP []Endpoint
+	// Unwatchable, with ReasonUnavailable, are the app's listeners the watch cannot see when
+	// they are why (Err is then an *UnwatchableError).
+	Unwatchable []Listener
 }
 
 // Start watches for new connections to the app's listening sockets and reports, once, when the
@@ -212,8 +216,8 @@ type env struct {
 	measure func(f func()) time.Duration
 	// cpu is the process's CPU time so far (nil: unknown).
 	cpu func() time.Duration
-	// open finds what to watch.
-	open func(cfg Config) (sampler, error)
+	// open finds what to watch, and says what it found.
+	open func(cfg Config) (sampler, Setup, error)
 }
 
 // sampler is one way of counting new connections.
@@ -249,8 +253,8 @@ func run(ctx context.Context, cfg Config, e env, t0 time.Time) (Result, bool) {
 	}
 	unavailable := func(err error) (Result, bool) {
 		res.Reason, res.Err, res.Elapsed = ReasonUnavailable, err, e.now().Sub(t0)
-		if u, ok := errors.AsType[*UDPError](err); ok {
-			res.UDP = u.Endpoints
+		if u, ok := errors.AsType[*UnwatchableError](err); ok {
+			res.Unwatchable = u.Listeners
 		}
 		return res, ctx.Err() == nil
 	}
@@ -261,11 +265,18 @@ func run(ctx context.Context, cfg Config, e env, t0 time.Time) (Result, bool) {
 		return unavailable(errors.New("drain watch: nothing to watch: no app pid and no ports"))
 	}
 	var (
-		s   sampler
-		err error
+		s     sampler
+		setup Setup
+		err   error
 	)
 	// The drain's own CPU so far: see the budget below. Its setup counts up to setupBudgeted.
-	spent := min(e.measure(func() { s, err = e.open(cfg) }), setupBudgeted)
+	spent := min(e.measure(func() { s, setup, err = e.open(cfg) }), setupBudgeted)
+	if cfg.Setup != nil && (err == nil || errors.As(err, new(*UnwatchableError))) {
+		select {
+		case cfg.Setup <- setup:
+		default:
+		}
+	}
 	if err != nil {
 		return unavailable(err)
 	}

@@ -12,8 +12,8 @@ func systemEnv(cfg Config) env {
 		now:     cfg.Now,
 		wait:    waitUntil(cfg.Now),
 		measure: func(f func()) time.Duration { f(); return 0 },
-		open: func(Config) (sampler, error) {
-			return nil, errors.New("the adaptive drain needs Linux (/proc/net/tcp)")
+		open: func(Config) (sampler, Setup, error) {
+			return nil, Setup{}, errors.New("the adaptive drain needs Linux (/proc/net/tcp)")
 		},
 	}
 }

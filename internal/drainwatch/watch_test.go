@@ -17,7 +17,8 @@ type fakeSystem struct {
 	arrivals []time.Duration // when connections arrive, after t0, in order
 	cost     time.Duration   // CPU time of each poll
 	openErr  error
-	failAt   int // the poll (1-based, the baseline is 1) that fails; 0: none
+	setup    Setup // what open says it found
+	failAt   int   // the poll (1-based, the baseline is 1) that fails; 0: none
 	polls    []time.Time
 	lastSeen time.Time
 }
@@ -40,11 +41,11 @@ func (f *fakeSystem) env() env {
 			return nil
 		},
 		measure: func(fn func()) time.Duration { fn(); return f.cost },
-		open: func(Config) (sampler, error) {
+		open: func(Config) (sampler, Setup, error) {
 			if f.openErr != nil {
-				return nil, f.openErr
+				return nil, f.setup, f.openErr
 			}
-			return f, nil
+			return f, f.setup, nil
 		},
 	}
 }

@@ -131,3 +131,13 @@ func CPUTime(root string, pid int) time.Duration {
 	}
 	return sum
 }
+
+// Command is the process's command name (ROOT/PID/comm, at most 15 bytes), "" when it cannot be
+// read.
+func Command(root string, pid int) string {
+	b, err := os.ReadFile(filepath.Join(root, strconv.Itoa(pid), "comm"))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSuffix(string(b), "\n")
+}
