@@ -538,7 +538,7 @@ func (r *Runner) Run(ctx context.Context, s Scenario, c Cell, rep int) (Result, 
 	// includes a history of 30 new connections to the pod (1.2 s at the default 25/s, 3 s at
 	// most), and a second and a half of traffic at least, as a pod in service has, for the
 	// automatic quiet period to start from (drainwatch.AutoMinReach: traffic younger than a
-	// second is too young for it to judge).
+	// second is spread over one, which lengthens the silence it needs).
 	warmup := max(cfg.Warmup, min(3*time.Second, time.Duration(30/(total/float64(cfg.Pods))*float64(time.Second))))
 	begin := time.Now()
 	victim := pods[0]

@@ -22,18 +22,17 @@ const (
 	// or stopped for a garbage collection) is a silence that proves nothing, and a connection
 	// routed just before its proxy dropped the pod still has its way to travel.
 	AutoFloor = 100 * time.Millisecond
-	// AutoMinArrivals is how many arrivals the rate estimate must rest on: with fewer, over the
-	// whole history (AutoWindow), silence proves nothing and the drain waits for its maximum.
-	// 20 arrivals put the estimate within ±45% (two standard deviations, 1/√20 each), which
-	// AutoStepGuard's factor 2 covers.
+	// AutoMinArrivals is how many arrivals the recent rate rests on: 20 put the estimate within
+	// ±45% (two standard deviations, 1/√20 each), which AutoStepGuard's factor 2 covers. Fewer,
+	// over the whole history (AutoWindow), are judged at a lower bound (fewRate): the silence
+	// needed grows as they thin, past the maximum at about one a second.
 	AutoMinArrivals = 20
 	// AutoWindow is how far back the estimate may look: the history before the drain (History)
 	// is kept this long.
 	AutoWindow = 30 * time.Second
-	// AutoMinReach is the least time the estimate's reach must span: over less, a burst (a
+	// AutoMinReach is the least time the whole reach's rate is spread over: over less, a burst (a
 	// connection pool's 25 connections) can be most of the arrivals, and over a second it is a
-	// modest rate. Traffic that began under a second before the drain ended is too young to
-	// judge: the drain waits for its maximum.
+	// modest rate.
 	AutoMinReach = time.Second
 	// AutoMinInterval is the shortest time between polls with the automatic quiet period: polls
 	// come every quarter of the silence it needs, between this and Config.Interval (and never
@@ -49,6 +48,12 @@ const (
 
 // autoK is the silence needed times the rate: ln(1/ε) at the guarded rate.
 var autoK = AutoStepGuard * math.Log(1/AutoEpsilon)
+
+const (
+	// autoFewDelta is the confidence fewRate's lower bound leaves out: the bound is the rate
+	// under which as many arrivals as were seen had probability autoFewDelta.
+	autoFewDelta = 0.05
+)
 
 // bin is how many new connections arrived in (end-span, end].
 type bin struct {
@@ -68,20 +73,19 @@ type Estimate struct {
 	// Needed is the silence that ends the drain at that rate: AutoStepGuard·ln(1/AutoEpsilon)/Rate,
 	// at least AutoFloor. Zero when there were too few arrivals to tell (Enough is false).
 	Needed time.Duration
-	// Enough says whether the arrivals were enough for a rate: AutoMinArrivals, over
-	// AutoMinReach (see estimator.steady).
+	// Enough says whether there was a rate: one arrival at least in reach before the last.
 	Enough bool
+	// Basis says what decided the rate or the silence, for the log: "recent", "steady", "few
+	// arrivals", "young traffic, spread over 1s", "a step down", or a gap the traffic showed.
+	Basis string
 }
 
 // String says what the estimate rests on, for the log.
 func (e Estimate) String() string {
-	if !e.Enough && e.Arrivals >= AutoMinArrivals {
-		return fmt.Sprintf("%d new connections in %s: too short a time (< %s) to tell a rate from a burst, for silence to prove the traffic stopped", e.Arrivals, e.Window.Round(time.Millisecond), AutoMinReach)
-	}
 	if !e.Enough {
-		return fmt.Sprintf("%d new connections in %s: too few (< %d) for silence to prove the traffic stopped", e.Arrivals, e.Window.Round(time.Millisecond), AutoMinArrivals)
+		return fmt.Sprintf("%d new connections in %s: too few for silence to prove the traffic stopped", e.Arrivals, e.Window.Round(time.Millisecond))
 	}
-	return fmt.Sprintf("%.1f new connections/s (%d in %s): %s of silence needed", e.Rate, e.Arrivals, e.Window.Round(time.Millisecond), e.Needed.Round(time.Millisecond))
+	return fmt.Sprintf("%.1f new connections/s (%d in %s, %s): %s of silence needed", e.Rate, e.Arrivals, e.Window.Round(time.Millisecond), e.Basis, e.Needed.Round(time.Millisecond))
 }
 
 // estimator keeps the arrival counts of the recent past, oldest first: the history before the
@@ -113,93 +117,166 @@ func (e *estimator) add(end time.Time, span time.Duration, n int) {
 	}
 }
 
-// estimate is the rate over the shortest run of bins ending with the last one that holds
-// AutoMinArrivals arrivals, within AutoWindow, or over the whole AutoWindow if that is lower.
-// The window ends at the last arrival, not now: the silence since is what is being tested, and
-// must not also lower the rate it is tested at. Short windows follow the steps of a fading
-// traffic: after a step, the rate is the new one as soon as AutoMinArrivals have come at it.
-// The whole window keeps a burst from passing for a rate.
+// estimate reads the traffic at the last bin, which holds an arrival. The rate is the lower of:
+//
+//   - the recent rate: over the shortest run of bins ending with the last one that holds
+//     AutoMinArrivals arrivals. The window ends at the last arrival, not now: the silence since is
+//     what is being tested, and must not also lower the rate it is tested at. Short windows
+//     follow the steps of a fading traffic: after a step, the rate is the new one as soon as
+//     AutoMinArrivals have come at it.
+//   - the whole reach's (steady): a burst is not a rate. Fewer arrivals than AutoMinArrivals
+//     there are judged at a lower bound (fewRate), so that the silence needed grows smoothly as
+//     the evidence thins, and runs past the maximum only when there is almost none.
+//
+// The oldest bin in reach that holds an arrival counts in neither: its arrivals cannot be placed
+// within it. The silence needed is that rate's, but never shorter than a gap the traffic has
+// shown and come back after, again and again (repeatedGap): periodic bursts.
 func (e *estimator) estimate() Estimate {
-	var est Estimate
 	last := e.bins[len(e.bins)-1].end
-	for i := len(e.bins) - 1; i >= 0; i-- {
-		b := e.bins[i]
-		if last.Sub(b.end.Add(-b.span)) > AutoWindow {
-			break
-		}
-		est.Arrivals += b.n
-		est.Window = last.Sub(b.end.Add(-b.span))
-		if est.Arrivals >= AutoMinArrivals {
-			est.Enough = true
+	lo := len(e.bins) - 1 // the oldest bin in reach
+	for lo > 0 && last.Sub(e.bins[lo-1].end.Add(-e.bins[lo-1].span)) <= AutoWindow {
+		lo--
+	}
+	for e.bins[lo].n == 0 {
+		lo++ // the oldest bin in reach with an arrival: the last one holds one
+	}
+	var est Estimate
+	rate := math.Inf(1)
+	// The first bin's arrivals cannot be placed within it (see steady): the recent rate rests on
+	// the bins after it.
+	for i, n := len(e.bins)-1, 0; i > lo; i-- {
+		n += e.bins[i].n
+		if n >= AutoMinArrivals {
+			w := last.Sub(e.bins[i].end.Add(-e.bins[i].span))
+			rate, est.Arrivals, est.Window, est.Basis = float64(n-1)/w.Seconds(), n, w, "recent"
 			break
 		}
 	}
-	if !est.Enough {
+	r, n, w, basis := e.steady(lo, last)
+	if r < rate {
+		rate, est.Arrivals, est.Window, est.Basis = r, n, w, basis
+	}
+	guard := float64(AutoStepGuard)
+	if e.guard > 0 {
+		guard = e.guard
+	}
+	if rate <= 0 || math.IsInf(rate, 1) {
+		est.Arrivals, est.Window = n, w
 		return est
 	}
-	// The window ends with an arrival by construction: n-1 of them are the ones a rate counts.
-	est.Rate = float64(est.Arrivals-1) / est.Window.Seconds()
-	// Nor more than over the whole reach: a burst (a client's pool opening its connections at
-	// once) is AutoMinArrivals arrivals in a few milliseconds, a rate the traffic does not have.
-	r, n, w, ok := e.steady(last)
-	if !ok {
-		return Estimate{Arrivals: n, Window: w}
+	est.Rate, est.Enough = rate, true
+	est.Needed = max(AutoFloor, time.Duration(guard*math.Log(1/AutoEpsilon)/rate*float64(time.Second)))
+	if g := e.repeatedGap(lo); g > est.Needed {
+		est.Needed, est.Basis = g, fmt.Sprintf("gaps of %s the traffic came back after", g.Round(time.Millisecond))
 	}
-	if r < est.Rate {
-		est.Rate, est.Arrivals, est.Window = r, n, w
-	}
-	k := autoK
-	if e.guard > 0 {
-		k = e.guard * math.Log(1/AutoEpsilon)
-	}
-	est.Needed = max(AutoFloor, time.Duration(k/est.Rate*float64(time.Second)))
 	return est
 }
 
-// steady is the rate over the whole reach, AutoWindow back from last (the last arrival), with
-// the arrivals and the window it rests on. Its oldest bin that holds an arrival may be mostly the
-// silence before the traffic began (the app's start), or a burst: the arrivals after that bin
-// are what a rate can rest on, and with AutoMinArrivals of them over AutoMinReach the rate is
-// theirs.
+// steady is the rate over the whole reach, from bin from (the oldest in reach with an arrival) to
+// last (the last arrival), with the arrivals and the window it rests on, and what decided it.
+// That oldest bin
+// may be mostly the silence before the traffic began (the app's start), or a burst: its arrivals
+// may all have come at its end, so the traffic is known to be only as old as that bin's end, and
+// the arrivals after it are what a rate can rest on. With AutoMinArrivals of them over
+// AutoMinReach, the rate is theirs.
 //
-// Otherwise the reach is young (traffic that began a moment ago) and its first arrivals, or a
-// burst after them, may be most of it. The first bin then counts too, over its span, once the
-// reach spans AutoMinReach: a burst is spread over that much at least. And the rate is never above the one
-// after the first bin (on 2 arrivals at least): a burst and then a trickle is judged at the
-// trickle. ok is false otherwise (nothing yet tells a burst from a rate); n and w then say how
-// many were seen, in how long.
-func (e *estimator) steady(last time.Time) (rate float64, n int, w time.Duration, ok bool) {
-	from := -1 // the oldest bin in reach with an arrival
-	for j := len(e.bins) - 1; j >= 0; j-- {
-		b := e.bins[j]
-		if last.Sub(b.end.Add(-b.span)) > AutoWindow {
-			break
-		}
-		if b.n > 0 {
-			from = j
-		}
-	}
-	if from < 0 {
-		return 0, 0, 0, false
-	}
+// Otherwise the traffic is young or thin: the arrivals after the first bin are then judged at a
+// lower bound (fewRate) and spread over AutoMinReach at least (over a second, a burst of a
+// connection pool's size is a modest rate). Arrivals that all fell in one bin are no rate at
+// all: nothing tells a burst from one.
+func (e *estimator) steady(from int, last time.Time) (rate float64, n int, w time.Duration, basis string) {
 	first := e.bins[from]
 	after := 0
 	for _, b := range e.bins[from+1:] {
 		after += b.n
 	}
-	// Each window ends with an arrival and starts at a bin's edge: n-1 arrivals fall inside
-	// (when the first bin counts, one fewer than in it: the rate errs low).
 	wAfter := last.Sub(first.end)
 	if after >= AutoMinArrivals && wAfter >= AutoMinReach {
-		return float64(after-1) / wAfter.Seconds(), after, wAfter, true
+		return float64(after-1) / wAfter.Seconds(), after, wAfter, "steady"
 	}
-	n, w = after+first.n, wAfter+first.span
-	if n < AutoMinArrivals || w < AutoMinReach || wAfter <= 0 {
-		return 0, n, max(w, 0), false
+	if after == 0 {
+		return 0, first.n, first.span, "one burst"
 	}
-	rate = float64(n-1) / w.Seconds()
-	if r := float64(after-1) / wAfter.Seconds(); after >= 2 && r < rate {
-		rate, n, w = r, after, wAfter
+	basis = "few arrivals"
+	if wAfter < AutoMinReach {
+		basis = fmt.Sprintf("young traffic, spread over %s", AutoMinReach)
 	}
-	return rate, n, w, true
+	return fewRate(after-1, max(wAfter, AutoMinReach)), after, wAfter, basis
 }
+
+// repeatedGap is the longest silence in reach that the traffic came back after at least twice
+// (the second longest of them), as the bins bound each from above: from the start of a bin with
+// an arrival to the end of the next bin with one, where the bins with none between span at least
+// as long as each of the two (adjacent bins say nothing of a gap, and a poll's empty bin after a
+// history bin of a second says little). A silence no longer than one the traffic has shown again
+// and again proves nothing: periodic bursts (a batch job's, a cron's) end no drain inside their
+// gap once the reach holds two. One gap alone is the pause before the traffic began (the
+// readiness probe's connection, then the first clients), as often as not.
+func (e *estimator) repeatedGap(lo int) time.Duration {
+	var longest, second time.Duration
+	prev := -1
+	for j := lo; j < len(e.bins); j++ {
+		if e.bins[j].n == 0 {
+			continue
+		}
+		if prev >= 0 && j > prev+1 {
+			p, q := e.bins[prev], e.bins[j]
+			if empty := q.end.Add(-q.span).Sub(p.end); empty >= p.span && empty >= q.span {
+				g := q.end.Sub(p.end.Add(-p.span))
+				switch {
+				case g > longest:
+					longest, second = g, longest
+				case g > second:
+					second = g
+				}
+			}
+		}
+		prev = j
+	}
+	return second
+}
+
+// fewRate is the rate k arrivals over w give, lowered when they are fewer than
+// AutoMinArrivals-1 (the recent rate's count): by the ratio of Poisson lower bounds (at
+// confidence 1-autoFewDelta) to the count, relative to that ratio at AutoMinArrivals-1, so that
+// it is continuous there and falls faster than k below it. 0 when k is 0: no evidence.
+func fewRate(k int, w time.Duration) float64 {
+	if k <= 0 || w <= 0 {
+		return 0
+	}
+	r := float64(k) / w.Seconds()
+	if k >= AutoMinArrivals-1 {
+		return r
+	}
+	return r * fewFactor[k]
+}
+
+// fewFactor[k], for k < AutoMinArrivals-1: (L(k)/k) / (L(K)/K), K = AutoMinArrivals-1, where L(k)
+// is the mean under which k or more Poisson arrivals have probability autoFewDelta.
+var fewFactor = func() []float64 {
+	lower := func(k int) float64 {
+		// P(X >= k | mu) = 1 - sum_{i<k} e^-mu mu^i/i! grows with mu: bisect for autoFewDelta.
+		lo, hi := 0.0, float64(k)
+		for range 100 {
+			mu := (lo + hi) / 2
+			term, sum := math.Exp(-mu), 0.0
+			for i := range k {
+				sum += term
+				term *= mu / float64(i+1)
+			}
+			if 1-sum < autoFewDelta {
+				lo = mu
+			} else {
+				hi = mu
+			}
+		}
+		return lo
+	}
+	K := AutoMinArrivals - 1
+	ref := lower(K) / float64(K)
+	f := make([]float64, K)
+	for k := 1; k < K; k++ {
+		f[k] = lower(k) / float64(k) / ref
+	}
+	return f
+}()

@@ -63,7 +63,7 @@ func (p simPod) simulate(t *testing.T, seed uint64, cfg Config) simRun {
 	f.arrivals = arr
 	if cfg.Auto {
 		h := &History{stop: func() {}}
-		for at := appStart; at < 0; at += HistoryEvery {
+		for at := appStart; at < 0; at += historyNext(at - appStart) {
 			h.add(counterSample{at: f.t0.Add(at), opens: uint64(f.arrivedBy(f.t0.Add(at)))})
 		}
 		cfg.History = h

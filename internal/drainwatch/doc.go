@@ -156,25 +156,37 @@
 // connection pool opening 25 connections at once, or a client that means to end the drain
 // early, is 20 arrivals in a few milliseconds, and judged alone would make a traffic of 5/s
 // look like thousands a second and end the drain at the floor while it is still routed
-// (TestAutoQuietBurst). That window must span a second at least (AutoMinReach), over which a
-// burst of a connection pool's size is a modest rate; its first arrivals (its oldest bin that
-// holds any) count only when the 20 after them span less, and then the rate is never above the
-// one after them, so that a burst and then a trickle is judged at the trickle. Traffic that
-// began under a second before it ended, a burst that is all the traffic in reach included, is
-// too young to judge: the drain says so and waits for Max (TestAutoQuietYoungTraffic; a pod
-// stopped within a second of starting to serve is rare, and the wait is the safe side). This
-// only lengthens the silence needed after a rise in traffic. A client that opens connections at
-// a steady high rate for a while and then stops does pass for a rate, as nothing tells it from a
-// busy one: --drain-min bounds how early it can end a drain.
+// (TestAutoQuietBurst).
+//
+// The oldest bin in reach that holds an arrival counts in neither: its arrivals may all have come
+// at its end (a burst spanning a sample: 25 connections in 0.3 s across the drain's start were
+// once judged as 20/s over 1.2 s, a history bin's whole second, and the drain ended 0.9 s in
+// while a 2/s trickle still came: TestAutoQuietBurstAcrossSample). Traffic younger than
+// AutoMinReach after that bin is spread over AutoMinReach, over which a burst of a connection
+// pool's size is a modest rate; arrivals that all fell in one bin are no rate at all. So the
+// silence needed after a rise in traffic is longer, and the first seconds of the History are
+// sampled every 100 ms so that a young pod's first bin is short.
+//
+// Fewer than AutoMinArrivals arrivals (counted: the window ends with one, so n-1 of n) are judged
+// at a lower bound: the rate under which as many arrivals had a 5% chance, relative to that
+// bound's ratio at 19, so that it is continuous there (fewRate). The silence needed then grows
+// smoothly as the evidence thins (TestEstimatorNoCliff), where it once jumped from a second to
+// Max below 20 arrivals (TestAutoQuietFewArrivalsNoCliff): it runs past a 15 s Max at about one
+// arrival a second.
+//
+// And the silence needed is never shorter than a gap the traffic has shown and come back after,
+// at least twice in reach (repeatedGap): periodic bursts, B connections every P seconds, would
+// otherwise end a drain inside a gap whenever 18.4·P/B < P (TestAutoQuietPeriodicBursts). One
+// such gap alone does not count: it is the pause before the traffic began as often as not. A
+// period under the History's second is seen only once the drain's polls have seen two gaps.
 //
 // The window reaches back before the drain: Record samples the namespace's PassiveOpens counter
 // once a second (History) from the app's start, so the estimate starts from the pod's steady
 // rate even when the drain sees only a few connections of its own (20/s and a 0.2 s
 // propagation delay: 4). That counter is the app's alone only where the passive-opens method
-// applies; elsewhere (a shared namespace) the estimate rests on the drain's own arrivals. With
-// fewer than 20 arrivals in reach, or over less than a second, silence proves nothing: the drain
-// says so (Result.Note) and waits for Max rather than guess; so it does when the silence needed
-// runs past Max (at 1/s, 18 s).
+// applies; elsewhere (a shared namespace) the estimate rests on the drain's own arrivals, a few
+// of them judged at a lower bound (above). When the silence needed runs past Max (at 1/s, 18 s),
+// the drain says so (Result.Note) and waits for Max rather than guess.
 //
 // The history also dates the silence. When the counter has not moved since a sample before the
 // drain, the silence began at that sample at the latest, and it counts: on a real kubelet the pod

@@ -11,6 +11,24 @@ import (
 // ~50 µs, a second: 0.005% of a core).
 const HistoryEvery = time.Second
 
+// For its first historyStartFor, a History samples every historyStartEvery: the estimator cannot
+// place the arrivals of the oldest bin that holds any within it (a burst at its end, for all it
+// says), so a young pod's traffic is as old as the end of its first bin with an arrival. Fine bins
+// there keep the traffic of a pod stopped a second or two after it started serving from looking
+// younger than it is, at ten reads a second for two seconds.
+const (
+	historyStartEvery = 100 * time.Millisecond
+	historyStartFor   = 2 * time.Second
+)
+
+// historyNext is how long after a sample taken since into the History the next one comes.
+func historyNext(since time.Duration) time.Duration {
+	if since < historyStartFor {
+		return historyStartEvery
+	}
+	return HistoryEvery
+}
+
 // History is the traffic before the drain: the network namespace's PassiveOpens counter (less
 // what drainit's own servers accepted) sampled every HistoryEvery, for the last AutoWindow. The
 // automatic quiet period starts from it, so that it knows the pod's steady rate when the drain
@@ -33,12 +51,12 @@ type counterSample struct {
 // Record starts a History in a goroutine of its own; it samples until ctx ends or a drain
 // takes it (Config.History). self is Config.SelfAccepted (nil: drainit accepts nothing).
 func Record(ctx context.Context, self func() uint64) *History {
-	return record(ctx, self, systemCounter(), time.Now, time.NewTicker)
+	return record(ctx, self, systemCounter(), time.Now, time.After)
 }
 
-// record is Record with the counter and the clock given (tests).
+// record is Record with the counter and the clock given (tests): after(d) fires d from now.
 func record(ctx context.Context, self func() uint64, read func() (uint64, error), now func() time.Time,
-	ticker func(time.Duration) *time.Ticker) *History {
+	after func(time.Duration) <-chan time.Time) *History {
 	ctx, cancel := context.WithCancel(ctx)
 	h := &History{stop: cancel}
 	if read == nil {
@@ -56,17 +74,16 @@ func record(ctx context.Context, self func() uint64, read func() (uint64, error)
 		}
 		h.add(counterSample{now(), n, own})
 	}
+	start := now()
 	sample()
 	h.done = make(chan struct{})
 	go func() {
 		defer close(h.done)
-		t := ticker(HistoryEvery)
-		defer t.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case <-t.C:
+			case <-after(historyNext(now().Sub(start))):
 				sample()
 			}
 		}
@@ -78,8 +95,9 @@ func (h *History) add(s counterSample) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.samples = append(h.samples, s)
-	// One sample more than the window, for the first bin's start.
-	if keep := int(AutoWindow/HistoryEvery) + 1; len(h.samples) > 2*keep {
+	// One sample more than the window, for the first bin's start (and those of the first
+	// seconds, when the samples came closer).
+	if keep := int(AutoWindow/HistoryEvery) + int(historyStartFor/historyStartEvery) + 1; len(h.samples) > 2*keep {
 		h.samples = append(h.samples[:0], h.samples[len(h.samples)-keep:]...)
 	}
 }

@@ -12,7 +12,7 @@ import "time"
 // connection; it may end up to one interval later.
 //
 // With auto (the automatic quiet period), quiet is the silence the estimate at the last
-// arrival needs, and there is no quiet end while the estimate rests on too few arrivals.
+// arrival needs, and there is no quiet end while the estimate has no rate (no arrivals to rest on).
 type schedule struct {
 	start, last     time.Time
 	prev            time.Time // the previous poll (the baseline before the first)
@@ -77,10 +77,15 @@ func (s *schedule) next(prev time.Time, gap time.Duration) time.Time {
 // pollInterval is the shortest time between polls before the CPU budget: base, or with auto
 // once the rate is known a quarter of the silence needed, within [AutoMinInterval,
 // AutoMaxInterval] (and base at most), so that the drain ends within a quarter of the silence
-// needed after its end is due.
+// needed after its end is due. Before the rate is known, with auto, AutoMinInterval: the
+// estimator cannot place the arrivals of the first poll that saw any within it, and sets them
+// aside (see estimator.steady), so that poll had better be short.
 func (s *schedule) pollInterval(base time.Duration) time.Duration {
-	if s.auto == nil || !s.auto.est.Enough {
+	switch {
+	case s.auto == nil:
 		return base
+	case !s.auto.est.Enough:
+		return min(base, AutoMinInterval)
 	}
 	return min(base, AutoMaxInterval, max(AutoMinInterval, s.auto.est.Needed/4))
 }

@@ -171,8 +171,8 @@ type Result struct {
 	// the drain was used (HistoryUsed; only with the passive-opens method).
 	Auto        *Estimate
 	HistoryUsed bool
-	// Note says, for the log, why a drain ended at its maximum with Config.Auto: too few
-	// arrivals to tell, or a silence needed that runs past the maximum.
+	// Note says, for the log, why a drain ended at its maximum with Config.Auto: no arrivals to
+	// rest a rate on, or a silence needed that runs past the maximum.
 	Note string
 	// Busy, when the drain ended quiet counting new connections only, is how many open
 	// connections received data during the silence it waited (-1: unknown): requests still
