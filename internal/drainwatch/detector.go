@@ -5,10 +5,13 @@ package drainwatch
 // end), and tests feed it made-up tables.
 //
 // A connection is keyed by its 4-tuple. It is new when its 4-tuple was not in the previous
-// snapshot, in any state but LISTEN, CLOSE and SYN_SENT — SYN_RECV (a handshake under way),
-// ESTABLISHED, and also the closing states and TIME_WAIT, which are connections that arrived and
-// began to close between two snapshots (TIME_WAIT stays 60 s: a connection the app closed first
-// is never missed). A 4-tuple that was there before is a new connection when a client reused it:
+// snapshot, in any state but LISTEN, CLOSE and SYN_SENT — ESTABLISHED, and also the closing
+// states and TIME_WAIT, which are connections that arrived and began to close between two
+// snapshots (TIME_WAIT stays 60 s: a connection the app closed first is never missed). One in
+// SYN_RECV (a handshake under way) is kept but counted only once a later snapshot finds it past
+// the handshake: a SYN costs a sender nothing, not even its address (a spoofed one never sees the
+// SYN-ACK), and counting them would let anyone hold a drain to its maximum. (PassiveOpens counts
+// completed handshakes only: the kernel counts it as it creates the accepted socket.) A 4-tuple that was there before is a new connection when a client reused it:
 // its state went backwards (TIME_WAIT, say, to ESTABLISHED: the kernel accepts a SYN on a
 // TIME_WAIT entry), or it is held under another inode. A connection only closing is never new:
 // its state only moves forward and its inode only goes from the process's to 0 after close().
@@ -34,6 +37,8 @@ type connInfo struct {
 	inode uint64
 	state State
 	gen   uint32 // the snapshot this connection was last seen in
+	// counted: the connection has been counted, or was there at the baseline.
+	counted bool
 }
 
 func newDetector(listeners []Endpoint) *detector {
@@ -62,10 +67,12 @@ func (d *detector) add(s *Socket) {
 	if seen && old.gen == d.gen {
 		return // listed twice in one snapshot
 	}
-	if d.primed && (!seen || reused(old, s)) {
+	counted := !d.primed || seen && old.counted && !reused(old, s)
+	if !counted && stage(s.State) > stage(SynRecv) {
 		d.n++
+		counted = true
 	}
-	d.conns[k] = connInfo{inode: s.Inode, state: s.State, gen: d.gen}
+	d.conns[k] = connInfo{inode: s.Inode, state: s.State, gen: d.gen, counted: counted}
 }
 
 // end finishes the snapshot and returns how many new connections it held. The first snapshot

@@ -27,8 +27,9 @@ func TestDetectorScenarios(t *testing.T) {
 		// 1: one not yet accepted (inode 0), a SYN_RECV, one that came and went to TIME_WAIT, one
 		// the client already closed (CLOSE_WAIT); not: another listener's connection, an
 		// outgoing SYN_SENT from the port, the client end of a loopback connection.
-		// 2: those move on (accepted, handshake done, LAST_ACK) and one more arrives.
-		{"new", []Endpoint{ep("0.0.0.0:8080")}, []int{4, 1}},
+		// 2: those move on (accepted, handshake done, LAST_ACK) and one more arrives. The
+		// SYN_RECV counts at 2, once its handshake is done.
+		{"new", []Endpoint{ep("0.0.0.0:8080")}, []int{3, 2}},
 		// The same table again.
 		{"none", []Endpoint{ep("127.0.0.1:8080")}, []int{0}},
 		// Connections closing every way: the app closes first (FIN_WAIT1, FIN_WAIT2, TIME_WAIT,
@@ -37,8 +38,9 @@ func TestDetectorScenarios(t *testing.T) {
 		{"closing", []Endpoint{ep("0.0.0.0:8080")}, []int{0, 0, 0}},
 		// A client reusing its port: TIME_WAIT back to ESTABLISHED; another inode on the same
 		// 4-tuple; an accepted connection's 4-tuple unaccepted again. Not reuse: an unaccepted
-		// connection getting its inode. Then ESTABLISHED back to SYN_RECV.
-		{"reuse", []Endpoint{ep("0.0.0.0:8080")}, []int{3, 1}},
+		// connection getting its inode. Then ESTABLISHED back to SYN_RECV: a new handshake,
+		// which counts once done.
+		{"reuse", []Endpoint{ep("0.0.0.0:8080")}, []int{3, 0}},
 		// A dual-stack [::]:8080 gets an IPv6 connection and an IPv4 one (v4-mapped in tcp6), an
 		// IPv4 listener in tcp one more; another app's [::1]:9090 one is not counted. Then one
 		// goes to TIME_WAIT and one closes: nothing new.
@@ -96,5 +98,35 @@ func TestDetectorGoneAndBack(t *testing.T) {
 	}
 	if len(d.conns) != 1 {
 		t.Errorf("the detector keeps %d connections, want 1", len(d.conns))
+	}
+}
+
+// Half-open connections (SYNs, spoofed or not, whose handshake never completes) are not new
+// connections: a flood of them cannot hold a drain to its maximum. One whose handshake completes
+// counts once, when a snapshot finds it past SYN_RECV.
+func TestDetectorHalfOpen(t *testing.T) {
+	local := netip.MustParseAddrPort("10.0.0.5:8080")
+	conn := func(i int, st State) Socket {
+		return Socket{Local: local, Remote: netip.AddrPortFrom(netip.AddrFrom4([4]byte{203, 0, 113, byte(i)}), 40000), State: st}
+	}
+	d := newDetector([]Endpoint{{Port: 8080}})
+	if n := d.observe(nil); n != 0 {
+		t.Fatalf("baseline: %d", n)
+	}
+	var flood []Socket
+	for i := range 200 {
+		flood = append(flood, conn(i, SynRecv))
+	}
+	for round := range 3 {
+		if n := d.observe(flood); n != 0 {
+			t.Fatalf("round %d: %d half-open connections counted as new", round, n)
+		}
+	}
+	// One completes its handshake; one arrives already established; the rest vanish.
+	if n := d.observe([]Socket{conn(7, Established), conn(250, Established)}); n != 2 {
+		t.Errorf("a handshake completed and a new connection: %d new, want 2", n)
+	}
+	if n := d.observe([]Socket{conn(7, TimeWait), conn(250, CloseWait)}); n != 0 {
+		t.Errorf("the same two closing: %d new, want 0", n)
 	}
 }

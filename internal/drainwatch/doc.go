@@ -66,9 +66,11 @@
 //     completed the handshake for, accepted or not, however short-lived. Tens of microseconds a
 //     poll. A listener that appears later in someone else's process only makes the drain longer.
 //   - sock-diag: otherwise, the TCP table through netlink sock_diag (what ss(8) uses), with the
-//     kernel filtering by local address and port: a snapshot per poll, compared with the previous one (see
-//     detector for what counts as new: SYN_RECV, ESTABLISHED, and connections that arrived and
-//     began closing or went to TIME_WAIT between two polls; a client reusing a 4-tuple counts).
+//     kernel filtering by local address and port: a snapshot per poll, compared with the
+//     previous one (see detector for what counts as new: a connection past its handshake, not a
+//     SYN alone, which anyone can send from any address; ESTABLISHED, and connections that
+//     arrived and began closing or went to TIME_WAIT between two polls; a client reusing a
+//     4-tuple counts).
 //   - proc-net-tcp: the same from /proc/net/tcp and tcp6 where sock_diag is refused (seccomp,
 //     gVisor). The kernel prints each socket as text, which costs several times sock_diag's.
 //
