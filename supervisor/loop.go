@@ -154,10 +154,12 @@ func (s *Supervisor) Run(ctx context.Context) (int, error) {
 	}
 	if s.cfg.Adaptive && s.cfg.DrainQuietAuto {
 		// The automatic quiet period starts from the pod's traffic before the drain (a read of
-		// /proc/net/snmp a second until a drain takes it).
+		// /proc/net/snmp a second until a drain takes it; in a namespace shared with other
+		// listeners, a sock_diag dump of the app's own too).
 		hctx, stop := context.WithCancel(ctx)
 		defer stop()
-		s.history = drainwatch.Record(hctx, s.accepted)
+		s.history = drainwatch.Record(hctx, drainwatch.RecordConfig{Self: s.accepted, AppPID: s.appPid,
+			Adopter: os.Getpid(), Ports: s.cfg.DrainPorts})
 	}
 	sigs := make(chan unix.Signal)
 	go relaySignals(s.sigs, sigs, s.done)

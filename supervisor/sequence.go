@@ -611,6 +611,9 @@ func (m *machine) drainWatched(now time.Time, r drainwatch.Result) []action {
 		// The automatic quiet period: the rate it judged the silence at, and what that needed.
 		ev = ev.Float64("rate", math.Round(a.Rate*10)/10).Int("rate_arrivals", a.Arrivals).
 			Dur("rate_window", a.Window).Dur("silence_needed", a.Needed).Bool("history", r.HistoryUsed)
+		if r.HistoryFrom != "" {
+			ev = ev.Str("history_from", r.HistoryFrom)
+		}
 		if r.Note != "" {
 			ev = ev.Str("why", r.Note)
 		}

@@ -493,7 +493,7 @@ func TestRecord(t *testing.T) {
 	clock := t0
 	read := func() (uint64, error) { reads++; n += 10; return n, nil }
 	sampled := make(chan struct{}, 1)
-	h := record(t.Context(), func() uint64 { sampled <- struct{}{}; return 1 }, read, func() time.Time { return clock },
+	h := record(t.Context(), func() uint64 { sampled <- struct{}{}; return 1 }, read, nil, func() time.Time { return clock },
 		func(d time.Duration) <-chan time.Time { waits <- d; return ticks })
 	<-sampled // the first sample, at once
 	for i := range 120 {
@@ -509,7 +509,7 @@ func TestRecord(t *testing.T) {
 		ticks <- clock
 		<-sampled
 	}
-	samples := h.take()
+	samples, _ := h.take(clock)
 	if keep := int(AutoWindow / HistoryEvery); len(samples) < keep || len(samples) > 4*keep {
 		t.Errorf("%d samples kept of 121, want between %d and %d", len(samples), keep, 4*keep)
 	}
@@ -728,5 +728,93 @@ func TestAutoQuietFewArrivalsNoCliff(t *testing.T) {
 				t.Errorf("%.0f/s, seed %d: %s after %s, %v; want quiet within %s, no sooner than the silence needed after the last arrival at %s", c.rate, seed, r.Reason, r.Elapsed, r.Auto, c.within, last)
 			}
 		}
+	}
+}
+
+// ownHistory is what Record would have counted at the app's own listeners, a sample a second
+// (after the first two seconds' ten), from the app's start (since) to the drain, where the
+// namespace is shared; and once more as the drain takes it, at t0.
+func (f *fakeSystem) ownHistory(since time.Duration) *History {
+	h := &History{stop: func() {}, own: ownHistory{endpoints: f.watched()}}
+	prev := 0
+	add := func(at time.Duration) {
+		n := f.arrivedBy(f.t0.Add(at))
+		h.own.samples = append(h.own.samples, ownSample{f.t0.Add(at), n - prev})
+		prev = n
+	}
+	for at := since; at < 0; at += historyNext(at - since) {
+		add(at)
+	}
+	add(0)
+	h.own.samples[0].n = 0
+	return h
+}
+
+// In a namespace shared with a sidecar's listener, the drain counts with sock-diag and cannot use
+// the namespace's counter, but the History's counts at the app's own listeners give it the pod's
+// rate: at 100/s with a 0.2 s propagation delay, the drain ends about 0.2 s after the last
+// arrival, as in a namespace of its own, not seconds later on its own 20 arrivals.
+func TestAutoQuietHistoryFromAppListeners(t *testing.T) {
+	for seed := range uint64(10) {
+		f := newFakeSystem()
+		f.arrivals = poisson(seed, 100, -AutoWindow, 200*time.Millisecond)
+		r := f.run(t, Config{AppPID: 1, Auto: true, Max: 15 * time.Second, History: f.ownHistory(-AutoWindow)})
+		last := lastBefore(f.arrivals, 200*time.Millisecond)
+		if r.Reason != ReasonQuiet || !r.HistoryUsed || r.HistoryFrom != HistoryAppListeners {
+			t.Fatalf("seed %d: result %+v, want quiet from the app's listeners' history", seed, r)
+		}
+		if after := r.Elapsed - last; after < r.Auto.Needed || after > 400*time.Millisecond {
+			t.Errorf("seed %d: ended %s after the last arrival (%v), want within 0.4 s, and the silence needed", seed, after, r.Auto)
+		}
+		// Counts of other endpoints than the drain's are not the app's: not used.
+		f = newFakeSystem()
+		f.arrivals = poisson(seed, 100, -AutoWindow, 200*time.Millisecond)
+		h := f.ownHistory(-AutoWindow)
+		h.own.endpoints = []Endpoint{{Port: 9090}}
+		if r := f.run(t, Config{AppPID: 1, Auto: true, History: h}); r.HistoryUsed {
+			t.Errorf("seed %d: a history of port 9090 used for a drain of %v", seed, f.watched())
+		}
+	}
+}
+
+// fakeAppCounter is an appCounter that says what it is told.
+type fakeAppCounter struct {
+	n      int
+	eps    []Endpoint
+	shared bool
+	closed bool
+}
+
+func (c *fakeAppCounter) count() (int, []Endpoint, bool) { return c.n, c.eps, c.shared }
+func (c *fakeAppCounter) close()                         { c.closed = true }
+
+// The History keeps the app's listeners' counts while the namespace is shared and their
+// endpoints stay the same, starts over when they change, drops them when the namespace is the
+// app's alone, and counts once more when a drain takes it.
+func TestHistoryOwnCounts(t *testing.T) {
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := &fakeAppCounter{n: 3, eps: []Endpoint{{Port: 8080}}, shared: true}
+	h := &History{stop: func() {}, counter: c}
+	for i := range 5 {
+		h.countOwn(t0.Add(time.Duration(i) * time.Second))
+	}
+	if got := h.own.bins(); len(got) != 4 || got[3].n != 3 || got[3].span != time.Second {
+		t.Fatalf("bins %+v, want 4 of 3 arrivals a second", got)
+	}
+	c.eps = []Endpoint{{Port: 8080}, {Port: 8443}}
+	h.countOwn(t0.Add(5 * time.Second))
+	if len(h.own.samples) != 1 || h.own.samples[0].n != 0 {
+		t.Errorf("after a new listener: %+v, want a new baseline", h.own)
+	}
+	c.shared = false
+	h.countOwn(t0.Add(6 * time.Second))
+	if h.own.samples != nil {
+		t.Errorf("the namespace the app's alone: %+v, want nothing kept", h.own)
+	}
+	c.shared = true
+	h.countOwn(t0.Add(7 * time.Second))
+	_, own := h.take(t0.Add(7500 * time.Millisecond))
+	if len(own.samples) != 2 || !c.closed || h.counter != nil {
+		t.Errorf("taken: %+v, closed %v, want the baseline and a last count at the take, the counter closed", own, c.closed)
 	}
 }

@@ -186,9 +186,17 @@
 // once a second (History) from the app's start, so the estimate starts from the pod's steady
 // rate even when the drain sees only a few connections of its own (20/s and a 0.2 s
 // propagation delay: 4). That counter is the app's alone only where the passive-opens method
-// applies; elsewhere (a shared namespace) the estimate rests on the drain's own arrivals, a few
-// of them judged at a lower bound (above). When the silence needed runs past Max (at 1/s, 18 s),
-// the drain says so (Result.Note) and waits for Max rather than guess.
+// applies. Where other listeners share the namespace (a sidecar's: Envoy's 15001/15006, an
+// exporter, another pod on hostNetwork), a sidecar's traffic would pollute it, so the History
+// also counts the new connections to the app's own listeners with a sock_diag dump at each
+// sample (appCounter; the app's listeners are looked for again when the namespace's set of
+// listening sockets changes), and a drain that watches the same listeners with sock-diag starts
+// from those counts (Result.HistoryFrom "app-listeners"). A connection that came and went
+// between two samples is missed, as between two polls: the counts are a lower bound of the
+// rate, so the silence they lead to errs long, and they date no silence (below). Without either
+// history the estimate rests on the drain's own arrivals, a few of them judged at a lower bound
+// (above). When the silence needed runs past Max (at 1/s, 18 s), the drain says so
+// (Result.Note) and waits for Max rather than guess.
 //
 // The history also dates the silence. When the counter has not moved since a sample before the
 // drain, the silence began at that sample at the latest, and it counts: on a real kubelet the pod

@@ -2,6 +2,7 @@ package drainwatch
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 )
@@ -29,17 +30,54 @@ func historyNext(since time.Duration) time.Duration {
 	return HistoryEvery
 }
 
-// History is the traffic before the drain: the network namespace's PassiveOpens counter (less
-// what drainit's own servers accepted) sampled every HistoryEvery, for the last AutoWindow. The
-// automatic quiet period starts from it, so that it knows the pod's steady rate when the drain
-// begins, however few connections come during the drain itself. It is used only when the drain
-// counts with the passive-opens method: only then is the counter the app's alone. Safe for
-// concurrent use.
+// History is the traffic before the drain, sampled every HistoryEvery for the last AutoWindow:
+// the network namespace's PassiveOpens counter (less what drainit's own servers accepted), and,
+// where the namespace holds listeners that are not the app's (a sidecar's, another pod's on
+// hostNetwork), the new connections to the app's own listeners, from sock_diag. The automatic
+// quiet period starts from it, so that it knows the pod's steady rate when the drain begins,
+// however few connections come during the drain itself: from the counter when the drain counts
+// with the passive-opens method (only then is the counter the app's alone), from the app's own
+// listeners' counts when it watches the same listeners with sock-diag. Safe for concurrent use.
 type History struct {
 	mu      sync.Mutex
 	samples []counterSample
+	own     ownHistory // the app's listeners' own counts, where the namespace is shared
+	counter appCounter // nil: none (no sock_diag)
 	stop    context.CancelFunc
 	done    chan struct{} // closed when the sampling goroutine has returned (nil: none)
+}
+
+// ownHistory is what a History counted at the app's own listeners.
+type ownHistory struct {
+	endpoints []Endpoint
+	samples   []ownSample // oldest first; the first is the baseline (n 0)
+}
+
+// ownSample is how many new connections to the app's listeners came since the previous sample.
+type ownSample struct {
+	at time.Time
+	n  int
+}
+
+// appCounter counts the new connections to the app's own listeners, for a History in a shared
+// network namespace. A snapshot a sample, as the sock-diag method's polls are: a connection that
+// came and went between two samples (a second apart) is missed, so the counts are a lower bound
+// of the traffic, which only lengthens the silence they lead to.
+type appCounter interface {
+	// count polls once. shared is false when every listener of the namespace is the app's or
+	// drainit's (the counter is then the app's, and nothing is counted); else n is how many new
+	// connections came to endpoints since the previous poll (0 for the first poll of a set).
+	count() (n int, endpoints []Endpoint, shared bool)
+	close()
+}
+
+// RecordConfig says what a History samples.
+type RecordConfig struct {
+	// Self is Config.SelfAccepted (nil: drainit accepts nothing).
+	Self func() uint64
+	// AppPID, Adopter and Ports say what the app's listeners are, as Config's do.
+	AppPID, Adopter int
+	Ports           []Endpoint
 }
 
 // counterSample is the counter at one moment.
@@ -49,16 +87,16 @@ type counterSample struct {
 }
 
 // Record starts a History in a goroutine of its own; it samples until ctx ends or a drain
-// takes it (Config.History). self is Config.SelfAccepted (nil: drainit accepts nothing).
-func Record(ctx context.Context, self func() uint64) *History {
-	return record(ctx, self, systemCounter(), time.Now, time.After)
+// takes it (Config.History).
+func Record(ctx context.Context, rc RecordConfig) *History {
+	return record(ctx, rc.Self, systemCounter(), systemAppCounter(rc), time.Now, time.After)
 }
 
-// record is Record with the counter and the clock given (tests): after(d) fires d from now.
-func record(ctx context.Context, self func() uint64, read func() (uint64, error), now func() time.Time,
+// record is Record with the counters and the clock given (tests): after(d) fires d from now.
+func record(ctx context.Context, self func() uint64, read func() (uint64, error), app appCounter, now func() time.Time,
 	after func(time.Duration) <-chan time.Time) *History {
 	ctx, cancel := context.WithCancel(ctx)
-	h := &History{stop: cancel}
+	h := &History{stop: cancel, counter: app}
 	if read == nil {
 		cancel()
 		return h
@@ -72,7 +110,9 @@ func record(ctx context.Context, self func() uint64, read func() (uint64, error)
 		if self != nil {
 			own = self()
 		}
-		h.add(counterSample{now(), n, own})
+		at := now()
+		h.add(counterSample{at, n, own})
+		h.countOwn(at)
 	}
 	start := now()
 	sample()
@@ -102,18 +142,57 @@ func (h *History) add(s counterSample) {
 	}
 }
 
-// take stops the sampling, waits for it to be over, and returns the samples, oldest first.
-func (h *History) take() []counterSample {
+// countOwn polls the app's listeners, where the namespace is shared, at the time at.
+func (h *History) countOwn(at time.Time) {
+	if h.counter == nil {
+		return
+	}
+	n, eps, shared := h.counter.count()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case !shared:
+		h.own = ownHistory{}
+	case !slices.Equal(eps, h.own.endpoints):
+		h.own = ownHistory{endpoints: eps, samples: []ownSample{{at, 0}}}
+	default:
+		h.own.samples = append(h.own.samples, ownSample{at, n})
+		if keep := int(AutoWindow/HistoryEvery) + int(historyStartFor/historyStartEvery) + 1; len(h.own.samples) > 2*keep {
+			h.own.samples = append(h.own.samples[:0], h.own.samples[len(h.own.samples)-keep:]...)
+		}
+	}
+}
+
+// take stops the sampling, waits for it to be over, counts the app's listeners once more (now:
+// up to the drain's baseline), and returns the samples, oldest first.
+func (h *History) take(now time.Time) ([]counterSample, ownHistory) {
 	if h == nil {
-		return nil
+		return nil, ownHistory{}
 	}
 	h.stop()
 	if h.done != nil {
 		<-h.done
 	}
+	if h.counter != nil {
+		h.countOwn(now)
+		h.counter.close()
+		h.counter = nil
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return append([]counterSample(nil), h.samples...)
+	return append([]counterSample(nil), h.samples...), ownHistory{h.own.endpoints, slices.Clone(h.own.samples)}
+}
+
+// bins turns the own samples into the estimator's bins.
+func (o ownHistory) bins() []bin {
+	var out []bin
+	for i := 1; i < len(o.samples); i++ {
+		a, b := o.samples[i-1], o.samples[i]
+		if span := b.at.Sub(a.at); span > 0 {
+			out = append(out, bin{b.at, span, b.n})
+		}
+	}
+	return out
 }
 
 // historyBins turns samples, and the counter at the drain's baseline, into the estimator's

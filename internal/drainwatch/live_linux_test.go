@@ -396,3 +396,54 @@ func TestLiveAdoptedListener(t *testing.T) {
 		t.Fatalf("with the adopter: %+v, want quiet after the one connection to 127.0.0.1:%d", r, p4)
 	}
 }
+
+// The History in a namespace shared with another listener (a sidecar: a second helper, not the
+// app's): it counts the app's own listeners' new connections, not the sidecar's, and a drain
+// that watches the same listeners with sock-diag starts from them.
+func TestLiveHistoryBesideASidecar(t *testing.T) {
+	app, ports := child(t, "listen")
+	_, sidecarPorts := child(t, "listen")
+	var p4, p6, s4, s6 int
+	if _, err := fmt.Sscanf(ports, "ports %d %d", &p4, &p6); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fmt.Sscanf(sidecarPorts, "ports %d %d", &s4, &s6); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	h := Record(ctx, RecordConfig{AppPID: app})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		h.mu.Lock()
+		found := len(h.own.endpoints) > 0
+		h.mu.Unlock()
+		if found {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the History found no listener of the app's to count in 10 s")
+		}
+		time.Sleep(10 * time.Millisecond) // polling a condition, with the deadline above
+	}
+	const n = 30
+	for range n {
+		dial(t, fmt.Sprintf("127.0.0.1:%d", p4), true)
+		dial(t, fmt.Sprintf("127.0.0.1:%d", s4), true) // the sidecar's traffic: not the app's
+	}
+	ch := Start(context.Background(), Config{AppPID: app, Auto: true, Max: 5 * time.Second, History: h})
+	r, _ := waitResult(t, ch)
+	if r.Method == MethodPassiveOpens {
+		t.Fatalf("method %s with a second listener in the namespace", r.Method)
+	}
+	if !r.HistoryUsed || r.HistoryFrom != HistoryAppListeners || r.Auto == nil {
+		t.Fatalf("result %+v, want the history of the app's listeners used", r)
+	}
+	// Every connection is held open, so every one is seen: the app's 30, not the sidecar's.
+	if r.Auto.Arrivals > n {
+		t.Errorf("the rate rests on %d arrivals, more than the app's %d: the sidecar's were counted (%v)", r.Auto.Arrivals, n, r.Auto)
+	}
+	if r.Auto.Arrivals < n-2 {
+		t.Errorf("the rate rests on %d arrivals, want the app's %d (%v)", r.Auto.Arrivals, n, r.Auto)
+	}
+}

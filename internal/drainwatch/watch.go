@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -168,9 +169,10 @@ type Result struct {
 	// taken, when none came): the quiet the drain waited.
 	Silence time.Duration
 	// Auto, with Config.Auto: the traffic the end was judged on, and whether the history before
-	// the drain was used (HistoryUsed; only with the passive-opens method).
+	// the drain was used (HistoryUsed), and which (HistoryFrom).
 	Auto        *Estimate
 	HistoryUsed bool
+	HistoryFrom string
 	// Note says, for the log, why a drain ended at its maximum with Config.Auto: no arrivals to
 	// rest a rate on, or a silence needed that runs past the maximum.
 	Note string
@@ -246,7 +248,7 @@ func start(ctx context.Context, cfg Config, e env) <-chan Result {
 // returns false when ctx ended first.
 func run(ctx context.Context, cfg Config, e env, t0 time.Time) (Result, bool) {
 	var res Result
-	samples := cfg.History.take() // stops the sampling whatever happens next
+	samples, own := cfg.History.take(e.now()) // stops the sampling whatever happens next
 	var cpu0 time.Duration
 	if e.cpu != nil {
 		cpu0 = e.cpu()
@@ -302,22 +304,33 @@ func run(ctx context.Context, cfg Config, e env, t0 time.Time) (Result, bool) {
 		if w, ok := s.(wrapped); ok {
 			base = w.base()
 		}
-		if c, ok := base.(rawCounter); ok && len(samples) > 0 && !cfg.Requests {
-			opens, own := c.counter()
+		c, counted := base.(rawCounter)
+		switch {
+		case cfg.Requests:
+		case counted && len(samples) > 0:
+			opens, self := c.counter()
 			var arrived time.Time // the end of the last bin with an arrival
-			for _, b := range historyBins(samples, counterSample{sch.last, opens, own}) {
+			for _, b := range historyBins(samples, counterSample{sch.last, opens, self}) {
 				sch.auto.add(b.end, b.span, b.n)
 				if b.n > 0 {
 					arrived = b.end
 				}
 			}
-			res.HistoryUsed = true
+			res.HistoryUsed, res.HistoryFrom = true, HistoryPassiveOpens
 			// A silence under way when the drain began is silence all the same: the counter
 			// has not moved since the sample that last saw it move (a pod that left the
 			// Service's endpoints before the kubelet's preStop, as a real kubelet's often has).
 			if !arrived.IsZero() && arrived.Before(sch.last) {
 				sch.last = arrived
 			}
+		case !counted && len(own.samples) > 1 && sameEndpoints(own.endpoints, res.Watched):
+			// A shared namespace: the app's own listeners' counts, taken as the drain's polls
+			// are. They may have missed connections that came and went between two samples,
+			// so they do not date a silence: they only give the rate.
+			for _, b := range own.bins() {
+				sch.auto.add(b.end, b.span, b.n)
+			}
+			res.HistoryUsed, res.HistoryFrom = true, HistoryAppListeners
 		}
 	}
 	end := func(r Reason, now time.Time) (Result, bool) {
@@ -395,6 +408,20 @@ func run(ctx context.Context, cfg Config, e env, t0 time.Time) (Result, bool) {
 			return end(r, now)
 		}
 	}
+}
+
+// Where a History's traffic came from (Result.HistoryFrom).
+const (
+	// HistoryPassiveOpens: the namespace's PassiveOpens counter, the app's alone.
+	HistoryPassiveOpens = "passive-opens"
+	// HistoryAppListeners: the app's own listeners' new connections, with sock_diag, in a
+	// namespace shared with other listeners.
+	HistoryAppListeners = "app-listeners"
+)
+
+// sameEndpoints says whether a and b hold the same endpoints, in any order.
+func sameEndpoints(a, b []Endpoint) bool {
+	return len(a) == len(b) && !slices.ContainsFunc(a, func(e Endpoint) bool { return !slices.Contains(b, e) })
 }
 
 // wrapped is a sampler that adds to another's count (requestSampler).

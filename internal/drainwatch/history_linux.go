@@ -1,0 +1,114 @@
+package drainwatch
+
+import (
+	"os"
+	"slices"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// historyRescanEvery is the least time between two looks for the app's listeners in /proc (each
+// reads the file descriptors of the app's processes: milliseconds for a large app): the
+// namespace's listening sockets, read at every sample, say when one is due.
+const historyRescanEvery = time.Second
+
+// systemAppCounter is the appCounter of drainit's network namespace, which is the app's; nil
+// when sock_diag is unavailable (the History then holds the counter alone).
+func systemAppCounter(rc RecordConfig) appCounter {
+	diag, err := openDiag()
+	if err != nil {
+		return nil
+	}
+	return &diagAppCounter{diag: diag, cfg: Config{AppPID: rc.AppPID, Adopter: rc.Adopter, Ports: rc.Ports},
+		o: systemOptions{proc: procRoot, self: os.Getpid()}}
+}
+
+// diagAppCounter counts the new connections to the app's listeners with sock_diag, as the
+// sock-diag method does, while other listeners share the namespace.
+type diagAppCounter struct {
+	diag      *diagConn
+	cfg       Config
+	o         systemOptions
+	listeners []uint64 // the namespace's listening sockets' inodes at the last look, sorted
+	scanned   time.Time
+	shared    bool
+	endpoints []Endpoint
+	filter    []byte
+	v4, v6    bool
+	det       *detector
+}
+
+func (c *diagAppCounter) count() (int, []Endpoint, bool) {
+	all, err := listeningSockets(c.diag, c.o.proc)
+	if err != nil {
+		c.shared = false
+		return 0, nil, false
+	}
+	inodes := make([]uint64, len(all))
+	for i, l := range all {
+		inodes[i] = l.inode
+	}
+	slices.Sort(inodes)
+	if !slices.Equal(inodes, c.listeners) && time.Since(c.scanned) >= historyRescanEvery {
+		c.listeners, c.scanned = inodes, time.Now()
+		c.look(all)
+	}
+	if !c.shared {
+		return 0, nil, false
+	}
+	c.det.begin()
+	for _, t := range []struct {
+		on     bool
+		family uint8
+	}{{c.v4, unix.AF_INET}, {c.v6, unix.AF_INET6}} {
+		if t.on {
+			if err := c.diag.dump(t.family, statesConns, c.filter, c.det.add); err != nil {
+				c.shared, c.endpoints = false, nil
+				return 0, nil, false
+			}
+		}
+	}
+	return c.det.end(), c.endpoints, true
+}
+
+// look finds the app's listeners among all, as a drain would, and whether others share the
+// namespace. Where the drain could not watch the app (an UnwatchableError, no listener yet),
+// there is nothing to count.
+func (c *diagAppCounter) look(all []listener) {
+	c.shared = false
+	var watched []listener
+	var setup Setup
+	if len(c.cfg.Ports) > 0 {
+		for _, l := range all {
+			if slices.ContainsFunc(c.cfg.Ports, func(p Endpoint) bool { return p.Matches(l.Addr, l.Port) }) {
+				watched = append(watched, l)
+			} else {
+				setup.Unwatched = append(setup.Unwatched, Listener{Why: whyNotApps})
+			}
+		}
+	} else {
+		var err error
+		if watched, setup, err = appListeners(c.cfg, c.o, all); err != nil {
+			return
+		}
+	}
+	others := slices.ContainsFunc(setup.Unwatched, func(l Listener) bool { return l.Why != whyOwn })
+	if len(watched) == 0 || !others {
+		return // the PassiveOpens counter is the app's: nothing to count here
+	}
+	var eps []Endpoint
+	var v4, v6 bool
+	for _, l := range watched {
+		if !slices.Contains(eps, l.Endpoint) {
+			eps = append(eps, l.Endpoint)
+		}
+		v4, v6 = v4 || !l.v6, v6 || l.v6
+	}
+	c.shared = true
+	if !slices.Equal(eps, c.endpoints) {
+		c.endpoints, c.filter, c.v4, c.v6, c.det = eps, endpointFilter(eps), v4, v6, newDetector(eps)
+	}
+}
+
+func (c *diagAppCounter) close() { c.diag.close() }
