@@ -311,7 +311,7 @@ func newLogger(w *os.File, format, level string, quiet bool) (zerolog.Logger, *l
 	console := format == "console" || (format == "" && isTerminal(w))
 	lines := func(to io.Writer) io.Writer {
 		if console {
-			return zerolog.ConsoleWriter{Out: to, TimeFormat: "15:04:05.000", FormatPrepare: escapeMessage}
+			return zerolog.ConsoleWriter{Out: to, TimeFormat: "15:04:05.000", FormatPrepare: escapeMessage, FormatFieldValue: escapeList}
 		}
 		return to
 	}
@@ -420,13 +420,24 @@ func reopen(w *os.File, st *unix.Stat_t) *os.File {
 // message can be an exec hook's output line, whose bytes may come from anywhere (a server's
 // answer the hook prints): on a terminal they must neither drive it (clear it, retitle it) nor,
 // with a carriage return, write over the line's own time and level. JSON lines need nothing
-// (JSON escapes them), nor do field values, which the console writer quotes when they hold such
-// characters.
+// (JSON escapes what would break the line); a string field the console writer quotes itself, a list see escapeList.
 func escapeMessage(ev map[string]any) error {
 	if m, ok := ev[zerolog.MessageFieldName].(string); ok {
 		ev[zerolog.MessageFieldName] = oneline.Escape(m)
 	}
 	return nil
+}
+
+// escapeList escapes, in a console line's field that is a list or an object (the app's command, a
+// hook's argv), what a terminal would act on (oneline.EscapeJSON): the console writer prints
+// such a field as encoding/json writes it, which leaves DEL, the C1 controls (U+009B, CSI) and a
+// right-to-left override raw, where a hostile argument could drive the terminal or reverse the
+// line. A string field comes quoted by strconv.Quote already, when it needs it.
+func escapeList(v any) string {
+	if b, ok := v.([]byte); ok {
+		return string(oneline.EscapeJSON(b))
+	}
+	return fmt.Sprint(v)
 }
 
 // levelGiven reports whether the user chose the log level (--log-level or DRAINIT_LOG_LEVEL):

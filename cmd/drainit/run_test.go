@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/rs/zerolog"
 )
@@ -49,6 +50,33 @@ func TestQuietWriter(t *testing.T) {
 // On a terminal (console format), a message's control characters reach it escaped: an exec
 // hook's output line can neither drive the terminal nor write over the line's time and level.
 func TestConsoleEscapesMessages(t *testing.T) {
+	text := consoleOutput(t, func(log zerolog.Logger) {
+		log.Info().Str("hook", "offline-exec").Str("stream", "stdout").Msg("\x1b[2J\x1b]0;owned\x07ok\rFAKE INF app exited")
+		log.Info().Str("hook", "offline-exec").Msg("plain words")
+	})
+	for _, want := range []string{`\x1b[2J\x1b]0;owned\aok\rFAKE INF app exited`, "plain words"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the terminal shows %q, without %q", text, want)
+		}
+	}
+}
+
+// On a terminal, a list field (the app's command, a hook's argv) holds no character a terminal
+// acts on either: zerolog's console writer prints a list as encoding/json writes it, which leaves
+// DEL, the C1 controls (U+009B: CSI) and a right-to-left override raw.
+func TestConsoleEscapesLists(t *testing.T) {
+	text := consoleOutput(t, func(log zerolog.Logger) {
+		log.Info().Strs("command", []string{"/app", "del\x7f", "csi\u009b2J", "gnp.\u202eexe", "a\nb"}).Msg("app started")
+	})
+	if want := `command=["/app","del\u007f","csi\u009b2J","gnp.\u202eexe","a\nb"]`; !strings.Contains(text, want) {
+		t.Errorf("the terminal shows %q, without %q", text, want)
+	}
+}
+
+// consoleOutput is what drainit's console log shows of the lines log writes, and fails the test
+// where a character that is not graphic (but for the lines' ends) reaches the terminal.
+func consoleOutput(t *testing.T, write func(log zerolog.Logger)) string {
+	t.Helper()
 	t.Setenv("NO_COLOR", "1") // the writer's own colours aside, no control byte may reach the file
 	f, err := os.Create(filepath.Join(t.TempDir(), "console"))
 	if err != nil {
@@ -56,9 +84,7 @@ func TestConsoleEscapesMessages(t *testing.T) {
 	}
 	defer f.Close()
 	log, q := newLogger(f, "console", "info", false)
-	const line = "\x1b[2J\x1b]0;owned\x07ok\rFAKE INF app exited"
-	log.Info().Str("hook", "offline-exec").Str("stream", "stdout").Msg(line)
-	log.Info().Str("hook", "offline-exec").Msg("plain words")
+	write(log)
 	if !q.Flush(time.Now().Add(10 * time.Second)) {
 		t.Fatal("the log's lines were not written to a file within 10s")
 	}
@@ -66,15 +92,10 @@ func TestConsoleEscapesMessages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := strings.TrimSuffix(string(got), "\n")
-	if i := strings.IndexFunc(text, func(r rune) bool { return r < ' ' && r != '\n' || r == 0x7f }); i >= 0 {
-		t.Errorf("control character %q reached the terminal:\n%q", text[i], got)
+	if i := bytes.IndexFunc(got, func(r rune) bool { return r != '\n' && !unicode.IsGraphic(r) }); i >= 0 {
+		t.Errorf("%U reached the terminal:\n%q", []rune(string(got[i:]))[0], got)
 	}
-	for _, want := range []string{`\x1b[2J\x1b]0;owned\aok\rFAKE INF app exited`, "plain words"} {
-		if !strings.Contains(text, want) {
-			t.Errorf("the terminal shows %q, without %q", got, want)
-		}
-	}
+	return string(got)
 }
 
 // The rarely sent signals (signals.Late: PWR, IO, the real-time ones...) are registered a while
