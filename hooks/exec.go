@@ -65,8 +65,10 @@ func parseArgv(spec string) ([]string, error) {
 	return argv, nil
 }
 
-// maxLine bounds one line of a hook's output.
-const maxLine = 4096
+// maxLine bounds one line of a hook's output: what is longer is logged in pieces of maxLine
+// bytes. A piece of text, in its event (lineCost), fits in one line of drainit's log, which is
+// one write of at most PIPE_BUF (4096) bytes; a longer event (escapes) is cut there, and marked.
+const maxLine = 4096 - lineCost
 
 // maxOutput bounds what one run of a hook writes to drainit's log, both streams together, each
 // line counted with lineCost for the log event around it. The log is drainit's, and the stop
@@ -80,8 +82,11 @@ const maxLine = 4096
 // (BenchmarkCopyPastBudget), and paced (drainRate).
 const maxOutput = 128 << 10
 
-// lineCost is what a line costs the budget beyond its bytes: its log event's fields and time.
-const lineCost = 128
+// lineCost is what a line costs the budget beyond its bytes: its log event's fields, as the
+// supervisor logs them (logger, time, phase, elapsed, hook, stream: 164 bytes in JSON for a
+// post-stop-http hook at +10 h; the console format writes less), with room to spare. At 128, a
+// hook's budget put more than its 128 KiB in the log.
+const lineCost = 192
 
 // loggedSize is what line takes in drainit's log, as the larger of the JSON and the console
 // formats writes it: a control character or an invalid UTF-8 byte as six bytes (JSON's \u0000 or

@@ -298,3 +298,31 @@ func TestOutputBudgetCountsEscapes(t *testing.T) {
 		}
 	}
 }
+
+// A line's cost covers what its event adds to it in drainit's log, with the fields the
+// supervisor adds (logger, time, phase, elapsed) and the longest hook name; and a line of
+// maxLine bytes of text, in its event, fits in one write of PIPE_BUF (4096) bytes, which the log
+// does not cut.
+func TestLineCostCoversItsEvent(t *testing.T) {
+	t.Parallel()
+	b := &logBuf{}
+	// As cmd/drainit logs: a time with milliseconds, the elapsed in whole milliseconds.
+	log := zerolog.New(b).With().Str("time", "2026-12-02T05:41:09.123Z").Str("logger", "drainit").
+		Str("phase", "post-stop").Logger().
+		Hook(zerolog.HookFunc(func(e *zerolog.Event, _ zerolog.Level, _ string) { e.Int64("elapsed", 36_000_000) }))
+	logOutput(&log, "post-stop-http", strings.NewReader(strings.Repeat("y", maxLine)+"\nshort\n"), strings.NewReader(""), unpaced)
+	b.mu.Lock()
+	events := strings.SplitAfter(strings.TrimSuffix(b.b.String(), "\n"), "\n")
+	b.mu.Unlock()
+	if len(events) != 2 {
+		t.Fatalf("%d events, want the 2 lines:\n%s", len(events), strings.Join(events, ""))
+	}
+	for i, line := range []string{strings.Repeat("y", maxLine), "short"} {
+		if over := len(events[i]) - loggedSize([]byte(line)); over > lineCost {
+			t.Errorf("the event of a line of %d bytes is %d bytes more, over the line's cost of %d:\n%s", len(line), over, lineCost, events[i])
+		}
+	}
+	if len(events[0]) > 4096 {
+		t.Errorf("the event of a line of maxLine bytes is %d bytes, more than PIPE_BUF", len(events[0]))
+	}
+}

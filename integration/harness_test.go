@@ -121,6 +121,12 @@ type spec struct {
 	// logSocket: drainit's stderr is a stream socket (a journal's), with the least send buffer
 	// Linux allows, not a pipe; drainitRun.errSock is a copy of drainit's end.
 	logSocket bool
+	// logRate, where not 0, is how many bytes a second drainit's stderr is read at, at most: a
+	// log collector that does not keep up.
+	logRate int
+	// logPipe, where not 0, is the capacity of drainit's stderr pipe (Linux's default: 64 KiB;
+	// its least: a page), so that a slow reader gets to the end of it within drainTimeout.
+	logPipe int
 }
 
 // drainitRun is a running (or finished) drainit.
@@ -196,6 +202,11 @@ func start(t *testing.T, s spec) *drainitRun {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if s.logPipe > 0 {
+		if _, err := unix.FcntlInt(errW.Fd(), unix.F_SETPIPE_SZ, s.logPipe); err != nil {
+			t.Fatalf("setting the stderr pipe's capacity to %d: %v", s.logPipe, err)
+		}
+	}
 	var errSock *os.File
 	if s.logSocket {
 		errR.Close()
@@ -228,6 +239,9 @@ func start(t *testing.T, s spec) *drainitRun {
 	if s.logStuck {
 		g := &gatedReader{ReadCloser: errR, open: make(chan struct{})}
 		stderr, readLog = g, sync.OnceFunc(func() { close(g.open) })
+	}
+	if s.logRate > 0 {
+		stderr = &pacedReader{ReadCloser: stderr, rate: s.logRate}
 	}
 	if s.logGone {
 		first, err := bufio.NewReader(errR).ReadString('\n')
@@ -308,6 +322,28 @@ type gatedReader struct {
 func (g *gatedReader) Read(p []byte) (int, error) {
 	<-g.open
 	return g.ReadCloser.Read(p)
+}
+
+// pacedReader reads at rate bytes a second at most, in reads of a twentieth of that, from its
+// first read on.
+type pacedReader struct {
+	io.ReadCloser
+	rate  int
+	start time.Time
+	read  int
+}
+
+func (p *pacedReader) Read(b []byte) (int, error) {
+	if p.start.IsZero() {
+		p.start = time.Now()
+	}
+	// The reader's pace, which the test is about: no wait for an event.
+	if ahead := time.Duration(p.read)*time.Second/time.Duration(p.rate) - time.Since(p.start); ahead > 0 {
+		time.Sleep(ahead)
+	}
+	n, err := p.ReadCloser.Read(b[:min(len(b), max(p.rate/20, 1))])
+	p.read += n
+	return n, err
 }
 
 // watch wraps a started drainit (cmd) whose output stdout and stderr read: it collects its exit

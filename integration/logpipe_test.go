@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -133,5 +134,47 @@ func stopWithLogStuck(t *testing.T, d *drainitRun, drain, grace time.Duration) {
 	}
 	if took := time.Since(sent); took > grace/2 {
 		t.Errorf("drainit exited %s after the stop, want well within the %s grace period", took, grace)
+	}
+}
+
+// TestLongLogLinesStayWhole: the app writes lines to the stderr drainit logs to (the runtime's
+// pipe is both's), a reader that does not keep up keeps the pipe full, and an offline hook prints
+// lines of 6000 bytes. Each line drainit writes must be one write of at most PIPE_BUF bytes,
+// which a pipe never splits: every line read is the app's or one of drainit's, valid JSON.
+// Before, a hook's line was logged as an event of 4234 bytes, written in two parts where the pipe
+// had less room, and the app's lines landed between them (16-28 broken lines in 3 runs). The log
+// does not depend on the mode: subreaper only.
+func TestLongLogLinesStayWhole(t *testing.T) {
+	t.Parallel()
+	const appLine = "app line 0123456789 abcdefghijklmnopqrstuvwxyz"
+	const hook = `["/bin/sh","-c","i=0; while [ $i -lt 20 ]; do printf '%06000d\\n' $i; i=$((i+1)); done"]`
+	d := start(t, spec{mode: subreaper, logRate: 256 << 10,
+		app:  []string{"/bin/sh", "-c", `trap 'exit 0' TERM; echo ready; while :; do echo '` + appLine + `' >&2; done`},
+		args: []string{"--drain-delay", "0", "--grace-period", "20s", "--log-format", "json", "--offline-exec", hook}})
+	d.stdout.AwaitPrefix(t, waitTimeout, "ready")
+	d.signal(syscall.SIGTERM)
+	if st := d.wait(waitTimeout); st != (exitStatus{code: 0}) {
+		t.Fatalf("drainit: %v, want exit 0\n%s", st, d.dump())
+	}
+	var broken []string
+	hookBytes := 0
+	for _, l := range d.stderr.Texts() {
+		if l == appLine {
+			continue
+		}
+		var e logEntry
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			broken = append(broken, l)
+			continue
+		}
+		if e.str("hook") == "offline-exec" && e.str("stream") == "stdout" {
+			hookBytes += len(e.msg())
+		}
+	}
+	if len(broken) > 0 {
+		t.Errorf("%d lines neither the app's nor JSON, the first: %.300q", len(broken), broken[0])
+	}
+	if hookBytes < 6000 {
+		t.Errorf("%d bytes of the hook's output logged, want at least one of its lines", hookBytes)
 	}
 }

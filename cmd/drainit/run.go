@@ -296,8 +296,9 @@ func flushDeadline(now, exitBy time.Time) time.Time {
 
 // newLogger builds the zerolog logger: JSON lines, or console format when asked for or, by
 // default, when w is a terminal. quiet holds back info and debug lines until a stop sequence
-// starts (see quietWriter). Every line goes through the returned queue, which never makes the
-// logging goroutine wait for w's reader; flush it before exiting.
+// starts (see quietWriter). Every line is cut to one write of at most PIPE_BUF bytes
+// (lineWriter) and goes through the returned queue, which never makes the logging goroutine wait
+// for w's reader; flush it before exiting.
 func newLogger(w *os.File, format, level string, quiet bool) (zerolog.Logger, *logqueue.Writer) {
 	zerolog.TimeFieldFormat = "2006-01-02T15:04:05.000Z07:00"
 	// UTC: a local time zone would load /etc/localtime on the first log line (~0.1 ms of every
@@ -308,20 +309,17 @@ func newLogger(w *os.File, format, level string, quiet bool) (zerolog.Logger, *l
 	// zerolog reports a failed write on os.Stderr itself, fd 2, which the runtime would end drainit
 	// for (see logOutput); and where the log cannot be written there is no one to tell.
 	zerolog.ErrorHandler = func(error) {}
-	console := format == "console" || (format == "" && isTerminal(w))
-	lines := func(to io.Writer) io.Writer {
-		if console {
-			return zerolog.ConsoleWriter{Out: to, TimeFormat: "15:04:05.000", FormatPrepare: escapeMessage, FormatFieldValue: escapeList}
-		}
-		return to
+	lw := &lineWriter{}
+	if format == "console" || (format == "" && isTerminal(w)) {
+		lw.console = &zerolog.ConsoleWriter{TimeFormat: "15:04:05.000", FormatPrepare: escapeMessage, FormatFieldValue: escapeList}
 	}
-	q := logqueue.New(func() logqueue.Output { return logOutput(w) }, logQueueMax, func(n, size int) []byte {
+	lw.q = logqueue.New(func() logqueue.Output { return logOutput(w) }, logQueueMax, func(n, size int) []byte {
 		var b bytes.Buffer
-		l := zerolog.New(lines(&b)).With().Timestamp().Str("logger", "drainit").Logger()
+		l := zerolog.New(&b).With().Timestamp().Str("logger", "drainit").Logger()
 		l.Warn().Int("lines", n).Int("bytes", size).Msg("log lines dropped: the log's reader did not keep up")
-		return b.Bytes()
+		return lw.render(b.Bytes())
 	})
-	out := lines(q)
+	var out io.Writer = lw
 	if quiet {
 		out = &quietWriter{out: out}
 	}
@@ -329,7 +327,7 @@ func newLogger(w *os.File, format, level string, quiet bool) (zerolog.Logger, *l
 	if err != nil {
 		lvl = zerolog.InfoLevel
 	}
-	return zerolog.New(out).Level(lvl).With().Timestamp().Str("logger", "drainit").Logger(), q
+	return zerolog.New(out).Level(lvl).With().Timestamp().Str("logger", "drainit").Logger(), lw.q
 }
 
 // logOutput is where the log's lines go: w, through a file of drainit's own (close-on-exec).

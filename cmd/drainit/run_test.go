@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -70,6 +71,53 @@ func TestConsoleEscapesLists(t *testing.T) {
 	})
 	if want := `command=["/app","del\u007f","csi\u009b2J","gnp.\u202eexe","a\nb"]`; !strings.Contains(text, want) {
 		t.Errorf("the terminal shows %q, without %q", text, want)
+	}
+}
+
+// Every line of the log is one write of at most PIPE_BUF bytes, in either format, so that the
+// app's writes to the same pipe never split it: a longer one is cut, still a whole line (valid
+// JSON), and says so.
+func TestLogLinesFitPipeBuf(t *testing.T) {
+	t.Setenv("NO_COLOR", "")                      // colours on: the console's line is longer than its event
+	long := strings.Repeat("y\x01\u202e\"", 1500) // 6000 bytes, which escaping makes longer
+	for _, format := range []string{"json", "console"} {
+		t.Run(format, func(t *testing.T) {
+			f, err := os.Create(filepath.Join(t.TempDir(), "log"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			log, q := newLogger(f, format, "info", false)
+			log.Info().Str("hook", "offline-exec").Str("stream", "stdout").Msg(long)
+			log.Info().Strs("command", []string{"sh", "-c", long}).Msg("app started")
+			log.Warn().Str("error", long).Msg(long)
+			log.Info().Msg("short")
+			if !q.Flush(time.Now().Add(10 * time.Second)) {
+				t.Fatal("the log's lines were not written to a file within 10s")
+			}
+			got, err := os.ReadFile(f.Name())
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.SplitAfter(string(got), "\n")
+			if len(lines) != 5 || lines[4] != "" {
+				t.Fatalf("wrote %d lines, want 4:\n%s", len(lines)-1, got)
+			}
+			for i, l := range lines[:3] {
+				if len(l) > pipeBuf {
+					t.Errorf("line %d: %d bytes, more than PIPE_BUF", i, len(l))
+				}
+				if format == "json" && (!json.Valid([]byte(l)) || !strings.Contains(l, `"truncated":true`)) {
+					t.Errorf("line %d is not JSON marked as cut: %.200q", i, l)
+				}
+				if format == "console" && !strings.Contains(l, "truncated=") {
+					t.Errorf("line %d is not marked as cut: %.200q", i, l)
+				}
+			}
+			if strings.Contains(lines[3], "truncated") {
+				t.Errorf("a short line was marked as cut: %q", lines[3])
+			}
+		})
 	}
 }
 
