@@ -131,6 +131,11 @@ func (b *outputBudget) take(n int) (log, first bool) {
 	return false, first
 }
 
+// StreamField is the field that marks a line of a hook's output in drainit's log: the stream it
+// came from, "stdout" or "stderr"; the line's "hook" field names the hook. drainit's log keeps
+// less room for these lines than for its own (cmd/drainit's lineWriter).
+const StreamField = "stream"
+
 // logOutput logs the lines of a hook run's stdout and stderr, tagged with the hook's name, until
 // both end or fail, within maxOutput; then it warns of what it did not log. Each stream takes
 // lines from the shared budget until it is refused one, and counts on its own from that line on.
@@ -144,7 +149,7 @@ func logOutput(log *zerolog.Logger, hook string, stdout, stderr io.Reader, clock
 			dropped[i] = copyLines(r, clock, func(line []byte) bool {
 				ok, first := budget.take(loggedSize(line))
 				if ok {
-					log.Info().Str("hook", hook).Str("stream", stream).Msg(string(line))
+					log.Info().Str("hook", hook).Str(StreamField, stream).Msg(string(line))
 				} else if first {
 					log.Warn().Str("hook", hook).Int("limit_bytes", maxOutput).
 						Msg("the hook's output is over drainit's limit: the rest is read and not logged")

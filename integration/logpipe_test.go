@@ -178,3 +178,55 @@ func TestLongLogLinesStayWhole(t *testing.T) {
 		t.Errorf("%d bytes of the hook's output logged, want at least one of its lines", hookBytes)
 	}
 }
+
+// TestSlowLogReaderGetsTheStopSequence: drainit's stderr is read at 10 KiB/s (a log collector
+// that does not keep up), the app writes to it too, and an offline hook floods its output. Every
+// line of the stop sequence must come through, the summary last, and one line must say that the
+// hook's lines were dropped, naming it; none of drainit's own may be. Before, the hook's lines
+// filled drainit's queue, the stop sequence's lines after them were dropped or still queued when
+// drainit's exit gave up waiting for the reader, after 1 s: 598 hook lines read, and neither
+// `draining`, `stop signal sent`, `app exited`, `drainit exiting` nor a notice. The pipe is a
+// page, not 64 KiB, so that at this rate the test takes seconds, not a minute; the log does not
+// depend on the mode: subreaper only.
+func TestSlowLogReaderGetsTheStopSequence(t *testing.T) {
+	t.Parallel()
+	const flood = `["/bin/sh","-c","yes drainit-hook-line | head -c 300000"]`
+	d := start(t, spec{mode: subreaper, logRate: 10 << 10, logPipe: 4096,
+		app:  []string{"/bin/sh", "-c", `trap 'exit 0' TERM; echo ready; while :; do echo 'app line 0123456789' >&2; sleep 0.05; done`},
+		args: []string{"--drain-delay", "200ms", "--grace-period", "30s", "--log-format", "json", "--offline-exec", flood}})
+	d.stdout.AwaitPrefix(t, waitTimeout, "ready")
+	d.signal(syscall.SIGTERM)
+	if st := d.wait(40 * time.Second); st != (exitStatus{code: 0}) {
+		t.Fatalf("drainit: %v, want exit 0\n%s", st, d.dump())
+	}
+	seen := map[string]bool{}
+	var notices []logEntry
+	for _, e := range d.logs() {
+		seen[e.msg()] = true
+		if e.msg() == "log lines dropped: the log's reader did not keep up" {
+			notices = append(notices, e)
+		}
+	}
+	for _, want := range []string{"stop sequence started", "running offline hooks", "draining: the app keeps serving",
+		"stop signal sent", "app exited", "drainit exiting"} {
+		if !seen[want] {
+			t.Errorf("the log's reader never got %q\n%s", want, d.stderr.Tail(10))
+		}
+	}
+	if logs := d.logs(); len(logs) == 0 || logs[len(logs)-1].msg() != "drainit exiting" {
+		t.Errorf("the summary is not the last of drainit's lines\n%s", d.stderr.Tail(5))
+	}
+	hookDropped := false
+	for _, n := range notices {
+		of, _ := n["of"].(map[string]any)
+		if _, ok := of["offline-exec"]; ok {
+			hookDropped = true
+		}
+		if _, ok := of["drainit"]; ok {
+			t.Errorf("drainit's own lines were dropped: %v", n)
+		}
+	}
+	if !hookDropped {
+		t.Errorf("no notice that the hook's lines were dropped, naming it: %v\n%s", notices, d.stderr.Tail(10))
+	}
+}

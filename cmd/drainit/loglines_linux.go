@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 
 	"github.com/rs/zerolog"
 
+	"github.com/drainit/drainit/hooks"
 	"github.com/drainit/drainit/internal/jsonline"
 	"github.com/drainit/drainit/internal/logqueue"
 )
@@ -25,12 +27,57 @@ type lineWriter struct {
 	q       *logqueue.Writer
 }
 
-// Write queues the line p renders to: see render.
+// Write queues the line p renders to (render), as drainit's own or as the output of the hook
+// that wrote it (relayedBy), which gets less of the queue.
 func (l *lineWriter) Write(p []byte) (int, error) {
-	if line := l.render(p); line != nil {
+	line := l.render(p)
+	if line == nil {
+		return len(p), nil
+	}
+	if hook, ok := relayedBy(p); ok {
+		l.q.WriteFor(hook, line)
+	} else {
 		_, _ = l.q.Write(line)
 	}
 	return len(p), nil
+}
+
+// streamKey and hookKey are the keys of a hook's output line (hooks.StreamField). In zerolog's
+// JSON such text can only be a key: quotes inside a value are escaped.
+var (
+	streamKey = []byte(`"` + hooks.StreamField + `":`)
+	hookKey   = []byte(`"hook":`)
+)
+
+// relayedBy says whether p, a zerolog JSON event, is a line of a hook's output, and names the
+// hook. Everything else is drainit's own.
+func relayedBy(p []byte) (hook string, ok bool) {
+	i := bytes.Index(p, hookKey)
+	if i < 0 || !bytes.Contains(p, streamKey) {
+		return "", false
+	}
+	err := json.NewDecoder(bytes.NewReader(p[i+len(hookKey):])).Decode(&hook)
+	return hook, err == nil && hook != ""
+}
+
+// notice is the line that says which lines were dropped: how many, how many bytes, and whose
+// (drainit's own, or a hook's by its name), with the totals.
+func (l *lineWriter) notice(drops []logqueue.Dropped) []byte {
+	of := zerolog.Dict()
+	lines, size := 0, 0
+	for _, d := range drops {
+		owner := d.Owner
+		if owner == "" {
+			owner = "drainit"
+		}
+		of.Dict(owner, zerolog.Dict().Int("lines", d.Lines).Int("bytes", d.Bytes))
+		lines += d.Lines
+		size += d.Bytes
+	}
+	var b bytes.Buffer
+	log := zerolog.New(&b).With().Timestamp().Str("logger", "drainit").Logger()
+	log.Warn().Int("lines", lines).Int("bytes", size).Dict("of", of).Msg("log lines dropped: the log's reader did not keep up")
+	return l.render(b.Bytes())
 }
 
 // render is the line drainit writes for p, a zerolog JSON event: p itself, or cut to pipeBuf, or

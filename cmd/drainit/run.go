@@ -70,7 +70,7 @@ func runCmd(args []string, stdout io.Writer, stderr *os.File) int {
 		return 2
 	}
 	log, logq := newLogger(stderr, cfg.LogFormat, cfg.LogLevel, isTerminal(stderr) && !levelGiven(args, env))
-	// The lines still queued as drainit exits, the summary last (logFlushWait).
+	// The lines still queued as drainit exits, the summary last (flushDeadline).
 	var exitBy time.Time
 	defer func() { logq.Flush(flushDeadline(time.Now(), exitBy)) }()
 	opts, err := buildOptions(cfg)
@@ -274,24 +274,31 @@ func environ() map[string]string {
 }
 
 // logQueueMax is how much of the log drainit holds while its reader does not keep up, beyond
-// what the pipe holds (64 KiB by default): with the pipe, an exec hook's whole budget of log (128
-// KiB) and the stop sequence's lines with it. Past it, lines are dropped and counted (package
-// logqueue). It costs memory only while the reader is behind.
-const logQueueMax = 128 << 10
+// what the pipe holds (64 KiB by default). A hook's output takes logQueueRelayed of it at most;
+// the rest, 96 KiB, is for drainit's own lines (a stop sequence logs a few KiB), so that a chatty
+// hook behind a slow reader can never crowd out the stop sequence's timeline and summary. Past
+// those, lines are dropped and counted (package logqueue). It costs memory only while the reader
+// is behind.
+const (
+	logQueueMax     = 128 << 10
+	logQueueRelayed = 32 << 10
+)
 
 // logFlushWait is how long drainit's exit waits at most for the log's reader to take the lines
-// still queued, and never past the stop sequence's deadline (Supervisor.ExitBy): a reader that
-// has stopped reading must not keep drainit, and the app's status with it, from the runtime.
+// still queued when no stop sequence ran: the app exited on its own, and a reader that has
+// stopped reading must not keep drainit, and the app's status with it, from the runtime.
 const logFlushWait = time.Second
 
-// flushDeadline is when the exit stops waiting for the log: logFlushWait from now, or exitBy when
-// that comes first (zero: no stop sequence, no runtime's SIGKILL to beat).
+// flushDeadline is when the exit stops waiting for the log: exitBy, the stop sequence's
+// (Supervisor.ExitBy), however far off, or, with none (zero), logFlushWait from now. Up to
+// exitBy drainit is expected to be running anyway, and a slow reader (10 KiB/s, the app's
+// writes beside drainit's) takes seconds to get to the summary: waiting 1 s at most, drainit
+// exited with it still queued.
 func flushDeadline(now, exitBy time.Time) time.Time {
-	d := now.Add(logFlushWait)
-	if !exitBy.IsZero() && exitBy.Before(d) {
+	if !exitBy.IsZero() {
 		return exitBy
 	}
-	return d
+	return now.Add(logFlushWait)
 }
 
 // newLogger builds the zerolog logger: JSON lines, or console format when asked for or, by
@@ -313,12 +320,7 @@ func newLogger(w *os.File, format, level string, quiet bool) (zerolog.Logger, *l
 	if format == "console" || (format == "" && isTerminal(w)) {
 		lw.console = &zerolog.ConsoleWriter{TimeFormat: "15:04:05.000", FormatPrepare: escapeMessage, FormatFieldValue: escapeList}
 	}
-	lw.q = logqueue.New(func() logqueue.Output { return logOutput(w) }, logQueueMax, func(n, size int) []byte {
-		var b bytes.Buffer
-		l := zerolog.New(&b).With().Timestamp().Str("logger", "drainit").Logger()
-		l.Warn().Int("lines", n).Int("bytes", size).Msg("log lines dropped: the log's reader did not keep up")
-		return lw.render(b.Bytes())
-	})
+	lw.q = logqueue.New(func() logqueue.Output { return logOutput(w) }, logQueueMax, logQueueRelayed, lw.notice)
 	var out io.Writer = lw
 	if quiet {
 		out = &quietWriter{out: out}

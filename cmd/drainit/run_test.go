@@ -15,6 +15,8 @@ import (
 	"unicode"
 
 	"github.com/rs/zerolog"
+
+	"github.com/drainit/drainit/internal/logqueue"
 )
 
 // On a terminal with no log level chosen, the lines of a run where nothing goes wrong are held
@@ -118,6 +120,41 @@ func TestLogLinesFitPipeBuf(t *testing.T) {
 				t.Errorf("a short line was marked as cut: %q", lines[3])
 			}
 		})
+	}
+}
+
+// drainit's exit waits for the log up to the stop sequence's exitBy however far off it is (a slow
+// reader takes seconds to get to the summary), and 1 s where no stop sequence ran.
+func TestFlushDeadline(t *testing.T) {
+	now := time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC)
+	for _, c := range []struct{ exitBy, want time.Time }{
+		{time.Time{}, now.Add(time.Second)},
+		{now.Add(25 * time.Second), now.Add(25 * time.Second)},
+		{now.Add(300 * time.Millisecond), now.Add(300 * time.Millisecond)},
+		{now.Add(-time.Second), now.Add(-time.Second)},
+	} {
+		if got := flushDeadline(now, c.exitBy); !got.Equal(c.want) {
+			t.Errorf("flushDeadline(now, %v) = now%+v, want now%+v", c.exitBy, got.Sub(now), c.want.Sub(now))
+		}
+	}
+}
+
+// The notice of dropped lines says how many, how many bytes, and whose: a hook's by its name,
+// drainit's own as "drainit".
+func TestDropNotice(t *testing.T) {
+	lw := &lineWriter{}
+	line := lw.notice([]logqueue.Dropped{{Owner: "offline-exec", Lines: 598, Bytes: 106342}, {Lines: 2, Bytes: 300}})
+	var got struct {
+		Level, Message string
+		Lines, Bytes   int
+		Of             map[string]struct{ Lines, Bytes int }
+	}
+	if err := json.Unmarshal(line, &got); err != nil {
+		t.Fatalf("notice %q: %v", line, err)
+	}
+	if got.Level != "warn" || got.Lines != 600 || got.Bytes != 106642 || len(got.Of) != 2 ||
+		got.Of["offline-exec"].Lines != 598 || got.Of["offline-exec"].Bytes != 106342 || got.Of["drainit"].Lines != 2 {
+		t.Errorf("notice %s", line)
 	}
 }
 

@@ -9,9 +9,13 @@
 // away). Here a line is written at once when the output takes it without waiting, as it does
 // while its reader keeps up; otherwise it is queued, and one goroutine writes what is queued, in
 // order, each line with its own write. A line that finds the queue full is dropped and counted,
-// and the count is logged where lines get through again. Only that goroutine ever waits for the
-// reader, and, given an output the Go runtime polls, it waits in the poller holding no thread: a
-// thread the runtime wants can be one it cannot create, at a container's process limit.
+// and the count, with whose lines they were, is logged where lines get through again. The lines
+// the Writer relays for others (an exec hook's output) take part of the queue only: the rest is
+// kept for its own (the stop sequence's timeline, its warnings, the summary), which a chatty hook
+// behind a slow reader crowded out before (seen: 598 of a hook's lines read, and none of
+// drainit's from the drain on). Only that goroutine ever waits for the reader, and, given an
+// output the Go runtime polls, it waits in the poller holding no thread: a thread the runtime
+// wants can be one it cannot create, at a container's process limit.
 package logqueue
 
 import (
@@ -36,68 +40,100 @@ type Output struct {
 // Writer writes each Write to its output at once when the output takes it without waiting, and
 // queues it otherwise, for a goroutine of its own to write.
 type Writer struct {
-	open   func() Output                 // the output, opened with the first line
-	max    int                           // bytes queued at most
-	notice func(lines, bytes int) []byte // the line that tells of dropped lines
+	open       func() Output          // the output, opened with the first line
+	max        int                    // bytes queued at most
+	relayedMax int                    // bytes queued at most for a relayed line to be queued
+	notice     func([]Dropped) []byte // the line that tells of dropped lines
 
-	mu       sync.Mutex
-	out      Output
-	opened   bool
-	queue    [][]byte
-	queued   int  // bytes in queue
-	writing  bool // the goroutine has a line out of the queue and not yet written
-	started  bool
-	dropped  int // lines dropped since the last notice, and their bytes
-	dropSize int
-	kick     chan struct{}   // one slot: lines wait in the queue
-	waiters  []chan struct{} // Flush callers, closed once nothing is queued or being written
+	mu      sync.Mutex
+	out     Output
+	opened  bool
+	queue   [][]byte
+	queued  int  // bytes in queue
+	writing bool // the goroutine has a line out of the queue and not yet written
+	started bool
+	dropped []Dropped       // since the last notice, in the order of each owner's first drop
+	kick    chan struct{}   // one slot: lines wait in the queue
+	waiters []chan struct{} // Flush callers, closed once nothing is queued or being written
+}
+
+// Dropped is what was dropped of one owner's lines since the last notice.
+type Dropped struct {
+	Owner string // "" for the Writer's own lines (Write), else as given to WriteFor
+	Lines int
+	Bytes int
 }
 
 // New returns a Writer that queues up to max bytes, to the output open returns: open is called
-// once, with the first line, so that a run that logs nothing opens nothing. notice renders the
-// line that says lines (of bytes in all) were dropped, in the log's own format; it is queued
-// ahead of the first line that gets through after them.
-func New(open func() Output, max int, notice func(lines, bytes int) []byte) *Writer {
-	return &Writer{open: open, max: max, notice: notice, kick: make(chan struct{}, 1)}
+// once, with the first line, so that a run that logs nothing opens nothing. A relayed line
+// (WriteFor) is queued only while less than relayedMax bytes are: the rest is the Writer's own
+// lines'. notice renders the line that says which lines were dropped, in the log's own format;
+// it is queued ahead of the first line that gets through after them.
+func New(open func() Output, max, relayedMax int, notice func([]Dropped) []byte) *Writer {
+	return &Writer{open: open, max: max, relayedMax: relayedMax, notice: notice, kick: make(chan struct{}, 1)}
 }
 
-// Write writes p, one line of the log, or queues a copy of what the output did not take at once,
-// and returns: len(p) and no error, also when p is dropped (a log line that cannot be written
-// has no one to tell).
+// Write writes p, one line of the Writer's own, or queues a copy of what the output did not take
+// at once, and returns: len(p) and no error, also when p is dropped (a log line that cannot be
+// written has no one to tell).
 func (w *Writer) Write(p []byte) (int, error) {
+	w.write("", p, w.max)
+	return len(p), nil
+}
+
+// WriteFor writes p, a line the Writer relays for owner (non-empty: a hook's output), as Write
+// does, except that a line that finds relayedMax bytes or more queued is dropped: the rest of the
+// queue waits for the Writer's own lines, which no one else's crowd out.
+func (w *Writer) WriteFor(owner string, p []byte) {
+	w.write(owner, p, w.relayedMax)
+}
+
+// write writes p, owner's line, or queues it while the queue holds at most limit bytes with it.
+func (w *Writer) write(owner string, p []byte, limit int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.opened {
 		w.out, w.opened = w.open(), true
 	}
-	if len(w.queue) == 0 && !w.writing && w.dropped == 0 && w.out.Try != nil {
+	if len(w.queue) == 0 && !w.writing && len(w.dropped) == 0 && w.out.Try != nil {
 		n, err := w.out.Try(p)
 		if n >= len(p) || (err != nil && !errors.Is(err, unix.EAGAIN)) {
-			return len(p), nil
+			return
 		}
 		if n > 0 {
-			// The rest of a line longer than what the pipe had room for: it must go next, and
+			// The rest of a line longer than what the output had room for (a socket's; a pipe
+			// takes a line of at most PIPE_BUF bytes whole or not at all): it must go next, and
 			// may be more than max.
 			w.push(append([]byte(nil), p[n:]...))
-			return len(p), nil
+			return
 		}
 	}
-	if w.queued+len(p) > w.max {
-		w.dropped++
-		w.dropSize += len(p)
-		return len(p), nil
+	if w.queued+len(p) > limit {
+		w.drop(owner, len(p))
+		return
 	}
 	w.pushNotice()
 	w.push(append([]byte(nil), p...))
-	return len(p), nil
+}
+
+// drop counts a line of owner's, of size bytes, as dropped.
+func (w *Writer) drop(owner string, size int) {
+	for i := range w.dropped {
+		if w.dropped[i].Owner == owner {
+			w.dropped[i].Lines++
+			w.dropped[i].Bytes += size
+			return
+		}
+	}
+	w.dropped = append(w.dropped, Dropped{Owner: owner, Lines: 1, Bytes: size})
 }
 
 // pushNotice queues the notice of the lines dropped since the last one, if any: over max by its
 // own length at most, as it is what explains the gap.
 func (w *Writer) pushNotice() {
-	if w.dropped > 0 {
-		w.push(w.notice(w.dropped, w.dropSize))
-		w.dropped, w.dropSize = 0, 0
+	if len(w.dropped) > 0 {
+		w.push(w.notice(w.dropped))
+		w.dropped = nil
 	}
 }
 

@@ -38,8 +38,18 @@ func (s *stuckReader) got() []string {
 	return append([]string(nil), s.writes...)
 }
 
-func notice(lines, bytes int) []byte {
-	return fmt.Appendf(nil, "dropped %d lines, %d bytes\n", lines, bytes)
+func notice(drops []Dropped) []byte {
+	var b []byte
+	for i, d := range drops {
+		if i > 0 {
+			b = append(b, "; "...)
+		}
+		b = fmt.Appendf(b, "dropped %d lines, %d bytes", d.Lines, d.Bytes)
+		if d.Owner != "" {
+			b = fmt.Appendf(b, " of %s", d.Owner)
+		}
+	}
+	return append(b, '\n')
 }
 
 // A writer whose reader has stopped reading never makes a Write wait: lines past the queue's
@@ -47,7 +57,7 @@ func notice(lines, bytes int) []byte {
 // in a write of its own, with the count where the gap is.
 func TestWriteNeverWaitsForTheReader(t *testing.T) {
 	out := newStuck()
-	w := New(func() Output { return Output{Wait: out} }, 20, notice)
+	w := New(func() Output { return Output{Wait: out} }, 20, 20, notice)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -86,7 +96,7 @@ func TestWriteNeverWaitsForTheReader(t *testing.T) {
 // last lines of a run (its summary) are the ones a stuck reader loses.
 func TestFlushTellsOfDroppedLines(t *testing.T) {
 	out := newStuck()
-	w := New(func() Output { return Output{Wait: out} }, 10, notice)
+	w := New(func() Output { return Output{Wait: out} }, 10, 10, notice)
 	_, _ = w.Write([]byte("one\n"))
 	<-out.entered
 	_, _ = w.Write([]byte("two\n"))
@@ -103,7 +113,7 @@ func TestFlushTellsOfDroppedLines(t *testing.T) {
 
 // Flush returns at once when nothing is queued, and open is not called before the first line.
 func TestFlushWithNothingQueued(t *testing.T) {
-	w := New(func() Output { t.Error("opened with no line written"); return Output{} }, 10, notice)
+	w := New(func() Output { t.Error("opened with no line written"); return Output{} }, 10, 10, notice)
 	if !w.Flush(time.Now()) {
 		t.Error("Flush with nothing written reported lines left")
 	}
@@ -113,7 +123,7 @@ func TestFlushWithNothingQueued(t *testing.T) {
 func TestWriteCopies(t *testing.T) {
 	out := newStuck()
 	close(out.release)
-	w := New(func() Output { return Output{Wait: out} }, 100, notice)
+	w := New(func() Output { return Output{Wait: out} }, 100, 100, notice)
 	buf := []byte("first\n")
 	_, _ = w.Write(buf)
 	copy(buf, "XXXXX\n")
@@ -148,7 +158,7 @@ func (p *pipe) try(b []byte) (int, error) {
 // the order holds, until the queue is empty again.
 func TestWriteAtOnceWhileThereIsRoom(t *testing.T) {
 	p := &pipe{room: 12, stuckReader: newStuck()}
-	w := New(func() Output { return Output{Try: p.try, Wait: p.stuckReader} }, 100, notice)
+	w := New(func() Output { return Output{Try: p.try, Wait: p.stuckReader} }, 100, 100, notice)
 	_, _ = w.Write([]byte("one\n"))
 	_, _ = w.Write([]byte("two\n"))
 	if w.started {
@@ -171,5 +181,36 @@ func TestWriteAtOnceWhileThereIsRoom(t *testing.T) {
 	_, _ = w.Write([]byte("six\n"))
 	if last := p.now[len(p.now)-1]; last != "six\n" {
 		t.Errorf("with the queue empty again, six was not written at once: %q", p.now)
+	}
+}
+
+// A relayed line (a hook's output) is queued only while the queue holds less than relayedMax:
+// behind a reader that has stopped reading, a hook's flood takes that much, and the Writer's own
+// lines that come after it (the stop sequence's) are all kept, in order, up to max. The notice
+// says how much was dropped, and whose.
+func TestOwnLinesNotCrowdedOut(t *testing.T) {
+	out := newStuck()
+	w := New(func() Output { return Output{Wait: out} }, 100, 12, notice)
+	_, _ = w.Write([]byte("start\n"))
+	<-out.entered // "start" is being written, and waits for the reader
+	for range 5 {
+		w.WriteFor("h", []byte("hook\n"))
+	}
+	_, _ = w.Write([]byte("draining\n"))
+	w.WriteFor("h", []byte("hook\n"))
+	_, _ = w.Write([]byte("stop signal sent\n"))
+	_, _ = w.Write([]byte("an own line too many\n"))
+	w.WriteFor("h", []byte("hook\n"))
+	close(out.release)
+	if !w.Flush(time.Now().Add(10 * time.Second)) {
+		t.Fatal("not flushed within 10s")
+	}
+	// Two hook lines fill its 12 bytes; the own lines, and the notices ahead of them, take the
+	// rest of 100, but for the last one. The last notice, Flush's, names both owners, in the
+	// order of their first drop.
+	want := []string{"start\n", "hook\n", "hook\n", "dropped 3 lines, 15 bytes of h\n", "draining\n",
+		"dropped 1 lines, 5 bytes of h\n", "stop signal sent\n", "dropped 1 lines, 21 bytes; dropped 1 lines, 5 bytes of h\n"}
+	if got := out.got(); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("writes %q, want %q", got, want)
 	}
 }
