@@ -18,9 +18,9 @@ const Mark = `"truncated":true`
 // JSON object with its newline and the field Mark: its longest string values (the message, an
 // error, an argument) are shortened, longest first, each at a character or escape's boundary.
 // Where that is not enough (a list of thousands of short strings), only the fields that say what
-// happened (Keep) are kept, shortened the same way. A line that is no JSON object is cut at a
-// character's boundary. Nothing is cut below what the mark and the form need: a limit under ~40
-// can give a longer line.
+// happened (level, logger, time, phase, elapsed, hook, message) are kept, shortened the same
+// way. A line that is no JSON object is cut at a character's boundary. Nothing is cut below what
+// the mark and the form need: a limit under ~64 can give a longer line.
 func Cut(line []byte, limit int) []byte {
 	if len(line) <= limit {
 		return line
@@ -37,9 +37,6 @@ func Cut(line []byte, limit int) []byte {
 	}
 	return []byte("{" + Mark + "}\n")
 }
-
-// Keep are the fields a line keeps where shortening its strings does not make it short enough.
-var Keep = []string{"level", "logger", "time", "phase", "elapsed", "hook", "message"}
 
 // cutStrings shortens the string values of obj, a compact JSON object, longest first, so that
 // with Mark and a newline it takes limit bytes at most; false when even empty strings take more.
@@ -136,14 +133,14 @@ func boundary(s []byte, n int) int {
 	return at
 }
 
-// keepOnly is obj, a JSON object, with only the fields named in Keep, in that order.
+// keepOnly is obj, a JSON object, with only the fields that say what happened, in this order.
 func keepOnly(obj []byte) []byte {
 	var fields map[string]json.RawMessage
 	if json.Unmarshal(obj, &fields) != nil {
 		return []byte("{}")
 	}
 	out := []byte{'{'}
-	for _, k := range Keep {
+	for _, k := range []string{"level", "logger", "time", "phase", "elapsed", "hook", "message"} {
 		if v, ok := fields[k]; ok {
 			if len(out) > 1 {
 				out = append(out, ',')
