@@ -17,8 +17,9 @@
 // An exec hook's stdout and stderr are pipes, not drainit's own streams: each line becomes one
 // log event, on the logger of Run's context (zerolog.Ctx; RunAll puts its own there), with the
 // fields hook (the hook's name) and stream ("stdout" or "stderr"), so a hook's output can always
-// be told from the app's. Lines longer than 4 KiB are split; empty lines are dropped. Stdin is
-// empty.
+// be told from the app's (drainit's log gives them less of its queue than its own lines, by the
+// stream field: StreamField). Lines longer than maxLine (3904 bytes) are split, so that each
+// event fits in one write of PIPE_BUF bytes; empty lines are dropped. Stdin is empty.
 //
 // # Stopping
 //
