@@ -21,6 +21,7 @@ import (
 // goroutines reading its output.
 type hookProcess struct {
 	pid     int
+	pidfd   int                    // the leader's, from the fork; -1 if the kernel gave none
 	exit    <-chan unix.WaitStatus // nil once the status has been received
 	ws      unix.WaitStatus
 	outDone <-chan struct{} // readers, until await has seen it closed; then nil
@@ -46,6 +47,7 @@ func (h *execHook) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("exec hook %q: cannot start: %w", h.name, err)
 	}
+	defer p.release()
 	log.Debug().Str("hook", h.name).Int("pid", p.pid).Strs("command", h.argv).Msg("hook started")
 	if !p.await(false, nil, ctx.Done()) {
 		p.poll()
@@ -89,12 +91,13 @@ func (h *execHook) start(ctx context.Context, log *zerolog.Logger) (*hookProcess
 	}
 	// Fd puts the write ends back in blocking mode, which the hook's stdout expects.
 	files := []uintptr{uintptr(in[0]), w[0].Fd(), w[1].Fd()}
+	pidfd := -1
 	pid, exit, err := h.children.start(func() (int, error) {
 		return signals.StartUnblocked(func() (int, error) {
 			return syscall.ForkExec(path, h.argv, &syscall.ProcAttr{
 				Env:   os.Environ(),
 				Files: files,
-				Sys:   &syscall.SysProcAttr{Setpgid: true},
+				Sys:   &syscall.SysProcAttr{Setpgid: true, PidFD: &pidfd},
 			})
 		})
 	})
@@ -104,7 +107,7 @@ func (h *execHook) start(ctx context.Context, log *zerolog.Logger) (*hookProcess
 		_, err := execerr.Explain(path, err)
 		return nil, err
 	}
-	p := &hookProcess{pid: pid, exit: exit, readers: make(chan struct{}), out: r}
+	p := &hookProcess{pid: pid, pidfd: pidfd, exit: exit, readers: make(chan struct{}), out: r}
 	p.outDone = p.readers
 	go func() {
 		logOutput(log, h.name, r[0], r[1], realClock)
@@ -141,19 +144,18 @@ func openWithin(ctx context.Context, path string) error {
 // member of its group), and a bounded wait for the exit status. At the last deadline
 // (ErrLastDeadline) it is SIGKILL at once and a shorter wait.
 func (h *execHook) stop(p *hookProcess, why error, last bool) error {
-	// The group cannot have been reused yet: the leader's pid stays taken until the reaper has
-	// collected it and, after that, for as long as any member lives.
+	g := p.group()
 	how, wait := "SIGKILL", lastKillWait
 	if !last {
-		_ = unix.Kill(-p.pid, unix.SIGTERM)
+		g.signal(unix.SIGTERM)
 		how, wait = "SIGTERM", killWait
 	}
-	if last || !p.stopped(time.Now().Add(termGrace)) {
-		_ = unix.Kill(-p.pid, unix.SIGKILL)
+	if last || !p.stopped(g, time.Now().Add(termGrace)) {
+		g.signal(unix.SIGKILL)
 		if !last {
 			how = "SIGTERM, then SIGKILL"
 		}
-		if !p.stopped(time.Now().Add(wait)) && p.exit != nil {
+		if !p.stopped(g, time.Now().Add(wait)) && p.exit != nil {
 			h.children.forget(p.pid)
 			how += " (its exit was never reported)"
 		}
@@ -162,20 +164,97 @@ func (h *execHook) stop(p *hookProcess, why error, last bool) error {
 	return fmt.Errorf("exec hook %q: %w; its process group got %s", h.name, why, how)
 }
 
-// stopped waits until the process has exited, its output is closed and its group has no member
-// left that can run, or until deadline, and reports whether all that happened.
-func (p *hookProcess) stopped(deadline time.Time) bool {
-	return p.await(true, time.After(time.Until(deadline)), nil) && groupGone(p.pid, time.After(time.Until(deadline)))
+// group is the hook's process group as stop may signal it: never by its number alone. Once the
+// leader is reaped and the group's last member gone, the number is free, and a process that took
+// the leader's pid may lead a group of that number (seen: the SIGKILL a second after the SIGTERM
+// that ended the leader ended such a stranger). So the group is named by the leader's pidfd,
+// whose struct pid a later process given the same number never shares; before Linux 6.9 (no
+// PIDFD_SIGNAL_PROCESS_GROUP), by its number only while the leader is unreaped, which keeps the
+// number taken, and after that by the members seen while it was.
+type group struct {
+	p     *hookProcess
+	byFD  bool     // the kernel signals the group through the leader's pidfd
+	known []member // without byFD: the members seen while the number was the hook's
 }
 
-// groupGone waits until process group pgid has no member left that can still run, or until
-// timeout fires, and reports whether it emptied. A member that ignores SIGTERM need not hold the
+// member is a process of the hook's group, told from a later one with its pid by its start time.
+type member struct {
+	pid   int
+	start uint64
+}
+
+func (p *hookProcess) group() group {
+	g := group{p: p}
+	if p.pidfd >= 0 && unix.PidfdSendSignal(p.pidfd, 0, nil, unix.PIDFD_SIGNAL_PROCESS_GROUP) != unix.EINVAL {
+		g.byFD = true
+		return g
+	}
+	for _, pid := range proc.Pids("/proc") {
+		if m, ok := groupMember(pid, p.pid); ok {
+			g.known = append(g.known, m)
+		}
+	}
+	if !p.unreaped() {
+		g.known = nil // the scan may have found a stranger's group
+	}
+	return g
+}
+
+// groupMember reads whether pid is a member of group pgid that can still run, and its start time.
+func groupMember(pid, pgid int) (member, bool) {
+	b, err := proc.StatLine("/proc", pid)
+	if err != nil {
+		return member{}, false
+	}
+	st, err := proc.ParseStat(b)
+	if err != nil || st.PGID != pgid || st.Gone() {
+		return member{}, false
+	}
+	start, err := proc.ParseStartTime(b)
+	return member{pid, start}, err == nil
+}
+
+// unreaped reports whether the leader has not been reaped yet (it may be a zombie). Without a
+// pidfd a status the reaper has collected but not yet handed over is not seen: a short window
+// left open on kernels before 5.3.
+func (p *hookProcess) unreaped() bool {
+	if p.pidfd >= 0 {
+		return unix.PidfdSendSignal(p.pidfd, 0, nil, 0) == nil
+	}
+	return p.exit != nil && len(p.exit) == 0
+}
+
+// signal sends sig (0: none, a probe) to the group and reports whether any member got it.
+func (g group) signal(sig unix.Signal) bool {
+	if g.byFD {
+		return unix.PidfdSendSignal(g.p.pidfd, sig, nil, unix.PIDFD_SIGNAL_PROCESS_GROUP) == nil
+	}
+	if g.p.unreaped() {
+		return unix.Kill(-g.p.pid, sig) == nil
+	}
+	got := false
+	for _, m := range g.known {
+		if now, ok := groupMember(m.pid, g.p.pid); ok && now == m {
+			got = unix.Kill(m.pid, sig) == nil || got
+		}
+	}
+	return got
+}
+
+// stopped waits until the process has exited, its output is closed and its group has no member
+// left that can run, or until deadline, and reports whether all that happened.
+func (p *hookProcess) stopped(g group, deadline time.Time) bool {
+	return p.await(true, time.After(time.Until(deadline)), nil) && groupGone(g, time.After(time.Until(deadline)))
+}
+
+// groupGone waits until the group has no member left that can still run, or until timeout
+// fires, and reports whether it emptied. A member that ignores SIGTERM need not hold the
 // hook's output, so neither the leader's exit nor the end of the output says it is gone, and the
 // kernel tells of no such event: hence the polling.
-func groupGone(pgid int, timeout <-chan time.Time) bool {
+func groupGone(g group, timeout <-chan time.Time) bool {
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	for !groupEmpty(pgid) {
+	for !groupEmpty(g) {
 		select {
 		case <-tick.C:
 		case <-timeout:
@@ -185,16 +264,17 @@ func groupGone(pgid int, timeout <-chan time.Time) bool {
 	return true
 }
 
-// groupEmpty reports whether process group pgid has no member that can still run. A zombie
-// counts as gone: an orphan of the hook is reaped at once only where drainit is its subreaper,
-// and by the system's init, in its own time, elsewhere. kill with signal 0 answers at no cost
-// once the group is empty; only while it finds members is /proc read.
-func groupEmpty(pgid int) bool {
-	if unix.Kill(-pgid, 0) == unix.ESRCH {
+// groupEmpty reports whether the group has no member that can still run. A zombie counts as
+// gone: an orphan of the hook is reaped at once only where drainit is its subreaper, and by the
+// system's init, in its own time, elsewhere. Signal 0 answers at no cost once the group is
+// empty; only while it finds members is /proc read, by the number, which those members keep
+// the hook's.
+func groupEmpty(g group) bool {
+	if !g.signal(0) {
 		return true
 	}
 	for _, pid := range proc.Pids("/proc") {
-		if st, err := proc.ReadStat("/proc", pid); err == nil && st.PGID == pgid && !st.Gone() {
+		if _, ok := groupMember(pid, g.p.pid); ok {
 			return false
 		}
 	}
@@ -251,6 +331,14 @@ func (p *hookProcess) poll() {
 func (p *hookProcess) closeOutput() {
 	closeAll(p.out[:]...)
 	<-p.readers
+}
+
+// release closes the leader's pidfd, once nothing signals the group any more.
+func (p *hookProcess) release() {
+	if p.pidfd >= 0 {
+		_ = unix.Close(p.pidfd)
+		p.pidfd = -1
+	}
 }
 
 func closeAll(fs ...*os.File) {

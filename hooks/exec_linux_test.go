@@ -9,10 +9,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -332,5 +334,66 @@ func TestHTTPNeverProxied(t *testing.T) {
 	want := "target POST /deregister|other POST /deregister"
 	if got := strings.Join(hits, "|"); got != want {
 		t.Errorf("requests seen: %s\nwant: %s", got, want)
+	}
+}
+
+// inPIDNamespace marks the test binary's run inside the PID namespace that
+// TestExecStopSparesReusedGroup makes.
+const inPIDNamespace = "HOOKS_TEST_IN_PID_NAMESPACE"
+
+// The hook's leader dies of the SIGTERM and is reaped; a process it started in a session of its
+// own keeps its output open, so the SIGKILL a second later is due; meanwhile the group's id is
+// free, and a stranger takes the leader's pid (forced through ns_last_pid, in a PID namespace of
+// the test's own) and leads a group of that id. The SIGKILL must not reach it.
+func TestExecStopSparesReusedGroup(t *testing.T) {
+	if os.Getenv(inPIDNamespace) == "" {
+		t.Parallel()
+		if os.Geteuid() != 0 {
+			testenv.SkipUnlessCI(t, "needs root: it forces a pid's reuse in a PID namespace of its own")
+		}
+		unshare, err := testenv.LookPath("unshare")
+		if err != nil {
+			testenv.SkipUnlessCI(t, err.Error())
+		}
+		cmd := exec.Command(unshare, "--pid", "--fork", "--mount-proc", os.Args[0],
+			"-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v")
+		cmd.Env = append(os.Environ(), inPIDNamespace+"=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
+			t.Fatalf("in a PID namespace of its own: %v\n%s", err, out)
+		}
+		return
+	}
+
+	log, buf := newLog()
+	ctx, cancel := context.WithCancel(log.WithContext(context.Background()))
+	defer cancel()
+	done := runAsync(ctx, helperHook(t, "offline-exec", "setsid-hold"))
+	leader, held := pidFromLog(t, buf, "ready"), pidFromLog(t, buf, "held")
+	t.Cleanup(func() { _ = unix.Kill(held, unix.SIGKILL) })
+	cancel()
+	waitFor(t, "the hook's leader reaped", func() bool {
+		_, err := os.Stat("/proc/" + strconv.Itoa(leader))
+		return errors.Is(err, os.ErrNotExist)
+	})
+	if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(leader-1)), 0); err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stranger, err := syscall.ForkExec(self, []string{self, "hooks-helper", "sleep"},
+		&syscall.ProcAttr{Sys: &syscall.SysProcAttr{Setpgid: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Kill(stranger, unix.SIGKILL) })
+	if stranger != leader {
+		t.Fatalf("the stranger got pid %d, not the reaped leader's %d: reuse not forced", stranger, leader)
+	}
+	runErr := result(t, done)
+	if gone(stranger) {
+		t.Errorf("the stranger leading a group of the reaped hook's id was killed; Run = %v", runErr)
 	}
 }

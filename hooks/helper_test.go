@@ -24,6 +24,8 @@ import (
 //	                  print "child <pid>", then sleep; ignore-term's stderr is the hook's
 //	quiet-tree        tree, but ignore-term holds nothing of the hook's output
 //	leave             start sleep sharing stdout, print "leftover <pid>", exit 0
+//	setsid-hold       start sleep in a session of its own sharing stdout, print "held <pid>"
+//	                  and "ready <pid>", then sleep (SIGTERM ends it; the sleep keeps stdout)
 //	http PROXY URL    with HTTP_PROXY=PROXY, run an HTTP hook POSTing to URL; exit 1 on error
 //	flood N           N lines "line I" padded to 100 bytes on stdout, as fast as it can, exit 0
 func helper(args []string) int {
@@ -79,6 +81,16 @@ func helper(args []string) int {
 			return 1
 		}
 		fmt.Printf("leftover %d\n", gc.Process.Pid)
+		return 0
+	case "setsid-hold":
+		gc := exec.Command(os.Args[0], "hooks-helper", "sleep")
+		gc.Stdout, gc.SysProcAttr = os.Stdout, &syscall.SysProcAttr{Setsid: true}
+		if err := gc.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fmt.Printf("held %d\nready %d\n", gc.Process.Pid, os.Getpid())
+		time.Sleep(time.Hour)
 		return 0
 	case "flood":
 		n, _ := strconv.Atoi(args[1])

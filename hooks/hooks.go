@@ -31,6 +31,10 @@
 // gets SIGKILL at once, and Run returns [LastOverrun] after it at most. A hook that exits on its
 // own but leaves processes behind is not waited for: its output is read for one more second, and
 // they are left to the supervisor.
+//
+// The group is signalled through the leader's pidfd, never by its number alone: once the leader
+// is reaped and the group's last member gone, the number is anyone's (see group in
+// exec_linux.go).
 package hooks
 
 import (
