@@ -873,6 +873,13 @@ func (p *parsed) check() *Validation {
 	dur("kill-margin", r.KillMargin, &c.KillMargin)
 	dur("cleanup-wait", r.CleanupWait, &c.CleanupWait)
 	dur("hook-timeout", r.HookTimeout, &c.HookTimeout)
+	if c.KillMargin == 0 && usable("kill-margin") {
+		// Accepted: where nothing SIGKILLs at the deadline (docker stop -t 0 aside, a plain
+		// `kill`), 0 is what the user means. Said, since under a runtime it rarely is.
+		c.notes = append(c.notes, fmt.Sprintf(
+			"%s 0: drainit's SIGKILL comes at the deadline, when the runtime's own does (Kubernetes, docker stop), which may come first: the post-stop hooks then get no time, and drainit's summary and the app's exit status are lost",
+			c.OptionName("kill-margin")))
+	}
 	if c.HookTimeout == 0 && !v.Settings["hook-timeout"].Bad {
 		// Only the stop has a deadline: a post-stop hook after the app's own exit, or an online
 		// hook, would have no limit at all, and a hung one would keep the container from exiting.
@@ -979,21 +986,33 @@ func (p *parsed) check() *Validation {
 		bad("exit-map", r.ExitMap, err)
 	}
 	// SIGSTOP for the stop step suspends the app instead: it would hang, frozen with its
-	// connections open, until the SIGKILL at the deadline.
+	// connections open, until the SIGKILL at the deadline. A trigger the rewrite drops (TERM:0)
+	// stops nothing either: the app would wait for the same SIGKILL, not knowing it is stopped.
+	// One rule for both.
 	const frozen = "suspends the app rather than stopping it: it would wait frozen for the SIGKILL at the deadline (TERM stops it gracefully, KILL at once)"
+	// stopless says what the app would get instead of a stop signal, and what then: "" if a stop.
+	stopless := func(to syscall.Signal, ok bool) (what, then string) {
+		switch {
+		case !ok:
+			return "no signal", " (the rewrite drops it): it would wait for the SIGKILL at the deadline (TERM stops it gracefully, KILL at once)"
+		case to == signals.SIGSTOP:
+			return "SIGSTOP", ", which " + frozen
+		}
+		return "", ""
+	}
 	if c.StopSignal == signals.SIGSTOP {
 		bad("stop-signal", r.StopSignal, errors.New("SIGSTOP "+frozen))
 	} else if c.StopSignal == 0 {
 		for _, t := range c.Triggers {
-			if to, ok := c.Rewrite.Apply(t); ok && to == signals.SIGSTOP {
-				bad("rewrite", r.Rewrite, fmt.Errorf("%s is a trigger, so the app would get SIGSTOP at the stop step, which %s", signals.Name(t), frozen))
+			if what, then := stopless(c.Rewrite.Apply(t)); what != "" {
+				bad("rewrite", r.Rewrite, fmt.Errorf("%s is a trigger, so the app would get %s at the stop step%s", signals.Name(t), what, then))
 				break
 			}
 		}
 		// A /prestop that no signal follows stops the app as the runtime's SIGTERM would have,
 		// through --rewrite (supervisor: enterStopping), trigger or not.
-		if to, ok := c.Rewrite.Apply(signals.SIGTERM); ok && to == signals.SIGSTOP && r.HTTPAddr != "" && !slices.Contains(c.Triggers, signals.SIGTERM) {
-			bad("rewrite", r.Rewrite, fmt.Errorf("after a /prestop that no signal follows, the app gets SIGTERM rewritten, so SIGSTOP, which %s", frozen))
+		if what, then := stopless(c.Rewrite.Apply(signals.SIGTERM)); what != "" && r.HTTPAddr != "" && !slices.Contains(c.Triggers, signals.SIGTERM) {
+			bad("rewrite", r.Rewrite, fmt.Errorf("after a /prestop that no signal follows, the app gets SIGTERM rewritten, so %s%s", what, then))
 		}
 	}
 	switch r.LogFormat {

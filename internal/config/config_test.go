@@ -72,6 +72,10 @@ func TestErrorsNameTheOptionAndValue(t *testing.T) {
 		{[]string{"app"}, map[string]string{"DRAINIT_STOP_SIGNAL": "URG"}, `DRAINIT_STOP_SIGNAL "URG": SIGURG cannot be a trigger`},
 		{[]string{"app"}, map[string]string{"DRAINIT_REWRITE": "HUP:USR1,TERM:STOP"}, `DRAINIT_REWRITE "HUP:USR1,TERM:STOP": SIGTERM is a trigger, so the app would get SIGSTOP at the stop step`},
 		{[]string{"--triggers", "PWR", "--rewrite", "PWR:STOP", "app"}, nil, `--rewrite "PWR:STOP": SIGPWR is a trigger`},
+		// Dropping a trigger stops the app no more than SIGSTOP does: the same rule.
+		{[]string{"--rewrite", "TERM:0", "app"}, nil, `--rewrite "TERM:0": SIGTERM is a trigger, so the app would get no signal at the stop step (the rewrite drops it)`},
+		{[]string{"app"}, map[string]string{"DRAINIT_REWRITE": "HUP:USR1,INT:none"}, `DRAINIT_REWRITE "HUP:USR1,INT:none": SIGINT is a trigger, so the app would get no signal at the stop step`},
+		{[]string{"--triggers", "USR1", "--rewrite", "TERM:0", "--http-addr", "127.0.0.1:8099", "app"}, nil, `--rewrite "TERM:0": after a /prestop that no signal follows, the app gets SIGTERM rewritten, so no signal (the rewrite drops it)`},
 		{[]string{"--log-level", "loud", "app"}, nil, `--log-level "loud"`},
 		{[]string{"--hook-timeout", "0", "app"}, nil, `--hook-timeout "0": must be more than 0`},
 		{[]string{"--drain", "adaptive", "--drain-max", "0", "app"}, nil, `--drain-max "0": must be more than 0 with --drain adaptive`},
@@ -530,11 +534,15 @@ func TestAdaptiveDrain(t *testing.T) {
 
 // TestStopToSIGSTOPOnlyAtTheStopStep: SIGSTOP is refused only where the app would get it to stop;
 // rewriting a job-control signal to it (an app that ignores TSTP) is an ordinary choice.
+// TestStopToSIGSTOPOnlyAtTheStopStep: a rewrite to SIGSTOP, or a drop, is refused only where the
+// stop step would send it.
 func TestStopToSIGSTOPOnlyAtTheStopStep(t *testing.T) {
 	for _, args := range [][]string{
 		{"--rewrite", "TSTP:STOP", "app"},
 		{"--stop-signal", "TERM", "--rewrite", "TERM:STOP", "app"}, // the stop step sends TERM as given
 		{"--stop-signal", "KILL", "app"},
+		{"--rewrite", "TSTP:0", "app"},                          // not a trigger: dropped when forwarded
+		{"--stop-signal", "TERM", "--rewrite", "TERM:0", "app"}, // the stop step sends TERM as given
 	} {
 		if _, err := Parse(args, nil, nil); err != nil {
 			t.Errorf("Parse(%q): %v", args, err)
@@ -637,6 +645,35 @@ func TestOpenControlServerNoted(t *testing.T) {
 
 // The log level is taken in any case, and "warning" as warn, as the stop signal's name is: a
 // DRAINIT_LOG_LEVEL=DEBUG from another tool's habits starts drainit rather than refusing it.
+// --kill-margin 0 is accepted, with a warning at start naming the option: drainit's SIGKILL then
+// races the runtime's.
+func TestKillMarginZeroWarns(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		env  map[string]string
+		want string // the option as named in the warning; "": no warning about it
+	}{
+		{[]string{"--kill-margin", "0", "app"}, nil, "--kill-margin 0:"},
+		{[]string{"app"}, map[string]string{"DRAINIT_KILL_MARGIN": "0s"}, "DRAINIT_KILL_MARGIN 0:"},
+		{[]string{"--kill-margin", "1ms", "app"}, nil, ""},
+		{[]string{"app"}, nil, ""},
+	} {
+		cfg, err := parse(t, c.args, c.env)
+		if err != nil {
+			t.Fatalf("%q %v: %v", c.args, c.env, err)
+		}
+		var got []string
+		for _, w := range cfg.Warnings() {
+			if strings.Contains(w, "drainit's SIGKILL comes at the deadline") {
+				got = append(got, w)
+			}
+		}
+		if c.want == "" && len(got) > 0 || c.want != "" && (len(got) != 1 || !strings.HasPrefix(got[0], c.want)) {
+			t.Errorf("%q %v: warnings %q, want one starting %q", c.args, c.env, got, c.want)
+		}
+	}
+}
+
 func TestLogLevelSpellings(t *testing.T) {
 	for in, want := range map[string]string{"DEBUG": "debug", "Info": "info", "warn": "warn", "warning": "warn", "WARNING": "warn", " error ": "error"} {
 		c, err := parse(t, []string{"app"}, map[string]string{"DRAINIT_LOG_LEVEL": in})
