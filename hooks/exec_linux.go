@@ -64,6 +64,20 @@ func (h *execHook) Run(ctx context.Context) error {
 	return h.status(p.ws)
 }
 
+// CheckProgram finds an exec hook's program as Run will (a name without a slash in PATH) and
+// checks that it is a file drainit may execute, so that drainit can refuse to start on a missing
+// one rather than meet it at the stop, where the hook fails and its deregistration never
+// happens. Any other hook has no program: nil. An exec can still fail later (a #! line naming a
+// missing interpreter, a program removed meanwhile); Run reports that.
+func CheckProgram(h Hook) error {
+	e, ok := h.(*execHook)
+	if !ok {
+		return nil
+	}
+	_, err := exec.LookPath(e.argv[0])
+	return err
+}
+
 // start resolves the command and starts it with an empty stdin, piped stdout and stderr, and no
 // signal blocked (signals.StartUnblocked).
 func (h *execHook) start(ctx context.Context, log *zerolog.Logger) (*hookProcess, error) {

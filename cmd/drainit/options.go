@@ -21,8 +21,9 @@ var hookOrder = []config.HookKind{config.HookExec, config.HookHTTP}
 
 // buildOptions turns the hook, ready-probe and control-server options into the supervisor's
 // Options. config.Parse has already refused every value these parsers refuse; what can still
-// fail here is opening the control server's listener (the port is taken, the host does not
-// resolve), which is done before the app starts so that the mistake is reported, like
+// fail here is what depends on this system: an exec hook's program that is missing or not
+// executable, and opening the control server's listener (the port is taken, the host does not
+// resolve). Both are checked before the app starts so that the mistake is reported, like
 // config.Parse's, naming the option and the value, and drainit exits 2 without starting the app.
 func buildOptions(cfg *config.Config) (supervisor.Options, error) {
 	opts := supervisor.Options{HookTimeout: cfg.HookTimeout, ControlToken: cfg.HTTPToken, Children: &hooks.Children{}}
@@ -43,7 +44,9 @@ func buildOptions(cfg *config.Config) (supervisor.Options, error) {
 			var err error
 			switch kind {
 			case config.HookExec:
-				h, err = hooks.ParseExec(spec.Flag(), v, opts.Children)
+				if h, err = hooks.ParseExec(spec.Flag(), v, opts.Children); err == nil {
+					err = hooks.CheckProgram(h)
+				}
 			case config.HookHTTP:
 				h, err = hooks.ParseHTTP(spec.Flag(), v)
 			default:

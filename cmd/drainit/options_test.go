@@ -40,10 +40,10 @@ func mustParse(t *testing.T, args []string, env map[string]string) *config.Confi
 // TestBuildOptionsHooks: every hook option reaches the supervisor, in its own stage, exec before
 // http within a stage whatever order they were given in, whether set by flag or variable.
 func TestBuildOptionsHooks(t *testing.T) {
-	env := map[string]string{"DRAINIT_OFFLINE_EXEC": "/bin/deregister", "DRAINIT_POST_STOP_HTTP": "http://127.0.0.1:1/gone"}
+	env := map[string]string{"DRAINIT_OFFLINE_EXEC": "/bin/true deregister", "DRAINIT_POST_STOP_HTTP": "http://127.0.0.1:1/gone"}
 	cfg := mustParse(t, []string{
-		"--post-stop-exec", `["/bin/cleanup"]`, "--online-http", "PUT http://127.0.0.1:1/up",
-		"--offline-http", "http://127.0.0.1:1/down", "--online-exec", "/bin/register",
+		"--post-stop-exec", `["/bin/true", "cleanup"]`, "--online-http", "PUT http://127.0.0.1:1/up",
+		"--offline-http", "http://127.0.0.1:1/down", "--online-exec", "true register",
 		"--hook-timeout", "7s", "--http-token", "tok", "--", "/app",
 	}, env)
 	opts, err := buildOptions(cfg)
@@ -199,26 +199,63 @@ func TestBadControlAddressStartsNoApp(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer taken.Close()
-	defer signal.Reset()
 	for _, addr := range []string{taken.Addr().String(), "8099"} {
-		dir := t.TempDir()
-		marker := filepath.Join(dir, "started")
-		stderr, err := os.Create(filepath.Join(dir, "stderr"))
-		if err != nil {
-			t.Fatal(err)
+		refusedAtStart(t, []string{"--http-addr", addr}, `drainit: --http-addr "`+addr+`": listen tcp`)
+	}
+}
+
+// An exec hook whose program is missing or cannot be executed is refused before the app starts,
+// for every exec hook option, as Run would look it up (PATH for a bare name): found only at the
+// stop, the hook failed and its deregistration never happened.
+func TestMissingHookProgramStartsNoApp(t *testing.T) {
+	plain := filepath.Join(t.TempDir(), "deregister")
+	if err := os.WriteFile(plain, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, o := range config.Options() {
+		if !strings.HasSuffix(o.Flag, "-exec") {
+			continue
 		}
-		code := runCmd([]string{"--http-addr", addr, "--log-format", "json", "--", "/bin/sh", "-c", "echo > " + marker}, os.Stdout, stderr)
-		stderr.Close()
-		out, _ := os.ReadFile(stderr.Name())
-		if code != 2 {
-			t.Errorf("--http-addr %s: exit %d, want 2; stderr %s", addr, code, out)
+		n++
+		for program, why := range map[string]string{
+			"/nonexistent":                 "no such file or directory",
+			plain:                          "permission denied",
+			"drainit-test-no-such-command": "executable file not found in $PATH",
+		} {
+			refusedAtStart(t, []string{"--" + o.Flag, `["` + program + `", "--id", "x"]`}, `drainit: --`+o.Flag+` "[\"`+program)
+			refusedAtStart(t, []string{"--" + o.Flag, program + " --id x"}, why)
 		}
-		if want := `drainit: --http-addr "` + addr + `": listen tcp`; !strings.HasPrefix(string(out), want) {
-			t.Errorf("--http-addr %s: stderr %q, want it to start %q", addr, out, want)
-		}
-		if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("--http-addr %s: the app ran (%v)", addr, err)
-		}
+	}
+	if n != 3 {
+		t.Errorf("%d exec hook options, want 3", n)
+	}
+}
+
+// refusedAtStart runs drainit with args and an app that leaves a mark, and wants exit 2, before
+// the app starts, with one line on stderr that holds want (at its start, when want starts
+// "drainit: ").
+func refusedAtStart(t *testing.T, args []string, want string) {
+	t.Helper()
+	defer signal.Reset()
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "started")
+	stderr, err := os.Create(filepath.Join(dir, "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := runCmd(append(args, "--log-format", "json", "--", "/bin/sh", "-c", "echo > "+marker), os.Stdout, stderr)
+	stderr.Close()
+	b, _ := os.ReadFile(stderr.Name())
+	out := string(b)
+	if code != 2 {
+		t.Errorf("%q: exit %d, want 2; stderr %s", args, code, out)
+	}
+	if ok := strings.Contains(out, want) && (!strings.HasPrefix(want, "drainit: ") || strings.HasPrefix(out, want)); !ok || strings.Count(out, "\n") != 1 {
+		t.Errorf("%q: stderr %q, want one line with %q", args, out, want)
+	}
+	if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%q: the app ran (%v)", args, err)
 	}
 }
 

@@ -144,12 +144,12 @@ func TestOfflineHookHangsBounded(t *testing.T) {
 func TestFailingHooksDoNotStopTheSequence(t *testing.T) {
 	down := testenv.FreeLoopbackAddr(t)
 	c := startDrainit(t, nil, "--grace-period", "10s", "--drain-delay", "500ms",
-		"--offline-exec", "/no/such/deregister", "--offline-http", "http://"+down+"/deregister",
+		"--offline-exec", `["/bin/sh","-c","exit 3"]`, "--offline-http", "http://"+down+"/deregister",
 		"--", bins.TestApp, "slow-stop", "0s")
 	c.out.AwaitContains(t, 10*time.Second, "ready app")
 	r := Pod{Grace: 10 * time.Second}.Stop(c.kube())
 	if n := c.out.Count(lines.Containing(`"hook failed; going on"`)); n != 2 {
-		t.Errorf("%d hook failures logged, want 2 (missing binary, server down)", n)
+		t.Errorf("%d hook failures logged, want 2 (exit 3, server down)", n)
 	}
 	c.out.AwaitContains(t, time.Second, "got app SIGTERM")
 	if r.Killed || c.status(t) != 0 {
