@@ -506,6 +506,8 @@ type parsed struct {
 	// emptied: the options whose variable is set but empty, taken as unset (their default),
 	// where their flag given empty would mean another thing.
 	emptied []Option
+	// trimmed: the options whose value, as taken, had whitespace around it (trimValue).
+	trimmed map[string]bool
 }
 
 // flagError says the flag package's errors in drainit's words: an option as it is written
@@ -586,7 +588,17 @@ func FlagError(err error, flags []string, help string) error {
 // from so that errors can name what the user actually wrote. It returns flag.ErrHelp for --help.
 func parseRaw(args []string, environ map[string]string) (*parsed, error) {
 	p := &parsed{from: map[string]string{}, arg: map[string]int{}, given: map[string][]string{}, shadowed: map[string]string{},
-		strays: Strays(environ)}
+		strays: Strays(environ), trimmed: map[string]bool{}}
+	trimmed := make(map[string]string, len(environ))
+	for k, v := range environ {
+		trimmed[k] = trimValue(v)
+	}
+	for _, o := range options() {
+		if v, ok := environ[o.Env]; ok && trimmed[o.Env] != v {
+			p.trimmed[o.Flag] = true
+		}
+	}
+	environ = trimmed
 	if err := env.ParseWithOptions(&p.raw, env.Options{Prefix: EnvPrefix, Environment: environ}); err != nil {
 		return nil, &Error{Err: fmt.Errorf("environment: %w", err)}
 	}
@@ -601,8 +613,9 @@ func parseRaw(args []string, environ map[string]string) (*parsed, error) {
 	values := map[string][]string{} // flag name -> every value the command line gave it
 	tookEnd := ""                   // a flag that took the word "--" as its value
 	for _, o := range options() {
-		v := &argValue{p: p.raw.field(o.Flag), fs: fs, n: len(args), at: func(i int, s string) {
+		v := &argValue{p: p.raw.field(o.Flag), fs: fs, n: len(args), at: func(i int, s string, trimmed bool) {
 			p.arg[o.Flag], last = i, i
+			p.trimmed[o.Flag] = trimmed
 			values[o.Flag] = append(values[o.Flag], s)
 			if s == "--" && i < len(args) && args[i] == "--" && tookEnd == "" {
 				tookEnd = o.Flag
@@ -664,8 +677,8 @@ func parseRaw(args []string, environ map[string]string) (*parsed, error) {
 type argValue struct {
 	p  *string
 	fs *flag.FlagSet
-	n  int // the number of words being parsed
-	at func(i int, value string)
+	n  int                                     // the number of words being parsed
+	at func(i int, value string, trimmed bool) // the value as taken, and whether trimValue changed it
 }
 
 func (v *argValue) String() string {
@@ -677,9 +690,10 @@ func (v *argValue) String() string {
 
 // Set takes the value. The flag package has already consumed the word that holds it, so the
 // words left tell which one it was.
-func (v *argValue) Set(s string) error {
+func (v *argValue) Set(given string) error {
+	s := trimValue(given)
 	*v.p = s
-	v.at(v.n-len(v.fs.Args())-1, s)
+	v.at(v.n-len(v.fs.Args())-1, s, s != given)
 	return nil
 }
 
@@ -1123,7 +1137,7 @@ func (p *parsed) check() *Validation {
 			bad("http-token", r.HTTPToken, err)
 		}
 		c.HTTPToken = tok
-		if trimmed {
+		if trimmed || p.trimmed["http-token"] && err == nil {
 			c.notes = append(c.notes, fmt.Sprintf(
 				"%s: the whitespace around the token is not part of it (a Secret made from a file keeps the file's last newline): clients send \"Authorization: Bearer TOKEN\" without it",
 				c.OptionName("http-token")))
@@ -1147,9 +1161,21 @@ func quoteAll(flagName string, values []string) string {
 // token needs 32 bytes; a JWT is rarely over 2 KiB.
 const MaxTokenBytes = http1.MaxHeaderBytes / 2
 
-// tokenSpace is the whitespace CleanToken removes around a token: a file's final newline (CRLF
-// from some editors), a pasted space.
-const tokenSpace = " \t\r\n\v\f"
+// space is the whitespace removed around every option's value, and CleanToken's around a token:
+// a file's final newline (CRLF from some editors), a pasted space.
+const space = " \t\r\n\v\f"
+
+// trimValue is the one rule for the whitespace around a value, of a flag or a variable alike: it
+// is removed. A ConfigMap or Secret made from a file keeps the file's last newline, and
+// DRAINIT_GRACE_PERIOD=$'30s\n' was taken where DRAINIT_DRAIN=$'adaptive\n' was refused. A value
+// of whitespace only is left as it is, for its option to refuse or take: DRAINIT_TRIGGERS=" "
+// names no signal, which is not what --triggers= (none) says.
+func trimValue(s string) string {
+	if t := strings.Trim(s, space); t != "" {
+		return t
+	}
+	return s
+}
 
 // CleanToken is the control server's token as drainit and drainit prestop both use it, so that
 // the two always agree. An HTTP header's value cannot begin or end with whitespace (the server
@@ -1159,7 +1185,7 @@ const tokenSpace = " \t\r\n\v\f"
 // but whitespace (which would otherwise turn the token off and open /prestop to anyone), or one
 // longer than MaxTokenBytes.
 func CleanToken(s string) (token string, trimmed bool, err error) {
-	token = strings.Trim(s, tokenSpace)
+	token = strings.Trim(s, space)
 	if s != "" && token == "" {
 		return "", false, errors.New("the token is only whitespace: /prestop and /status would need no token at all")
 	}
@@ -1259,17 +1285,24 @@ func outOfRange(err error) bool {
 }
 
 // ParseDuration reads a Go duration ("500ms", "1m30s") or a bare number of seconds ("30",
-// "0.5"), as pod specs write them. Negative durations are an error.
+// "0.5"), as pod specs write them, with the whitespace around it removed. Negative durations are
+// an error, and so is a sign or an exponent ("+30s", "1e2"): no spec writes one, and a plus was
+// taken in the durations only, where the lists and the names refused it.
 func ParseDuration(s string) (time.Duration, error) {
-	t := strings.TrimSpace(s)
+	t := strings.Trim(s, space)
 	if t == "" {
 		return 0, errors.New("empty duration")
 	}
-	// A number of seconds as a pod spec writes one: decimal, an exponent at most (ParseFloat
-	// also reads hexadecimal, "0x1p5", and underscores, "1_0", which no spec means).
-	inf := strings.ToLower(strings.TrimLeft(t, "+-"))
-	decimal := strings.Trim(t, "0123456789.eE+-") == "" || inf == "inf" || inf == "infinity"
-	if f, err := strconv.ParseFloat(t, 64); decimal && err == nil && !math.IsNaN(f) {
+	notDuration := errors.New("not a duration (use 30s, 500ms or a number of seconds)")
+	if t[0] == '+' {
+		return 0, notDuration
+	}
+	// A number of seconds: digits with one point at most; a minus only to be refused as negative
+	// (ParseFloat also reads exponents, "1e2", hexadecimal, "0x1p5", underscores, "1_0", and
+	// infinities, which no spec means).
+	digits := strings.TrimPrefix(t, "-")
+	decimal := digits != "" && strings.Trim(digits, "0123456789.") == "" && strings.Count(digits, ".") <= 1 && digits != "."
+	if f, err := strconv.ParseFloat(t, 64); decimal && err == nil {
 		switch {
 		case f < 0:
 			return 0, errNegative
@@ -1292,7 +1325,7 @@ func ParseDuration(s string) (time.Duration, error) {
 		}
 		return 0, errTooLong
 	case err != nil:
-		return 0, errors.New("not a duration (use 30s, 500ms or a number of seconds)")
+		return 0, notDuration
 	case d < 0:
 		return 0, errNegative
 	}

@@ -251,7 +251,7 @@ func TestHelpSchemesAccepted(t *testing.T) {
 func TestParseDuration(t *testing.T) {
 	good := map[string]time.Duration{
 		"30": 30 * time.Second, "0.5": 500 * time.Millisecond, "500ms": 500 * time.Millisecond,
-		"1m30s": 90 * time.Second, "0": 0, " 2s ": 2 * time.Second,
+		"1m30s": 90 * time.Second, "0": 0, " 2s ": 2 * time.Second, "30.5": 30500 * time.Millisecond, "\t30s\r\n": 30 * time.Second,
 	}
 	for in, w := range good {
 		if d, err := ParseDuration(in); err != nil || d != w {
@@ -263,12 +263,14 @@ func TestParseDuration(t *testing.T) {
 		"": "empty duration", "abc": "not a duration", "NaN": "not a duration", "5 s": "not a duration",
 		"1.2.3s": "not a duration", "+-1s": "not a duration", "1h2": "not a duration",
 		"-1": "not a duration from 0 up", "-1s": "not a duration from 0 up", "-9999999h": "not a duration from 0 up",
-		"Inf": "too long", "1e300": "too long", "9999999h": "too long", "9223372037": "too long",
+		"9999999h": "too long", "9223372037": "too long",
 		"2562047h47m17s": "too long", "1h9999999999999999999ns": "too long",
 		// Not 0, which means none where a duration may be 0.
-		"1e-10": "shorter than a nanosecond", "0.5ns": "shorter than a nanosecond",
-		// What strconv.ParseFloat reads besides decimals, and no spec means.
-		"0x1p5": "not a duration", "1_0": "not a duration",
+		"0.0000000001": "shorter than a nanosecond", "0.5ns": "shorter than a nanosecond",
+		// What strconv.ParseFloat reads besides decimals, and no spec means; a sign.
+		"0x1p5": "not a duration", "1_0": "not a duration", "1e2": "not a duration", "1e300": "not a duration",
+		"1e-10": "not a duration", "Inf": "not a duration", "-Inf": "not a duration", "+30s": "not a duration",
+		"+30": "not a duration", "+0": "not a duration", ".": "not a duration",
 	}
 	for in, want := range bad {
 		d, err := ParseDuration(in)
