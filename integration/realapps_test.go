@@ -710,3 +710,69 @@ func TestRealAppWorkerOfAnotherUser(t *testing.T) {
 		adaptiveOnOne(t, a, bin, addr, "--drain-ports", addr)
 	})
 }
+
+// A pre-fork master that passes the stop signal on to its workers (gunicorn, on Debian's
+// python3-flask): under the default --forward group each worker got SIGTERM from drainit and
+// again from the master, and some died of the second ("terminated due to signal 15": 2 to 7 of
+// 9 workers a stop). drainit warns of it as it sends the stop signal; with --forward child there
+// is no warning and no worker dies of a signal. An app whose children run another program, the
+// stop signal caught by the app alone, gets no warning.
+func TestPreForkMasterWarned(t *testing.T) {
+	const warning = "the app looks like a pre-fork master"
+	gunicorn := lookProgram(t, "gunicorn", "gunicorn")
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "app.py"), []byte("from flask import Flask\napp = Flask(__name__)\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := testenv.FreeLoopbackAddr(t)
+	serving := func() bool { // a worker answered: it has set its signal handlers
+		resp, err := http.Get("http://" + addr + "/")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil
+	}
+	for _, c := range []struct {
+		name, forward string
+		app           []string
+		booted        func(string) bool // the line the app writes for each of its 9 children
+		ready         func() bool
+		warned        bool
+	}{
+		{"gunicorn", "group", []string{gunicorn, "--chdir", dir, "-w", "9", "-b", addr, "app:app"}, lines.Containing("Booting worker with pid"), serving, true},
+		{"gunicorn", "child", []string{gunicorn, "--chdir", dir, "-w", "9", "-b", addr, "app:app"}, lines.Containing("Booting worker with pid"), serving, false},
+		{"shell", "group", []string{"sh", "-c", `trap "exit 0" TERM; for i in 1 2 3 4 5 6 7 8 9; do sleep 300 & echo up >&2; done; wait`},
+			func(l string) bool { return l == "up" }, func() bool { return true }, false},
+	} {
+		t.Run(c.name+"-"+c.forward, func(t *testing.T) {
+			d := start(t, spec{mode: subreaper, args: []string{"--forward", c.forward, "--drain-delay", "0", "--grace-period", "10s"}, app: c.app})
+			d.stderr.Await(t, waitTimeout, "a line for each of the 9 children", func(ls []string) bool {
+				return len(slices.DeleteFunc(ls, func(l string) bool { return !c.booted(l) })) == 9
+			})
+			var last time.Time
+			for _, l := range d.stderr.Lines() {
+				if c.booted(l.Text) && l.At.After(last) {
+					last = l.At
+				}
+			}
+			waitUntil(t, waitTimeout, "the app serves", c.ready)
+			// drainit counts a child a worker once it has run a second (a child just forked still
+			// runs its parent's program until its exec).
+			waitUntil(t, waitTimeout, "the children a second old", func() bool { return time.Since(last) > 1100*time.Millisecond })
+			d.signal(syscall.SIGTERM)
+			if st := d.wait(waitTimeout); st != (exitStatus{code: 0}) {
+				t.Fatalf("drainit: %v, want exit 0\n%s", st, d.dump())
+			}
+			warned := false
+			for _, e := range d.logs() {
+				warned = warned || strings.HasPrefix(e.msg(), warning)
+			}
+			if warned != c.warned {
+				t.Errorf("warned of a pre-fork master: %v, want %v\n%s", warned, c.warned, d.dump())
+			}
+			if n := d.stderr.Count(lines.Containing("terminated due to signal")); c.forward == "child" && n > 0 {
+				t.Errorf("with --forward child, %d workers died of a signal\n%s", n, d.dump())
+			}
+		})
+	}
+}

@@ -548,9 +548,24 @@ func (s *Supervisor) reaped(m *machine, waitFlags int) []action {
 // SIGCONT it may report or act on, before or after the stop signal, in no order it can rely on.)
 // Forwarded signals resume nothing: job control stays the user's.
 func (s *Supervisor) send(to target, sig unix.Signal) {
+	if to == toAppStop && s.cfg.Forward == config.ForwardGroup && !s.appReaped {
+		s.warnRelay(sig)
+	}
 	s.deliver(to, sig)
 	if (to == toAppStop || to == toEverything) && !holdsStopped(sig) && s.proc.stopped(s.appPid, s.appReaped, to == toEverything) {
 		s.deliver(to, unix.SIGCONT)
+	}
+}
+
+// warnRelay warns, as the stop signal goes to the app's group, when the app has the shape of a
+// pre-fork master (processes.workers): if it passes the signal on to its workers, as such masters
+// do, each gets it twice. Looked at then, not at start: the workers are forked once the app runs.
+func (s *Supervisor) warnRelay(sig unix.Signal) {
+	if n := s.proc.workers(s.appPid, sig); n > 0 {
+		s.loopLog.Warn().Int("workers", n).Str("signal", signals.Name(sig)).
+			Msg("the app looks like a pre-fork master: it handles the stop signal, and so do the processes it forked that run its program in its group; " +
+				"if it passes the signal on to them (gunicorn, uWSGI, unicorn, puma, nginx do), each gets it twice with --forward group and may die of the second " +
+				"before its requests are done: set --forward child (DRAINIT_FORWARD=child)")
 	}
 }
 

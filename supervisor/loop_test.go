@@ -45,6 +45,8 @@ type fakeProcesses struct {
 	// signal, as under a flood.
 	gate chan struct{}
 	stop bool // what stopped reports: the app stopped by job control
+	// forked is what workers reports: the app's forked children that catch the signal.
+	forked int
 }
 
 func newFake() *fakeProcesses { return &fakeProcesses{notify: make(chan sent, 64)} }
@@ -70,6 +72,11 @@ func (f *fakeProcesses) stopped(int, bool, bool) bool {
 	return f.stop
 }
 func (f *fakeProcesses) survivors() []string { return nil }
+func (f *fakeProcesses) workers(int, unix.Signal) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.forked
+}
 func (f *fakeProcesses) reap(int) (exits []exit, none bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -490,6 +497,32 @@ func TestLoopStopSignalResumesTheApp(t *testing.T) {
 		}
 		if got := r.fake.signals(); !slices.Equal(got, want) {
 			t.Errorf("app stopped %v: signals sent %v, want %v", stopped, got, want)
+		}
+	}
+}
+
+// An app with the shape of a pre-fork master (processes.workers) is warned of as the stop
+// signal goes to its group: its workers may get the signal twice. Not with --forward child, and
+// not for an app without such workers.
+func TestLoopWarnsOfPreForkMaster(t *testing.T) {
+	const msg = "the app looks like a pre-fork master"
+	for _, c := range []struct {
+		forward config.Forward
+		workers int
+		warned  bool
+	}{{config.ForwardGroup, 3, true}, {config.ForwardChild, 3, false}, {config.ForwardGroup, 0, false}} {
+		r := newRun(t, Options{}, func(cfg *config.Config) { cfg.DrainDelay, cfg.Forward = 0, c.forward })
+		r.fake.forked = c.workers
+		r.start(t)
+		r.sigs <- unix.SIGTERM
+		r.awaitSignal(t, sent{unix.SIGTERM, false}, 5*time.Second)
+		r.appExits(exited(0))
+		r.wait(t, 5*time.Second)
+		r.log.mu.Lock()
+		log := r.log.b.String()
+		r.log.mu.Unlock()
+		if got := strings.Contains(log, `"level":"warn","workers":3,"signal":"SIGTERM"`) && strings.Contains(log, msg); got != c.warned {
+			t.Errorf("--forward %v, %d workers: warned %v, want %v\n%s", c.forward, c.workers, got, c.warned, log)
 		}
 	}
 }

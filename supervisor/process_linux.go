@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -32,6 +33,9 @@ type processes interface {
 	// stopped reports whether the app (unless reaped), or with everything any process drainit
 	// can end, is stopped by job control (SIGSTOP, SIGTSTP) or a tracer.
 	stopped(app int, reaped, everything bool) bool
+	// workers counts the app's children in its process group that run the app's program and, as
+	// the app does, catch sig: a pre-fork master's workers (see linuxProcesses.workers).
+	workers(app int, sig unix.Signal) int
 	// survivors describes each process drainit still sees below it, with what keeps it from
 	// ending or from being reaped, once drainit has given up waiting for it after SIGKILL.
 	survivors() []string
@@ -118,6 +122,45 @@ func signalEach(sig unix.Signal, list func() []int, kill func(int, unix.Signal) 
 		}
 	}
 }
+
+// workers is the shape of a pre-fork server (gunicorn, uWSGI, unicorn, puma, nginx, haproxy -W):
+// a master that handles the stop signal, and children it forked that run the same program, in
+// its group, handling it too. Such a master usually stops its workers itself, passing the signal
+// on, and a group-wide stop signal gets each of them it twice (seen: gunicorn, 2 to 7 of 9
+// workers "terminated due to signal 15", their graceful stop cut short). Children that run
+// another program (a shell's commands, a helper), or that leave the signal at its default, are
+// not counted, nor one younger than workerAge.
+func (linuxProcesses) workers(app int, sig unix.Signal) int {
+	exe, err := proc.Exe("/proc", app)
+	var now unix.Timespec
+	if err != nil || !proc.Catches("/proc", app, int(sig)) || unix.ClockGettime(unix.CLOCK_BOOTTIME, &now) != nil {
+		return 0
+	}
+	// /proc's start times count USER_HZ ticks since boot, 100 a second on every architecture Go
+	// builds drainit for.
+	latest := uint64(now.Nano()-workerAge.Nanoseconds()) / uint64(time.Second/100)
+	n := 0
+	for _, c := range proc.Children("/proc", app) {
+		b, err := proc.StatLine("/proc", c)
+		if err != nil {
+			continue
+		}
+		st, err := proc.ParseStat(b)
+		start, serr := proc.ParseStartTime(b)
+		if err != nil || serr != nil || st.PGID != app || st.Gone() || start > latest || !proc.Catches("/proc", c, int(sig)) {
+			continue
+		}
+		if ce, err := proc.Exe("/proc", c); err == nil && os.SameFile(exe, ce) {
+			n++
+		}
+	}
+	return n
+}
+
+// workerAge is how long a child must have run to count as a worker: one just forked runs its
+// parent's program, with its parent's handlers, until its exec (seen: the sleeps of a shell's
+// `sleep 300 &`, taken for workers when the stop came a few milliseconds after the forks).
+const workerAge = time.Second
 
 func (linuxProcesses) reap(extraFlags int) ([]exit, bool) { return reap(extraFlags) }
 

@@ -196,3 +196,61 @@ func TestSignalEachOnce(t *testing.T) {
 		t.Errorf("signals per pid: %v, want %v", got, want)
 	}
 }
+
+// workers counts a pre-fork master's workers, and nothing that merely looks like one: children
+// that run another program, or leave the signal at its default, or a master that leaves it at
+// its default (its workers then stop on the group-wide signal alone). Shell scripts, since a Go
+// program's runtime catches every signal. The master prints "up" for each child started.
+func TestWorkers(t *testing.T) {
+	const (
+		catch  = `trap "exit 0" TERM; `
+		loop   = `while :; do sleep 1; done`
+		worker = `sh -c '` + catch + `echo up; ` + loop + `' & `
+		idle   = `sh -c 'echo up; ` + loop + `' & `
+		other  = `awk 'BEGIN { print "up"; fflush(); system("sleep 60") }' & ` // up once awk runs
+	)
+	for i, c := range []struct {
+		master, child string
+		want          int
+	}{{catch, worker, 3}, {catch, idle, 0}, {catch, other, 0}, {"", worker, 0}} {
+		script := c.master + strings.Repeat(c.child, 3) + "wait"
+		t.Run(strconv.Itoa(i), func(t *testing.T) {
+			t.Parallel()
+			countWorkers(t, script, c.want)
+		})
+	}
+}
+
+// countWorkers runs script as the app and wants workers to find none among its children at
+// once, and want of them once they are workerAge old. The script writes "up" for each of 3.
+func countWorkers(t *testing.T, script string, want int) {
+	cmd := exec.Command("sh", "-c", script)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // as the app is started
+	out, err := cmd.StdoutPipe()
+	if err == nil {
+		err = cmd.Start()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = unix.Kill(-cmd.Process.Pid, unix.SIGKILL)
+		_ = cmd.Wait()
+	})
+	r := bufio.NewReader(out)
+	for range 3 {
+		if line, err := r.ReadString('\n'); line != "up\n" {
+			t.Fatalf("%s: said %q (%v), not up", script, line, err)
+		}
+	}
+	// The children print "up" once their trap is set (a shell sets it before running what
+	// follows it). Younger than workerAge, none counts yet.
+	if got := (linuxProcesses{}).workers(cmd.Process.Pid, unix.SIGTERM); got != 0 {
+		t.Errorf("%s: %d workers just forked, want 0", script, got)
+	}
+	// What is awaited is the age itself (and a tick of /proc's start times, 10 ms, more).
+	<-time.After(workerAge + 20*time.Millisecond)
+	if got := (linuxProcesses{}).workers(cmd.Process.Pid, unix.SIGTERM); got != want {
+		t.Errorf("%s: %d workers, want %d", script, got, want)
+	}
+}

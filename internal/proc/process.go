@@ -141,3 +141,14 @@ func Command(root string, pid int) string {
 	}
 	return strings.TrimSuffix(string(b), "\n")
 }
+
+// Catches reports whether pid has a handler for signal sig (1-64), from the SigCgt mask of
+// ROOT/PID/status; false once pid is gone or the line cannot be read.
+func Catches(root string, pid, sig int) bool {
+	v, err := StatusField(root, pid, "SigCgt")
+	if err != nil || sig < 1 || sig > 64 {
+		return false
+	}
+	mask, err := strconv.ParseUint(v, 16, 64)
+	return err == nil && mask&(1<<(sig-1)) != 0
+}

@@ -260,3 +260,24 @@ func TestGroupOrphaned(t *testing.T) {
 		})
 	}
 }
+
+// Catches reads SigCgt's bit for the signal: bit N-1 for signal N.
+func TestCatches(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "7"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// gunicorn's master: HUP, INT, QUIT, USR1, USR2, TERM, CHLD, TTIN, TTOU, WINCH and more.
+	status := "Name:\tgunicorn\nSigBlk:\t0000000000000000\nSigCgt:\t0000000008314a07\n"
+	if err := os.WriteFile(filepath.Join(root, "7", "status"), []byte(status), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for sig, want := range map[int]bool{1: true, 2: true, 3: true, 9: false, 10: true, 15: true, 17: true, 28: true, 64: false, 0: false, 65: false} {
+		if got := Catches(root, 7, sig); got != want {
+			t.Errorf("Catches(signal %d) = %v, want %v", sig, got, want)
+		}
+	}
+	if Catches(root, 8, 15) {
+		t.Error("a process that is gone catches SIGTERM")
+	}
+}
