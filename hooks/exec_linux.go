@@ -204,7 +204,8 @@ func (p *hookProcess) group() group {
 		return g
 	}
 	for _, pid := range proc.Pids("/proc") {
-		if m, ok := groupMember(pid, p.pid); ok {
+		// Not the leader: once it is reaped, a process with its pid is a stranger.
+		if m, ok := groupMember(pid, p.pid); ok && pid != p.pid {
 			g.known = append(g.known, m)
 		}
 	}

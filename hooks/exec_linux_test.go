@@ -1,6 +1,7 @@
 package hooks
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -396,4 +397,59 @@ func TestExecStopSparesReusedGroup(t *testing.T) {
 	if gone(stranger) {
 		t.Errorf("the stranger leading a group of the reaped hook's id was killed; Run = %v", runErr)
 	}
+}
+
+// Without the leader's pidfd (and so on a kernel before Linux 6.9, which cannot signal a group
+// through one) the group gets a signal by its id while the leader is unreaped, and after that
+// through the members seen while it was: here a member that ignores SIGTERM still gets the
+// SIGKILL once its leader has died of the SIGTERM and been reaped.
+func TestExecGroupWithoutPidfd(t *testing.T) {
+	t.Parallel()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	pid, exit, err := children().start(func() (int, error) {
+		return syscall.ForkExec(self, []string{self, "hooks-helper", "tree"},
+			&syscall.ProcAttr{Files: []uintptr{0, w.Fd(), 2}, Sys: &syscall.SysProcAttr{Setpgid: true}})
+	})
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Kill(-pid, unix.SIGKILL) })
+	out := bufio.NewReader(r)
+	var gc int
+	if line, err := out.ReadString('\n'); err != nil || !strings.HasPrefix(line, "gc ") {
+		t.Fatalf("the hook said %q (%v), not gc PID", line, err)
+	} else {
+		gc, _ = strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "gc ")))
+	}
+	t.Cleanup(func() { _ = unix.Kill(gc, unix.SIGKILL) })
+	if line, err := out.ReadString('\n'); err != nil || !strings.HasPrefix(line, "child ") {
+		t.Fatalf("the hook said %q (%v), not child PID", line, err)
+	}
+
+	p := &hookProcess{pid: pid, pidfd: -1, exit: exit}
+	g := p.group()
+	if g.byFD || len(g.known) != 1 || g.known[0].pid != gc {
+		t.Fatalf("group without a pidfd: by pidfd %v, members seen %v; want the grandchild %d alone", g.byFD, g.known, gc)
+	}
+	if !g.signal(unix.SIGTERM) {
+		t.Fatal("SIGTERM reached no member")
+	}
+	waitFor(t, "the leader reaped", func() bool { return len(exit) == 1 })
+	if p.unreaped() || gone(gc) {
+		t.Fatalf("after the SIGTERM: leader unreaped %v, grandchild (ignores SIGTERM) gone %v", p.unreaped(), gone(gc))
+	}
+	if !g.signal(unix.SIGKILL) {
+		t.Fatal("SIGKILL reached no member once the leader was reaped")
+	}
+	waitFor(t, "the grandchild killed", func() bool { return gone(gc) })
+	waitFor(t, "the group empty", func() bool { return groupEmpty(g) })
 }
