@@ -564,8 +564,8 @@ func (s *Supervisor) warnRelay(sig unix.Signal) {
 	if n := s.proc.workers(s.appPid, sig); n > 0 {
 		s.loopLog.Warn().Int("workers", n).Str("signal", signals.Name(sig)).
 			Msg("the app looks like a pre-fork master: it handles the stop signal, and so do the processes it forked that run its program in its group; " +
-				"if it passes the signal on to them (gunicorn, uWSGI, unicorn, puma, nginx do), each gets it twice with --forward group and may die of the second " +
-				"before its requests are done: set --forward child (DRAINIT_FORWARD=child)")
+				"if it passes the signal on to them (gunicorn, uWSGI, unicorn, puma, nginx, php-fpm do), each gets it twice with --forward group, " +
+				"and may die of the second before its requests are done (gunicorn's do): set --forward child (DRAINIT_FORWARD=child)")
 	}
 }
 
