@@ -149,8 +149,9 @@ func writePodNetwork(t testing.TB, dir string) {
 }
 
 // apiPod is a pod made through the API on the cluster node, on the pod network: the app's port
-// named http for the Service, and a readiness probe.
-func apiPod(t testing.TB, name string, port int, c container, readyPath string, readyPort int) string {
+// named http for the Service, a readiness probe, and any native sidecars (initContainers with
+// restartPolicy: Always), which share its network namespace.
+func apiPod(t testing.TB, name string, port int, c container, readyPath string, readyPort int, sidecars ...container) string {
 	t.Helper()
 	spec := c.manifest(imageTerm, fmt.Sprintf(":%d", controlPort), controlPort)
 	if l, ok := spec["lifecycle"].(map[string]any); ok {
@@ -166,11 +167,20 @@ func apiPod(t testing.TB, name string, port int, c container, readyPath string, 
 		"httpGet":       map[string]any{"path": readyPath, "port": readyPort},
 		"periodSeconds": 1, "failureThreshold": 1,
 	}
+	podSpec := map[string]any{"nodeName": cluster.NodeName, "terminationGracePeriodSeconds": 30, "containers": []any{spec}}
+	var inits []any
+	for _, s := range sidecars {
+		sc := s.manifest(imageTerm, "", 0)
+		sc["restartPolicy"] = "Always"
+		inits = append(inits, sc)
+	}
+	if inits != nil {
+		podSpec["initContainers"] = inits
+	}
 	b, err := json.Marshal(map[string]any{
 		"apiVersion": "v1", "kind": "Pod",
 		"metadata": map[string]any{"name": name, "labels": map[string]string{"app": "web"}},
-		"spec": map[string]any{"nodeName": cluster.NodeName,
-			"terminationGracePeriodSeconds": 30, "containers": []any{spec}},
+		"spec":     podSpec,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -179,14 +189,18 @@ func apiPod(t testing.TB, name string, port int, c container, readyPath string, 
 }
 
 // drainitPod is drainit with an adaptive drain (--drain-quiet quiet) in front of the test app on
-// port 18080, with an httpGet preStop to /prestop and its readiness probe on /readyz; it returns
-// the app's log and the pod's IP.
-func drainitPod(c *cluster.Cluster, n *node, quiet string) (*containerLog, string) {
+// port 18080, with an httpGet preStop to /prestop and its readiness probe on /readyz, and any
+// sidecars; it returns the app's log and the pod's IP.
+func drainitPod(c *cluster.Cluster, n *node, quiet string, sidecars ...container) (*containerLog, string) {
 	return n.apiStart(c, "web-a", apiPod(c.T, "web-a", 18080, container{name: "app",
 		env: map[string]string{"DRAINIT_DRAIN": "adaptive", "DRAINIT_DRAIN_QUIET": quiet,
 			"DRAINIT_DRAIN_MAX": "20s", "DRAINIT_GRACE_PERIOD": "30s"},
-		app: []string{"serve", "-addr", ":18080", "-graceful"}, preStop: "httpGet"}, "/readyz", controlPort))
+		app: []string{"serve", "-addr", ":18080", "-graceful"}, preStop: "httpGet"}, "/readyz", controlPort, sidecars...))
 }
+
+// meshSidecar is a native sidecar listening in the pod's network namespace, as a mesh proxy's
+// inbound and outbound ports are (Istio's 15006 and 15001), or an exporter's.
+var meshSidecar = container{name: "mesh", noDrainit: true, app: []string{"serve", "-addr", ":15006", "-graceful", "-name", "mesh"}}
 
 // plainPod is the test app alone on port 18081; it returns the pod's IP.
 func plainPod(c *cluster.Cluster, n *node) string {
@@ -352,6 +366,38 @@ func deleteWhileAnotherServes(t *testing.T, quiet string) {
 	}
 	lastA := l.Last(a)
 	t.Logf("after the DELETE: a's last connection %v, /prestop %v, the drain's end %v", lastA.Sub(t0), d.start.Sub(t0), d.end.Sub(t0))
+	d.endedQuiet(t, lastA)
+}
+
+// drainit's pod has a native sidecar that listens in its network namespace (a mesh proxy). The
+// namespace's PassiveOpens counter is then not the app's alone, and --drain-quiet auto used to
+// have no history before the drain, judge the drain's few own arrivals and wait for --drain-max
+// (20 s). The history of the app's own listeners gives it the rate: the drain ends quiet, after
+// the pod's last connection and well within the bound, no request failing.
+func TestClusterAutoBesideASidecar(t *testing.T) {
+	need(t)
+	c := cluster.Start(t)
+	n := startClusterNode(t, c)
+	ip := c.Service()
+	log, ipA := drainitPod(c, n, "auto", meshSidecar)
+	a := c.Answer(ipA, 18080)
+	l := c.LoadServedBy("http://"+ip+"/", a, c.Answer(plainPod(c, n), 18081))
+	defer l.End()
+	t0, d := deleteDrainitPod(t, c, log)
+	l.End()
+	_, found := logEvent(t, log, "adaptive drain: listeners found")
+	if _, failed := l.Count("", time.Time{}); failed > 0 {
+		t.Errorf("%d requests failed, want none:\n%s", failed, strings.Join(l.Errs(), "\n"))
+	}
+	_, over := logEvent(t, log, "adaptive drain over")
+	lastA := l.Last(a)
+	t.Logf("after the DELETE: a's last connection %v, /prestop %v, the drain's end %v; %v; %v", lastA.Sub(t0), d.start.Sub(t0), d.end.Sub(t0), found, over)
+	if fmt.Sprint(found["not_watched"]) == "[]" || !strings.Contains(fmt.Sprint(found["not_watched"]), ":15006: not the app's") {
+		t.Errorf("listeners not watched %v, want the sidecar's :15006", found["not_watched"])
+	}
+	if over["method"] != "sock-diag" || over["history_from"] != "app-listeners" {
+		t.Errorf("the drain counted with %v, history from %v: want sock-diag, the app's listeners", over["method"], over["history_from"])
+	}
 	d.endedQuiet(t, lastA)
 }
 
