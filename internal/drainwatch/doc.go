@@ -21,6 +21,13 @@
 // readable process holds while a process of the tree drainit may not read (another user's,
 // without CAP_SYS_PTRACE; a non-dumpable one) might, Start reports ReasonUnavailable with an
 // *UnwatchableError naming them (Result.Unwatchable), and the caller drains for its fixed delay.
+// A UNIX socket cannot be watched soundly, though sock_diag's unix_diag lists a listener's
+// connections (its icons, and the connected sockets that carry its name): nothing counts them
+// (no PassiveOpens for AF_UNIX), and a connection leaves nothing behind when it closes (no
+// TIME_WAIT), so a snapshot sees only those open at a poll. A proxy in the pod speaking HTTP/1.0
+// to the app's socket (nginx's proxy_pass to a gunicorn socket, by default) opens one per request,
+// closed within a millisecond or two: polled every 100 ms, nearly all would go unseen, and the
+// drain would end while they still came. So --drain-ports takes TCP endpoints only.
 // Unreadable processes are otherwise taken to hold only listeners the others hold (workers
 // inherit their parent's); where the others hold none, Start reports ReasonUnavailable naming
 // those processes. Config.Setup receives what was found: each watched listener with the
