@@ -127,6 +127,29 @@ type spec struct {
 	// logPipe, where not 0, is the capacity of drainit's stderr pipe (Linux's default: 64 KiB;
 	// its least: a page), so that a slow reader gets to the end of it within drainTimeout.
 	logPipe int
+	// ignore and block are the signals ignored and blocked as the run starts (before the
+	// launcher, which may change them): exactly these, none when empty, whatever the test
+	// runner's own are (`nohup go test` ignores HUP). See sigconf.
+	ignore, block []syscall.Signal
+}
+
+// sigconf is the argv prefix every run starts with: testapp's _sigconf, which sets exactly the
+// signals of s.ignore ignored and those of s.block blocked, and execs the rest. A test's drainit
+// (and so its app) would otherwise start with whatever the runner had: the children of a Go
+// program inherit an ignored HUP or INT (the runtime keeps them ignored), an ignored TSTP, TTIN,
+// TTOU or CONT, and the forking thread's mask.
+func sigconf(s spec) []string {
+	list := func(sigs []syscall.Signal) string {
+		if len(sigs) == 0 {
+			return "-"
+		}
+		names := make([]string, len(sigs))
+		for i, sig := range sigs {
+			names[i] = strconv.Itoa(int(sig))
+		}
+		return strings.Join(names, ",")
+	}
+	return []string{testappBin, "_sigconf", list(s.ignore), list(s.block), "--"}
 }
 
 // drainitRun is a running (or finished) drainit.
@@ -188,7 +211,7 @@ func start(t *testing.T, s spec) *drainitRun {
 		}
 		drainit, sys = l.Argv, l.Sys
 	}
-	argv := append(append([]string{}, s.launcher...), drainit...)
+	argv := append(append(sigconf(s), s.launcher...), drainit...)
 
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.SysProcAttr = sys

@@ -165,6 +165,8 @@ func main() {
 	// A launcher for tests, not started by the modes above.
 	case "_blocked":
 		err = blockedExec(args)
+	case "_sigconf":
+		err = sigconfExec(args)
 	case "_ignoring":
 		err = ignoringExec(args)
 	case "_netns":
@@ -724,6 +726,82 @@ func blockedExec(args []string) error {
 		return fmt.Errorf("blocking %s: %w", args[0], err)
 	}
 	return syscall.Exec(path, args[2:], os.Environ())
+}
+
+// sigconfExec execs PROG with exactly the signals in IGN ignored and exactly those in BLK
+// blocked (comma-separated names or numbers, "-" for none), whatever this process started with:
+// the integration tests start every drainit through it, so that a runner's own (nohup's ignored
+// HUP, a blocked signal) cannot reach what they check. The dispositions are set raw
+// (rt_sigaction: os/signal's Ignore cannot ignore SEGV); exec turns every handler, the Go
+// runtime's included, into the default action and keeps SIG_IGN, and it keeps the calling
+// thread's mask.
+func sigconfExec(args []string) error {
+	if len(args) < 4 || args[2] != "--" {
+		return errors.New("usage: _sigconf IGN BLK -- PROG [ARG...] (IGN, BLK: SIG[,SIG...] or -)")
+	}
+	ign, err := sigList(args[0])
+	if err != nil {
+		return err
+	}
+	blk, err := sigList(args[1])
+	if err != nil {
+		return err
+	}
+	path, err := exec.LookPath(args[3])
+	if err != nil {
+		return err
+	}
+	type sigaction struct {
+		handler, flags, restorer uintptr
+		mask                     uint64
+	}
+	var set unix.Sigset_t
+	for sig := syscall.Signal(1); sig <= signals.MaxSignal; sig++ {
+		if sig == syscall.SIGKILL || sig == syscall.SIGSTOP {
+			continue
+		}
+		var old sigaction
+		act := sigaction{} // SIG_DFL
+		if ign&(1<<(sig-1)) != 0 {
+			act.handler = 1 // SIG_IGN
+		}
+		if _, _, errno := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), 0, uintptr(unsafe.Pointer(&old)), 8, 0, 0); errno != 0 {
+			return fmt.Errorf("reading the action of signal %d: %w", sig, errno)
+		}
+		// Only what exec would keep needs setting: SIG_IGN, to be set or to be undone.
+		if (old.handler == 1) != (act.handler == 1) {
+			if _, _, errno := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&act)), 0, 8, 0, 0); errno != 0 {
+				return fmt.Errorf("setting the action of signal %d: %w", sig, errno)
+			}
+		}
+		if blk&(1<<(sig-1)) != 0 {
+			set.Val[(sig-1)/64] |= 1 << ((uint(sig) - 1) % 64)
+		}
+	}
+	runtime.LockOSThread()
+	if err := unix.PthreadSigmask(unix.SIG_SETMASK, &set, nil); err != nil {
+		return fmt.Errorf("blocking %s: %w", args[1], err)
+	}
+	return syscall.Exec(path, args[3:], os.Environ())
+}
+
+// sigList reads "-" or SIG[,SIG...], names or numbers, as a mask with bit N-1 for signal N.
+func sigList(list string) (uint64, error) {
+	var mask uint64
+	if list == "-" {
+		return 0, nil
+	}
+	for name := range strings.SplitSeq(list, ",") {
+		sig := signalByName(name)
+		if n, err := strconv.Atoi(name); err == nil {
+			sig = syscall.Signal(n)
+		}
+		if sig < 1 || sig > signals.MaxSignal {
+			return 0, fmt.Errorf("unknown signal %q", name)
+		}
+		mask |= 1 << (sig - 1)
+	}
+	return mask, nil
 }
 
 // ignoringExec execs PROG with the signals ignored. os/signal's Ignore sets SIG_IGN for every
