@@ -1,8 +1,7 @@
 package integration
 
 import (
-	"fmt"
-	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/drainit/drainit/integration/lines"
 	"github.com/drainit/drainit/integration/testbin"
-	"github.com/drainit/drainit/internal/proc"
 )
 
 // ignoring is a launcher that ignores HUP and TSTP and execs the rest of its arguments, as
@@ -243,58 +241,94 @@ func TestIgnoredStopSignalWarns(t *testing.T) {
 	})
 }
 
-// blocking is a launcher that blocks signals and execs the rest of its arguments, as a parent
-// does that leaves its sigprocmask in place across the exec of drainit: TERM, which the Go
-// runtime unblocks on its threads to hear it, and USR1, USR2, PIPE, ALRM and WINCH, which it
-// leaves blocked until they are registered.
-func blocking() []string {
-	return []string{testappBin, "_blocked", "TERM,USR1,USR2,PIPE,ALRM,WINCH", "--"}
+// inheritedIgnored and inheritedBlocked are what TestAppStartsWithInheritedSignals starts
+// drainit with: signals the Go runtime hides (USR2, SEGV, TERM), ones it leaves visible (INT,
+// TTOU, TTIN), ones drainit registers only once the app runs (40, 45: RTMIN+6, RTMIN+11).
+var (
+	inheritedIgnored = []syscall.Signal{syscall.SIGINT, syscall.SIGSEGV, syscall.SIGUSR2, syscall.SIGTTOU, 40}
+	inheritedBlocked = []syscall.Signal{syscall.SIGUSR1, syscall.SIGTERM, syscall.SIGTTIN, 45}
+)
+
+// notInherited are the documented exceptions (README, "Ignored signals are inherited" and
+// "Blocked signals are inherited"): SEGV ignored, whose handler the Go runtime keeps and resets
+// to the default in the child; TERM blocked, which the runtime unblocks before any of drainit's
+// code can see it.
+var notInherited = struct{ ignored, blocked uint64 }{1 << (syscall.SIGSEGV - 1), 1 << (syscall.SIGTERM - 1)}
+
+// sigMasks reads the SigIgn and SigBlk lines of a /proc/PID/status text.
+func sigMasks(t *testing.T, status string) (ign, blk uint64) {
+	t.Helper()
+	return parseMask(t, statusLine(status, "SigIgn:"), "SigIgn:"), parseMask(t, statusLine(status, "SigBlk:"), "SigBlk:")
 }
 
-// The app and the hooks start with no signal blocked, whatever drainit started with: a blocked
-// stop signal would reach the app only as the SIGKILL. Started with USR1 blocked and USR1 as the
-// stop signal, the app (sleep, which leaves its mask alone, as a shell does not: dash unblocks
-// everything as it starts) ends by its stop signal at once; its mask and a post-stop hook's are
-// empty, and drainit logs which signals it found blocked.
-func TestBlockedSignalsUnblockedForApp(t *testing.T) {
+// The app starts with the dispositions and the mask drainit started with, as exec gives them
+// (and tini): nothing of drainit's own, such as the 32 and 34 it must not die of (it used to
+// ignore them, and the app inherited them ignored), and the mask kept, not emptied. What
+// drainit started with is what the same launcher gives cat without drainit; the app is cat,
+// which changes neither.
+func TestAppStartsWithInheritedSignals(t *testing.T) {
+	s := spec{ignore: inheritedIgnored, block: inheritedBlocked, app: []string{"cat", "/proc/self/status"}}
+	direct := sigconf(s)
+	out, err := exec.Command(direct[0], append(direct[1:], s.app...)...).Output()
+	if err != nil {
+		t.Fatalf("the launcher without drainit: %v", err)
+	}
+	wantIgn, wantBlk := sigMasks(t, string(out))
+	wantIgn &^= notInherited.ignored
+	wantBlk &^= notInherited.blocked
 	eachMode(t, func(t *testing.T, m mode) {
-		d := start(t, spec{mode: m, launcher: blocking(),
-			args: []string{"--stop-signal", "USR1", "--drain-delay", "0", "--grace-period", "8s",
-				"--post-stop-exec", `["grep","^SigBlk:","/proc/self/status"]`},
-			app: []string{"sleep", "30"}})
-		d.stderr.AwaitContains(t, waitTimeout, "app started")
-		app := proc.Children("/proc", d.pid)
-		if len(app) != 1 {
-			t.Fatalf("drainit has children %v, want the app alone\n%s", app, d.dump())
+		s.mode = m
+		d := start(t, s)
+		if got := d.wait(waitTimeout); got != (exitStatus{code: 0}) {
+			t.Fatalf("drainit: %v, want exit 0\n%s", got, d.dump())
 		}
-		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", app[0]))
-		if err != nil {
-			t.Fatal(err)
+		ign, blk := sigMasks(t, strings.Join(d.stdout.Texts(), "\n"))
+		if ign != wantIgn {
+			t.Errorf("the app's SigIgn %016x, want %016x, what drainit started with (but SEGV)", ign, wantIgn)
 		}
-		if mask := parseMask(t, statusLine(string(status), "SigBlk:"), "SigBlk:"); mask != 0 {
-			t.Errorf("the app started with signals blocked (SigBlk %016x), want none", mask)
+		if blk != wantBlk {
+			t.Errorf("the app's SigBlk %016x, want %016x, what drainit started with (but TERM)", blk, wantBlk)
 		}
-		d.signal(syscall.SIGTERM)
-		if got := d.wait(waitTimeout); got != (exitStatus{code: 128 + int(syscall.SIGUSR1)}) {
-			t.Fatalf("drainit: %v, want exit %d (the app ended by its stop signal USR1)\n%s", got, 128+syscall.SIGUSR1, d.dump())
-		}
-		var hook string
-		var logged []string
-		for _, e := range d.logs() {
-			switch {
-			case e.str("hook") != "" && strings.HasPrefix(e.msg(), "SigBlk:"):
-				hook = e.msg()
-			case e.msg() == "signals blocked when drainit started are unblocked for the app and the hooks":
-				logged = e.strs("signals")
+	})
+}
+
+// The exec hooks, unlike the app, start with no signal blocked: drainit stops a hook with
+// SIGTERM at its deadline. drainit logs which signals the app starts with blocked, and warns
+// when one of them is its stop signal (the app would get it only if it unblocked it itself:
+// sleep does not, a shell does), and not otherwise.
+func TestBlockedSignalsStayBlockedForApp(t *testing.T) {
+	eachMode(t, func(t *testing.T, m mode) {
+		for _, stop := range []string{"USR1", "USR2"} {
+			d := start(t, spec{mode: m, block: []syscall.Signal{syscall.SIGTERM, syscall.SIGUSR1, syscall.SIGPIPE, syscall.SIGWINCH},
+				args: []string{"--stop-signal", stop, "--post-stop-exec", `["grep","^SigBlk:","/proc/self/status"]`},
+				app:  []string{"true"}})
+			if got := d.wait(waitTimeout); got != (exitStatus{code: 0}) {
+				t.Fatalf("drainit: %v, want exit 0\n%s", got, d.dump())
 			}
-		}
-		if hook == "" {
-			t.Errorf("the post-stop hook logged no SigBlk line\n%s", d.dump())
-		} else if mask := parseMask(t, hook, "SigBlk:"); mask != 0 {
-			t.Errorf("the post-stop hook started with signals blocked (SigBlk %016x), want none", mask)
-		}
-		if want := []string{"SIGUSR1", "SIGUSR2", "SIGPIPE", "SIGALRM", "SIGWINCH"}; !slices.Equal(logged, want) {
-			t.Errorf("drainit logged %q as blocked at its start, want %q (TERM the Go runtime unblocks itself)\n%s", logged, want, d.dump())
+			var hook string
+			var logged []string
+			warned := 0
+			for _, e := range d.logs() {
+				switch {
+				case e.str("hook") != "" && strings.HasPrefix(e.msg(), "SigBlk:"):
+					hook = e.msg()
+				case e.msg() == "signals blocked when drainit started stay blocked for the app (not for the exec hooks)":
+					logged = e.strs("signals")
+				case strings.HasPrefix(e.msg(), "a stop signal was blocked when drainit started"):
+					warned++
+				}
+			}
+			if hook == "" {
+				t.Errorf("the post-stop hook logged no SigBlk line\n%s", d.dump())
+			} else if mask := parseMask(t, hook, "SigBlk:"); mask != 0 {
+				t.Errorf("the post-stop hook started with signals blocked (SigBlk %016x), want none", mask)
+			}
+			if want := []string{"SIGUSR1", "SIGPIPE", "SIGWINCH"}; !slices.Equal(logged, want) {
+				t.Errorf("drainit logged %q as blocked for the app, want %q (TERM the Go runtime unblocks itself)\n%s", logged, want, d.dump())
+			}
+			if want := map[string]int{"USR1": 1, "USR2": 0}[stop]; warned != want {
+				t.Errorf("--stop-signal %s: %d warnings that the stop signal is blocked, want %d\n%s", stop, warned, want, d.dump())
+			}
 		}
 	})
 }

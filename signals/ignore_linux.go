@@ -2,23 +2,59 @@ package signals
 
 import (
 	"fmt"
+	"reflect"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-// IgnoreUncatchable makes the uncatchable signals the runtime leaves at their default action
-// (32 and 34) ignored, so that none of them can end drainit. Ignored dispositions survive exec:
-// the app starts with them ignored too, which an app that installs its own handler (glibc does
-// for 32) never notices.
-func IgnoreUncatchable() error {
+// DiscardUncatchable makes the uncatchable signals the runtime leaves at their default action
+// (32 and 34) do nothing to drainit, so that none of them can end it, and leaves the app to get
+// them as drainit got them: at their default action, or ignored when they were ignored at start.
+//
+// SIG_IGN would do for drainit, but exec keeps an ignored disposition: the app would start with
+// 32 and 34 ignored, which no other init does (a glibc app's SIGRTMIN at its default action is
+// its end; tini's own signal test checks it). exec resets a handler to the default action
+// instead, so drainit gives them a handler that returns at once (discard). The Go runtime's
+// child between fork and exec leaves it in place (it resets only the signals it handles itself),
+// and a signal that reaches the child there is discarded too.
+//
+// A signal already ignored is left so: the runtime never installs anything on 32 or 34, so
+// their disposition now is the one drainit inherited, with its entry point or without.
+func DiscardUncatchable() error {
+	// The runtime's own action for SEGV, which it installs in every Go program, has the flags
+	// and the restorer a handler needs on this architecture (SA_ONSTACK: the kernel's frame
+	// goes on the thread's signal stack, never on a goroutine's small one; SA_RESTORER on
+	// amd64, which the kernel requires there).
+	act, err := sigaction(unix.SIGSEGV, nil)
+	if err != nil {
+		return fmt.Errorf("reading the runtime's action for SIGSEGV: %w", err)
+	}
+	act.handler = reflect.ValueOf(discard).Pointer()
 	for _, sig := range []unix.Signal{32, 34} {
-		if _, err := sigaction(sig, &kernelSigaction{handler: sigIgn}); err != nil {
-			return fmt.Errorf("ignoring signal %d: %w", sig, err)
+		old, err := sigaction(sig, nil)
+		if err != nil {
+			return fmt.Errorf("reading the action for signal %d: %w", sig, err)
+		}
+		if old.handler == sigIgn {
+			continue
+		}
+		if _, err := sigaction(sig, &act); err != nil {
+			return fmt.Errorf("setting a handler for signal %d: %w", sig, err)
 		}
 	}
 	return nil
 }
+
+// discard is the handler of 32 and 34: it returns to the kernel's signal frame at once. The
+// kernel calls it on any of drainit's threads, or in the child before exec, with no Go state
+// in place: it must touch nothing, not even the stack (nosplit: no stack check, which would
+// read the goroutine the interrupted code left in the g register; norace: no call into the
+// race detector). An empty function is one return instruction on every architecture.
+//
+//go:nosplit
+//go:norace
+func discard() {}
 
 // kernelSigaction is struct sigaction as the kernel takes it on amd64 and arm64 alike: handler,
 // flags, restorer, mask. All zero is SIG_DFL with nothing more.

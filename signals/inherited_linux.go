@@ -67,7 +67,8 @@ func InheritedIgnored() (ignored []unix.Signal, all bool) {
 //     resets it to the default in the child before exec.
 //   - ILL, TRAP, BUS, FPE, SEGV, STKFLT, SYS: the runtime's fault handlers, which Ignore does not
 //     replace. (A real fault is delivered even when ignored: the kernel forces it.)
-//   - 32, 33, 34: 33 is the runtime's; 32 and 34 are ignored anyway (IgnoreUncatchable).
+//   - 32, 33, 34: 33 is the runtime's; 32 and 34 need no Ignore: the runtime never touches
+//     them, so an inherited SIG_IGN stays as it was (DiscardUncatchable leaves it).
 func Keepable(sig unix.Signal) bool {
 	if sig < 1 || sig > MaxSignal {
 		return false

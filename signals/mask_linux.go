@@ -8,16 +8,15 @@ import (
 )
 
 // StartUnblocked runs fork, a fork and exec (syscall.ForkExec), with no signal blocked on the
-// calling thread, so that the child starts with none blocked, as under a shell or a container
-// runtime. drainit starts its app and its exec hooks so.
+// calling thread, so that the child starts with none blocked. drainit starts its exec hooks so:
+// a hook is drainit's own tool, which it stops with SIGTERM at its deadline, whatever mask
+// drainit's parent left. (The app is started with the mask drainit started with, as exec
+// would have it: see Blocked.)
 //
 // The Go runtime gives a child the signal mask of the thread that forks it (it saves the
 // thread's mask before the fork and the child sets it again before the exec), and drainit's
 // threads keep the mask drainit started with, but for the signals the runtime unblocks to handle
-// them itself (TERM, INT, HUP, QUIT and the faults among them). A parent that started drainit
-// with USR1 blocked (a supervisor's sigprocmask left in place across its exec) would otherwise
-// block it for the app too: with USR1 as the stop signal the app would get nothing but the
-// SIGKILL. dumb-init empties the child's mask too; tini restores the one it started with.
+// them itself (TERM, INT, HUP, QUIT and the faults among them).
 //
 // Only the forking thread is unblocked, and only for the fork: every signal drainit registers
 // before the app starts has the runtime's handler by then, so one that was pending is queued for
@@ -39,7 +38,10 @@ func StartUnblocked(fork func() (int, error)) (int, error) {
 
 // Blocked lists the signals blocked on the calling thread: on any of drainit's threads but the
 // Go runtime's signal thread, the ones drainit started with blocked, less those the runtime
-// unblocks to handle them itself. They are what StartUnblocked unblocks for a child.
+// unblocks before any of drainit's code runs (HUP, INT, QUIT, ILL, TRAP, ABRT, BUS, FPE, SEGV,
+// TERM, STKFLT, CHLD, PROF, SYS, URG and 32 to 34: the runtime's sigtable marks them to
+// be unblocked, or as ending the program). It is the mask the app starts with, and the one
+// StartUnblocked empties for a hook.
 func Blocked() []unix.Signal {
 	var set unix.Sigset_t
 	if unix.PthreadSigmask(unix.SIG_BLOCK, nil, &set) != nil {

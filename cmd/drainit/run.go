@@ -117,9 +117,7 @@ func runCmd(args []string, stdout io.Writer, stderr *os.File) int {
 		log.Warn().Msg(w)
 	}
 	logIgnored(log, cfg, reg.Ignored, reg.AllSeen)
-	if blocked := signals.Blocked(); len(blocked) > 0 {
-		log.Info().Strs("signals", signalNames(blocked)).Msg("signals blocked when drainit started are unblocked for the app and the hooks")
-	}
+	logBlocked(log, cfg, signals.Blocked())
 	log.Debug().Int("gomaxprocs", runtime.GOMAXPROCS(0)).Int("gomaxprocs_at_start", procsAtStart).Msg("drainit's Go code runs on one P")
 	sup := supervisor.New(cfg, opts, log, reg.Sigs, reg.Chld)
 	code, err := sup.Run(context.Background())
@@ -207,6 +205,27 @@ func logIgnored(log zerolog.Logger, cfg *config.Config, ignored []unix.Signal, a
 	}
 	if len(cfg.Triggers) > 0 && !slices.ContainsFunc(cfg.Triggers, func(s unix.Signal) bool { return !slices.Contains(ignored, s) }) {
 		log.Warn().Msg("every trigger signal was ignored when drainit started: no signal starts the stop sequence, only a /prestop request")
+	}
+}
+
+// logBlocked says which signals the app starts with blocked, as drainit started with them (the
+// exec hooks start with none), and warns when one of them is a signal drainit stops the app
+// with: the app would get it only if it unblocks it itself (a shell does; sleep does not), and
+// would otherwise be killed at the kill point.
+func logBlocked(log zerolog.Logger, cfg *config.Config, blocked []unix.Signal) {
+	if len(blocked) == 0 {
+		return
+	}
+	log.Info().Strs("signals", signalNames(blocked)).Msg("signals blocked when drainit started stay blocked for the app (not for the exec hooks)")
+	stops := cfg.Triggers
+	if cfg.StopSignal != 0 {
+		stops = []unix.Signal{cfg.StopSignal}
+	}
+	for _, s := range stops {
+		if slices.Contains(blocked, s) {
+			log.Warn().Str("signal", signals.Name(s)).
+				Msg("a stop signal was blocked when drainit started and stays blocked for the app: unless the app unblocks it, it will only be killed, --kill-margin before the deadline")
+		}
 	}
 }
 

@@ -85,7 +85,7 @@ type Registration struct {
 	// AllSeen is whether drainit could see every ignored signal (its own entry point ran) or
 	// only HUP, INT, TSTP, TTIN and TTOU, for the log.
 	AllSeen bool
-	// Err is the failure to ignore the uncatchable signals (signals.IgnoreUncatchable), for the
+	// Err is the failure to set up the uncatchable signals (signals.DiscardUncatchable), for the
 	// log.
 	Err error
 
@@ -150,7 +150,7 @@ func register() *Registration {
 func (r *Registration) prepare() []os.Signal {
 	r.Ignored, r.AllSeen = signals.InheritedIgnored()
 	// The signals Go cannot catch would otherwise end drainit at their default action.
-	r.Err = signals.IgnoreUncatchable()
+	r.Err = signals.DiscardUncatchable()
 	r.Sigs = make(chan os.Signal, 2*signals.MaxSignal)
 	r.Chld = make(chan os.Signal, 1)
 	early := signals.Early()
