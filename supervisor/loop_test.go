@@ -3,6 +3,7 @@ package supervisor
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -620,7 +621,7 @@ func TestLoopHookStagesInOrder(t *testing.T) {
 	}
 }
 
-// awaitClosed waits for ch to be closed, failing the test with what after 5 s.
+// awaitClosed waits for ch to be closed (or to give a value), failing the test with what after 5 s.
 func awaitClosed(t *testing.T, ch <-chan struct{}, what string) {
 	t.Helper()
 	select {
@@ -632,9 +633,10 @@ func awaitClosed(t *testing.T, ch <-chan struct{}, what string) {
 
 // TestLoopReadinessFollowsTheProbe: once ready, the app is not ready while its probe fails (as
 // the kubelet's readiness probe would say), ready when it passes again, and never again after a
-// trigger, whatever the probe says then. Readiness used to be for good once the probe had passed.
+// trigger, whatever the probe says then: the trigger ends the probe's watch, cutting short the
+// check under way. Readiness used to be for good once the probe had passed.
 func TestLoopReadinessFollowsTheProbe(t *testing.T) {
-	p := &testenv.SwitchProbe{}
+	p := &holdProbe{entered: make(chan struct{}, 1), cut: make(chan error, 1)}
 	p.Ok.Store(true)
 	r := newRun(t, Options{Probe: p, ProbeEvery: 5 * time.Millisecond}, func(c *config.Config) { c.GracePeriod = time.Minute })
 	r.start(t)
@@ -649,25 +651,60 @@ func TestLoopReadinessFollowsTheProbe(t *testing.T) {
 	ready(true)
 	p.Ok.Store(false)
 	ready(false)
+	// The next check waits for its context to end: the trigger comes while it is under way, and
+	// only the watch's end can end it (a watch that went on would wait in it for good).
+	p.hold.Store(true)
+	awaitClosed(t, p.entered, "no probe check under way within 5s")
 	r.sigs <- unix.SIGTERM
 	r.awaitSignal(t, sent{unix.SIGTERM, false}, 5*time.Second)
-	p.Ok.Store(true)
-	n := p.Checks.Load()
-	// The probe stops at the trigger: give it what would be many periods to pass again.
-	for range 20 {
-		if st, _ := r.s.Status(context.Background()); st.Ready {
-			t.Fatal("ready after the trigger")
+	select {
+	case err := <-p.cut:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("the check under way at the trigger ended by %v, want its context cancelled", err)
 		}
-		time.Sleep(5 * time.Millisecond) // the probe's period: readiness must not come back
+	case <-time.After(5 * time.Second):
+		t.Fatal("the probe check under way at the trigger was not cut short within 5s: the watch goes on")
 	}
-	if got := p.Checks.Load(); got > n+1 {
-		t.Errorf("%d probe attempts after the trigger, want none (one under way at most)", got-n)
+	if st, _ := r.s.Status(context.Background()); st.Ready {
+		t.Fatal("ready after the trigger")
 	}
+	n := p.Checks.Load()
 	r.appExits(exited(0))
 	r.wait(t, 5*time.Second)
+	// The watch returns as the check it cut short does (hooks.WatchReady): no check after it.
+	if got := p.Checks.Load(); got != n {
+		t.Errorf("%d probe checks after the one the trigger cut short, want none", got-n)
+	}
 	if c := r.log.count("app ready"); c != 1 {
 		t.Errorf("%d 'app ready' events, want the first readiness only", c)
 	}
+}
+
+// holdProbe is a SwitchProbe whose checks, once hold is set, each say so on entered and wait
+// until their context ends, then pass its error on cut (a check that sees it end was cut short:
+// the watcher cancels it only after the check has returned).
+type holdProbe struct {
+	testenv.SwitchProbe
+	hold    atomic.Bool
+	entered chan struct{}
+	cut     chan error
+}
+
+func (p *holdProbe) Check(ctx context.Context) error {
+	if !p.hold.Load() {
+		return p.SwitchProbe.Check(ctx)
+	}
+	p.Checks.Add(1)
+	select {
+	case p.entered <- struct{}{}:
+	default:
+	}
+	<-ctx.Done()
+	select {
+	case p.cut <- ctx.Err():
+	default:
+	}
+	return ctx.Err()
 }
 
 // TestLoopKubeletPrestopGone: a stop signal while the kubelet's /prestop still waits ends the

@@ -253,7 +253,10 @@ func TestPrestopHungUpGivesUpItsPlace(t *testing.T) {
 		t.Fatal("the first call still waits 10 s after its caller hung up")
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for srv.prestopWaiting.Load() != 0 && time.Now().Before(deadline) {
+	for srv.prestopWaiting.Load() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d /prestop calls still count as waiting 10 s after the only caller hung up", srv.prestopWaiting.Load())
+		}
 		time.Sleep(time.Millisecond)
 	}
 	second := call()
