@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/drainit/drainit/internal/testenv"
 )
 
 // buildBoth builds drainit and, unless skipCheck, drainit-check into dir.
@@ -49,9 +51,7 @@ func runWith(t *testing.T, path, stdin, bin string, args ...string) (code int, s
 // `drainit check` is drainit-check, found beside drainit: the same output, the same exit status,
 // standard input passed on.
 func TestCheckRunsDrainitCheck(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds drainit and drainit-check")
-	}
+	testenv.SkipShort(t, "builds drainit and drainit-check")
 	dir := t.TempDir()
 	drainit := buildBoth(t, dir, false)
 	const manifest = `apiVersion: v1
@@ -90,9 +90,7 @@ spec:
 // Without drainit-check beside it or in PATH, `drainit check` says so in one line, names what
 // to install, and exits 2.
 func TestCheckWithoutDrainitCheck(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds drainit")
-	}
+	testenv.SkipShort(t, "builds drainit")
 	dir := t.TempDir()
 	drainit := buildBoth(t, dir, true)
 	code, out, msg := runWith(t, t.TempDir(), "kind: Pod\n", drainit, "check", "-")

@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/drainit/drainit/internal/testenv"
 )
 
 // crossTargets are the non-Linux platforms drainit and drainit-check are built for, so that
@@ -28,9 +30,7 @@ var crossTargets = []struct {
 // clear refusal: a Linux-only call slipping into a file without a build tag fails here, not on a
 // user's laptop.
 func TestCrossBuild(t *testing.T) {
-	if testing.Short() {
-		t.Skip("cross-compiles drainit and drainit-check four times each")
-	}
+	testenv.SkipShort(t, "cross-compiles drainit and drainit-check four times each")
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		t.Fatalf("the go command builds the binaries under test: %v", err)

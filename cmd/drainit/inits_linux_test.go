@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/drainit/drainit/internal/startsig"
+	"github.com/drainit/drainit/internal/testenv"
 )
 
 // maxOwnInitBytes is what a package of this module other than signals/early may allocate while
@@ -25,9 +26,7 @@ const maxOwnInitBytes = 1024
 // Go runtime's init trace: no package of this module but signals/early, whose initialisation
 // registers the signals on purpose, allocates more than maxOwnInitBytes.
 func TestStartPathInitsAreSmall(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds drainit")
-	}
+	testenv.SkipShort(t, "builds drainit")
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		t.Fatalf("the go command builds the binary under test: %v", err)

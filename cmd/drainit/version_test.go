@@ -9,14 +9,13 @@ import (
 	"testing"
 
 	"github.com/drainit/drainit/internal/buildinfo"
+	"github.com/drainit/drainit/internal/testenv"
 )
 
 // The real binary, built both ways: the ldflags stamp is printed exactly; without it, a build in
 // this checkout reports the checkout's commit and never the "dev" placeholder.
 func TestVersionBinary(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds drainit twice")
-	}
+	testenv.SkipShort(t, "builds drainit twice")
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		t.Fatalf("the go command builds the binary under test: %v", err)

@@ -47,9 +47,7 @@ spec:
 // (pre-commit exits 1 and shows drainit's finding with its file and line), and can once the grace
 // period is fixed; other YAML in the repository (a compose file) does not get in the way.
 func TestHookFailsOnTimingError(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: pre-commit builds drainit")
-	}
+	testenv.SkipShort(t, "pre-commit builds drainit")
 	preCommit, err := testenv.LookPath("pre-commit")
 	if err != nil {
 		testenv.SkipUnlessCI(t, err.Error()+" (Debian: apt-get install pre-commit)")

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/drainit/drainit/internal/testenv"
 )
 
 const modulePath = "github.com/drainit/drainit"
@@ -19,9 +21,7 @@ const modulePath = "github.com/drainit/drainit"
 // checkout as v0.1.0 in a module proxy of its own (a directory, GOPROXY=file://…, the layout the
 // go command documents), with the dependencies from the module cache, and installs from it.
 func TestGoInstallReportsTheTaggedVersion(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: builds drainit from a module proxy")
-	}
+	testenv.SkipShort(t, "builds drainit from a module proxy")
 	root, err := moduleRoot()
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/drainit/drainit/internal/testenv"
 )
 
 const deployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  template:\n    spec:\n      containers: [{name: c}]\n"
@@ -57,7 +59,7 @@ func TestKustomizationNotRegular(t *testing.T) {
 		}
 		k := filepath.Join(dir, name)
 		if err := mk(k); err != nil {
-			t.Skipf("%s: %v", name, err)
+			testenv.SkipUnlessCI(t, name+": "+err.Error())
 		}
 		for _, c := range []struct {
 			args []string
@@ -76,7 +78,7 @@ func TestKustomizationNotRegular(t *testing.T) {
 func TestLenientPipe(t *testing.T) {
 	fifo := filepath.Join(t.TempDir(), "manifest")
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
-		t.Skipf("no named pipes here: %v", err)
+		testenv.SkipUnlessCI(t, "no named pipes here: "+err.Error())
 	}
 	go func() {
 		f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
@@ -97,7 +99,7 @@ func TestLenientPipe(t *testing.T) {
 func TestLenientDevice(t *testing.T) {
 	for _, dev := range []string{"/dev/zero", "/dev/urandom"} {
 		if _, err := os.Stat(dev); err != nil {
-			t.Skipf("%s: %v", dev, err)
+			testenv.SkipUnlessCI(t, dev+": "+err.Error())
 		}
 		if in := readTree(t, []string{dev}, ReadOptions{Lenient: true}); len(in.Workloads) != 0 {
 			t.Errorf("%s: workloads %+v", dev, in.Workloads)

@@ -11,6 +11,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/drainit/drainit/internal/testenv"
 )
 
 // endless is input without end: a first line, then one line that never ends.
@@ -85,7 +87,7 @@ func TestInputsCap(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := os.Truncate(big, 2<<30); err != nil {
-		t.Skipf("no sparse files here: %v", err)
+		testenv.SkipUnlessCI(t, "no sparse files here: "+err.Error())
 	}
 	pod := filepath.Join(dir, "pod.yaml")
 	if err := os.WriteFile(pod, []byte("kind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c}]}\n"), 0o644); err != nil {
@@ -118,11 +120,9 @@ func TestEndlessStdinMemory(t *testing.T) {
 		endlessChild()
 		return
 	}
-	if testing.Short() {
-		t.Skip("reads 64 MiB in a child process")
-	}
+	testenv.SkipShort(t, "reads 64 MiB in a child process")
 	if _, err := os.Stat("/proc/self/status"); err != nil {
-		t.Skipf("the peak is read from /proc/self/status (VmHWM): %v", err)
+		testenv.SkipUnlessCI(t, "the peak is read from /proc/self/status (VmHWM): "+err.Error())
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestEndlessStdinMemory$")
 	cmd.Env = append(os.Environ(), endlessEnv+"=1", "GOGC=100", "GOMEMLIMIT=off")

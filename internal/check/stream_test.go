@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/drainit/drainit/internal/testenv"
 )
 
 // writeList writes a `kind: List` of Deployments laid out as `kubectl get deploy -A -o yaml`
@@ -175,11 +177,9 @@ func TestReadListMemory(t *testing.T) {
 		memChild(path, os.Getenv(memPipeEnv) != "")
 		return
 	}
-	if testing.Short() {
-		t.Skip("writes and reads a 20 MiB manifest in a child process")
-	}
+	testenv.SkipShort(t, "writes and reads a 20 MiB manifest in a child process")
 	if _, err := os.Stat("/proc/self/status"); err != nil {
-		t.Skipf("the peak is read from /proc/self/status (VmHWM): %v", err)
+		testenv.SkipUnlessCI(t, "the peak is read from /proc/self/status (VmHWM): "+err.Error())
 	}
 	const size = 20 << 20
 	path := t.TempDir() + "/cluster.yaml"

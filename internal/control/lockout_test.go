@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/drainit/drainit/internal/control/slowclient"
+	"github.com/drainit/drainit/internal/testenv"
 )
 
 // On Linux the whole of 127.0.0.0/8 is local, so the tests play the kubelet and an attacker at
@@ -48,7 +49,7 @@ func underAttack(t *testing.T, from net.IP) (string, *lockedBuffer) {
 func underAttackBy(t *testing.T, from net.IP, conns int) (string, *lockedBuffer) {
 	t.Helper()
 	if runtime.GOOS != "linux" {
-		t.Skip("needs Linux: the test uses several loopback source addresses (127.0.0.2, …)")
+		testenv.SkipElsewhere(t, "needs Linux: the test uses several loopback source addresses (127.0.0.2, …)")
 	}
 	b := &fakeBackend{
 		prestop: func(context.Context) (Status, error) { return Status{Phase: "drained", Drained: true}, nil },

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/drainit/drainit/internal/testenv"
 )
 
 // The automatic quiet period simulated over many seeds, as the rollout harness runs it: a pod
@@ -85,9 +87,7 @@ func quantiles(v []time.Duration) string {
 }
 
 func TestAutoQuietSimulate(t *testing.T) {
-	if os.Getenv("DRAINWATCH_SIM") == "" {
-		t.Skip("DRAINWATCH_SIM=1 runs the simulation (DRAINWATCH_SIM_SEEDS: how many seeds, 1000 unless told; DRAINWATCH_SIM_ONLY=one, steps, guard or 20: a part)")
-	}
+	testenv.SkipUnlessAsked(t, "DRAINWATCH_SIM", "runs the simulation (DRAINWATCH_SIM_SEEDS: how many seeds, 1000 unless told; DRAINWATCH_SIM_ONLY=one, steps, guard or 20: a part)")
 	seeds := uint64(1000)
 	if n, err := strconv.Atoi(os.Getenv("DRAINWATCH_SIM_SEEDS")); err == nil && n > 0 {
 		seeds = uint64(n)

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/drainit/drainit/internal/testenv"
 )
 
 // infoAttr is an INET_DIAG_INFO attribute: a struct tcp_info of n bytes with the two fields
@@ -109,7 +111,7 @@ func TestRequestWatchLive(t *testing.T) {
 	ep := ln.Addr().(*net.TCPAddr).AddrPort()
 	w := newRequestWatch([]Endpoint{{ep.Addr(), ep.Port()}}, true, false)
 	if w == nil {
-		t.Skip("no netlink sock_diag here")
+		testenv.SkipUnlessCI(t, "no netlink sock_diag here")
 	}
 	defer w.close()
 	// The polls' times are made up, a second apart, so that countEvery never holds a count back.
@@ -221,9 +223,7 @@ func waitGone(t *testing.T, w *requestWatch, a, b net.Addr) {
 // The seed corpus of FuzzParseDiag holds a socket with its tcp_info; write it with
 // DRAINWATCH_WRITE_SEEDS=1.
 func TestWriteDiagInfoSeed(t *testing.T) {
-	if os.Getenv("DRAINWATCH_WRITE_SEEDS") == "" {
-		t.Skip("DRAINWATCH_WRITE_SEEDS=1 writes the seed")
-	}
+	testenv.SkipUnlessAsked(t, "DRAINWATCH_WRITE_SEEDS", "writes the seed")
 	ap := netip.MustParseAddrPort
 	sock := append(diagMsg(Established, ap("10.0.0.1:80"), ap("10.0.0.2:5000"), 7), append(attr(1, []byte{1}), infoAttr(232, 5, 6)...)...)
 	msg := append(nlmsg(sockDiagByFamily, 1, -1, sock), nlmsg(unix.NLMSG_DONE, 1, -1, errnoBody(0))...)

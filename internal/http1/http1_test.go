@@ -308,7 +308,7 @@ func serveWith(t *testing.T, s *Server) string {
 func dialFrom(t *testing.T, addr, from string) net.Conn {
 	t.Helper()
 	if runtime.GOOS != "linux" {
-		t.Skip("needs Linux: several loopback source addresses (127.0.0.2, …)")
+		testenv.SkipElsewhere(t, "needs Linux: several loopback source addresses (127.0.0.2, …)")
 	}
 	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
 	c, err := d.Dial("tcp", addr)

@@ -9,6 +9,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/drainit/drainit/internal/testenv"
 )
 
 // Threads started while setEachThread sets the others, by threads it has not set yet, inherit
@@ -19,7 +21,7 @@ func TestSetEachThreadFollowsNewThreads(t *testing.T) {
 		t.Fatal(err)
 	}
 	if orig.Count() < 2 {
-		t.Skipf("one CPU allowed: nothing to tell a pin from the full set")
+		testenv.SkipUnlessCI(t, "one CPU allowed: nothing to tell a pin from the full set")
 	}
 	var one unix.CPUSet
 	for c := 0; ; c++ {
@@ -96,7 +98,7 @@ func TestUnpinWhenTheStartCPUsAreGone(t *testing.T) {
 	}
 	gone := int(n)*8 - 2 // the mask's last two CPUs: not online unless the machine has that many
 	if orig.IsSet(gone) || orig.IsSet(gone+1) {
-		t.Skipf("CPUs %d and %d are allowed: no CPU to stand in for a lost one", gone, gone+1)
+		testenv.SkipUnlessCI(t, "CPUs "+strconv.Itoa(gone)+" and "+strconv.Itoa(gone+1)+" are allowed: no CPU to stand in for a lost one")
 	}
 	origMask = [512]byte{}
 	origMask[gone/8] |= 1 << (gone % 8)

@@ -27,6 +27,35 @@ func SkipUnlessCI(t testing.TB, reason string) {
 	t.Skip(reason)
 }
 
+// SkipShort skips a test that is slow or builds binaries when the tests run with -short, saying
+// what it would have done. CI=true runs everything (make test passes no -short): there -short
+// is a failure.
+func SkipShort(t testing.TB, what string) {
+	t.Helper()
+	if testing.Short() {
+		SkipUnlessCI(t, "-short: "+what)
+	}
+}
+
+// SkipElsewhere skips a test that cannot run on this platform at all (another operating system,
+// another byte order), for the reason given, also under CI=true: CI runs on linux/amd64, where
+// every such test runs. Nothing that a machine of the platform may or may not have goes here:
+// that is SkipUnlessCI.
+func SkipElsewhere(t testing.TB, reason string) {
+	t.Helper()
+	t.Skip("not on this platform: " + reason)
+}
+
+// SkipUnlessAsked skips a test that is a tool run on request, not a check (it writes a seed
+// corpus, it simulates for minutes), unless the variable env is set; also under CI=true, which
+// does not ask. what says what it does when asked.
+func SkipUnlessAsked(t testing.TB, env, what string) {
+	t.Helper()
+	if os.Getenv(env) == "" {
+		t.Skip(env + "=1 " + what)
+	}
+}
+
 // LookPath finds a program in PATH or in the sbin directories, where Debian puts runc and
 // which a non-login PATH may lack.
 func LookPath(name string) (string, error) {
