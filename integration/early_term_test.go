@@ -1,88 +1,149 @@
 package integration
 
 import (
-	"math/rand/v2"
+	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/drainit/drainit/integration/lines"
+	"github.com/drainit/drainit/integration/pod"
 )
 
-// TestTermInFirstMilliseconds sends SIGTERM to drainit as PID 1 at a random moment 0-2 ms after
-// its pid is known (unshare has forked it; it may not have exec'd drainit yet), many times, and
-// classifies what happened. Each outcome must be one the README's known limit names:
-//   - reached: drainit caught it; the stop sequence ran and the app (if started) got SIGTERM;
-//   - exit 2: it came after the Go runtime installed its handlers but before drainit registered
-//     its own (package signals/early), and the runtime's default for TERM ended drainit, which
-//     as PID 1 it can only do with status 2, logging nothing more. The runtime dies on the
-//     thread that took the signal while the others run on, so on a loaded machine drainit may
-//     have started the app (and logged "app started") by then; the kernel kills it with the
-//     namespace;
-//   - lost: it came before the Go runtime installed any handler (or before the exec), and the
-//     kernel discards a signal to a PID namespace's init that has no handler; the app ran to
-//     its end.
+// raceWindow is how long after drainit's exec TestStopSignalAtStart sends its SIGTERM: from at
+// once to past the ~1.5 ms in which drainit was seen to lose it.
+const raceWindow = 2 * time.Millisecond
+
+// startExact starts drainit (as PID 1 of a PID namespace of its own when pid1: clone and exec,
+// nothing between, so the namespace has no /proc of its own; else as a plain child) and returns
+// once its exec has happened: os/exec's Start returns once the child's exec has closed the pipe
+// it reports exec errors on. The run is watched as a subreaper run, whatever pid1 says: its
+// wait status is drainit's own (no unshare in between) and its descendants are this process's.
+func startExact(t *testing.T, pid1 bool, args []string, app ...string) (*drainitRun, time.Time) {
+	t.Helper()
+	argv := append(append(append([]string{drainitBin}, args...), "--"), app...)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	if pid1 {
+		l, err := pod.Prepare(pod.Direct, argv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.SysProcAttr = l.Sys
+	}
+	cmd.Dir, cmd.Env = t.TempDir(), cleanEnv()
+	outR, outW := pipe(t)
+	errR, errW := pipe(t)
+	cmd.Stdout, cmd.Stderr = outW, errW
+	err := cmd.Start()
+	execd := time.Now()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		t.Fatalf("starting drainit: %v", err)
+	}
+	return watch(t, subreaper, cmd, lines.Read("stdout", outR), lines.Read("stderr", errR)), execd
+}
+
+// TestStopSignalAtStart sends SIGTERM to drainit 0-2 ms after its exec, over and over, as PID 1
+// and not, and says what came of each (the counts, by delay, are logged: the measurement of
+// README's "Known limit: a signal in drainit's first millisecond"). Each must be one the README
+// documents:
+//   - stopped: drainit caught it and ran the stop sequence;
+//   - exit 2: the Go runtime's handler was there and drainit's registration not yet: the
+//     runtime's default for TERM ended drainit, which as PID 1 it can only do with status 2,
+//     logging nothing more. The runtime dies on the thread that took the signal while the
+//     others run on, so on a loaded machine drainit may have logged "app started" by then;
+//     the kernel kills the app with the namespace;
+//   - lost (PID 1): no handler at all yet, and the kernel discards a signal to a namespace's
+//     init that has none; the app ran to its end;
+//   - killed (not PID 1): the same moment, where the default action ends drainit.
 //
-// Anything else (drainit killed, an app left running, another status) fails. The counts are
-// logged: they measure how wide the two windows are (see the package doc of signals/early).
-// Measured on 2 vCPUs with a load of about 2.5, 300 signals each run: registering in main (as
-// before signals/early) gave exit 2 for 160-171, lost 80-101; registering during package
-// initialisation gives exit 2 for 103-114 (about 6 of them after the app had started), lost
-// 79-162, of which only 6-23 were sent before drainit's exec. The lost window is the Go
-// runtime's own start before it installs its handlers, which no Go program can shorten.
-func TestTermInFirstMilliseconds(t *testing.T) {
+// The last three break the aim (a stop signal at any moment starts the stop sequence,
+// or ends drainit with a documented status and one line saying why): those counts are what is
+// left to close. DRAINIT_START_RACE_RUNS sets the runs per mode (200 unless told, 20 with
+// -short).
+//
+// Measured on a 2-vCPU VM at a load of ~2.3, 1000 runs each: as PID 1, stopped 150, exit 2 284,
+// lost 566 (64 of the 250 sent 1.5-2 ms after the exec); not as PID 1, stopped 284, killed 716.
+// (TestTermInFirstMilliseconds, before it, counted from unshare's fork of PID 1, not from
+// drainit's exec, and as PID 1 only.)
+func TestStopSignalAtStart(t *testing.T) {
 	requireRoot(t)
-	reps := 300
+	runs := 200
 	if testing.Short() {
-		reps = 30
+		runs = 20
 	}
-	const window = 2 * time.Millisecond
-	count := map[string]int{}
-	preExec := map[string]int{}
-	lateExit2 := 0 // exit 2 after the app had started
-	for range reps {
-		d := start(t, spec{mode: pid1, args: []string{"--drain-delay", "0", "--log-format", "json"}, app: app("sleep", "100ms")})
-		if d.pid == 0 {
-			t.Fatalf("drainit exited before its pid was known\n%s", d.dump())
+	if v := os.Getenv("DRAINIT_START_RACE_RUNS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("DRAINIT_START_RACE_RUNS=%q: want a count", v)
 		}
-		delay := time.Duration(rand.Int64N(int64(window)))
-		for t0 := time.Now(); time.Since(t0) < delay; {
-			// A spin, not a sleep: the delay is what is measured, and a timer's slack on a
-			// loaded machine is larger than the window.
-		}
-		comm, _ := os.ReadFile("/proc/" + strconv.Itoa(d.pid) + "/comm")
-		d.signal(syscall.SIGTERM)
-		got := d.wait(waitTimeout)
-		started, appStarted, exiting := false, false, false
-		for _, e := range d.logs() {
-			started = started || strings.HasPrefix(e.msg(), "stop sequence started")
-			appStarted = appStarted || e.msg() == "app started"
-			exiting = exiting || e.msg() == "drainit exiting"
-		}
-		var outcome string
-		switch {
-		case started:
-			outcome = "reached"
-		case got == exitStatus{code: 2} && !exiting:
-			outcome = "exit 2"
-			if appStarted {
-				lateExit2++
+		runs = n
+	}
+	const buckets = 4
+	for _, pid1 := range []bool{true, false} {
+		t.Run(map[bool]string{true: "pid1", false: "subreaper"}[pid1], func(t *testing.T) {
+			var count [buckets]map[string]int
+			for i := range count {
+				count[i] = map[string]int{}
 			}
-		case got == exitStatus{code: 0}:
-			outcome = "lost"
-		default:
-			t.Fatalf("SIGTERM %s after start: drainit %v without a stop sequence\n%s", delay, got, d.dump())
-		}
-		count[outcome]++
-		if name := filepath.Base(drainitBin); strings.TrimSpace(string(comm)) != name[:min(len(name), 15)] {
-			preExec[outcome]++
-		}
+			silent := 0 // ended without a stop sequence and without a line saying so
+			for i := range runs {
+				delay := raceWindow * time.Duration(i) / time.Duration(runs)
+				d, execd := startExact(t, pid1, []string{"--drain-delay", "0", "--log-format", "json"}, app("sleep", "100ms")...)
+				for time.Since(execd) < delay {
+					// A spin, not a sleep: the delay is what is measured, and a timer's slack
+					// on a loaded machine is larger than the window.
+				}
+				if err := syscall.Kill(d.pid, syscall.SIGTERM); err != nil {
+					t.Fatalf("SIGTERM to drainit: %v", err)
+				}
+				outcome := stopOutcome(t, d, pid1, delay)
+				count[min(buckets-1, int(delay*buckets/raceWindow))][outcome]++
+				if outcome != "stopped" && len(d.stderr.Texts()) == 0 {
+					silent++
+				}
+				d.kill()
+			}
+			var b strings.Builder
+			for i, c := range count {
+				fmt.Fprintf(&b, "; %v-%v: stopped %d, exit 2 %d, lost %d, killed %d", raceWindow*time.Duration(i)/buckets,
+					raceWindow*time.Duration(i+1)/buckets, c["stopped"], c["exit 2"], c["lost"], c["killed"])
+			}
+			t.Logf("%d SIGTERMs 0-%v after drainit's exec%s; %d of those not stopped ended with no line on stderr", runs, raceWindow, b.String(), silent)
+		})
 	}
-	t.Logf("%d SIGTERMs 0-%s after PID 1 existed: reached %d, exit 2 %d (%d of them after the app had started), lost %d (sent before drainit's exec: reached %d, exit 2 %d, lost %d)",
-		reps, window, count["reached"], count["exit 2"], lateExit2, count["lost"], preExec["reached"], preExec["exit 2"], preExec["lost"])
+}
+
+// stopOutcome waits for the run d ends and names what came of the SIGTERM sent delay after its
+// exec (see TestStopSignalAtStart), failing the test for anything the README does not document.
+func stopOutcome(t *testing.T, d *drainitRun, pid1 bool, delay time.Duration) string {
+	t.Helper()
+	got := d.wait(waitTimeout)
+	stopped, exiting := false, false
+	for _, e := range d.logs() {
+		stopped = stopped || strings.HasPrefix(e.msg(), "stop sequence started")
+		exiting = exiting || e.msg() == "drainit exiting"
+	}
+	switch {
+	case stopped && exiting:
+		return "stopped"
+	case stopped:
+	case pid1 && got == exitStatus{code: 2} && !exiting:
+		return "exit 2"
+	case pid1 && got == exitStatus{code: 0}:
+		return "lost"
+	case !pid1 && got == exitStatus{sig: syscall.SIGTERM}:
+		return "killed"
+	}
+	t.Fatalf("SIGTERM %v after drainit's exec (PID 1: %v): drainit %v, which the README does not document\n%s", delay, pid1, got, d.dump())
+	return ""
 }
 
 // drainit registers its signals while the program initialises, before any package outside the

@@ -217,14 +217,8 @@ func start(t *testing.T, s spec) *drainitRun {
 	cmd.SysProcAttr = sys
 	cmd.Dir = t.TempDir()
 	cmd.Env = append(cleanEnv(), s.env...)
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	outR, outW := pipe(t)
+	errR, errW := pipe(t)
 	if s.logPipe > 0 {
 		if _, err := unix.FcntlInt(errW.Fd(), unix.F_SETPIPE_SZ, s.logPipe); err != nil {
 			t.Fatalf("setting the stderr pipe's capacity to %d: %v", s.logPipe, err)
@@ -248,7 +242,7 @@ func start(t *testing.T, s spec) *drainitRun {
 		t.Cleanup(func() { errSock.Close() })
 	}
 	cmd.Stdout, cmd.Stderr = outW, errW
-	err = cmd.Start()
+	err := cmd.Start()
 	// Only the child keeps the write ends, so EOF means every process that inherited them is gone.
 	outW.Close()
 	errW.Close()
@@ -287,6 +281,16 @@ func start(t *testing.T, s spec) *drainitRun {
 		t.Fatalf("%v\n%s", err, d.dump())
 	}
 	return d
+}
+
+// pipe is os.Pipe, failing the test when it fails.
+func pipe(t *testing.T) (r, w *os.File) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, w
 }
 
 // sandbox is a pod's sandbox for the sharedPID mode: PID 1 of a PID namespace (and with net of
