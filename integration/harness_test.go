@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,7 +60,37 @@ func testMain(m *testing.M) int {
 		lim.Cur = 0
 		_ = syscall.Setrlimit(syscall.RLIMIT_CORE, &lim)
 	}
+	catchIgnored()
 	return m.Run()
+}
+
+// catchIgnored catches, and drops, the signals this process was started with ignored that its
+// children would inherit ignored: HUP and INT (the Go runtime keeps an inherited SIG_IGN of
+// them) and TSTP, TTIN, TTOU and CONT (it leaves them alone until caught); it handles the rest
+// itself, which a child gets at the default. Caught, they reach the children at the default
+// too, so that the drainits the tests start without start() (startExact, the terminal tests)
+// do not get `nohup go test`'s HUP ignored, while this process stays as immune to them as the
+// runner meant it to be. (start() sets its runs' signals exactly: sigconf.)
+func catchIgnored() {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return
+	}
+	var mask uint64
+	for l := range strings.Lines(string(status)) {
+		if v, ok := strings.CutPrefix(l, "SigIgn:"); ok {
+			mask, _ = strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+		}
+	}
+	var catch []os.Signal
+	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGCONT} {
+		if mask&(1<<(sig-1)) != 0 {
+			catch = append(catch, sig)
+		}
+	}
+	if len(catch) > 0 {
+		signal.Notify(make(chan os.Signal, 1), catch...)
+	}
 }
 
 // requireRoot skips (or, under CI=true, fails) a test that needs to create a PID namespace: root,

@@ -342,3 +342,18 @@ func statusLine(status, field string) string {
 	}
 	return ""
 }
+
+// The runner's ignored signals reach no child this process starts itself (catchIgnored), not
+// only the runs of start(): under `nohup go test` a child used to start with HUP ignored.
+func TestRunnerIgnoresNotInherited(t *testing.T) {
+	out, err := exec.Command("cat", "/proc/self/status").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ign, _ := sigMasks(t, string(out))
+	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGCONT} {
+		if ignored(ign, sig) {
+			t.Errorf("a child of the test process starts with %v ignored (SigIgn %016x)", sig, ign)
+		}
+	}
+}
