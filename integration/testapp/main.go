@@ -52,10 +52,10 @@
 //	testapp get -n N -every D URL  make N requests to URL, each on a new connection, D apart;
 //	                               print "got <status> <RFC 3339 time>" after each; fail on the
 //	                               first error or non-200 status
-//	testapp _blocked SIG[,SIG...] -- PROG [ARG...]
-//	                               exec PROG (searched in PATH) with each SIG blocked in its signal
-//	                               mask, which PROG and its children inherit: a SIG sent to them
-//	                               stays pending until they unblock it (as signal.Notify does)
+//	testapp _sigconf IGN BLK -- PROG [ARG...]
+//	                               exec PROG (searched in PATH) with exactly the signals of IGN
+//	                               ignored and those of BLK blocked (SIG[,SIG...], names or
+//	                               numbers, or -), which PROG and its children inherit
 //	testapp _netns -- PROG [ARG...]
 //	                               exec PROG (searched in PATH) in a new network namespace whose
 //	                               loopback is up: a pod's own network (root)
@@ -163,8 +163,6 @@ func main() {
 		n, _ := strconv.Atoi(arg(args, 0))
 		os.Exit(n)
 	// A launcher for tests, not started by the modes above.
-	case "_blocked":
-		err = blockedExec(args)
 	case "_sigconf":
 		err = sigconfExec(args)
 	case "_ignoring":
@@ -700,32 +698,6 @@ func get(args []string) error {
 		say("got %d %s", resp.StatusCode, time.Now().UTC().Format(time.RFC3339Nano))
 	}
 	return nil
-}
-
-// blockedExec execs PROG with each SIG blocked. The signal mask is per thread and execve keeps the
-// calling thread's, so the signal is blocked on a locked thread that then calls exec; the Go
-// runtime's other threads do not matter once exec replaces the process.
-func blockedExec(args []string) error {
-	if len(args) < 3 || args[1] != "--" {
-		return errors.New("usage: _blocked SIG[,SIG...] -- PROG [ARG...]")
-	}
-	var set unix.Sigset_t
-	for _, name := range strings.Split(args[0], ",") {
-		sig := signalByName(name)
-		if sig == 0 {
-			return fmt.Errorf("unknown signal %q", name)
-		}
-		set.Val[(sig-1)/64] |= 1 << ((uint(sig) - 1) % 64)
-	}
-	path, err := exec.LookPath(args[2])
-	if err != nil {
-		return err
-	}
-	runtime.LockOSThread()
-	if err := unix.PthreadSigmask(unix.SIG_BLOCK, &set, nil); err != nil {
-		return fmt.Errorf("blocking %s: %w", args[0], err)
-	}
-	return syscall.Exec(path, args[2:], os.Environ())
 }
 
 // sigconfExec execs PROG with exactly the signals in IGN ignored and exactly those in BLK
