@@ -136,7 +136,7 @@ type spec struct {
 	app  []string // the app's argv
 	env  []string // KEY=VALUE added to the environment drainit (and so the app) gets
 	// launcher is an argv prefix that execs the rest of the command line (unshare or drainit)
-	// in its own process, e.g. testapp's _ignoring mode. In pid1 mode it runs outside the
+	// in its own process, e.g. `sh -c 'trap "" HUP; exec "$@"'`. In pid1 mode it runs outside the
 	// namespace (pod.Fork).
 	launcher []string
 	bin      string // drainit's binary; drainitBin when empty

@@ -135,7 +135,7 @@ func TestAllTriggersIgnoredWarns(t *testing.T) {
 // ignored, drainit still reports the app's exit status.
 func TestIgnoredChildSignalStillReaped(t *testing.T) {
 	eachMode(t, func(t *testing.T, m mode) {
-		d := start(t, spec{mode: m, launcher: []string{testappBin, "_ignoring", "CHLD,URG", "--"},
+		d := start(t, spec{mode: m, ignore: []syscall.Signal{syscall.SIGCHLD, syscall.SIGURG},
 			app: []string{"sh", "-c", "grep ^SigIgn: /proc/$$/status; exit 7"}})
 		line := d.stdout.AwaitLine(t, waitTimeout, "the app's SigIgn line", lines.Containing("SigIgn:")).Text
 		if got := d.wait(waitTimeout); got != (exitStatus{code: 7}) {

@@ -59,10 +59,6 @@
 //	testapp _netns -- PROG [ARG...]
 //	                               exec PROG (searched in PATH) in a new network namespace whose
 //	                               loopback is up: a pod's own network (root)
-//	testapp _ignoring SIG[,SIG...] -- PROG [ARG...]
-//	                               exec PROG (searched in PATH) with each SIG ignored (SIG_IGN),
-//	                               which exec keeps: for the signals a shell's trap cannot
-//	                               ignore (dash sets CHLD back to its default)
 package main
 
 import (
@@ -165,8 +161,6 @@ func main() {
 	// A launcher for tests, not started by the modes above.
 	case "_sigconf":
 		err = sigconfExec(args)
-	case "_ignoring":
-		err = ignoringExec(args)
 	case "_netns":
 		err = netnsExec(args)
 	default:
@@ -774,26 +768,6 @@ func sigList(list string) (uint64, error) {
 		mask |= 1 << (sig - 1)
 	}
 	return mask, nil
-}
-
-// ignoringExec execs PROG with the signals ignored. os/signal's Ignore sets SIG_IGN for every
-// signal it handles (all but KILL, STOP, PROF and the synchronous faults), and exec keeps it.
-func ignoringExec(args []string) error {
-	if len(args) < 3 || args[1] != "--" {
-		return errors.New("usage: _ignoring SIG[,SIG...] -- PROG [ARG...]")
-	}
-	path, err := exec.LookPath(args[2])
-	if err != nil {
-		return err
-	}
-	for _, name := range strings.Split(args[0], ",") {
-		sig := signalByName(name)
-		if sig == 0 {
-			return fmt.Errorf("unknown signal %q", name)
-		}
-		signal.Ignore(sig)
-	}
-	return syscall.Exec(path, args[2:], os.Environ())
 }
 
 func serveUDP(args []string) error {
