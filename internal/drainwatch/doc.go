@@ -19,7 +19,9 @@
 // The watch sees all of the app's traffic or none (appListeners): where a listener of the app's
 // cannot be watched, a UNIX socket, UDP (below), or a TCP listener of the namespace that no
 // readable process holds while a process of the tree drainit may not read (another user's,
-// without CAP_SYS_PTRACE; a non-dumpable one) might, Start reports ReasonUnavailable with an
+// without CAP_SYS_PTRACE; a non-dumpable one) might (its owner, the user that made it, runs a
+// process of the tree: a sidecar's, made by a user of its own, is not), Start reports
+// ReasonUnavailable with an
 // *UnwatchableError naming them (Result.Unwatchable), and the caller drains for its fixed delay.
 // A UNIX socket cannot be watched soundly, though sock_diag's unix_diag lists a listener's
 // connections (its icons, and the connected sockets that carry its name): nothing counts them

@@ -2,6 +2,7 @@ package drainwatch
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,13 +11,18 @@ import (
 )
 
 // sidecarListener is a line of /proc/net/tcp: a listener on 0.0.0.0:15006 (inode 1500) that no
-// process of the fake app holds, as a mesh sidecar's in the pod's network namespace.
-const sidecarListener = "   9: 00000000:3A9E 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1337        0 1500 1 0000000000000000 0 0 0 10 0\n"
+// process of the fake app holds, as a mesh sidecar's in the pod's network namespace, owned by
+// uid (Istio's proxy runs as 1337).
+func sidecarListener(uid int) string {
+	return fmt.Sprintf("   9: 00000000:3A9E 00000000:0000 0A 00000000:00000000 00:00000000 00000000 %5d        0 1500 1 0000000000000000 0 0 0 10 0\n", uid)
+}
 
-// withChild gives the fake app (pid 10) a child, pid 11, holding the socket inodes held.
+// withChild gives the fake app (pid 10, uid 1000) a child, pid 11, a worker as uid 65534,
+// holding the socket inodes held.
 func withChild(t *testing.T, root string, held ...string) {
 	t.Helper()
-	for name, data := range map[string]string{"10/task/10/children": "11 ", "11/task/11/children": "", "11/comm": "worker\n"} {
+	for name, data := range map[string]string{"10/task/10/children": "11 ", "11/task/11/children": "", "11/comm": "worker\n",
+		"11/status": "Name:\tworker\nUid:\t65534\t65534\t65534\t65534\n"} {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, name)), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -34,14 +40,14 @@ func withChild(t *testing.T, root string, held ...string) {
 	}
 }
 
-func addSidecar(t *testing.T, root string) {
+func addSidecar(t *testing.T, root string, uid int) {
 	t.Helper()
 	f, err := os.OpenFile(filepath.Join(root, "net/tcp"), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if _, err := f.WriteString(sidecarListener); err != nil {
+	if _, err := f.WriteString(sidecarListener(uid)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -90,24 +96,27 @@ func TestUNIXListenerUnwatchable(t *testing.T) {
 // A listener no readable process holds may be held by a process of the app's tree that drainit
 // may not read (a setcap server, a worker of another user that opened a port of its own): the
 // watch is unavailable, naming it and the process, rather than a watch of the wrong port. Where
-// every listener of the namespace is accounted for, the unreadable process holds none of its own.
+// every listener of the namespace is accounted for, the unreadable process holds none of its own;
+// and one whose owner runs none of the app's processes (a mesh sidecar's own user) is not theirs.
 func TestUnreadableProcessListener(t *testing.T) {
 	for _, tc := range []struct {
 		name         string
-		sidecar      bool
+		sidecar      int // its owner; 0: no sidecar
 		denied       []int
 		watched, not []string
 		unwatchable  bool
 	}{
-		{"a sidecar beside a readable app", true, nil, []string{"tcp 0.0.0.0:8080 (pid 10)"}, []string{"tcp 0.0.0.0:15006: " + whyNotApps}, false},
-		{"an unreadable worker, every listener accounted for", false, []int{11}, []string{"tcp 0.0.0.0:8080 (pid 10)"}, nil, false},
-		{"an unreadable worker and a listener no one holds", true, []int{11}, nil, []string{"tcp 0.0.0.0:15006: held by no process drainit may read; it may be held by pid 11 of the app's tree"}, true},
+		{"a sidecar beside a readable app", 1337, nil, []string{"tcp 0.0.0.0:8080 (pid 10)"}, []string{"tcp 0.0.0.0:15006: " + whyNotApps}, false},
+		{"an unreadable worker, every listener accounted for", 0, []int{11}, []string{"tcp 0.0.0.0:8080 (pid 10)"}, nil, false},
+		{"an unreadable worker and a listener no one holds, the worker's user's", 65534, []int{11}, nil, []string{"tcp 0.0.0.0:15006: held by no process drainit may read; it may be held by pid 11 of the app's tree"}, true},
+		{"an unreadable worker and a listener no one holds, the app's user's", 1000, []int{11}, nil, []string{"tcp 0.0.0.0:15006: held by no process drainit may read; it may be held by pid 11 of the app's tree"}, true},
+		{"an unreadable worker and a sidecar of a user of its own", 1337, []int{11}, []string{"tcp 0.0.0.0:8080 (pid 10)"}, []string{"tcp 0.0.0.0:15006: " + whyNotApps}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := fakeProc(t, []uint64{1000}, "32768 60999", "")
 			withChild(t, root)
-			if tc.sidecar {
-				addSidecar(t, root)
+			if tc.sidecar != 0 {
+				addSidecar(t, root, tc.sidecar)
 			}
 			s, setup, err := openSystem(Config{AppPID: 10}, systemOptions{proc: root, self: 1, force: MethodProcNet, denied: tc.denied})
 			if tc.unwatchable {

@@ -186,5 +186,6 @@ func diagSockID(m []byte, s *Socket) {
 		src, dst = netip.AddrFrom4([4]byte(m[8:12])), netip.AddrFrom4([4]byte(m[24:28]))
 	}
 	s.Local, s.Remote = netip.AddrPortFrom(src, sport), netip.AddrPortFrom(dst, dport)
+	s.UID = binary.NativeEndian.Uint32(m[64:])
 	s.Inode = uint64(binary.NativeEndian.Uint32(m[68:]))
 }

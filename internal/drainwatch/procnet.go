@@ -51,6 +51,8 @@ type Socket struct {
 	Cookie uint64
 	// Info is what the connection has received (sock_diag with the info asked for only).
 	Info TCPInfo
+	// UID is the socket's owner: the user whose process made it (its fsuid then).
+	UID uint32
 }
 
 // TCPInfo is what the adaptive drain reads of a connection's struct tcp_info: whether requests
@@ -145,7 +147,11 @@ func parseProcNetLine(line []byte, v6 bool, want func(uint16, State) bool, s *So
 	if s.Inode, ok = parseDec(f[9]); !ok {
 		return false, fmt.Errorf("bad inode %q", f[9])
 	}
-	s.V6 = v6
+	uid, ok := parseDec(f[7])
+	if !ok || uid > 1<<32-1 {
+		return false, fmt.Errorf("bad uid %q", f[7])
+	}
+	s.UID, s.V6 = uint32(uid), v6
 	return true, nil
 }
 

@@ -40,12 +40,12 @@ func TestParseProcNet(t *testing.T) {
 	got := readTable(t, "testdata/tables/ipv6/1.tcp6")
 	ap := netip.MustParseAddrPort
 	want := []Socket{
-		{Local: ap("[::]:8080"), Remote: ap("[::]:0"), State: Listen, Inode: 1000, V6: true},
-		{Local: ap("[::1]:9090"), Remote: ap("[::]:0"), State: Listen, Inode: 1001, V6: true},
-		{Local: ap("[::1]:8080"), Remote: ap("[::1]:50000"), State: Established, Inode: 2001, V6: true},
-		{Local: ap("[::ffff:127.0.0.1]:8080"), Remote: ap("[::ffff:127.0.0.1]:50001"), State: Established, Inode: 2002, V6: true},
-		{Local: ap("[2001:db8::1]:8080"), Remote: ap("[2001:db8::2]:50002"), State: Established, Inode: 2003, V6: true},
-		{Local: ap("[::1]:9090"), Remote: ap("[::1]:50003"), State: Established, Inode: 2004, V6: true},
+		{Local: ap("[::]:8080"), Remote: ap("[::]:0"), State: Listen, Inode: 1000, V6: true, UID: 1000},
+		{Local: ap("[::1]:9090"), Remote: ap("[::]:0"), State: Listen, Inode: 1001, V6: true, UID: 1000},
+		{Local: ap("[::1]:8080"), Remote: ap("[::1]:50000"), State: Established, Inode: 2001, V6: true, UID: 1000},
+		{Local: ap("[::ffff:127.0.0.1]:8080"), Remote: ap("[::ffff:127.0.0.1]:50001"), State: Established, Inode: 2002, V6: true, UID: 1000},
+		{Local: ap("[2001:db8::1]:8080"), Remote: ap("[2001:db8::2]:50002"), State: Established, Inode: 2003, V6: true, UID: 1000},
+		{Local: ap("[::1]:9090"), Remote: ap("[::1]:50003"), State: Established, Inode: 2004, V6: true, UID: 1000},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %d sockets, want %d: %v", len(got), len(want), got)

@@ -75,6 +75,7 @@ type listener struct {
 	Endpoint
 	inode uint64
 	v6    bool
+	uid   uint32 // its owner
 }
 
 // openSystem finds the listening sockets to watch and picks the cheapest method that counts
@@ -219,6 +220,7 @@ func appListeners(cfg Config, o systemOptions, all []listener) ([]listener, Setu
 	}
 	var watched []listener
 	var cannot []Listener
+	uids := treeUIDs(o.proc, pids, len(unreadable) > 0)
 	for _, l := range all {
 		found := Listener{Proto: "tcp", Endpoint: l.Endpoint}
 		switch pid := inodes[l.inode]; {
@@ -229,9 +231,11 @@ func appListeners(cfg Config, o systemOptions, all []listener) ([]listener, Setu
 			continue
 		case own[l.inode] > 0:
 			found.Why = whyOwn
-		case len(unreadable) > 0:
+		case len(unreadable) > 0 && (uids == nil || uids[l.uid]):
 			// Not the readable processes': a sidecar's, or one of the unreadable processes'
 			// own (a setcap server, a worker of another user that opened a port of its own).
+			// Made by a user that runs a process of the app's tree (or, where that is not
+			// known, by anyone): the app's for all drainit can tell.
 			found.Why = "held by no process drainit may read; it may be held by " + unreadableWhy(unreadable)
 			cannot = append(cannot, found)
 			continue
@@ -269,6 +273,37 @@ func appListeners(cfg Config, o systemOptions, all []listener) ([]listener, Setu
 	return watched, setup, nil
 }
 
+// treeUIDs is the set of users the processes pids run as (each one's real, effective, saved and
+// file-system uid: a listener's owner is its maker's fsuid then, and a worker that has changed
+// its user since still has the others), when want; nil when not wanted or when a process's
+// cannot be read (then any owner may be the app's). A listener made by none of them is not the
+// app's, whoever holds it: a mesh sidecar runs as a user of its own (Istio's 1337, Linkerd's
+// 2102).
+func treeUIDs(root string, pids []int, want bool) map[uint32]bool {
+	if !want {
+		return nil
+	}
+	uids := map[uint32]bool{}
+	for _, pid := range pids {
+		v, err := proc.StatusField(root, pid, "Uid")
+		f := strings.Fields(v)
+		if err != nil || len(f) != 4 {
+			if errors.Is(err, os.ErrNotExist) {
+				continue // gone since it was listed
+			}
+			return nil
+		}
+		for _, s := range f {
+			n, err := strconv.ParseUint(s, 10, 32)
+			if err != nil {
+				return nil
+			}
+			uids[uint32(n)] = true
+		}
+	}
+	return uids
+}
+
 // unreadableWhy names the processes of the app's tree whose descriptors drainit may not read,
 // and the two reasons there are.
 func unreadableWhy(pids []int) string {
@@ -297,7 +332,7 @@ func listeningSockets(diag *diagConn, proc string) ([]listener, error) {
 	var out []listener
 	add := func(s *Socket) {
 		if s.State == Listen {
-			out = append(out, listener{Endpoint{s.Local.Addr(), s.Local.Port()}, s.Inode, s.V6})
+			out = append(out, listener{Endpoint{s.Local.Addr(), s.Local.Port()}, s.Inode, s.V6, s.UID})
 		}
 	}
 	if diag != nil {

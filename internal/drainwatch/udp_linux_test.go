@@ -58,6 +58,7 @@ func fakeProc(t *testing.T, held []uint64, portRange, reserved string) string {
 	write("net/udp6", read("testdata/udp/udp6"))
 	write("net/unix", read("testdata/unix/unix"))
 	write("10/task/10/children", nil)
+	write("10/status", []byte("Name:\tapp\nUid:\t1000\t1000\t1000\t1000\n")) // the tables' sockets' owner
 	if portRange != "" {
 		write("sys/net/ipv4/ip_local_port_range", []byte(portRange))
 	}
