@@ -370,7 +370,7 @@ func TestExecStopSparesReusedGroup(t *testing.T) {
 	ctx, cancel := context.WithCancel(log.WithContext(context.Background()))
 	defer cancel()
 	done := runAsync(ctx, helperHook(t, "offline-exec", "setsid-hold"))
-	leader, held := pidFromLog(t, buf, "ready"), pidFromLog(t, buf, "held")
+	leader, held := pidFromLog(t, buf, "leader"), pidFromLog(t, buf, "held")
 	t.Cleanup(func() { _ = unix.Kill(held, unix.SIGKILL) })
 	cancel()
 	waitFor(t, "the hook's leader reaped", func() bool {

@@ -89,7 +89,9 @@ func helper(args []string) int {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		fmt.Printf("held %d\nready %d\n", gc.Process.Pid, os.Getpid())
+		// "leader", not "ready": the sleeping child prints "ready" itself, on the same output,
+		// and may come first.
+		fmt.Printf("held %d\nleader %d\n", gc.Process.Pid, os.Getpid())
 		time.Sleep(time.Hour)
 		return 0
 	case "flood":
