@@ -15,16 +15,28 @@ import (
 // "child" runs DiscardUncatchable and prints a child's SigIgn (started as drainit starts the
 // app: the Go runtime's fork, then exec).
 //
-// With SIGNALS_TEST_IGNORE (signal numbers, comma-separated) it first sets those to SIG_IGN and
-// execs itself without it, so that the helper starts with them ignored: a shell cannot ignore 32
-// (dash's trap leaves it alone).
+// With SIGNALS_TEST_IGNORE (signal numbers, comma-separated; it may be empty) it first sets 32
+// and 34 to their default and those listed to SIG_IGN, and execs itself without it, so that the
+// helper starts with exactly them ignored: a shell cannot ignore 32 (dash's trap leaves it
+// alone), and make ignores it for its commands.
 func init() {
 	mode := os.Getenv("SIGNALS_TEST_HELPER")
 	if mode == "" {
 		return
 	}
-	if list := os.Getenv("SIGNALS_TEST_IGNORE"); list != "" {
+	if list, ok := os.LookupEnv("SIGNALS_TEST_IGNORE"); ok {
+		// 32 and 34 at their default first, whatever the test was started with: GNU make 4.3
+		// starts its commands with 32 and 33 ignored.
+		for _, sig := range []syscall.Signal{32, 34} {
+			if _, err := sigaction(sig, &kernelSigaction{}); err != nil {
+				fmt.Println(err)
+				os.Exit(3)
+			}
+		}
 		for n := range strings.SplitSeq(list, ",") {
+			if n == "" {
+				continue
+			}
 			sig, _ := strconv.Atoi(n)
 			if _, err := sigaction(syscall.Signal(sig), &kernelSigaction{handler: sigIgn}); err != nil {
 				fmt.Println(err)
