@@ -156,16 +156,16 @@ func (e *estimator) estimate() Estimate {
 	if r < rate {
 		rate, est.Arrivals, est.Window, est.Basis = r, n, w, basis
 	}
-	guard := float64(AutoStepGuard)
-	if e.guard > 0 {
-		guard = e.guard
-	}
 	if rate <= 0 || math.IsInf(rate, 1) {
 		est.Arrivals, est.Window = n, w
 		return est
 	}
 	est.Rate, est.Enough = rate, true
-	est.Needed = max(AutoFloor, time.Duration(guard*math.Log(1/AutoEpsilon)/rate*float64(time.Second)))
+	k := autoK
+	if e.guard > 0 {
+		k = e.guard * math.Log(1/AutoEpsilon)
+	}
+	est.Needed = max(AutoFloor, time.Duration(k/rate*float64(time.Second)))
 	if g := e.repeatedGap(lo); g > est.Needed {
 		est.Needed, est.Basis = g, fmt.Sprintf("gaps of %s the traffic came back after", g.Round(time.Millisecond))
 	}
@@ -174,11 +174,10 @@ func (e *estimator) estimate() Estimate {
 
 // steady is the rate over the whole reach, from bin from (the oldest in reach with an arrival) to
 // last (the last arrival), with the arrivals and the window it rests on, and what decided it.
-// That oldest bin
-// may be mostly the silence before the traffic began (the app's start), or a burst: its arrivals
-// may all have come at its end, so the traffic is known to be only as old as that bin's end, and
-// the arrivals after it are what a rate can rest on. With AutoMinArrivals of them over
-// AutoMinReach, the rate is theirs.
+// That oldest bin may be mostly the silence before the traffic began (the app's start), or a
+// burst: its arrivals may all have come at its end, so the traffic is known to be only as old as
+// that bin's end, and the arrivals after it are what a rate can rest on. With AutoMinArrivals of
+// them over AutoMinReach, the rate is theirs.
 //
 // Otherwise the traffic is young or thin: the arrivals after the first bin are then judged at a
 // lower bound (fewRate) and spread over AutoMinReach at least (over a second, a burst of a
