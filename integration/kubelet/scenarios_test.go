@@ -359,7 +359,8 @@ func TestWrongTokenLeavesAppServing(t *testing.T) {
 // online hooks have run, 200 then, and 503 again from the first trigger on, while /healthz stays
 // 200 as long as the app runs.
 func TestReadinessFollowsProbeAndOnlineHooks(t *testing.T) {
-	ctl, app := testenv.FreeLoopbackAddr(t), testenv.FreeLoopbackAddr(t)
+	addrs := testenv.FreeLoopbackAddrs(t, 2)
+	ctl, app := addrs[0], addrs[1]
 	marker := filepath.Join(t.TempDir(), "registered")
 	c := startDrainit(t, nil, "--http-addr", ctl, "--ready-probe", "tcp://"+app, "--drain-delay", "2s",
 		"--online-exec", fmt.Sprintf(`["/bin/sh","-c","sleep 0.3; echo yes > %s"]`, marker),

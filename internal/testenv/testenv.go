@@ -83,6 +83,22 @@ func FreeLoopbackAddr(t testing.TB) string {
 	return ln.Addr().String()
 }
 
+// FreeLoopbackAddrs is n addresses FreeLoopbackAddr would give, all different: each is held
+// until all are found, where two calls in a row can get one port twice.
+func FreeLoopbackAddrs(t testing.TB, n int) []string {
+	t.Helper()
+	var out []string
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		out = append(out, ln.Addr().String())
+	}
+	return out
+}
+
 // SwitchProbe is a ready probe (hooks.Probe) for the tests: it passes while Ok holds, refuses
 // otherwise, and counts its checks.
 type SwitchProbe struct {
