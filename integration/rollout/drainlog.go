@@ -55,6 +55,7 @@ type DrainLog struct {
 	Rate          float64  `json:"rate,omitempty"`
 	SilenceNeeded *Seconds `json:"silence_needed_seconds,omitempty"`
 	History       bool     `json:"history,omitempty"`
+	HistoryFrom   string   `json:"history_from,omitempty"` // passive-opens or app-listeners
 	Why           string   `json:"why,omitempty"`
 }
 
@@ -62,6 +63,7 @@ type DrainLog struct {
 const (
 	msgAdaptiveOver = "adaptive drain over"
 	msgFallback     = "cannot watch the app's connections: falling back to the fixed drain delay"
+	msgUnwatchable  = "the adaptive drain cannot watch all the app's listeners: falling back to the fixed drain delay; --drain-ports names the TCP ports traffic is routed to"
 )
 
 // parseDrainLog finds the end of the adaptive drain in drainit's JSON log lines; nil when there
@@ -89,6 +91,7 @@ func parseDrainLog(out []byte) *DrainLog {
 			Rate     *float64 `json:"rate"`
 			Needed   int64    `json:"silence_needed"`
 			History  bool     `json:"history"`
+			From     string   `json:"history_from"`
 			Why      string   `json:"why"`
 		}
 		if json.Unmarshal(line, &e) != nil {
@@ -100,14 +103,14 @@ func parseDrainLog(out []byte) *DrainLog {
 			d := &DrainLog{Reason: e.Reason, NewConns: e.NewConns, Method: e.Method, Drained: ms(e.Drained),
 				Baseline: ms(e.Baseline), Polls: e.Polls, PollGap: ms(e.PollGap), Silence: ms(e.Silence), CPU: ms(e.CPU), CPUShare: e.CPUShare}
 			if e.Rate != nil {
-				d.Auto, d.Rate, d.History, d.Why = true, *e.Rate, e.History, e.Why
+				d.Auto, d.Rate, d.History, d.HistoryFrom, d.Why = true, *e.Rate, e.History, e.From, e.Why
 				if e.Needed > 0 {
 					n := ms(e.Needed)
 					d.SilenceNeeded = &n
 				}
 			}
 			return d
-		case msgFallback:
+		case msgFallback, msgUnwatchable:
 			return &DrainLog{Reason: "fallback"}
 		}
 	}

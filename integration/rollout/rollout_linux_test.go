@@ -430,3 +430,47 @@ func TestNginx(t *testing.T) {
 		}
 	}
 }
+
+// Issue 40: --drain-quiet auto beside a sidecar (Config.Sidecar: a listener of the harness's in
+// each pod's network namespace, with traffic of its own through the whole stop), at 200 new
+// connections a second to the pod, and in a namespace shared with the other pods (HostNetwork).
+// The namespace's PassiveOpens counter is no longer the app's alone, so drainit counts with
+// sock-diag; the history of the app's own listeners gives it the pod's rate, and the drain ends
+// quiet, judged on a rate, losing nothing, where it used to judge its own few arrivals and wait
+// for --drain-max.
+func TestAutoDrainSharedNamespace(t *testing.T) {
+	for _, layout := range []struct {
+		name string
+		set  func(*Config)
+	}{
+		{"sidecar", func(c *Config) { c.Sidecar = true }},
+		{"host-network", func(c *Config) { c.HostNetwork = true }},
+	} {
+		t.Run(layout.name, func(t *testing.T) {
+			r := runner(t, 2, func(c *Config) { c.Poisson = true; layout.set(c) })
+			s := scenarios(t, "drainit-auto")[0]
+			var all []Job
+			for _, c := range []Cell{{Propagation: 200 * time.Millisecond, Rate: 200}, {Propagation: time.Second, Rate: 200}} {
+				all = append(all, Job{s, c, 1})
+			}
+			for _, res := range runJobs(t, r, all) {
+				where := res.cell().String()
+				d := res.Drain
+				if d == nil {
+					t.Fatalf("%s: drainit logged no end of an adaptive drain", where)
+				}
+				t.Logf("%s: stop %.2fs, drain %s after %.2fs (%s, history from %q); rate %.0f/s; %.2fs after the last connection; CPU %.2f%%",
+					where, float64(res.Stop), d.Reason, float64(d.Drained), d.Method, d.HistoryFrom, d.Rate, float64(d.QuietAfterLast), d.CPUShare*100)
+				if lost(t, res) || res.Killed {
+					t.Errorf("%s: %d failed %v, %d cut, SIGKILL %v; failures %+v", where, res.Failed, res.ByKind, res.Cut, res.Killed, res.Failures)
+				}
+				if d.Reason != "quiet" || d.Method != string(drainwatch.MethodSockDiag) || d.HistoryFrom != drainwatch.HistoryAppListeners || d.SilenceNeeded == nil {
+					t.Errorf("%s: drain %+v, want a quiet end on sock-diag, judged on a rate from the app's listeners' history", where, d)
+				}
+				if d.Silence < *d.SilenceNeeded {
+					t.Errorf("%s: the drain waited %.3fs of silence, less than the %.3fs needed", where, float64(d.Silence), float64(*d.SilenceNeeded))
+				}
+			}
+		})
+	}
+}

@@ -48,7 +48,11 @@ type Config struct {
 	// drainit watches with sock_diag; otherwise each pod has its own (netns_linux.go), as on a
 	// node, and drainit counts with the namespace's PassiveOpens counter.
 	HostNetwork bool
-	Parallel    int // runs at once in RunAll
+	// Sidecar: each pod's network namespace also holds a listener of another process's (the
+	// harness's), with traffic of its own (SidecarRate new connections a second) for the pod's
+	// whole life, as a mesh sidecar's or an exporter's: drainit's namespace is then shared.
+	Sidecar  bool
+	Parallel int // runs at once in RunAll
 	// MaxRate bounds the new connections a second of the runs under way together (each run's
 	// load counts; a run over it runs alone): this machine's clients, proxies and pods start
 	// about 2,000 a second on 2 cores before they fall behind. Zero: DefaultMaxRate.
@@ -223,10 +227,53 @@ func freePort(ip string) (string, error) {
 type runningPod struct {
 	*pod.Pod
 	addr, ctl string
-	out       *lines.Log // PID 1's stdout and stderr, as a runtime would log them
-	dir       string     // the app's files (nginx's config, pid and temp paths), removed after the run
-	ns        *netns     // its network namespace (nil: the harness's)
-	dial      dialer     // how the harness reaches it
+	out       *lines.Log   // PID 1's stdout and stderr, as a runtime would log them
+	dir       string       // the app's files (nginx's config, pid and temp paths), removed after the run
+	ns        *netns       // its network namespace (nil: the harness's)
+	dial      dialer       // how the harness reaches it
+	sidecar   net.Listener // Config.Sidecar's, in the pod's network namespace (nil: none)
+}
+
+// SidecarRate is how many new connections a second a pod's sidecar (Config.Sidecar) gets.
+const SidecarRate = 20
+
+// startSidecar listens beside the pod's app, in the calling thread's network namespace, and
+// answers every connection with a line and a close.
+func (rp *runningPod) startSidecar(ip string) error {
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	if err != nil {
+		return fmt.Errorf("the pod's sidecar: %w", err)
+	}
+	rp.sidecar = ln
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = io.WriteString(c, "sidecar\n")
+			c.Close()
+		}
+	}()
+	return nil
+}
+
+// sidecarTraffic connects to the pod's sidecar SidecarRate times a second until the pod exits.
+func (rp *runningPod) sidecarTraffic() {
+	tick := time.NewTicker(time.Second / SidecarRate)
+	defer tick.Stop()
+	addr := rp.sidecar.Addr().String()
+	for {
+		select {
+		case <-rp.Exited:
+			return
+		case <-tick.C:
+			if c, err := rp.dial(addr, time.Second); err == nil {
+				_, _ = io.Copy(io.Discard, c)
+				c.Close()
+			}
+		}
+	}
 }
 
 // nginxConf is the configuration of a pod's nginx: in the foreground under its own PID 1 or
@@ -285,17 +332,25 @@ func (r *Runner) appArgv(s Scenario, rp *runningPod) ([]string, error) {
 	return []string{bin, "-c", conf, "-p", rp.dir + "/", "-e", "stderr"}, nil
 }
 
-// cleanup removes the pod's files; the pod must be gone.
+// cleanup removes the pod's files and its sidecar; the pod must be gone.
 func (rp *runningPod) cleanup() {
 	if rp.dir != "" {
 		os.RemoveAll(rp.dir)
+	}
+	if rp.sidecar != nil {
+		rp.sidecar.Close()
 	}
 	rp.ns.close()
 }
 
 // startPod starts a pod of scenario s for propagation delay p: in a network namespace of its
 // own unless Config.HostNetwork.
-func (r *Runner) startPod(s Scenario, p time.Duration) (*runningPod, error) {
+func (r *Runner) startPod(s Scenario, p time.Duration) (rp *runningPod, err error) {
+	defer func() {
+		if err == nil && rp.sidecar != nil {
+			go rp.sidecarTraffic()
+		}
+	}()
 	if r.cfg.HostNetwork {
 		rp, err := r.startPodHere(s, p)
 		if err == nil {
@@ -325,6 +380,11 @@ func (r *Runner) startPodHere(s Scenario, p time.Duration) (*runningPod, error) 
 		return nil, err
 	}
 	rp := &runningPod{addr: addr, out: lines.New("output")}
+	if r.cfg.Sidecar {
+		if err := rp.startSidecar(ip); err != nil {
+			return nil, err
+		}
+	}
 	app, err := r.appArgv(s, rp)
 	if err != nil {
 		rp.cleanup()

@@ -5,7 +5,7 @@
 // where a scenario that cannot run is a failure.
 //
 //	rollout -drainit bin/drainit -testapp bin/testapp [-nginx PATH] [-scenarios LIST]
-//	        [-propagation LIST] [-topologies LIST] [-rates LIST] [-poisson] [-host-network]
+//	        [-propagation LIST] [-topologies LIST] [-rates LIST] [-poisson] [-host-network] [-sidecar]
 //	        [-repeat N] [-parallel N] [-json | -drain-table]
 //
 // -scenarios takes keys, "all", or "drains" (the adaptive drains, quiet auto and 1 s, beside
@@ -70,6 +70,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&rates, "rates", "", "comma-separated new connections per second at the stopped pod, each cell at each (default: the load of -rate)")
 	fs.BoolVar(&cfg.Poisson, "poisson", false, "new-connection requests arrive as a Poisson stream, not at even intervals")
 	fs.BoolVar(&cfg.HostNetwork, "host-network", false, "the pods share the harness's network namespace (drainit watches with sock_diag), instead of one each")
+	fs.BoolVar(&cfg.Sidecar, "sidecar", false, "each pod's network namespace also holds a sidecar's listener, with traffic of its own")
 	fs.IntVar(&repeat, "repeat", 1, "stops per scenario and cell")
 	fs.IntVar(&repeatFixed, "repeat-fixed", 0, "stops per cell of the scenarios without a stop bound (fixed drains, the inits), whose cost does not depend on the traffic (default: -repeat)")
 	fs.Float64Var(&cfg.MaxRate, "max-rate", rollout.DefaultMaxRate, "new connections a second of the runs under way together (a run over it runs alone)")
