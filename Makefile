@@ -71,7 +71,8 @@ kubelet:
 ## against fixed 5 s and 10 s ones in the rollout harness, at 3 propagation delays, behind
 ## several proxies, at DRAINRATES new connections a second, and of the 1 s quiet period behind
 ## pooling L7 proxies (counting connections, then requests: the "L7 pooled" rows); writes
-## bench/RESULTS.md and bench/DRAIN.md; then the same stops on a real kubelet, containerd,
+## bench/RESULTS.md and bench/DRAIN.md; the automatic quiet period beside a sidecar and in the
+## host's network namespace: bench/DRAIN-SHARED.md; then the same stops on a real kubelet, containerd,
 ## API server and kube-proxy (CLUSTERREPEAT a cell), beside the kubelet's own preStop sleep:
 ## bench/DRAIN-CLUSTER.md. DRAINREPEAT=20 DRAINREPEATFIXED=2 for issue 16's 20 stops a cell
 ## (~60 min)
@@ -87,6 +88,18 @@ bench: build
 	bin/rollout -drainit $(BIN) -testapp bin/testapp -scenarios drains -propagation 0.2s,1s,3s \
 		-topologies staggered,straggler -rates $(DRAINRATES) -poisson -repeat $(DRAINREPEAT) \
 		-repeat-fixed $(DRAINREPEATFIXED) -drain-table -q | tee bench/DRAIN.md
+	@echo "bench: the automatic quiet period in shared network namespaces, beside a sidecar and on the host's (about 8 minutes)..."
+	@{ echo "# The automatic quiet period in shared network namespaces"; echo; \
+	  echo "\`make bench\` rewrites this file: \`bin/rollout -scenarios drainit-auto … -sidecar\` (each pod's network"; \
+	  echo "namespace also holds a sidecar's listener with traffic of its own, 20 new connections a second),"; \
+	  echo "then \`-host-network\` (the pods share the harness's namespace, as hostNetwork pods do): drainit"; \
+	  echo "counts with sock-diag, from the history of the app's own listeners (issue 40). $$(git rev-parse --short HEAD), $$(date -u +%F)."; \
+	  echo; echo "## Beside a sidecar"; echo; \
+	  bin/rollout -drainit $(BIN) -testapp bin/testapp -scenarios drainit-auto -propagation 0.2s,1s,3s -topologies staggered \
+		-rates 20,200 -poisson -repeat $(DRAINREPEAT) -drain-table -q -sidecar; \
+	  echo; echo "## In the host's network namespace"; echo; \
+	  bin/rollout -drainit $(BIN) -testapp bin/testapp -scenarios drainit-auto -propagation 0.2s,1s,3s -topologies staggered \
+		-rates 20,200 -poisson -repeat $(DRAINREPEAT) -drain-table -q -host-network; } | tee bench/DRAIN-SHARED.md
 	@echo "bench: the same stops on a real kubelet, containerd and kube-proxy, with the kubelet's own preStop sleep beside (about $$(($(CLUSTERREPEAT) + 2)) minutes)..."
 	@$(MAKE) --no-print-directory kubelet
 	DRAINIT_KUBELET=$$(./scripts/kubelet.sh) $(GO) test -run '^$$' -bench '^BenchmarkClusterDrain$$' \
