@@ -77,34 +77,14 @@ func (c *diagAppCounter) count() (int, []Endpoint, bool) {
 // there is nothing to count.
 func (c *diagAppCounter) look(all []listener) {
 	c.shared = false
-	var watched []listener
-	var setup Setup
-	if len(c.cfg.Ports) > 0 {
-		for _, l := range all {
-			if slices.ContainsFunc(c.cfg.Ports, func(p Endpoint) bool { return p.Matches(l.Addr, l.Port) }) {
-				watched = append(watched, l)
-			} else {
-				setup.Unwatched = append(setup.Unwatched, Listener{Why: whyNotApps})
-			}
-		}
-	} else {
-		var err error
-		if watched, setup, err = appListeners(c.cfg, c.o, all); err != nil {
-			return
-		}
+	watched, setup, err := watchedListeners(c.cfg, c.o, all)
+	if err != nil {
+		return
 	}
-	others := slices.ContainsFunc(setup.Unwatched, func(l Listener) bool { return l.Why != whyOwn })
-	if len(watched) == 0 || !others {
+	if !slices.ContainsFunc(setup.Unwatched, func(l Listener) bool { return l.Why != whyOwn }) {
 		return // the PassiveOpens counter is the app's: nothing to count here
 	}
-	var eps []Endpoint
-	var v4, v6 bool
-	for _, l := range watched {
-		if !slices.Contains(eps, l.Endpoint) {
-			eps = append(eps, l.Endpoint)
-		}
-		v4, v6 = v4 || !l.v6, v6 || l.v6
-	}
+	eps, v4, v6 := watchedEndpoints(watched)
 	c.shared = true
 	if !slices.Equal(eps, c.endpoints) {
 		c.endpoints, c.filter, c.v4, c.v6, c.det = eps, endpointFilter(eps), v4, v6, newDetector(eps)

@@ -21,10 +21,11 @@ type Listener struct {
 
 // Where the unwatched listeners' reasons are phrased once, for the log and the tests.
 const (
-	whyNotApps = "not the app's"
-	whyOwn     = "drainit's own"
-	whyUNIX    = "a UNIX socket: the adaptive drain counts TCP connections"
-	whyUDP     = "UDP: Linux counts no socket's datagrams"
+	whyNotApps    = "not the app's"
+	whyOwn        = "drainit's own"
+	whyNotInPorts = "not in --drain-ports"
+	whyUNIX       = "a UNIX socket: the adaptive drain counts TCP connections"
+	whyUDP        = "UDP: Linux counts no socket's datagrams"
 )
 
 // String is the listener for a log line: "tcp 0.0.0.0:8080 (pid 12 nginx)", with ": why" for

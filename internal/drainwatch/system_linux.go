@@ -114,42 +114,11 @@ func openSampler(cfg Config, o systemOptions) (_ sampler, setup Setup, _ error) 
 		return nil, setup, err
 	}
 
-	var watched []listener
-	if len(cfg.Ports) > 0 {
-		for _, l := range all {
-			for _, p := range cfg.Ports {
-				if p.Matches(l.Addr, l.Port) {
-					watched = append(watched, l)
-					break
-				}
-			}
-		}
-		if len(watched) == 0 {
-			return nil, setup, fmt.Errorf("no listening TCP socket matches the drain ports %s", endpointList(cfg.Ports))
-		}
-		for _, l := range all {
-			if slices.Contains(watched, l) {
-				setup.Watched = append(setup.Watched, Listener{Proto: "tcp", Endpoint: l.Endpoint})
-			} else {
-				setup.Unwatched = append(setup.Unwatched, Listener{Proto: "tcp", Endpoint: l.Endpoint, Why: "not in --drain-ports"})
-			}
-		}
-	} else {
-		if watched, setup, err = appListeners(cfg, o, all); err != nil {
-			return nil, setup, err
-		}
+	watched, setup, err := watchedListeners(cfg, o, all)
+	if err != nil {
+		return nil, setup, err
 	}
-	endpoints := make([]Endpoint, 0, len(watched))
-	for _, l := range watched {
-		if !slices.Contains(endpoints, l.Endpoint) {
-			endpoints = append(endpoints, l.Endpoint)
-		}
-	}
-	// Which tables hold the watched listeners' connections.
-	var v4, v6 bool
-	for _, l := range watched {
-		v4, v6 = v4 || !l.v6, v6 || l.v6
-	}
+	endpoints, v4, v6 := watchedEndpoints(watched)
 	var s sampler
 	if o.force == "" || o.force == MethodPassiveOpens {
 		s = passiveOpensSampler(cfg, o.proc, o.self, all, watched, endpoints)
@@ -182,6 +151,40 @@ func openSampler(cfg Config, o systemOptions) (_ sampler, setup Setup, _ error) 
 		return nil, setup, errors.New("watching requests on open connections (--drain-watch requests) needs netlink sock_diag, which is unavailable here")
 	}
 	return s, setup, nil
+}
+
+// watchedListeners picks what a drain watches out of all (the namespace's TCP listeners): those
+// --drain-ports matches, or else the app's (appListeners); and says what it found.
+func watchedListeners(cfg Config, o systemOptions, all []listener) ([]listener, Setup, error) {
+	if len(cfg.Ports) == 0 {
+		return appListeners(cfg, o, all)
+	}
+	var watched []listener
+	var setup Setup
+	for _, l := range all {
+		if slices.ContainsFunc(cfg.Ports, func(p Endpoint) bool { return p.Matches(l.Addr, l.Port) }) {
+			watched = append(watched, l)
+			setup.Watched = append(setup.Watched, Listener{Proto: "tcp", Endpoint: l.Endpoint})
+		} else {
+			setup.Unwatched = append(setup.Unwatched, Listener{Proto: "tcp", Endpoint: l.Endpoint, Why: whyNotInPorts})
+		}
+	}
+	if len(watched) == 0 {
+		return nil, setup, fmt.Errorf("no listening TCP socket matches the drain ports %s", endpointList(cfg.Ports))
+	}
+	return watched, setup, nil
+}
+
+// watchedEndpoints is the watched listeners' endpoints, each once, and which tables (tcp, tcp6) hold
+// their connections.
+func watchedEndpoints(watched []listener) (eps []Endpoint, v4, v6 bool) {
+	for _, l := range watched {
+		if !slices.Contains(eps, l.Endpoint) {
+			eps = append(eps, l.Endpoint)
+		}
+		v4, v6 = v4 || !l.v6, v6 || l.v6
+	}
+	return eps, v4, v6
 }
 
 // appListeners picks the app's listeners out of all (the namespace's TCP listeners) and says
