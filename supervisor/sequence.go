@@ -645,8 +645,8 @@ func listenerStrings(ls []drainwatch.Listener) []string {
 	return out
 }
 
-// unwatchableKinds names what kinds of listener made the drain fixed, for the summary: "UDP",
-// "UNIX socket", "unreadable".
+// unwatchableKinds names what kinds of listener made the drain fixed, for the summary: "serves
+// UDP", "UNIX socket", "unreadable listener".
 func unwatchableKinds(ls []drainwatch.Listener) string {
 	var kinds []string
 	for _, l := range ls {

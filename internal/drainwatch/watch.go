@@ -273,7 +273,7 @@ func run(ctx context.Context, cfg Config, e env, t0 time.Time) (Result, bool) {
 	)
 	// The drain's own CPU so far: see the budget below. Its setup counts up to setupBudgeted.
 	spent := min(e.measure(func() { s, setup, err = e.open(cfg) }), setupBudgeted)
-	if cfg.Setup != nil && (err == nil || errors.As(err, new(*UnwatchableError))) {
+	if _, unwatchable := errors.AsType[*UnwatchableError](err); cfg.Setup != nil && (err == nil || unwatchable) {
 		select {
 		case cfg.Setup <- setup:
 		default:
