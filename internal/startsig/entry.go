@@ -7,3 +7,9 @@ package startsig
 //
 //lint:ignore U1000 the linker's -E refers to it by name, no Go code does
 func entry()
+
+// catch is the entry point's signal handler ("A stop signal before drainit can take it"),
+// called by the kernel or by the runtime's forwarding, with the C calling convention.
+//
+//lint:ignore U1000 the entry point refers to it, no Go code does
+func catch()

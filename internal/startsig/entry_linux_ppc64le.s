@@ -10,14 +10,52 @@ TEXT ·entry(SB),NOSPLIT|NOFRAME,$0
 	MOVD	R4, R18
 	MOVD	R5, R19
 	MOVD	R6, R20
+	// catch's disposition (the kernel's vDSO trampoline returns from it: no SA_RESTORER).
+	MOVD	$1, R3
+	MOVW	R3, ·armed(SB)
+	MOVD	$·catch(SB), R3
+	MOVD	R3, ·catchAct(SB)
+	// First the stop signals, in catchOrder: each one's disposition read into acts, and catch
+	// put in place of a SIG_DFL.
+	MOVD	$·catchOrder(SB), R16
+first:
+	MOVBZ	(R16), R14
+	CMP	R14, $0
+	BEQ	rest
+	MOVD	$·acts(SB), R15
+	SLD	$5, R14, R21
+	ADD	R21, R15, R15		// &acts[sig]
+	MOVD	R14, R3
+	MOVD	$0, R4
+	MOVD	R15, R5
+	MOVD	$8, R6
+	SYSCALL	$173			// SYS_rt_sigaction
+	MOVD	(R15), R3
+	CMP	R3, $0
+	BNE	kept			// not SIG_DFL
+	MOVD	R14, R3
+	MOVD	$·catchAct(SB), R4
+	MOVD	$0, R5
+	MOVD	$8, R6
+	SYSCALL	$173
+kept:
+	ADD	$1, R16
+	BR	first
+rest:
 	MOVD	$1, R14			// signal number
 	MOVD	$·acts+32(SB), R15	// &acts[1]
 loop:
+	MOVD	$·catching(SB), R3
+	ADD	R14, R3, R3
+	MOVBZ	(R3), R3
+	CMP	R3, $0
+	BNE	next			// read above
 	MOVD	R14, R3			// signum
 	MOVD	$0, R4			// act: NULL, so the call only reads
 	MOVD	R15, R5			// oldact
 	MOVD	$8, R6			// sigsetsize
 	SYSCALL	$173			// SYS_rt_sigaction
+next:
 	ADD	$32, R15
 	ADD	$1, R14
 	CMP	R14, $65
@@ -66,3 +104,43 @@ done:
 	MOVD	R19, R5
 	MOVD	R20, R6
 	JMP	_rt0_ppc64le_linux(SB)
+
+// catch(sig) is the handler of startsig.go's "A stop signal before drainit can take it", with
+// the C calling convention (R3: the signal), from the kernel or from the runtime's sigfwd. It
+// uses no stack, keeps what it needs across a syscall in R14-R16 (which Go code never expects
+// kept across a call) and leaves R1, R2, R13 and R30 (g) alone.
+TEXT ·catch(SB),NOSPLIT|NOFRAME,$0
+	MOVWZ	·armed(SB), R4
+	CMP	R4, $0
+	BEQ	back			// disarmed: the runtime's default follows
+	MOVD	R3, R14
+	CMPU	R14, $64
+	BGT	back
+	MOVD	$·query(SB), R15
+	SLD	$5, R14, R16
+	ADD	R16, R15, R15		// oldact: &query[sig]
+	MOVD	$0, R4
+	MOVD	R15, R5
+	MOVD	$8, R6
+	SYSCALL	$173			// SYS_rt_sigaction
+	MOVD	(R15), R4
+	MOVD	$·catch(SB), R5
+	CMP	R4, R5
+	BNE	refuse			// the runtime's handler is in place: it forwarded a signal it dies by
+	MOVD	$·caught(SB), R4
+	ADD	R14, R4, R4
+	MOVD	$1, R5
+	MOVB	R5, (R4)
+back:
+	RET
+refuse:
+	MOVD	$·refusal(SB), R15
+	SLD	$4, R14, R16
+	ADD	R16, R15, R15
+	MOVD	(R15), R4		// refusal[sig]
+	MOVD	8(R15), R5
+	MOVD	$2, R3			// stderr
+	SYSCALL	$4			// SYS_write
+	ADD	$128, R14, R3
+	SYSCALL	$234			// SYS_exit_group
+	RET

@@ -3,16 +3,53 @@
 // The kernel starts the process here with X2 (SP) at argc; nothing may move it or touch the
 // stack. ECALL clobbers A0 only; the runtime's entry reads nothing but the stack.
 TEXT ·entry(SB),NOSPLIT|NOFRAME,$0
+	// catch's disposition (the kernel's vDSO trampoline returns from it).
+	MOV	$1, A0
+	MOVW	A0, ·armed(SB)
+	MOV	$·catch(SB), A0
+	MOV	A0, ·catchAct(SB)
+	// First the stop signals, in catchOrder: each one's disposition read into acts, and catch
+	// put in place of a SIG_DFL.
+	MOV	$·catchOrder(SB), X21
+first:
+	MOVBU	(X21), X18
+	BEQZ	X18, rest
+	MOV	$·acts(SB), X19
+	SLL	$5, X18, X22
+	ADD	X22, X19, X19		// &acts[sig]
+	MOV	X18, A0
+	MOV	ZERO, A1
+	MOV	X19, A2
+	MOV	$8, A3
+	MOV	$134, A7		// SYS_rt_sigaction
+	ECALL
+	MOV	(X19), A0
+	BNEZ	A0, kept		// not SIG_DFL
+	MOV	X18, A0
+	MOV	$·catchAct(SB), A1
+	MOV	ZERO, A2
+	MOV	$8, A3
+	MOV	$134, A7
+	ECALL
+kept:
+	ADD	$1, X21
+	JMP	first
+rest:
 	MOV	$1, X18			// signal number
 	MOV	$·acts+32(SB), X19	// &acts[1]
 	MOV	$65, X20
 loop:
+	MOV	$·catching(SB), A0
+	ADD	X18, A0, A0
+	MOVBU	(A0), A0
+	BNEZ	A0, next		// read above
 	MOV	X18, A0			// signum
 	MOV	ZERO, A1		// act: NULL, so the call only reads
 	MOV	X19, A2			// oldact
 	MOV	$8, A3			// sigsetsize
 	MOV	$134, A7		// SYS_rt_sigaction
 	ECALL
+next:
 	ADD	$32, X19
 	ADD	$1, X18
 	BNE	X18, X20, loop
@@ -52,3 +89,43 @@ loop:
 	MOVW	A0, ·pinned(SB)
 done:
 	JMP	_rt0_riscv64_linux(SB)
+
+// catch(sig) is the handler of startsig.go's "A stop signal before drainit can take it", with
+// the C calling convention (A0: the signal), from the kernel or from the runtime's sigfwd. It
+// uses no stack and only A0-A7 and T0-T2, which Go code never expects kept across a call.
+TEXT ·catch(SB),NOSPLIT|NOFRAME,$0
+	MOVWU	·armed(SB), T0
+	BEQZ	T0, back		// disarmed: the runtime's default follows
+	MOV	A0, T0
+	MOV	$64, T1
+	BGTU	T0, T1, back
+	MOV	$·query(SB), T1
+	SLL	$5, T0, T2
+	ADD	T2, T1, T1		// oldact: &query[sig]
+	MOV	ZERO, A1
+	MOV	T1, A2
+	MOV	$8, A3
+	MOV	$134, A7		// SYS_rt_sigaction
+	ECALL
+	MOV	(T1), T2
+	MOV	$·catch(SB), A1
+	BNE	T2, A1, refuse		// the runtime's handler is in place: it forwarded a signal it dies by
+	MOV	$·caught(SB), T1
+	ADD	T0, T1, T1
+	MOV	$1, T2
+	MOVB	T2, (T1)
+back:
+	RET
+refuse:
+	MOV	$·refusal(SB), T1
+	SLL	$4, T0, T2
+	ADD	T2, T1, T1
+	MOV	(T1), A1		// refusal[sig]
+	MOV	8(T1), A2
+	MOV	$2, A0			// stderr
+	MOV	$64, A7			// SYS_write
+	ECALL
+	ADD	$128, T0, A0
+	MOV	$94, A7			// SYS_exit_group
+	ECALL
+	RET

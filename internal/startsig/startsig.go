@@ -1,6 +1,7 @@
 // Package startsig is drainit's ELF entry point, which runs before the Go runtime: it records
-// which signals were ignored when the process started, before the runtime can hide it, and it
-// holds the process on one CPU for its start (Unpin ends that).
+// which signals were ignored when the process started, before the runtime can hide it, it
+// catches the stop signals until drainit can take them (Caught), and it holds the process on
+// one CPU for its start (Unpin ends that).
 //
 // POSIX exec keeps an ignored signal ignored, and an init such as drainit must keep it so for
 // the program it runs. But the Go runtime installs its own handler for most signals
@@ -56,6 +57,40 @@
 // getcpu fails, nothing is pinned, and the start is as before.
 package startsig
 
+import (
+	"sync/atomic"
+	"syscall"
+)
+
+// # A stop signal before drainit can take it
+//
+// A Go program cannot register a signal before its runtime has started and its packages are
+// initialised (package signals/early does it first thing). Until the runtime installs its own
+// handlers (initsig), a signal has the disposition drainit was started with: at the default, a
+// stop signal is discarded by the kernel (drainit as a PID namespace's init) or ends drainit.
+// From there until the registration, the runtime's handler acts as the default: for TERM, INT
+// and HUP it tries to die by the signal, and as PID 1, which the kernel does not let die so,
+// exits 2 without a word. Measured before this (integration/early_term_test.go), a SIGTERM
+// sent 0-2 ms after the exec was lost in 566 of 1000 runs as PID 1 and ended drainit with
+// status 2 and no line in 284.
+//
+// So the entry point, as it reads each disposition, puts its own handler (catch, in assembly)
+// on the stop signals HUP, INT, QUIT and TERM where they are at the default:
+//   - until initsig, the kernel runs catch for such a signal, which notes it in caught and
+//     returns; package signals/early sends it again once drainit has registered it (Caught),
+//     and the stop sequence runs as for a signal sent a moment later;
+//   - from initsig until the registration, the runtime dies by HUP, INT or TERM by first
+//     sending it to the handler it found in place (runtime.dieFromSignal clears its own
+//     handlingSig, so sigfwdgo forwards to fwdSig, which initsig set to catch): catch, still
+//     armed, writes the one line of refusal and exits 128+n, before any app has started, as
+//     the README's "Exit status" says;
+//   - once drainit has registered them (Caught disarms catch), the runtime never forwards them
+//     again, but for a signal drainit gives back (early.Release, for the subcommands that run
+//     no app): disarmed, catch returns at once and the runtime's own default follows.
+//
+// QUIT in the second window is not covered: the runtime answers it with a goroutine dump and
+// exit 2 (it throws, and forwards nothing).
+//
 // EntryFlag is the linker flag (for -ldflags) that makes this package's entry point the
 // program's.
 const EntryFlag = "-E=github.com/drainit/drainit/internal/startsig.entry"
@@ -86,6 +121,54 @@ var (
 	cpu      uint32
 	pinned   uint32
 )
+
+// The catch's data, which only the entry point's assembly uses (Go code reads armed and caught).
+var (
+	// catching[n] is 1 for each signal the entry point catches where it finds it at the
+	// default ("A stop signal before drainit can take it").
+	//lint:ignore U1000 the assembly uses it
+	catching = [65]uint8{1: 1, 2: 1, 3: 1, 15: 1}
+	// catchOrder is the order the entry point catches them in, first thing, TERM first (the
+	// stop signal of most runtimes), ending in 0.
+	//lint:ignore U1000 the assembly uses it
+	catchOrder = [5]uint8{15, 2, 3, 1}
+	// catchAct is catch's disposition, filled in by the entry point; query[n] is where catch
+	// asks the kernel for signal n's (one slot each: two signals may come at once).
+	//lint:ignore U1000 the assembly uses it
+	catchAct sigaction
+	//lint:ignore U1000 the assembly uses it
+	query [65]sigaction
+	// refusal[n] is what catch writes before it exits 128+n (for the signals the runtime dies
+	// by: a composite of constants, so it is in the binary's data before the runtime starts).
+	//lint:ignore U1000 the assembly uses it
+	refusal = [65]string{
+		1:  "drainit: SIGHUP came as drainit started, before it could handle it: exiting 129, the app not started\n",
+		2:  "drainit: SIGINT came as drainit started, before it could handle it: exiting 130, the app not started\n",
+		15: "drainit: SIGTERM came as drainit started, before it could handle it: exiting 143, the app not started\n",
+	}
+)
+
+var (
+	// armed is 1 until Caught; caught[n] is set by catch for a signal n it took.
+	armed  uint32
+	caught [65]uint8
+)
+
+// Caught disarms the entry point's handler and returns the signals it took before the Go
+// runtime's handlers were in place, for the caller to send again now that it has registered
+// them. Nothing when the entry point did not run.
+func Caught() []syscall.Signal {
+	if atomic.SwapUint32(&armed, 0) == 0 {
+		return nil
+	}
+	var sigs []syscall.Signal
+	for n := range caught {
+		if caught[n] != 0 {
+			sigs = append(sigs, syscall.Signal(n))
+		}
+	}
+	return sigs
+}
 
 // Ignored returns the signals whose disposition was SIG_IGN when the process started, as a
 // mask with bit n-1 for signal n, and whether it knows: false when the entry point did not run

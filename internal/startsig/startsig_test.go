@@ -3,6 +3,7 @@
 package startsig
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/drainit/drainit/internal/testenv"
 )
@@ -242,4 +244,85 @@ func cpuList(t *testing.T, s string) []int {
 		}
 	}
 	return cpus
+}
+
+// A SIGTERM as the program starts, on every architecture the entry point is written for: before
+// the runtime's handlers, the entry point's catch takes it (Caught returns it); from there until
+// it is registered, catch writes the refusal and exits 143; once Caught has disarmed it, the
+// runtime's default follows (death by the signal). The first is a race, a sweep of delays after
+// the start, run until catch has taken one; no run may end but in one of the three ways, or
+// before the entry point's first instruction (killed, with nothing written).
+// Each architecture but the machine's own runs under qemu-user, as in TestEntryPoint.
+func TestStopSignalAtStart(t *testing.T) {
+	eachArch(t, func(t *testing.T, arch string, runner []string, probe string) {
+		build(t, arch, probe, EntryFlag)
+		start := func(mode string) (*exec.Cmd, *strings.Builder, *strings.Builder) {
+			t.Helper()
+			args := append(append([]string{}, runner...), probe)
+			cmd := exec.Command(args[0], args[1:]...)
+			cmd.Env = append(os.Environ(), "STARTSIG_TERM="+mode)
+			var out, errOut strings.Builder
+			cmd.Stdout, cmd.Stderr = &out, &errOut
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			return cmd, &out, &errOut
+		}
+		const refusal = "drainit: SIGTERM came as drainit started, before it could handle it: exiting 143, the app not started\n"
+		refused := func(err error, stderr string) bool {
+			var exit *exec.ExitError
+			return errors.As(err, &exit) && exit.ExitCode() == 143 && stderr == refusal
+		}
+		killed := func(err error) bool {
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) {
+				return false
+			}
+			ws, ok := exit.Sys().(syscall.WaitStatus)
+			return ok && ws.Signaled() && ws.Signal() == syscall.SIGTERM
+		}
+
+		cmd, out, errOut := start("init")
+		if err := cmd.Wait(); !refused(err, errOut.String()) || out.Len() > 0 {
+			t.Errorf("SIGTERM during the packages' initialisation: %v, stdout %q, stderr %q; want exit 143 with the refusal", err, out, errOut)
+		}
+		cmd, out, errOut = start("after")
+		if err := cmd.Wait(); !killed(err) || out.String() != "caught=[]\n" {
+			t.Errorf("SIGTERM once disarmed: %v, stdout %q, stderr %q; want death by SIGTERM after caught=[]", err, out, errOut)
+		}
+
+		// qemu-user takes milliseconds to translate the runtime's start: larger steps.
+		step := 20 * time.Microsecond
+		if len(runner) > 0 {
+			step = 250 * time.Microsecond
+		}
+		seen := map[string]int{}
+		for i := 0; i < 400 && seen["caught"] == 0; i++ {
+			delay := time.Duration(i%100) * step
+			cmd, out, errOut := start("race")
+			began := time.Now()
+			for time.Since(began) < delay {
+				// A spin: a timer's slack is larger than the steps.
+			}
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			err := cmd.Wait()
+			switch o := out.String(); {
+			case err == nil && o == "caught=[terminated] got=terminated\n":
+				seen["caught"]++ // taken by catch, sent again once registered
+			case err == nil && o == "caught=[] got=terminated\n":
+				seen["registered"]++
+			case refused(err, errOut.String()) && o == "":
+				seen["refused"]++
+			case killed(err) && o == "" && errOut.Len() == 0:
+				// Before the entry point's first instruction: the kernel's time, or qemu's.
+				seen["before"]++
+			default:
+				t.Fatalf("SIGTERM %v after the start: %v, stdout %q, stderr %q", delay, err, o, errOut)
+			}
+		}
+		t.Logf("%v", seen)
+		if seen["caught"] == 0 {
+			t.Errorf("in 400 starts, SIGTERM never caught before the runtime's handlers: %v", seen)
+		}
+	})
 }

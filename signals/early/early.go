@@ -7,16 +7,19 @@
 // Only cmd/drainit imports it: importing it changes how the process handles signals. The run
 // subcommand takes the registration (Take); the other subcommands give it back (Release).
 //
-// Until the registration, a signal finds one of two things, and no Go program can do better:
+// Until the registration, a signal finds one of two things:
 //   - Before the Go runtime installs its own handlers, in the first tens of microseconds after
-//     exec (and, under a container runtime, before drainit is even exec'd), the signals still
-//     have the default disposition. As a PID namespace's init, drainit then never gets them: the
-//     kernel discards a signal to an init that has no handler for it. Not as PID 1, TERM, INT or
-//     HUP ends drainit.
+//     exec, the disposition drainit started with: at the default, the kernel discards a stop
+//     signal to a PID namespace's init, and one to another process ends it. drainit's entry
+//     point (internal/startsig) catches HUP, INT, QUIT and TERM there; this package sends each
+//     one it caught again once registered (startsig.Caught), for the stop sequence.
 //   - After that, until this package's initialisation has registered them, the runtime's
-//     handler acts as the signal's default: TERM, INT and HUP end a Go program. As PID 1 the
-//     kernel refuses the runtime's attempt to die by the signal, and the runtime exits with
-//     status 2 instead.
+//     handler acts as the signal's default: TERM, INT and HUP end a Go program (as PID 1, with
+//     status 2 and no word). The runtime hands them to the entry point's handler first, which
+//     writes one line and exits 128+N: the app is not started yet. QUIT gets the runtime's
+//     goroutine dump and exit 2.
+//
+// A binary linked without the entry point has neither: the signal is lost or ends drainit.
 //
 // Go initialises the packages in import-path order as their imports become ready, and this
 // package needs only os/signal, the signals package and what they import, so it comes before
@@ -62,6 +65,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/drainit/drainit/internal/startsig"
 	"github.com/drainit/drainit/signals"
 )
 
@@ -114,6 +118,11 @@ func start() *Registration {
 	// window ends with the call, INT's after TERM's round trip, and so on.
 	if len(now) > 0 { // Notify of no signal at all would relay every signal
 		signal.Notify(r.Sigs, now...)
+	}
+	// A stop signal that came before the runtime's handlers, which drainit's entry point
+	// caught (internal/startsig): registered now, it is sent again to be taken as any other.
+	for _, s := range startsig.Caught() {
+		_ = unix.Kill(os.Getpid(), s)
 	}
 	go func() {
 		r.notifyRest(rest)

@@ -2,22 +2,62 @@
 // environment variable, which the entry point must have left where the runtime finds them.
 // With STARTSIG_PIN set it prints the start's pin instead: the CPUs the runtime counted, its
 // GOMAXPROCS, the affinity of the thread it runs on, then Unpin's error and the affinities of
-// all its threads after it.
+// all its threads after it. With STARTSIG_TERM set it shows what becomes of a SIGTERM at its
+// start: "init" sends itself one while the packages initialise, before anything registered it;
+// "after" once Caught has disarmed the entry point's handler (the runtime's own default then);
+// "race" registers it at once, as drainit does, and prints what Caught returned and whether a
+// SIGTERM came after that, for a test that sends it one as it starts.
 package main
 
 import (
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/drainit/drainit/internal/proc"
 	"github.com/drainit/drainit/internal/startsig"
 )
 
+var term = os.Getenv("STARTSIG_TERM")
+
+func init() {
+	if term == "init" {
+		_ = syscall.Kill(os.Getpid(), syscall.SIGTERM)
+		time.Sleep(time.Second) // the refusal ends the process long before
+		fmt.Println("init: still running")
+	}
+}
+
 func main() {
+	switch term {
+	case "after":
+		fmt.Printf("caught=%v\n", startsig.Caught())
+		_ = syscall.Kill(os.Getpid(), syscall.SIGTERM)
+		time.Sleep(time.Second) // the default, death, ends the process before
+		fmt.Println("after: still running")
+		return
+	case "race":
+		c := make(chan os.Signal, 1)
+		signal.Notify(c, syscall.SIGTERM)
+		caught := startsig.Caught()
+		fmt.Printf("caught=%v", caught)
+		for _, s := range caught { // as signals/early does
+			_ = syscall.Kill(os.Getpid(), s)
+		}
+		select {
+		case s := <-c:
+			fmt.Printf(" got=%v\n", s)
+		case <-time.After(2 * time.Second):
+			fmt.Println(" got=none")
+		}
+		return
+	}
 	if os.Getenv("STARTSIG_PIN") == "" {
 		mask, ok := startsig.Ignored()
 		fmt.Printf("ran=%v ignored=%016x args=%q env=%q\n", ok, mask, os.Args[1:], os.Getenv("STARTSIG_PROBE"))
