@@ -35,6 +35,6 @@ findmnt -rn -o TARGET | grep -vx /run/netns | sort
 echo "## ${TMPDIR:-/tmp}"
 ls -A "${TMPDIR:-/tmp}" | grep -E '^(drainit|go-build|kubelet|containerd|podman|etcd|tmp\.)' | sort
 echo "## processes"
-ps -eo comm= | grep -xE 'drainit|testapp|kubelet|kube-apiserver|kube-controller|kube-proxy|etcd|containerd.*|runc|conmon|podman|nginx|haproxy|apache2|java|tini|dumb-init|catatonit' \
+ps -eo comm= | grep -xE 'drainit|testapp|kubelet|kube-apiserver|kube-controller|kube-proxy|etcd|containerd.*|runc|conmon|podman|nginx|haproxy|apache2|php-fpm.*|java|tini|dumb-init|catatonit' \
   | sort | uniq -c
 exit 0
