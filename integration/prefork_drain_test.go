@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drainit/drainit/integration/lines"
 	"github.com/drainit/drainit/internal/proc"
 	"github.com/drainit/drainit/internal/testenv"
 )
@@ -37,42 +39,192 @@ http {
 }
 `
 
+// preForkApache is httpd with the prefork MPM, two children at all times (StartServers 2, at
+// most 2), serving index.html from %[3]s itself; its files in %[1]s, listening on %[2]s. Root
+// starts it, the children run as nobody.
+const preForkApache = `ServerRoot %[1]s
+DefaultRuntimeDir %[1]s
+PidFile %[1]s/httpd.pid
+ErrorLog /proc/self/fd/2
+LogLevel notice
+LoadModule mpm_prefork_module ` + apacheModules + `/mod_mpm_prefork.so
+LoadModule dir_module ` + apacheModules + `/mod_dir.so
+LoadModule authz_core_module ` + apacheModules + `/mod_authz_core.so
+StartServers 2
+MinSpareServers 1
+MaxSpareServers 2
+ServerLimit 2
+MaxRequestWorkers 2
+User #65534
+Group #65534
+ServerName localhost
+Listen %[2]s
+DocumentRoot %[3]s
+DirectoryIndex index.html
+`
+
+// phpFPMConf is php-fpm with two workers (pm = static), FastCGI on %[2]s, its pid file in %[1]s,
+// %[3]s the lines of its global section. Root starts it, the workers run as nobody.
+const phpFPMConf = `[global]
+pid = %[1]s/php-fpm.pid
+error_log = /proc/self/fd/2
+log_level = notice
+%[3]s[www]
+user = 65534
+group = 65534
+listen = %[2]s
+pm = static
+pm.max_children = 2
+`
+
+// phpFPMGraceful is phpFPMConf's global line for a graceful stop: how long SIGQUIT's may take.
+const phpFPMGraceful = "process_control_timeout = 30s\n"
+
+// fastCGIFront is nginx in front of php-fpm, as the pod's web server or a sidecar is: HTTP on
+// %[2]s to FastCGI on %[3]s, every request to the script %[4]s; its files in %[1]s. nginx opens
+// a connection to php-fpm for each request (no fastcgi_keep_conn), which php-fpm closes.
+const fastCGIFront = `daemon off;
+master_process on;
+worker_processes 1;
+pid %[1]s/nginx.pid;
+error_log stderr notice;
+events { worker_connections 1024; }
+http {
+	client_body_temp_path %[1]s/client_body;
+	proxy_temp_path %[1]s/proxy;
+	fastcgi_temp_path %[1]s/fastcgi;
+	uwsgi_temp_path %[1]s/uwsgi;
+	scgi_temp_path %[1]s/scgi;
+	access_log off;
+	server {
+		listen %[2]s;
+		location / {
+			fastcgi_pass %[3]s;
+			fastcgi_param SCRIPT_FILENAME %[4]s;
+			fastcgi_param REQUEST_METHOD $request_method;
+			fastcgi_param QUERY_STRING $query_string;
+		}
+	}
+}
+`
+
+// phpScript is the app php-fpm serves.
+const phpScript = "<?php echo \"ok\\n\";\n"
+
+// servedDir is a temporary directory whose files the server's workers, which run as nobody, may
+// read: t.TempDir's parent is root's alone (0700).
+func servedDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// startPHPFront runs nginx in front of php-fpm (FastCGI on fpmAddr, the script in dir), outside
+// drainit, as the test's own child, and returns the address it serves HTTP on. It is stopped
+// (SIGQUIT) at the test's end.
+func startPHPFront(t *testing.T, dir, fpmAddr string) string {
+	t.Helper()
+	nginx := lookProgram(t, "nginx", "nginx-light")
+	front, conf := testenv.FreeLoopbackAddr(t), filepath.Join(dir, "front.conf")
+	writeConfig(t, conf, fmt.Sprintf(fastCGIFront, dir, front, fpmAddr, filepath.Join(dir, "index.php")))
+	log := lines.New("nginx")
+	cmd := exec.Command(nginx, "-c", conf, "-p", dir, "-e", "stderr")
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-done:
+		case <-time.After(waitTimeout):
+			t.Errorf("nginx in front of php-fpm (pid %d) still ran %s after its SIGQUIT", cmd.Process.Pid, waitTimeout)
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("nginx in front of php-fpm:\n%s", log.Tail(30))
+		}
+	})
+	return front
+}
+
 // TestAdaptiveAutoPreFork: pre-fork servers from Debian under drainit with --drain-quiet auto,
 // as the README advises them (--forward child: their masters stop their workers): gunicorn with
-// two workers on a flask app, nginx with two workers. The listener their master opened and its
+// two workers on a flask app, nginx with two workers, Apache httpd's prefork MPM with two
+// children serving a file itself, and php-fpm with two workers behind nginx (run by the test,
+// outside drainit, as a pod's web server in front of php-fpm is: the load is HTTP to it, and it
+// opens a FastCGI connection to php-fpm a request). The listener their master opened and its
 // workers share is found (its holders are the master and the workers), the drain ends quiet
 // after the traffic stops, no request fails, every worker is stopped and reaped by its master,
 // nothing is left for drainit to kill, and drainit exits with the app's 0. The host's network
 // namespace is shared: the drain counts with sock-diag, from the history of the app's listeners.
+// (httpd's event MPM: TestAdaptiveAutoBesideASidecar.)
 func TestAdaptiveAutoPreFork(t *testing.T) {
 	requireRoot(t)
-	gunicorn := lookProgram(t, "gunicorn", "gunicorn")
-	nginx := lookProgram(t, "nginx", "nginx-light")
 	for _, c := range []struct {
 		name    string
 		stopSig string
 		argv    func(t *testing.T, dir, addr string) []string
-		workers string // the line the app writes as each worker starts
+		workers int    // the workers its configuration asks for, each a child of the app
+		booted  string // the line the app writes as each worker starts
+		pidFile string // its master's, in dir, which it removes as it ends its stop
+		// front, when set, starts what the load goes through (outside drainit) and returns its
+		// address; else the load goes to the app's own.
+		front func(t *testing.T, dir, addr string) string
 	}{
-		{"gunicorn", "TERM", func(t *testing.T, dir, addr string) []string {
+		{name: "gunicorn", stopSig: "TERM", workers: 2, booted: "Booting worker with pid", argv: func(t *testing.T, dir, addr string) []string {
+			gunicorn := lookProgram(t, "gunicorn", "gunicorn")
 			writeConfig(t, filepath.Join(dir, "app.py"), "from flask import Flask\napp = Flask(__name__)\n@app.route('/')\ndef ok():\n    return 'ok'\n")
 			return []string{gunicorn, "--chdir", dir, "-w", "2", "-b", addr, "--graceful-timeout", "10", "app:app"}
-		}, "Booting worker with pid"},
-		{"nginx", "QUIT", func(t *testing.T, dir, addr string) []string {
+		}},
+		{name: "nginx", stopSig: "QUIT", workers: 2, pidFile: "nginx.pid", argv: func(t *testing.T, dir, addr string) []string {
+			nginx := lookProgram(t, "nginx", "nginx-light")
 			writeConfig(t, filepath.Join(dir, "nginx.conf"), fmt.Sprintf(preForkNginx, dir, addr))
 			return []string{nginx, "-c", filepath.Join(dir, "nginx.conf"), "-p", dir, "-e", "stderr"}
-		}, ""},
+		}},
+		{name: "apache2-prefork", stopSig: "WINCH", workers: 2, pidFile: "httpd.pid", argv: func(t *testing.T, dir, addr string) []string {
+			apache := lookProgram(t, "apache2", "apache2-bin")
+			if _, err := os.Stat(filepath.Join(apacheModules, "mod_mpm_prefork.so")); err != nil {
+				testenv.SkipUnlessCI(t, "needs Debian's httpd modules (apt-get install apache2-bin): "+err.Error())
+			}
+			writeConfig(t, filepath.Join(dir, "index.html"), "ok\n")
+			writeConfig(t, filepath.Join(dir, "httpd.conf"), fmt.Sprintf(preForkApache, dir, addr, dir))
+			return []string{apache, "-f", filepath.Join(dir, "httpd.conf"), "-DFOREGROUND"}
+		}},
+		{name: "php-fpm", stopSig: "QUIT", workers: 2, pidFile: "php-fpm.pid", argv: func(t *testing.T, dir, addr string) []string {
+			fpm := lookProgram(t, "php-fpm8.2", "php8.2-fpm")
+			writeConfig(t, filepath.Join(dir, "index.php"), phpScript)
+			writeConfig(t, filepath.Join(dir, "php-fpm.conf"), fmt.Sprintf(phpFPMConf, dir, addr, phpFPMGraceful))
+			return []string{fpm, "-F", "-y", filepath.Join(dir, "php-fpm.conf")}
+		}, front: startPHPFront},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			const rate, warmup, d = 100, 3 * time.Second, 300 * time.Millisecond
-			dir := t.TempDir()
+			dir := servedDir(t)
 			addr := testenv.FreeLoopbackAddr(t)
-			r := start(t, spec{mode: pid1, app: c.argv(t, dir, addr), args: []string{"--forward", "child", "--stop-signal", c.stopSig,
+			argv := c.argv(t, dir, addr)
+			url := "http://" + addr + "/"
+			if c.front != nil {
+				url = "http://" + c.front(t, dir, addr) + "/"
+			}
+			r := start(t, spec{mode: pid1, app: argv, args: []string{"--forward", "child", "--stop-signal", c.stopSig,
 				"--drain", "adaptive", "--drain-quiet", "auto", "--drain-max", "10s", "--grace-period", "30s"}})
-			waitUntil(t, waitTimeout, c.name+" answers", func() bool { return get("http://"+addr+"/").status == http.StatusOK })
+			waitUntil(t, waitTimeout, c.name+" answers", func() bool { return get(url).status == http.StatusOK })
+			app := r.appPID()
+			waitUntil(t, waitTimeout, fmt.Sprintf("%s's %d workers", c.name, c.workers), func() bool {
+				return len(proc.Children("/proc", app)) == c.workers
+			})
 
-			l := loadThroughStop("http://"+addr+"/", rate, warmup, d, func() { r.signal(syscall.SIGTERM) })
+			l := loadThroughStop(url, rate, warmup, d, func() { r.signal(syscall.SIGTERM) })
 			st := r.wait(waitTimeout)
 			if len(l.failures) > 0 {
 				t.Errorf("%d of %d requests failed, want none: %v\n%s", len(l.failures), l.sent, l.failures[:min(5, len(l.failures))], r.dump())
@@ -94,9 +246,9 @@ func TestAdaptiveAutoPreFork(t *testing.T) {
 			if after := stopAt.Sub(l.trigger); after < d || after > d+time.Second {
 				t.Errorf("stop signal sent %s after the trigger, want between D (%s) and D + 1 s", after, d)
 			}
-			if c.workers != "" {
-				if n := len(slices.DeleteFunc(r.stderr.Texts(), func(l string) bool { return !strings.Contains(l, c.workers) })); n < 2 {
-					t.Errorf("%d workers booted, want 2", n)
+			if c.booted != "" {
+				if n := len(slices.DeleteFunc(r.stderr.Texts(), func(l string) bool { return !strings.Contains(l, c.booted) })); n != c.workers {
+					t.Errorf("%d workers booted, want %d", n, c.workers)
 				}
 			}
 			for _, m := range []string{"the app left processes behind: SIGTERM to them", "app still running: SIGKILL to everything", "reaped orphan"} {
@@ -104,11 +256,16 @@ func TestAdaptiveAutoPreFork(t *testing.T) {
 					t.Errorf("drainit logged %q: %v\n%s", m, es, r.dump())
 				}
 			}
-			if st != (exitStatus{}) {
-				t.Errorf("drainit: %v, want exit 0, the app's\n%s", st, r.dump())
+			if status, _ := only(t, r, "app exited").int("status"); status != 0 || st != (exitStatus{}) {
+				t.Errorf("%s exited %d, drainit %v: want both 0\n%s", c.name, status, st, r.dump())
 			}
-			if _, err := os.Stat(filepath.Join(dir, "nginx.pid")); c.name == "nginx" && err == nil {
-				t.Errorf("nginx's pid file is still there: its master did not finish its stop")
+			for _, e := range r.logs() {
+				if e.str("level") == "warn" || e.str("level") == "error" {
+					t.Errorf("drainit warned: %v", e)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(dir, c.pidFile)); c.pidFile != "" && err == nil {
+				t.Errorf("%s's pid file is still there: its master did not finish its stop", c.name)
 			}
 		})
 	}
