@@ -1,7 +1,9 @@
 package integration
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -75,9 +77,12 @@ group = 65534
 listen = %[2]s
 pm = static
 pm.max_children = 2
+php_admin_flag[output_buffering] = off
 `
 
-// phpFPMGraceful is phpFPMConf's global line for a graceful stop: how long SIGQUIT's may take.
+// phpFPMGraceful is phpFPMConf's global line that the README advises: how long SIGQUIT's
+// graceful stop may take. At its default, 0, php-fpm's master follows its SIGQUIT to the workers
+// with SIGTERM at once, which cuts their requests (TestPHPFPMControlTimeout).
 const phpFPMGraceful = "process_control_timeout = 30s\n"
 
 // fastCGIFront is nginx in front of php-fpm, as the pod's web server or a sidecar is: HTTP on
@@ -108,8 +113,21 @@ http {
 }
 `
 
-// phpScript is the app php-fpm serves.
-const phpScript = "<?php echo \"ok\\n\";\n"
+// phpScript answers "ok", after ?ms= milliseconds when asked (the sleep resumed when a signal
+// cuts it short), having first sent "started" when asked to wait.
+const phpScript = `<?php
+$ms = (int)($_GET['ms'] ?? 0);
+if ($ms > 0) {
+	header('X-Accel-Buffering: no');
+	echo "started\n";
+	flush();
+	$end = microtime(true) + $ms / 1000;
+	while (($left = $end - microtime(true)) > 0) {
+		usleep((int)($left * 1e6));
+	}
+}
+echo "ok\n";
+`
 
 // servedDir is a temporary directory whose files the server's workers, which run as nobody, may
 // read: t.TempDir's parent is root's alone (0700).
@@ -266,6 +284,80 @@ func TestAdaptiveAutoPreFork(t *testing.T) {
 			}
 			if _, err := os.Stat(filepath.Join(dir, c.pidFile)); c.pidFile != "" && err == nil {
 				t.Errorf("%s's pid file is still there: its master did not finish its stop", c.name)
+			}
+		})
+	}
+}
+
+// TestPHPFPMControlTimeout: what php-fpm's graceful stop needs beyond the README's
+// --stop-signal QUIT --forward child. On SIGQUIT its master passes SIGQUIT on to its workers,
+// each of which finishes its request and exits, and sends them SIGTERM after
+// process_control_timeout. At the default, 0, that SIGTERM follows at once: the request in
+// flight is cut (its client, through nginx, gets the start of its answer and then an early end,
+// as with SIGTERM, php-fpm's fast stop). With process_control_timeout set, the request is
+// answered in full and php-fpm exits then.
+func TestPHPFPMControlTimeout(t *testing.T) {
+	requireRoot(t)
+	const took = 1500 * time.Millisecond // the request's own time
+	for _, c := range []struct {
+		name, global string
+		finished     bool
+	}{
+		{"default", "", false},
+		{"process_control_timeout", phpFPMGraceful, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			fpm := lookProgram(t, "php-fpm8.2", "php8.2-fpm")
+			dir := servedDir(t)
+			addr := testenv.FreeLoopbackAddr(t)
+			writeConfig(t, filepath.Join(dir, "index.php"), phpScript)
+			writeConfig(t, filepath.Join(dir, "php-fpm.conf"), fmt.Sprintf(phpFPMConf, dir, addr, c.global))
+			front := startPHPFront(t, dir, addr)
+			r := start(t, spec{mode: pid1, app: []string{fpm, "-F", "-y", filepath.Join(dir, "php-fpm.conf")},
+				args: []string{"--forward", "child", "--stop-signal", "QUIT", "--drain-delay", "0", "--grace-period", "30s"}})
+			waitUntil(t, waitTimeout, "php-fpm answers", func() bool { return get("http://"+front+"/").status == http.StatusOK })
+
+			// A request in flight: php-fpm's worker has begun its answer, and takes its time.
+			begun := time.Now()
+			resp, err := oneShot.Get(fmt.Sprintf("http://%s/?ms=%d", front, took.Milliseconds()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body := bufio.NewReader(resp.Body)
+			if first, err := body.ReadString('\n'); err != nil || first != "started\n" || resp.StatusCode != http.StatusOK {
+				t.Fatalf("the slow request: status %d, %q, %v: want 200, \"started\"", resp.StatusCode, first, err)
+			}
+			sent := time.Now()
+			r.signal(syscall.SIGTERM)
+			rest, err := io.ReadAll(body)
+			ended := time.Now()
+			st := r.wait(waitTimeout)
+			stop := only(t, r, "stop signal sent")
+			exited := only(t, r, "app exited")
+			t.Logf("the request in flight ended %s after the trigger (%s after it began): %q, %v; %v",
+				ended.Sub(sent), ended.Sub(begun), rest, err, exited)
+
+			if stop.str("signal") != "SIGQUIT" {
+				t.Errorf("stop signal %q, want SIGQUIT", stop.str("signal"))
+			}
+			answered := err == nil && string(rest) == "ok\n"
+			switch {
+			case c.finished && (!answered || ended.Sub(begun) < took):
+				t.Errorf("the request in flight: %q, %v after %s, want its whole answer after its %s\n%s", rest, err, ended.Sub(begun), took, r.dump())
+			case !c.finished && answered:
+				t.Errorf("the request in flight was answered in full: process_control_timeout 0 no longer cuts it (the README says it does)")
+			case !c.finished && ended.Sub(sent) > dumpSlack:
+				t.Errorf("the request in flight was cut %s after the trigger, want at once (within %s)", ended.Sub(sent), dumpSlack)
+			}
+			for _, m := range []string{"the app left processes behind: SIGTERM to them", "app still running: SIGKILL to everything", "reaped orphan"} {
+				if es := events(r, m); len(es) > 0 {
+					t.Errorf("drainit logged %q: %v\n%s", m, es, r.dump())
+				}
+			}
+			if status, _ := exited.int("status"); status != 0 || st != (exitStatus{}) {
+				t.Errorf("php-fpm exited %d, drainit %v: want both 0\n%s", status, st, r.dump())
 			}
 		})
 	}
