@@ -37,8 +37,8 @@ import (
 // app (TestRealAppTermCutsInFlight). TestRealAppAdaptiveDrain: the adaptive drain finds the
 // listeners through the app's worker processes (haproxy's master holds none) and ends a quiet
 // period after the last new connection; TestRealAppWorkerOfAnotherUser, where drainit may not
-// read the sockets of workers that run as another user. haproxy runs with --forward child
-// throughout (see realApp.forward).
+// read the sockets of workers that run as another user. haproxy and httpd run with --forward
+// child throughout (see realApp.forward).
 
 // realApp is a real server the tests run under drainit.
 type realApp struct {
@@ -72,9 +72,11 @@ var realApps = []realApp{
 		stopping: "Proxy fe stopped",
 	},
 	{
-		// httpd's children block SIGWINCH (/proc/PID/status): a group-wide one does nothing to
-		// them, and their parent stops them itself.
-		name: "apache2", pkg: "apache2-bin", stopSig: syscall.SIGWINCH, forward: "group",
+		// httpd's parent stops its children itself. The event MPM's block SIGWINCH
+		// (/proc/PID/status), so a group-wide one does nothing to them, but they catch it, and
+		// with --forward group drainit took httpd for a pre-fork master and warned (workers: 3);
+		// the prefork MPM's catch it unblocked (TestAdaptiveAutoPreFork).
+		name: "apache2", pkg: "apache2-bin", stopSig: syscall.SIGWINCH, forward: "child",
 		configure: apacheConfig,
 		stopping:  "AH00492: caught SIGWINCH, shutting down gracefully",
 	},
