@@ -5,49 +5,86 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/drainit/drainit/internal/startsig"
 )
 
 // StartUnblocked runs fork, a fork and exec (syscall.ForkExec), with no signal blocked on the
 // calling thread, so that the child starts with none blocked. drainit starts its exec hooks so:
 // a hook is drainit's own tool, which it stops with SIGTERM at its deadline, whatever mask
-// drainit's parent left. (The app is started with the mask drainit started with, as exec
-// would have it: see Blocked.)
+// drainit's parent left.
+func StartUnblocked(fork func() (int, error)) (int, error) {
+	var none unix.Sigset_t
+	return startWith(&none, fork)
+}
+
+// StartInherited runs fork with the signal mask drainit started with on the calling thread, so
+// that the child, the app, starts with it, as exec would have it (and tini does). Without
+// drainit's entry point (StartBlocked has why), the child gets the thread's mask.
+func StartInherited(fork func() (int, error)) (int, error) {
+	mask, ok := startsig.Mask()
+	if !ok {
+		return fork()
+	}
+	var set unix.Sigset_t
+	setMask(&set, mask)
+	return startWith(&set, fork)
+}
+
+// startWith runs fork with the calling thread's mask set to set, and puts the mask back after.
 //
 // The Go runtime gives a child the signal mask of the thread that forks it (it saves the
-// thread's mask before the fork and the child sets it again before the exec), and drainit's
-// threads keep the mask drainit started with, but for the signals the runtime unblocks to handle
-// them itself (TERM, INT, HUP, QUIT and the faults among them).
-//
-// Only the forking thread is unblocked, and only for the fork: every signal drainit registers
-// before the app starts has the runtime's handler by then, so one that was pending is queued for
-// drainit, not lost; the rarely sent ones it registers after the start (Late) are dropped until
-// then anyway. drainit itself keeps its start mask, which holds a signal sent while it starts
-// until its handler exists (the runtime's signal thread unblocks each signal as it is
-// registered).
-func StartUnblocked(fork func() (int, error)) (int, error) {
+// thread's mask before the fork and the child sets it again before the exec). Only the forking
+// thread has set, and only for the fork: a signal it unblocks there meanwhile is taken by the
+// runtime's handler as on any other thread (every signal drainit registers before the app
+// starts has it by then; the rarely sent ones it registers after the start, Late, are dropped
+// until then anyway), and one it blocks is taken by another thread.
+func startWith(set *unix.Sigset_t, fork func() (int, error)) (int, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	var none, old unix.Sigset_t
+	var old unix.Sigset_t
 	// It cannot fail (only an unknown how is refused); were it to, the child would start with
-	// the inherited mask, as without this.
-	if unix.PthreadSigmask(unix.SIG_SETMASK, &none, &old) == nil {
+	// the thread's mask.
+	if unix.PthreadSigmask(unix.SIG_SETMASK, set, &old) == nil {
 		defer func() { _ = unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil) }()
 	}
 	return fork()
 }
 
-// Blocked lists the signals blocked on the calling thread: on any of drainit's threads but the
-// Go runtime's signal thread, the ones drainit started with blocked, less those the runtime
-// unblocks before any of drainit's code runs (HUP, INT, QUIT, ILL, TRAP, ABRT, BUS, FPE, SEGV,
-// TERM, STKFLT, CHLD, PROF, SYS, URG and 32 to 34: the runtime's sigtable marks them to
-// be unblocked, or as ending the program). It is the mask the app starts with, and the one
-// StartUnblocked empties for a hook.
+// StartBlocked lists the signals blocked when drainit started: the mask the app starts with
+// (StartInherited). drainit's entry point reads it before the Go runtime starts (package
+// startsig); without it (a build without the entry point) it is the calling thread's mask,
+// which is drainit's start mask less the signals the runtime unblocks on every thread before
+// any of drainit's code runs (HUP, INT, QUIT, ILL, TRAP, ABRT, BUS, FPE, SEGV, TERM, STKFLT,
+// CHLD, PROF, SYS, URG and 32 to 34: the runtime's sigtable marks them to be unblocked, or as
+// ending the program).
+func StartBlocked() []unix.Signal {
+	if mask, ok := startsig.Mask(); ok {
+		var set unix.Sigset_t
+		setMask(&set, mask)
+		return setSignals(&set)
+	}
+	return Blocked()
+}
+
+// Blocked lists the signals blocked on the calling thread.
 func Blocked() []unix.Signal {
 	var set unix.Sigset_t
 	if unix.PthreadSigmask(unix.SIG_BLOCK, nil, &set) != nil {
 		return nil
 	}
 	return setSignals(&set)
+}
+
+// setMask puts mask (bit n-1 for signal n) into set, whose words are 64 bits wide or, on 32-bit
+// architectures, 32.
+func setMask(set *unix.Sigset_t, mask uint64) {
+	const per = int(unsafe.Sizeof(set.Val[0])) * 8
+	for i := range MaxSignal {
+		if mask>>i&1 != 0 {
+			set.Val[i/per] |= 1 << (i % per)
+		}
+	}
 }
 
 // setSignals lists the signals in set, whose words are 64 bits wide or, on 32-bit

@@ -13,6 +13,7 @@ import (
 
 	"github.com/drainit/drainit/internal/config"
 	"github.com/drainit/drainit/internal/execerr"
+	"github.com/drainit/drainit/signals"
 )
 
 // StartError is the app failing to start. Code is what drainit exits with: 127 when the command
@@ -80,12 +81,12 @@ func spawn(argv []string, foreground bool) (int, error) {
 		attr = &syscall.SysProcAttr{Setpgid: true, Foreground: true, Ctty: 0}
 	}
 	// The app gets the signal mask drainit started with, as exec would give it (and tini
-	// does): the Go runtime hands a child the mask of the thread that forks it, and each of
-	// drainit's threads has the mask drainit started with, less the signals the runtime
-	// unblocks for itself before any of drainit's code runs (signals.Blocked). The exec hooks
-	// are started with none blocked instead (signals.StartUnblocked).
+	// does): signals.StartInherited. The exec hooks are started with none blocked instead
+	// (signals.StartUnblocked).
 	start := func(env []string) (int, error) {
-		return syscall.ForkExec(path, argv, &syscall.ProcAttr{Env: env, Files: []uintptr{0, 1, 2}, Sys: attr})
+		return signals.StartInherited(func() (int, error) {
+			return syscall.ForkExec(path, argv, &syscall.ProcAttr{Env: env, Files: []uintptr{0, 1, 2}, Sys: attr})
+		})
 	}
 	env := os.Environ()
 	pid, err := start(env)

@@ -5,6 +5,13 @@
 // (BX, CX, DX, SI, DI, R10, R12 are free).
 TEXT ·entry(SB),NOSPLIT|NOFRAME,$0
 	// catch's disposition: x86-64 needs a restorer of its own (SA_RESTORER).
+	// The mask the process started with.
+	XORQ	DI, DI			// SIG_BLOCK, with no set: the call only reads
+	XORQ	SI, SI
+	LEAQ	·startMask(SB), DX
+	MOVQ	$8, R10
+	MOVQ	$14, AX			// SYS_rt_sigprocmask
+	SYSCALL
 	MOVL	$1, ·armed(SB)
 	LEAQ	·catch(SB), AX
 	MOVQ	AX, ·catchAct(SB)

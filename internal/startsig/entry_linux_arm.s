@@ -5,6 +5,13 @@
 // EABI call, as the runtime's own; on an OABI kernel it raises SIGILL, where the runtime would.)
 TEXT ·entry(SB),NOSPLIT|NOFRAME,$0
 	// catch's disposition (the kernel's sigreturn page returns from it: no SA_RESTORER).
+	// The mask the process started with.
+	MOVW	$0, R0			// SIG_BLOCK, with no set: the call only reads
+	MOVW	$0, R1
+	MOVW	$·startMask(SB), R2
+	MOVW	$8, R3
+	MOVW	$175, R7		// SYS_rt_sigprocmask
+	SWI	$0
 	MOVW	$1, R0
 	MOVW	R0, ·armed(SB)
 	MOVW	$·catch(SB), R0

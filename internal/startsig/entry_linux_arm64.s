@@ -4,6 +4,13 @@
 // SVC clobbers R0 only; the runtime's entry reads nothing but the stack.
 TEXT ·entry(SB),NOSPLIT|NOFRAME,$0
 	// catch's disposition (the kernel's trampoline returns from it: no SA_RESTORER).
+	// The mask the process started with.
+	MOVD	$0, R0			// SIG_BLOCK, with no set: the call only reads
+	MOVD	$0, R1
+	MOVD	$·startMask(SB), R2
+	MOVD	$8, R3
+	MOVD	$135, R8		// SYS_rt_sigprocmask
+	SVC
 	MOVD	$1, R0
 	MOVW	R0, ·armed(SB)
 	MOVD	$·catch(SB), R0

@@ -11,6 +11,12 @@ TEXT ·entry(SB),NOSPLIT|NOFRAME,$0
 	MOVD	R5, R19
 	MOVD	R6, R20
 	// catch's disposition (the kernel's vDSO trampoline returns from it: no SA_RESTORER).
+	// The mask the process started with.
+	MOVD	$0, R3			// SIG_BLOCK, with no set: the call only reads
+	MOVD	$0, R4
+	MOVD	$·startMask(SB), R5
+	MOVD	$8, R6
+	SYSCALL	$174			// SYS_rt_sigprocmask
 	MOVD	$1, R3
 	MOVW	R3, ·armed(SB)
 	MOVD	$·catch(SB), R3

@@ -4,6 +4,13 @@
 // stack. ECALL clobbers A0 only; the runtime's entry reads nothing but the stack.
 TEXT ·entry(SB),NOSPLIT|NOFRAME,$0
 	// catch's disposition (the kernel's vDSO trampoline returns from it).
+	// The mask the process started with.
+	MOV	ZERO, A0		// SIG_BLOCK, with no set: the call only reads
+	MOV	ZERO, A1
+	MOV	$·startMask(SB), A2
+	MOV	$8, A3
+	MOV	$135, A7		// SYS_rt_sigprocmask
+	ECALL
 	MOV	$1, A0
 	MOVW	A0, ·armed(SB)
 	MOV	$·catch(SB), A0

@@ -4,6 +4,13 @@
 // stack. The syscall clobbers R2 only; the runtime's entry reads nothing but the stack.
 TEXT ·entry(SB),NOSPLIT|NOFRAME,$0
 	// catch's disposition (the kernel's vDSO trampoline returns from it: no SA_RESTORER).
+	// The mask the process started with.
+	MOVD	$0, R2			// SIG_BLOCK, with no set: the call only reads
+	MOVD	$0, R3
+	MOVD	$·startMask(SB), R4
+	MOVD	$8, R5
+	MOVW	$175, R1		// SYS_rt_sigprocmask
+	SYSCALL
 	MOVD	$1, R2
 	MOVW	R2, ·armed(SB)
 	MOVD	$·catch(SB), R2

@@ -120,7 +120,18 @@ var (
 	pinMask  [512]byte
 	cpu      uint32
 	pinned   uint32
+
+	// startMask is the signal mask the process started with (the kernel's 64 bits: bit n-1
+	// for signal n), which the entry point reads before the runtime changes it.
+	startMask uint64
 )
+
+// Mask returns the signal mask the process started with, bit n-1 for signal n, and whether it
+// knows (as Ignored). The Go runtime unblocks HUP, INT, QUIT, TERM and others on every thread
+// before any Go code runs, so no thread's mask shows them blocked at the start.
+func Mask() (mask uint64, ok bool) {
+	return startMask, ran != 0
+}
 
 // The catch's data, which only the entry point's assembly uses (Go code reads armed and caught).
 var (

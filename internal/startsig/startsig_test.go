@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/drainit/drainit/internal/testenv"
 )
 
@@ -323,6 +325,56 @@ func TestStopSignalAtStart(t *testing.T) {
 		t.Logf("%v", seen)
 		if seen["caught"] == 0 {
 			t.Errorf("in 400 starts, SIGTERM never caught before the runtime's handlers: %v", seen)
+		}
+	})
+}
+
+// The entry point reads the signal mask the process started with, TERM and HUP among it, which
+// the Go runtime unblocks before any Go code runs, on every architecture it is written for
+// (qemu-user keeps the mask for its guest, as it renumbers the real-time signals: the standard
+// ones only are compared). Without the linker flag Mask says it does not know.
+func TestEntryPointMask(t *testing.T) {
+	blocked := []syscall.Signal{syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGTERM, syscall.SIGWINCH}
+	var want uint64
+	for _, s := range blocked {
+		want |= 1 << (s - 1)
+	}
+	eachArch(t, func(t *testing.T, arch string, runner []string, probe string) {
+		run := func() string {
+			t.Helper()
+			args := append(append([]string{}, runner...), probe)
+			cmd := exec.Command(args[0], args[1:]...)
+			cmd.Env = append(os.Environ(), "STARTSIG_MASK=1")
+			// The child gets the mask of the thread that starts it.
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			var set, old unix.Sigset_t
+			for _, s := range blocked {
+				set.Val[(s-1)/64] |= 1 << ((s - 1) % 64)
+			}
+			if err := unix.PthreadSigmask(unix.SIG_BLOCK, &set, &old); err != nil {
+				t.Fatal(err)
+			}
+			defer unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil)
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("%s: %v\n%s", probe, err, out)
+			}
+			return strings.TrimSpace(string(out))
+		}
+		build(t, arch, probe, EntryFlag)
+		var ran bool
+		var got uint64
+		if out := run(); func() bool { _, err := fmt.Sscanf(out, "ran=%t mask=%x", &ran, &got); return err != nil }() {
+			t.Fatalf("the probe printed %q", out)
+		}
+		const std = 1<<31 - 1
+		if !ran || got&std != want {
+			t.Errorf("started with %v blocked: ran=%t mask=%016x, want ran=true mask=%016x (signals 1-31)", blocked, ran, got&std, want)
+		}
+		build(t, arch, probe, "")
+		if out := run(); out != "ran=false mask=0000000000000000" {
+			t.Errorf("linked without %s: the probe printed %q, want ran=false", EntryFlag, out)
 		}
 	})
 }

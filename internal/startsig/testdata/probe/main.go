@@ -6,7 +6,8 @@
 // start: "init" sends itself one while the packages initialise, before anything registered it;
 // "after" once Caught has disarmed the entry point's handler (the runtime's own default then);
 // "race" registers it at once, as drainit does, and prints what Caught returned and whether a
-// SIGTERM came after that, for a test that sends it one as it starts.
+// SIGTERM came after that, for a test that sends it one as it starts. With STARTSIG_MASK set it
+// prints the signal mask the entry point saw.
 package main
 
 import (
@@ -56,6 +57,11 @@ func main() {
 		case <-time.After(2 * time.Second):
 			fmt.Println(" got=none")
 		}
+		return
+	}
+	if os.Getenv("STARTSIG_MASK") != "" {
+		mask, ok := startsig.Mask()
+		fmt.Printf("ran=%v mask=%016x\n", ok, mask)
 		return
 	}
 	if os.Getenv("STARTSIG_PIN") == "" {
