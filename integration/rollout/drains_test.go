@@ -54,7 +54,7 @@ func TestDrainStats(t *testing.T) {
 	if f.Runs != 2 || f.StopMedian != 5.2 || f.ZeroFailures || f.MaxStop != 0 || f.QuietAfterLast != nil {
 		t.Errorf("fixed %+v", f)
 	}
-	if auto.MaxStop != 2.8 || auto.StopMax != 2.85 || auto.AutoRate == nil || *auto.AutoRate != 68 || *auto.AutoNeeded != 0.1 || auto.PodRate != 200 {
+	if auto.MaxStop != 3.1 || auto.StopMax != 2.85 || auto.AutoRate == nil || *auto.AutoRate != 68 || *auto.AutoNeeded != 0.1 || auto.PodRate != 200 {
 		t.Errorf("auto %+v", auto)
 	}
 
@@ -66,7 +66,7 @@ func TestDrainStats(t *testing.T) {
 	for _, want := range []string{
 		"| adaptive | 1s | (0) | 3 | 0 | 2.20s | 2.60s | <= 2.50s FAIL | 1.21s / 1.60s | - | 0.50% |",
 		"| fixed 5s | 1s | (0) | 2 | 2/0/0 | - (lost requests) | 5.30s | - | - | - | - |",
-		"| auto | staggered (0.3s,1s,2.5s) | 200 (200) | 2 | 0 | 2.80s | 2.85s | <= 2.80s FAIL | 0.32s / 0.38s | 68/s, 0.10s | - |",
+		"| auto | staggered (0.3s,1s,2.5s) | 200 (200) | 2 | 0 | 2.80s | 2.85s | <= 3.10s ok | 0.32s / 0.38s | 68/s, 0.10s | - |",
 		"| L7 connections | 3s | 20 (46 requests/s) | 1 | 100/0/0 | - (lost requests) | 1.14s | none: a pooling L7 proxy",
 		"| L7 requests | 3s | 20 (47 requests/s) | 1 | 0 | 4.03s | 4.03s | <= 4.50s ok | 1.03s / 1.03s | - | - |",
 	} {

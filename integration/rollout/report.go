@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -172,6 +173,10 @@ type Row struct {
 	// the runs that took longer.
 	MaxStop  Seconds `json:"max_stop_seconds,omitempty"`
 	OverStop int     `json:"over_max_stop_runs,omitempty"`
+	// MedianStop is the median stop duration the scenario claims (zero: no claim); OverMedian
+	// says the runs' median was longer.
+	MedianStop Seconds `json:"median_stop_seconds,omitempty"`
+	OverMedian bool    `json:"over_median_stop,omitempty"`
 	// Outside says why the scenario claims nothing in this cell (its model does not cover it).
 	Outside string `json:"outside_model,omitempty"`
 	// NoisyRuns counts the runs the machine was too busy to time (Result.Noisy); NoisyFailed,
@@ -195,9 +200,10 @@ func (r Row) cellString() string {
 
 // Claim is what a scenario must show at a propagation delay.
 type Claim struct {
-	Expect  Expectation
-	MaxStop time.Duration // the longest pod stop duration; zero: no bound
-	Outside string        // why the scenario claims nothing here (its model does not cover it)
+	Expect     Expectation
+	MaxStop    time.Duration // the longest pod stop duration; zero: no bound
+	MedianStop time.Duration // the median pod stop duration; zero: no bound
+	Outside    string        // why the scenario claims nothing here (its model does not cover it)
 }
 
 // Claim is what s must show in cell c: its expectation at the (last) propagation delay and, for
@@ -211,6 +217,9 @@ func (s Scenario) Claim(c Cell) Claim {
 	cl := Claim{Expect: s.Expect(c.Propagation)}
 	if s.MaxStop != nil {
 		cl.MaxStop = s.MaxStop(c)
+	}
+	if s.MedianStop != nil {
+		cl.MedianStop = s.MedianStop(c)
 	}
 	return cl
 }
@@ -321,6 +330,16 @@ func Summarize(results []Result, claim func(scenario string, c Cell) Claim) []Ro
 				}
 				hard = hard || r.OverStop > r.NoisyOver
 			}
+			if c.MedianStop > 0 {
+				r.MedianStop = seconds(c.MedianStop)
+				stops := make([]Seconds, len(group))
+				for i, res := range group {
+					stops[i] = res.Stop
+				}
+				slices.Sort(stops)
+				r.OverMedian = seconds(Median(stops).Duration()) > r.MedianStop
+				hard = hard || r.OverMedian
+			}
 			soft := (r.Expect == "none" && (r.NoisyFailed > 0 || r.NoisyCut > 0 || r.NoisyKilled > 0)) || r.NoisyOver > 0
 			r.OK = !hard && !soft
 			r.Noisy = !hard && soft
@@ -358,8 +377,8 @@ func Checks(rows []Row) []Check {
 	var out []Check
 	var lossRows, lossOK, stops, failed, cut, killed, noisyFailed, noisyCut, noisyKilled int
 	var noLossRows int
-	var bounded, over, noisyOver int
-	var worst *Row
+	var bounded, over, noisyOver, medianCells, medianOver int
+	var worst, worstMedian *Row
 	var outside []string
 	for i, r := range rows {
 		if r.Outside != "" {
@@ -368,6 +387,15 @@ func Checks(rows []Row) []Check {
 				where += fmt.Sprintf(" @%.0f/s", r.Rate)
 			}
 			outside = append(outside, fmt.Sprintf("%s at %s", r.Scenario, where))
+		}
+		if r.MedianStop > 0 {
+			medianCells++
+			if r.OverMedian {
+				medianOver++
+				if worstMedian == nil || r.MedianStop < worstMedian.MedianStop {
+					worstMedian = &rows[i]
+				}
+			}
 		}
 		if r.MaxStop > 0 {
 			bounded += r.Runs
@@ -412,13 +440,21 @@ func Checks(rows []Row) []Check {
 		out = append(out, c)
 	}
 	if bounded > 0 {
-		c := Check{What: fmt.Sprintf("adaptive drains stop within their bounds (quiet 1s: propagation + 1.5s; auto: last proxy's delay + %s from %d new connections/s, + %s below): %d of %d stops over (worst: %s at %s, %.2fs of %.2fs)",
-			fmtSeconds(seconds(AutoFastSlack)), AutoFastRate, fmtSeconds(seconds(AutoSlowSlack)), over, bounded, worst.Scenario, worst.cellString(),
+		c := Check{What: fmt.Sprintf("adaptive drains stop within their bounds (quiet 1s: propagation + 1.5s; auto: last proxy's delay + %s from %d new connections/s): %d of %d stops over (worst: %s at %s, %.2fs of %.2fs)",
+			fmtSeconds(seconds(AutoFastSlack)), AutoFastRate, over, bounded, worst.Scenario, worst.cellString(),
 			float64(worst.StopMax), float64(worst.MaxStop)), OK: over == 0}
 		if c.Noisy = over > 0 && over == noisyOver; c.Noisy {
 			c.What += fmt.Sprintf(" (all %d in runs the machine was too busy to time: not counted)", noisyOver)
 		} else if noisyOver > 0 {
 			c.What += fmt.Sprintf(" (%d of them in runs the machine was too busy to time)", noisyOver)
+		}
+		out = append(out, c)
+	}
+	if medianCells > 0 {
+		c := Check{What: fmt.Sprintf("the automatic quiet period's median stop below %d new connections/s within the last proxy's delay + %s: %d of %d cells over",
+			AutoFastRate, fmtSeconds(seconds(AutoSlowSlack)), medianOver, medianCells), OK: medianOver == 0}
+		if worstMedian != nil {
+			c.What += fmt.Sprintf(" (e.g. %s at %s, bound %.2fs)", worstMedian.Scenario, worstMedian.cellString(), float64(worstMedian.MedianStop))
 		}
 		out = append(out, c)
 	}
