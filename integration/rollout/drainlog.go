@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"time"
 )
 
 // DrainLog is what drainit logged about an adaptive drain of the stopped pod: how it ended and
@@ -47,6 +48,9 @@ type DrainLog struct {
 	// SilenceStalled is how much of that silence the harness was stalled (its timers or its
 	// load generator late): a silence it made, not the traffic's (see Result.realFailures).
 	SilenceStalled Seconds `json:"silence_stalled_seconds"`
+	// End is when drainit logged the drain's end, on its clock (the machine's, as the
+	// harness's), to the millisecond: the end of the silence that ended it.
+	End time.Time `json:"-"`
 	// Auto: the automatic quiet period (--drain-quiet auto), with the rate it judged the silence
 	// at (new connections a second), the silence that needed (nil when the arrivals were too
 	// few to tell), whether the history before the drain was used, and why it waited for its
@@ -93,6 +97,7 @@ func parseDrainLog(out []byte) *DrainLog {
 			History  bool     `json:"history"`
 			From     string   `json:"history_from"`
 			Why      string   `json:"why"`
+			Time     string   `json:"time"`
 		}
 		if json.Unmarshal(line, &e) != nil {
 			continue
@@ -102,6 +107,7 @@ func parseDrainLog(out []byte) *DrainLog {
 			ms := func(v int64) Seconds { return Seconds(float64(v) / 1000) }
 			d := &DrainLog{Reason: e.Reason, NewConns: e.NewConns, Method: e.Method, Drained: ms(e.Drained),
 				Baseline: ms(e.Baseline), Polls: e.Polls, PollGap: ms(e.PollGap), Silence: ms(e.Silence), CPU: ms(e.CPU), CPUShare: e.CPUShare}
+			d.End, _ = time.Parse(time.RFC3339Nano, e.Time)
 			if e.Rate != nil {
 				d.Auto, d.Rate, d.History, d.HistoryFrom, d.Why = true, *e.Rate, e.History, e.From, e.Why
 				if e.Needed > 0 {

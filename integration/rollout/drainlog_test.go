@@ -1,6 +1,9 @@
 package rollout
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestParseDrainLog(t *testing.T) {
 	// Lines as drainit writes them (the app's own output interleaved), trimmed.
@@ -18,11 +21,12 @@ ready app 7 127.0.0.2:40000
 
 	// --drain-quiet auto: the rate, the silence it needed and waited, the history, drainit's CPU;
 	// and why a drain waited for its maximum.
-	auto := []byte(`{"level":"info","phase":"draining","reason":"quiet","new_connections":210,"method":"passive-opens","silence":104,"cpu":15,"cpu_share":0.0125,"rate":198.4,"rate_arrivals":20,"rate_window":96,"silence_needed":100,"history":true,"drained":1200,"message":"adaptive drain over"}`)
+	auto := []byte(`{"level":"info","phase":"draining","reason":"quiet","new_connections":210,"method":"passive-opens","silence":104,"cpu":15,"cpu_share":0.0125,"rate":198.4,"rate_arrivals":20,"rate_window":96,"silence_needed":100,"history":true,"drained":1200,"time":"2026-12-02T14:34:54.221Z","message":"adaptive drain over"}`)
 	needed := Seconds(0.1)
 	got = parseDrainLog(auto)
 	if got == nil || !got.Auto || got.Rate != 198.4 || got.SilenceNeeded == nil || *got.SilenceNeeded != needed || got.Silence != 0.104 ||
-		!got.History || got.CPU != 0.015 || got.CPUShare != 0.0125 || got.Drained != 1.2 {
+		!got.History || got.CPU != 0.015 || got.CPUShare != 0.0125 || got.Drained != 1.2 ||
+		!got.End.Equal(time.Date(2026, 12, 2, 14, 34, 54, 221e6, time.UTC)) {
 		t.Fatalf("auto: got %+v", got)
 	}
 	atMax := []byte(`{"reason":"max","new_connections":3,"method":"passive-opens","silence":14000,"rate":0,"rate_arrivals":3,"silence_needed":0,"history":true,"why":"3 new connections in 30s: too few","drained":15000,"message":"adaptive drain over"}`)

@@ -789,8 +789,13 @@ func (r *Runner) Run(ctx context.Context, s Scenario, c Cell, rep int) (Result, 
 	}
 	if d := res.Drain; d != nil && d.Reason == "quiet" && !rec.PreStopEnd.IsZero() {
 		// The silence that ended the drain: how much of it the harness spent stalled, sending
-		// the pod nothing whatever the load asked for.
+		// the pod nothing whatever the load asked for. It ended when drainit logged so (the
+		// /prestop answer reaches the harness later, tens of milliseconds on a loaded machine,
+		// which would slide the window past a stall at its start).
 		end := rec.PreStopEnd
+		if !d.End.IsZero() {
+			end = d.End
+		}
 		d.SilenceStalled = seconds(overlap(stalls, end.Add(-d.Silence.Duration()), end))
 	}
 	return res, nil
