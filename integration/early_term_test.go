@@ -15,7 +15,7 @@ import (
 	"github.com/drainit/drainit/integration/pod"
 )
 
-// raceWindow is how long after drainit's exec TestStopSignalAtStart sends its SIGTERM: from at
+// raceWindow is how long after drainit's entry point ran TestStopSignalAtStart sends its SIGTERM: from at
 // once to past the ~1.5 ms in which drainit was seen to lose it.
 const raceWindow = 2 * time.Millisecond
 
@@ -103,7 +103,7 @@ func TestStopSignalAtStart(t *testing.T) {
 				fmt.Fprintf(&b, "; %v-%v: stopped %d, refused %d", raceWindow*time.Duration(i)/buckets,
 					raceWindow*time.Duration(i+1)/buckets, c["stopped"], c["refused"])
 			}
-			t.Logf("%d SIGTERMs 0-%v after drainit's exec%s", runs, raceWindow, b.String())
+			t.Logf("%d SIGTERMs 0-%v after drainit's entry point ran%s", runs, raceWindow, b.String())
 		})
 	}
 }
