@@ -29,22 +29,30 @@ type Stop struct {
 	// workers, and a worker that gets it from drainit too (--forward group) exits 138 or 139
 	// about one stop in a hundred (integration/realapps_test.go).
 	ForwardChild bool
+	// Relays says why the app wants --forward child with its graceful stop: its master or parent
+	// stops its workers itself, and with --forward group they get the signal from drainit too
+	// (drainit warns of such a pre-fork master at the stop; README: the stop signal).
+	Relays string
 }
 
 // ForwardAdvice is what to append to the advice to set --stop-signal when the app wants
 // --forward child and forward (the setting's value) is not it: "" otherwise.
 func (s Stop) ForwardAdvice(forward string) string {
-	if !s.ForwardChild || forward == "child" {
+	if s.Relays == "" || forward == "child" {
 		return ""
 	}
-	return " and --forward child (" + s.App + " -W's master passes the signal to its workers; from drainit too, a worker can get it twice and exit 138)"
+	return " and --forward child (" + s.Relays + ")"
 }
 
 var (
-	nginx   = Stop{App: "nginx", Signal: signals.SIGQUIT}
-	phpFPM  = Stop{App: "php-fpm", Signal: signals.SIGQUIT}
-	httpd   = Stop{App: "Apache httpd", Signal: signals.SIGWINCH}
-	haproxy = Stop{App: "haproxy", Signal: signals.SIGUSR1, ForwardChild: true}
+	nginx = Stop{App: "nginx", Signal: signals.SIGQUIT,
+		Relays: "nginx's master passes the signal on to its workers; from drainit too, each gets it twice"}
+	phpFPM = Stop{App: "php-fpm", Signal: signals.SIGQUIT,
+		Relays: "php-fpm's master stops its workers itself; from drainit too, each gets the signal twice"}
+	httpd = Stop{App: "Apache httpd", Signal: signals.SIGWINCH,
+		Relays: "httpd's parent stops its children itself; from drainit too, the prefork MPM's get the signal twice"}
+	haproxy = Stop{App: "haproxy", Signal: signals.SIGUSR1, ForwardChild: true,
+		Relays: "haproxy -W's master passes the signal to its workers; from drainit too, a worker can get it twice and exit 138"}
 )
 
 // ByImage guesses from an image reference alone whether it is built FROM one of those images.

@@ -162,7 +162,7 @@ var registry = []RuleInfo{
 		ID: RuleStopSignalImage, Severity: Warning,
 		Short:   "an nginx, php-fpm, httpd or haproxy image whose stop signal is not a trigger",
 		Catches: "An image that looks, by its name, like nginx or php-fpm (STOPSIGNAL SIGQUIT), Apache httpd or php's apache variant (SIGWINCH) or haproxy (SIGUSR1), run under drainit without that signal as --stop-signal: images built FROM them inherit it, so the runtime stops the container with it and drainit forwards it at once, with no drain. Formerly stop-signal-image-quit (nginx and php-fpm only), an id --ignore and drainit.io/ignore still take.",
-		Fix:     "Set --stop-signal to the image's signal (DRAINIT_STOP_SIGNAL=QUIT, WINCH or USR1; for haproxy also --forward child): it then starts the drain and is what the app gets after it, its graceful stop.",
+		Fix:     "Set --stop-signal to the image's signal (DRAINIT_STOP_SIGNAL=QUIT, WINCH or USR1) and --forward child (each of these servers' masters passes its stop on to its workers): it then starts the drain and is what the app gets after it, its graceful stop.",
 	},
 	{
 		ID: RuleForwardMasterWorker, Severity: Warning,

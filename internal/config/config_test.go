@@ -393,7 +393,10 @@ func TestGracefulStopNoted(t *testing.T) {
 		{[]string{"haproxy", "-f", "/etc/haproxy/haproxy.cfg"}, nil, []string{"looks like haproxy", "SIGUSR1",
 			"--stop-signal USR1 (DRAINIT_STOP_SIGNAL=USR1) and --forward child"}, ""},
 		{[]string{"--forward", "child", "haproxy"}, nil, []string{"--stop-signal USR1"}, "--forward child"},
-		{[]string{"nginx"}, nil, []string{"--stop-signal QUIT"}, "--forward child"},
+		{[]string{"nginx"}, nil, []string{"--stop-signal QUIT (DRAINIT_STOP_SIGNAL=QUIT) and --forward child (nginx's master"}, ""},
+		{[]string{"--forward", "child", "nginx"}, nil, []string{"--stop-signal QUIT"}, "--forward child"},
+		{[]string{"php-fpm", "-F"}, nil, []string{"--stop-signal QUIT", "and --forward child (php-fpm's master"}, ""},
+		{[]string{"httpd-foreground"}, nil, []string{"--stop-signal WINCH", "and --forward child (httpd's parent"}, ""},
 		// SIGTERM rewritten to the graceful signal: only the STOPSIGNAL half is left to say.
 		{[]string{"--rewrite", "TERM:QUIT", "nginx"}, nil, []string{"forwarded at once"}, "after a SIGTERM's drain"},
 		// No SIGTERM trigger: nothing to say about what follows one.
