@@ -55,13 +55,7 @@
 // updatemaxprocs=0), which would otherwise raise it to the restored CPUs' count within a
 // second. The mask holds 4096 CPUs; where the kernel's is larger (sched_getaffinity fails) or
 // getcpu fails, nothing is pinned, and the start is as before.
-package startsig
-
-import (
-	"sync/atomic"
-	"syscall"
-)
-
+//
 // # A stop signal before drainit can take it
 //
 // A Go program cannot register a signal before its runtime has started and its packages are
@@ -90,7 +84,13 @@ import (
 //
 // QUIT in the second window is not covered: the runtime answers it with a goroutine dump and
 // exit 2 (it throws, and forwards nothing).
-//
+package startsig
+
+import (
+	"sync/atomic"
+	"syscall"
+)
+
 // EntryFlag is the linker flag (for -ldflags) that makes this package's entry point the
 // program's.
 const EntryFlag = "-E=github.com/drainit/drainit/internal/startsig.entry"
