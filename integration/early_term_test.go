@@ -122,12 +122,8 @@ func entryRan(t *testing.T, pid int) time.Time {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for l := range strings.SplitSeq(string(b), "\n") {
-			if v, ok := strings.CutPrefix(l, "SigCgt:"); ok {
-				if m, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64); err == nil && m&(1<<(syscall.SIGTERM-1)) != 0 {
-					return time.Now()
-				}
-			}
+		if parseMask(t, statusLine(string(b), "SigCgt:"), "SigCgt:")&(1<<(syscall.SIGTERM-1)) != 0 {
+			return time.Now()
 		}
 	}
 	t.Fatalf("drainit (pid %d) has no handler on SIGTERM after %v: its entry point did not run", pid, waitTimeout)

@@ -269,13 +269,8 @@ func TestAdaptiveAutoPreFork(t *testing.T) {
 					t.Errorf("%d workers booted, want %d", n, c.workers)
 				}
 			}
-			for _, m := range []string{"the app left processes behind: SIGTERM to them", "app still running: SIGKILL to everything", "reaped orphan"} {
-				if es := events(r, m); len(es) > 0 {
-					t.Errorf("drainit logged %q: %v\n%s", m, es, r.dump())
-				}
-			}
-			if status, _ := only(t, r, "app exited").int("status"); status != 0 || st != (exitStatus{}) {
-				t.Errorf("%s exited %d, drainit %v: want both 0\n%s", c.name, status, st, r.dump())
+			if status := r.checkCleanEnd(t, st); status != 0 {
+				t.Errorf("%s exited %d, want 0\n%s", c.name, status, r.dump())
 			}
 			for _, e := range r.logs() {
 				if e.str("level") == "warn" || e.str("level") == "error" {
@@ -351,13 +346,8 @@ func TestPHPFPMControlTimeout(t *testing.T) {
 			case !c.finished && ended.Sub(sent) > dumpSlack:
 				t.Errorf("the request in flight was cut %s after the trigger, want at once (within %s)", ended.Sub(sent), dumpSlack)
 			}
-			for _, m := range []string{"the app left processes behind: SIGTERM to them", "app still running: SIGKILL to everything", "reaped orphan"} {
-				if es := events(r, m); len(es) > 0 {
-					t.Errorf("drainit logged %q: %v\n%s", m, es, r.dump())
-				}
-			}
-			if status, _ := exited.int("status"); status != 0 || st != (exitStatus{}) {
-				t.Errorf("php-fpm exited %d, drainit %v: want both 0\n%s", status, st, r.dump())
+			if status := r.checkCleanEnd(t, st); status != 0 {
+				t.Errorf("php-fpm exited %d, want 0\n%s", status, r.dump())
 			}
 		})
 	}

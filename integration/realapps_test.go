@@ -407,15 +407,15 @@ func (r *realRun) awaitEvent(t *testing.T, message string) logEntry {
 // checkCleanEnd checks that the app's own stop left nothing for drainit to end or reap: no
 // process left behind (apache2's and haproxy's workers exit before their parent does), no
 // orphan reaped, no SIGKILL; and that drainit exited with the app's status, which it returns.
-func (r *realRun) checkCleanEnd(t *testing.T, st exitStatus) int {
+func (r *drainitRun) checkCleanEnd(t *testing.T, st exitStatus) int {
 	t.Helper()
 	for _, m := range []string{"the app left processes behind: SIGTERM to them",
 		"app still running: SIGKILL to everything", "reaped orphan"} {
-		if es := events(r.drainitRun, m); len(es) > 0 {
+		if es := events(r, m); len(es) > 0 {
 			t.Errorf("drainit logged %q: %v\n%s", m, es, r.dump())
 		}
 	}
-	status, _ := only(t, r.drainitRun, "app exited").int("status")
+	status, _ := only(t, r, "app exited").int("status")
 	if st != (exitStatus{code: status}) {
 		t.Errorf("drainit: %v, want exit %d, the app's status\n%s", st, status, r.dump())
 	}

@@ -22,12 +22,10 @@ func StartUnblocked(fork func() (int, error)) (int, error) {
 // that the child, the app, starts with it, as exec would have it (and tini does). Without
 // drainit's entry point (StartBlocked has why), the child gets the thread's mask.
 func StartInherited(fork func() (int, error)) (int, error) {
-	mask, ok := startsig.Mask()
+	set, ok := startSet()
 	if !ok {
 		return fork()
 	}
-	var set unix.Sigset_t
-	setMask(&set, mask)
 	return startWith(&set, fork)
 }
 
@@ -59,9 +57,7 @@ func startWith(set *unix.Sigset_t, fork func() (int, error)) (int, error) {
 // CHLD, PROF, SYS, URG and 32 to 34: the runtime's sigtable marks them to be unblocked, or as
 // ending the program).
 func StartBlocked() []unix.Signal {
-	if mask, ok := startsig.Mask(); ok {
-		var set unix.Sigset_t
-		setMask(&set, mask)
+	if set, ok := startSet(); ok {
 		return setSignals(&set)
 	}
 	return Blocked()
@@ -76,15 +72,17 @@ func Blocked() []unix.Signal {
 	return setSignals(&set)
 }
 
-// setMask puts mask (bit n-1 for signal n) into set, whose words are 64 bits wide or, on 32-bit
-// architectures, 32.
-func setMask(set *unix.Sigset_t, mask uint64) {
+// startSet is the mask drainit started with (startsig.Mask, bit n-1 for signal n) as a set,
+// whose words are 64 bits wide or, on 32-bit architectures, 32; false when it is not known.
+func startSet() (set unix.Sigset_t, ok bool) {
+	mask, ok := startsig.Mask()
 	const per = int(unsafe.Sizeof(set.Val[0])) * 8
 	for i := range MaxSignal {
 		if mask>>i&1 != 0 {
 			set.Val[i/per] |= 1 << (i % per)
 		}
 	}
+	return set, ok
 }
 
 // setSignals lists the signals in set, whose words are 64 bits wide or, on 32-bit

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -336,7 +335,6 @@ func Summarize(results []Result, claim func(scenario string, c Cell) Claim) []Ro
 				for i, res := range group {
 					stops[i] = res.Stop
 				}
-				slices.Sort(stops)
 				r.OverMedian = seconds(Median(stops).Duration()) > r.MedianStop
 				hard = hard || r.OverMedian
 			}
