@@ -4,8 +4,9 @@ BIN     ?= bin/drainit
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(shell git rev-parse HEAD 2>/dev/null) -X main.date=$(shell git log -1 --format=%cI 2>/dev/null)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
-# drainit's own ELF entry point reads the signals ignored when it starts, before the Go runtime
-# hides them, and holds the start on one CPU (internal/startsig); Linux only, so not in `cross`.
+# drainit's own ELF entry point reads the signals ignored and blocked when it starts, before the
+# Go runtime hides them, and catches a stop signal until drainit can take it (internal/startsig);
+# Linux only, so not in `cross`.
 ENTRY   := -E=github.com/drainit/drainit/internal/startsig.entry
 
 .PHONY: build test unit kubelet lint bench demo fuzz clean release
