@@ -5,11 +5,13 @@ VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(shell git rev-parse HEAD 2>/dev/null) -X main.date=$(shell git log -1 --format=%cI 2>/dev/null)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # drainit's own ELF entry point reads the signals ignored and blocked when it starts, before the
-# Go runtime hides them, and catches a stop signal until drainit can take it (internal/startsig);
-# Linux only, so not in `cross`.
-ENTRY   := -E=github.com/drainit/drainit/internal/startsig.entry
+# Go runtime hides them, and catches a stop signal until drainit can take it (internal/startsig).
+# It is written for ENTRY_ARCHS on Linux; elsewhere drainit builds without it, and says so when
+# it starts. The one other place that links it is .goreleaser.yaml (a test keeps them in step).
+ENTRY_ARCHS := linux/amd64 linux/arm64 linux/arm linux/ppc64le linux/s390x linux/riscv64
+ENTRY   := $(if $(filter $(ENTRY_ARCHS),$(shell $(GO) env GOOS)/$(shell $(GO) env GOARCH)),-E=github.com/drainit/drainit/internal/startsig.entry)
 
-.PHONY: build test unit kubelet lint bench demo fuzz clean release
+.PHONY: build drainit test unit kubelet lint bench demo fuzz clean release
 
 ## demo: build drainit and the test app, then stop pods under load side by side: bare, tini,
 ## preStop sleep, drainit fixed and adaptive, and a real nginx bare and behind drainit (root: each
@@ -19,9 +21,12 @@ demo:
 
 ## build: the static, stripped binaries in bin/: drainit, and drainit-check (the manifest check,
 ## which `drainit check` runs: a binary of its own, so that drainit's start links no YAML parser)
-build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS) $(ENTRY)' -o $(BIN) ./cmd/drainit
+build: drainit
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(dir $(BIN))drainit-check ./cmd/drainit-check
+
+## drainit: bin/drainit alone (BIN=path to put it elsewhere), as the releases build it
+drainit:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS) $(ENTRY)' -o $(BIN) ./cmd/drainit
 
 ## cross: drainit and drainit-check for macOS and Windows (amd64, arm64) in bin/cross/, for
 ## `drainit check` where the manifests are; there only check, version, sleep and prestop work

@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 GO=${GO:-go}
 VERSION=${VERSION:-$(git describe --always --dirty 2>/dev/null || echo dev)}
 mkdir -p bin
-CGO_ENABLED=0 "$GO" build -trimpath -ldflags "-s -w -X main.version=$VERSION -E=github.com/drainit/drainit/internal/startsig.entry" -o bin/drainit ./cmd/drainit
+make --no-print-directory drainit GO="$GO" VERSION="$VERSION" BIN=bin/drainit
 CGO_ENABLED=0 "$GO" build -trimpath -ldflags '-s -w' -o bin/testapp ./integration/testapp
 "$GO" build -o bin/rollout ./integration/rollout/cmd/rollout
 

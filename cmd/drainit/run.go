@@ -26,6 +26,7 @@ import (
 	"github.com/drainit/drainit/internal/nesting"
 	"github.com/drainit/drainit/internal/oneline"
 	"github.com/drainit/drainit/internal/spare"
+	"github.com/drainit/drainit/internal/startsig"
 	"github.com/drainit/drainit/signals"
 	"github.com/drainit/drainit/signals/early"
 	"github.com/drainit/drainit/supervisor"
@@ -178,12 +179,17 @@ func notifyEach(c chan<- os.Signal, sigs []os.Signal) {
 // ignored is, since then no signal starts the stop sequence.
 //
 // allSeen is false when drainit was linked without its entry point (startsig.EntryFlag): then
-// an ignored TERM, QUIT, PIPE, USR1… went unseen and reaches the app at its default.
+// an ignored TERM, QUIT, PIPE, USR1… went unseen and reaches the app at its default, the start's
+// mask is unknown, and a stop signal before the registration is lost (package startsig).
 func logIgnored(log zerolog.Logger, cfg *config.Config, ignored []unix.Signal, allSeen bool) {
 	if allSeen {
 		log.Debug().Bool("entry_point", true).Msg("ignored signals read at drainit's entry point: every one it can keep is kept")
 	} else {
-		log.Debug().Bool("entry_point", false).Msg("drainit was linked without its entry point (-ldflags -E): of the ignored signals it sees only HUP, INT, TSTP, TTIN and TTOU")
+		// Not silent: such a binary (go install, a plain go build) differs where no test of
+		// the user's would show it.
+		log.Warn().Bool("entry_point", false).
+			Msg("drainit was built without its entry point (-ldflags " + startsig.EntryFlag + "): a stop signal in its first milliseconds can be lost, " +
+				"and of the signals ignored or blocked when it started some reach the app at their default (README: Design notes)")
 	}
 	if len(ignored) == 0 {
 		return
