@@ -1,0 +1,132 @@
+// Package budget works out the stop sequence's time budget once, from drainit's options: the
+// latest stop signal, the kill point, when each stage of hooks must end, and when drainit must
+// be gone. The supervisor runs the stop by it; drainit's start-up warnings and drainit check
+// judge a configuration by it. It is arithmetic on durations only: no clock, no dependency.
+//
+// Every instant is a duration since t0, the stop's first trigger, and follows from the grace
+// period, the kill margin and the drain's worst case:
+//
+//	Deadline          grace                                 the runtime's SIGKILL
+//	KillAt            Deadline − kill margin                drainit's SIGKILL to what still runs
+//	StopBy            KillAt − min(2s, KillAt − Drain)      the latest stop signal
+//	HooksDeadline     StopBy − HookOverrun                  the offline hooks' context ends
+//	LateHooksDeadline KillAt − HookOverrun                  the same, once the app has exited
+//	PostStopDeadline  Deadline − LastHookOverrun − 200ms    the post-stop hooks' context ends
+//	ExitBy            Deadline − 100ms                      drainit has exited, its log written
+//
+// Drain is the drain's worst case (--drain-delay, or --drain-max when adaptive); KillAt − Drain
+// counts as 0 when negative.
+//
+// Why these margins. The runtime SIGKILLs the container grace after it started the stop
+// (docs/kubelet-stop-sequence.md: terminationGracePeriodSeconds after the kubelet called the
+// preStop or sent the signal; docker stop -t likewise), so drainit SIGKILLs the kill margin
+// before, and its post-stop hooks, its summary and the app's exit status are not lost to the
+// runtime's. Slow offline hooks may eat the drain but not the app's time to stop: the stop signal
+// leaves the app 2 s before the kill point, the least the kubelet leaves a container after a
+// preStop hook that took the whole grace period (its minimumGracePeriodInSeconds), or what the
+// configuration leaves it after the drain when that is less. An exec hook outlives its context by
+// the time its processes get to stop, so each stage's context ends that long before the stage
+// must be done; the post-stop hooks' may use the kill margin, as nothing comes after them but
+// drainit's exit, which keeps 200 ms to log the summary and write the termination log. drainit is
+// gone 100 ms before the deadline: drainit's t0 (a /prestop's arrival, a signal's delivery) comes
+// a little after the runtime's, 1-40 ms after the kubelet's.
+package budget
+
+import (
+	"math"
+	"time"
+)
+
+// Options are the values the budget is worked out from: drainit's options, as parsed, and how
+// long a hook outlives its context. A negative value counts as 0.
+type Options struct {
+	Grace      time.Duration // --grace-period
+	KillMargin time.Duration // --kill-margin
+	DrainDelay time.Duration // --drain-delay
+	DrainMax   time.Duration // --drain-max
+	Adaptive   bool          // --drain adaptive
+	// HookOverrun and LastHookOverrun are how long an exec hook outlives its context, and its
+	// context at the last deadline (hooks.Overrun, hooks.LastOverrun). They set the hooks'
+	// deadlines only; drainit check, which reads none, leaves them 0.
+	HookOverrun, LastHookOverrun time.Duration
+}
+
+// Budget is the stop's time budget: each instant is a duration since t0. A value before 0 is an
+// instant that has passed when the stop begins.
+type Budget struct {
+	Deadline      time.Duration // the runtime's SIGKILL: the grace period
+	KillAt        time.Duration // drainit's SIGKILL to whatever still runs
+	StopBy        time.Duration // the latest stop signal
+	HooksDeadline time.Duration // the offline hooks' context ends, for them to be done by StopBy
+	// LateHooksDeadline is HooksDeadline for offline hooks that the app's own exit started
+	// before the trigger: with no stop signal to send, they may run to the kill point.
+	LateHooksDeadline time.Duration
+	PostStopDeadline  time.Duration // the post-stop hooks' context ends, for drainit to exit in time
+	ExitBy            time.Duration // drainit has exited, its last log lines written
+	// Drain is the longest the drain can take: --drain-delay, or --drain-max when adaptive; the
+	// option is DrainFlag ("drain-delay" or "drain-max").
+	Drain     time.Duration
+	DrainFlag string
+	// OfflineRoom is the longest the offline hooks can take and leave the drain whole: StopBy −
+	// Drain. PostStopRoom is the longest a post-stop hook can run in a stop that drained in full
+	// with no offline hooks, its app gone at the stop signal: PostStopDeadline − Drain. The
+	// start-up warnings compare the hook timeouts with them.
+	OfflineRoom, PostStopRoom time.Duration
+
+	opts Options // what it was worked out from, for Shortened
+}
+
+// appStopFloor is the least time the stop signal leaves the app before the kill point, unless
+// the configuration leaves it less: the kubelet's minimum after a preStop hook that took the
+// whole grace period.
+const appStopFloor = 2 * time.Second
+
+// exitTime is what drainit keeps after its post-stop hooks to log the summary, write the
+// termination log and exit; exitSlack is how long before the deadline it must be gone.
+const (
+	exitTime  = 200 * time.Millisecond
+	exitSlack = 100 * time.Millisecond
+)
+
+// New works out the budget for o.
+func New(o Options) Budget {
+	for _, d := range []*time.Duration{&o.Grace, &o.KillMargin, &o.DrainDelay, &o.DrainMax, &o.HookOverrun, &o.LastHookOverrun} {
+		*d = max(*d, 0)
+	}
+	b := Budget{opts: o, Deadline: o.Grace, Drain: o.DrainDelay, DrainFlag: "drain-delay"}
+	if o.Adaptive {
+		b.Drain, b.DrainFlag = o.DrainMax, "drain-max"
+	}
+	b.KillAt = sub(b.Deadline, o.KillMargin)
+	b.StopBy = sub(b.KillAt, min(appStopFloor, max(0, sub(b.KillAt, b.Drain))))
+	b.HooksDeadline, b.LateHooksDeadline = sub(b.StopBy, o.HookOverrun), sub(b.KillAt, o.HookOverrun)
+	b.PostStopDeadline = sub(sub(b.Deadline, o.LastHookOverrun), exitTime)
+	b.ExitBy = b.Deadline - exitSlack
+	b.OfflineRoom, b.PostStopRoom = sub(b.StopBy, b.Drain), sub(b.PostStopDeadline, b.Drain)
+	return b
+}
+
+// sub is a − b for b ≥ 0, down to the earliest Duration, which it stands for anything earlier:
+// a kill margin of 1500000h must not wrap round to a kill point after the deadline.
+func sub(a, b time.Duration) time.Duration {
+	if a < math.MinInt64+b {
+		return math.MinInt64
+	}
+	return a - b
+}
+
+// Shortened is the budget once the stop is found, elapsed after t0, to have left at most before
+// the runtime's SIGKILL (the kubelet's signal came while its preStop call still waited: the
+// pod's grace period is over). The deadline comes in to elapsed + left when that is earlier, and
+// the kill margin is half of what is then left at most: the other half is the app's.
+func (b Budget) Shortened(elapsed, left time.Duration) Budget {
+	o := b.opts
+	elapsed, left = max(elapsed, 0), max(left, 0)
+	end := elapsed + left
+	if left > math.MaxInt64-elapsed {
+		end = math.MaxInt64
+	}
+	o.Grace = min(o.Grace, end)
+	o.KillMargin = min(o.KillMargin, max(o.Grace-elapsed, 0)/2)
+	return New(o)
+}
