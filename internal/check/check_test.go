@@ -608,7 +608,7 @@ func TestDefaultsAreDrainits(t *testing.T) {
 		got, want time.Duration
 		s         durSetting
 	}{
-		{"grace period", dc.grace.d, cfg.GracePeriod, dc.grace}, {"drain", dc.drain.d, cfg.Drain(), dc.drain},
+		{"grace period", dc.grace.d, cfg.GracePeriod, dc.grace}, {"drain", dc.drain.d, cfg.Budget().Drain, dc.drain},
 		{"kill margin", dc.margin.d, cfg.KillMargin, dc.margin},
 	} {
 		if d.got != d.want || !d.s.known || d.s.src != "" {

@@ -37,6 +37,7 @@ import (
 
 	"github.com/drainit/drainit/hooks"
 	"github.com/drainit/drainit/internal/appsignal"
+	"github.com/drainit/drainit/internal/budget"
 	"github.com/drainit/drainit/internal/drainwatch"
 	"github.com/drainit/drainit/internal/http1"
 	"github.com/drainit/drainit/internal/oneline"
@@ -150,12 +151,10 @@ func (c *Config) OptionName(flag string) string {
 	return "--" + flag
 }
 
-// Drain is the longest the drain can take: --drain-delay, or --drain-max when adaptive.
-func (c *Config) Drain() time.Duration {
-	if c.Adaptive {
-		return c.DrainMax
-	}
-	return c.DrainDelay
+// Budget is the stop's time budget under this configuration.
+func (c *Config) Budget() budget.Budget {
+	return budget.New(budget.Options{Grace: c.GracePeriod, KillMargin: c.KillMargin, DrainDelay: c.DrainDelay,
+		DrainMax: c.DrainMax, Adaptive: c.Adaptive, HookOverrun: hooks.Overrun, LastHookOverrun: hooks.LastOverrun})
 }
 
 // Warnings lists, for the log at start-up, what was given but dropped (a value the flag
@@ -164,19 +163,17 @@ func (c *Config) Drain() time.Duration {
 // short.
 func (c *Config) Warnings() []string {
 	out := slices.Clone(c.notes)
+	b := c.Budget()
 	n := 0
 	for spec := range c.Hooks {
 		if spec.Stage == StageOffline {
 			n++
 		}
 	}
-	if n > 0 {
-		need := sumDur(mulDur(n, c.HookTimeout), c.Drain(), c.KillMargin)
-		if need >= c.GracePeriod {
-			out = append(out, fmt.Sprintf(
-				"offline hooks (%d × hook timeout %s) + drain %s + kill margin %s = %s, not less than grace period %s: slow hooks will cut the drain short",
-				n, c.HookTimeout, c.Drain(), c.KillMargin, need, c.GracePeriod))
-		}
+	if slow := mulDur(n, c.HookTimeout); n > 0 && slow > b.OfflineRoom {
+		out = append(out, fmt.Sprintf(
+			"offline hooks (%d × hook timeout %s) + drain %s = %s, past the latest stop signal at %s (grace period %s - kill margin %s - %s for the app to stop): slow hooks will cut the drain short",
+			n, c.HookTimeout, b.Drain, AddDur(slow, b.Drain), b.StopBy, c.GracePeriod, c.KillMargin, b.KillAt-b.StopBy))
 	}
 	if w := c.gracefulStopNote(); w != "" {
 		out = append(out, w)
@@ -187,10 +184,10 @@ func (c *Config) Warnings() []string {
 		out = append(out, w)
 	}
 	for spec := range c.Hooks {
-		if spec.Stage == StagePostStop && sumDur(c.HookTimeout, c.Drain(), c.KillMargin) > c.GracePeriod {
+		if spec.Stage == StagePostStop && c.HookTimeout > b.PostStopRoom {
 			out = append(out, fmt.Sprintf(
-				"post-stop hook timeout %s exceeds what a stop can leave it (grace %s - drain %s - kill margin %s): it may be cut at the deadline",
-				c.HookTimeout, c.GracePeriod, c.Drain(), c.KillMargin))
+				"post-stop hook timeout %s exceeds what a stop can leave it (grace %s - drain %s - %s for drainit's exit = %s): it may be cut at the deadline",
+				c.HookTimeout, c.GracePeriod, b.Drain, b.Deadline-b.PostStopDeadline, b.PostStopRoom))
 			break
 		}
 	}
@@ -205,14 +202,6 @@ func AddDur(a, b time.Duration) time.Duration {
 		return math.MaxInt64
 	}
 	return a + b
-}
-
-// sumDur is AddDur over the grace period's parts (the options', as parsed: none negative).
-func sumDur(first time.Duration, rest ...time.Duration) time.Duration {
-	for _, d := range rest {
-		first = AddDur(first, d)
-	}
-	return first
 }
 
 // mulDur is n times d (neither negative), up to the largest Duration.
@@ -1070,24 +1059,18 @@ func (p *parsed) check() *Validation {
 			}
 		}
 	}
-	drainFlag, drainValue := "drain-delay", r.DrainDelay
-	if c.Adaptive {
-		drainFlag, drainValue = "drain-max", r.DrainMax
-	}
-	if usable("drain", "grace-period", drainFlag, "kill-margin") && c.GracePeriod <= sumDur(c.Drain(), c.KillMargin) {
+	if b := c.Budget(); usable("drain", "grace-period", b.DrainFlag, "kill-margin") && b.KillAt <= b.Drain {
 		// Name the option the user actually set (the one to fix), grace period first.
-		flagName, val := "grace-period", r.GracePeriod
-		for _, o := range []struct{ flag, value string }{
-			{"grace-period", r.GracePeriod}, {drainFlag, drainValue}, {"kill-margin", r.KillMargin},
-		} {
-			if p.from[o.flag] != "" {
-				flagName, val = o.flag, o.value
+		flagName := "grace-period"
+		for _, f := range []string{"grace-period", b.DrainFlag, "kill-margin"} {
+			if p.from[f] != "" {
+				flagName = f
 				break
 			}
 		}
-		v.Errors = append(v.Errors, &Error{Option: c.OptionName(flagName), Flag: flagName, Value: val, Err: fmt.Errorf(
+		v.Errors = append(v.Errors, &Error{Option: c.OptionName(flagName), Flag: flagName, Value: *r.field(flagName), Err: fmt.Errorf(
 			"grace period %s leaves the app no time to stop: it must exceed %s %s + kill margin %s",
-			c.GracePeriod, strings.ReplaceAll(drainFlag, "-", " "), c.Drain(), c.KillMargin)})
+			c.GracePeriod, strings.ReplaceAll(b.DrainFlag, "-", " "), b.Drain, c.KillMargin)})
 	}
 	if len(c.Command) == 0 && !p.hidden {
 		v.Errors = append(v.Errors, &Error{Err: ErrNoCommand})
