@@ -166,16 +166,11 @@ func (s *Supervisor) Run(ctx context.Context) (int, error) {
 	code := s.loop(ctx, m, sigs)
 	close(s.done)
 	writeTerminationLog(s.cfg.TerminationLog, m.summaryLine)
-	if !m.deadline.IsZero() {
-		s.exitBy = m.deadline.Add(-exitSlack)
+	if !m.t0.IsZero() {
+		s.exitBy = m.at(m.budget.ExitBy)
 	}
 	return code, nil
 }
-
-// exitSlack is how long before the stop sequence's deadline drainit must be gone: the runtime
-// counts the grace period from a moment a little before drainit's trigger, and its SIGKILL
-// follows at once.
-const exitSlack = 100 * time.Millisecond
 
 // ExitBy is, once Run has returned, the time by which drainit must have exited, its last log
 // lines written: shortly before the stop sequence's deadline, where the runtime's SIGKILL lands.
@@ -331,7 +326,7 @@ func (s *Supervisor) loop(ctx context.Context, m *machine, sigs <-chan unix.Sign
 				s.send(a.to, a.sig)
 			case actRunHooks:
 				// The post-stop hooks' deadline is the last one: the runtime's SIGKILL follows it
-				// closely (postStopDeadline).
+				// closely (the budget's PostStopDeadline).
 				hctx, c := context.WithCancelCause(ctx)
 				cancel[a.stage] = c
 				if !a.deadline.IsZero() {
@@ -391,7 +386,7 @@ func (s *Supervisor) loop(ctx context.Context, m *machine, sigs <-chan unix.Sign
 }
 
 // deadlineCause is why a stage's hooks' context ends at its deadline. The post-stop hooks' is the
-// last one, which the runtime's SIGKILL follows closely (postStopDeadline).
+// last one, which the runtime's SIGKILL follows closely (the budget's PostStopDeadline).
 func deadlineCause(st config.HookStage) error {
 	if st == config.StagePostStop {
 		return hooks.ErrLastDeadline

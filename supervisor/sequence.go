@@ -10,7 +10,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
-	"github.com/drainit/drainit/hooks"
+	"github.com/drainit/drainit/internal/budget"
 	"github.com/drainit/drainit/internal/config"
 	"github.com/drainit/drainit/internal/drainwatch"
 	"github.com/drainit/drainit/internal/kubelet"
@@ -18,10 +18,9 @@ import (
 )
 
 // The stop sequence, phase by phase: what starts each phase, what it does, its timer (the
-// machine's wake, and what the timer does) and where it goes next. killAt is deadline − kill
-// margin; deadline is t0 + grace; t0 is the first trigger; stopBy is the latest stop signal, which
-// leaves the app appStopFloor before killAt (or what the configuration leaves it, if less). The
-// methods below follow the table.
+// machine's wake, and what the timer does) and where it goes next. t0 is the first trigger; the
+// deadline, killAt (the kill point) and stopBy (the latest stop signal) are the stop's budget
+// (package budget) counted from it. The methods below follow the table.
 //
 //	phase      started by                       does                             timer                    next
 //	running    the app's start                  forward signals                  -                        offline, on a trigger
@@ -149,14 +148,12 @@ func (actSurvivors) isAction()     {}
 // drainit cannot help and must not hang on.
 const reapWait = time.Second
 
-// Timing is the part of the configuration the stop sequence's arithmetic uses.
+// Timing is the drain's and the cleanup's part of the configuration; the budget has the rest.
 type Timing struct {
-	Grace       time.Duration
 	DrainDelay  time.Duration
 	Adaptive    bool // the drain ends when traffic stops (drainWatched), at DrainMax at most
 	DrainMin    time.Duration
 	DrainMax    time.Duration
-	KillMargin  time.Duration
 	CleanupWait time.Duration
 }
 
@@ -165,6 +162,7 @@ type Timing struct {
 // process. The supervisor loop owns it; tests drive it with made-up times.
 type machine struct {
 	timing     Timing
+	budget     budget.Budget // the stop's instants, since t0
 	triggers   map[unix.Signal]bool
 	stopSignal unix.Signal
 	forward    config.Forward
@@ -176,7 +174,6 @@ type machine struct {
 	phase        Phase
 	start        time.Time   // the app's start
 	t0           time.Time   // the first trigger; zero before it
-	deadline     time.Time   // t0 + grace
 	trigger      unix.Signal // 0 while only a /prestop has started the sequence
 	drained      bool
 	kubeletWaits bool      // the kubelet's /prestop call waits for the drain (preStopWaitOver)
@@ -207,9 +204,9 @@ type mark struct {
 func newMachine(c *config.Config, hasOffline, hasPostStop bool, start time.Time, log zerolog.Logger) *machine {
 	m := &machine{
 		timing: Timing{
-			Grace: c.GracePeriod, DrainDelay: c.DrainDelay, KillMargin: c.KillMargin, CleanupWait: c.CleanupWait,
-			Adaptive: c.Adaptive, DrainMin: c.DrainMin, DrainMax: c.DrainMax,
+			DrainDelay: c.DrainDelay, CleanupWait: c.CleanupWait, Adaptive: c.Adaptive, DrainMin: c.DrainMin, DrainMax: c.DrainMax,
 		},
+		budget:      c.Budget(),
 		triggers:    map[unix.Signal]bool{},
 		stopSignal:  c.StopSignal,
 		forward:     c.Forward,
@@ -269,12 +266,12 @@ func (m *machine) signal(now time.Time, sig unix.Signal) []action {
 		return m.forwardSig(now, sig)
 	}
 	if m.t0.IsZero() {
-		m.t0, m.deadline, m.trigger = now, now.Add(m.timing.Grace), sig
+		m.t0, m.trigger = now, sig
 		if sig == unix.SIGINT {
 			m.sigints = 1
 		}
 		m.event(now, zerolog.InfoLevel, "trigger").Str("signal", signals.Name(sig)).
-			Time("deadline", m.deadline.UTC()).Msg("stop sequence started")
+			Time("deadline", m.deadline().UTC()).Msg("stop sequence started")
 		return m.enterOffline(now)
 	}
 	if m.trigger == 0 {
@@ -332,12 +329,9 @@ func (m *machine) signal(now time.Time, sig unix.Signal) []action {
 // shared out: half of it to the app, the kill margin at most, and the rest to the post-stop
 // hooks and the exit.
 func (m *machine) preStopWaitOver(now time.Time, sig unix.Signal) []action {
-	if d := now.Add(kubelet.MinGraceAfterSignal); d.Before(m.deadline) {
-		m.deadline = d
-	}
-	m.timing.KillMargin = min(m.timing.KillMargin, max(m.deadline.Sub(now), 0)/2)
+	m.budget = m.budget.Shortened(now.Sub(m.t0), kubelet.MinGraceAfterSignal)
 	m.event(now, zerolog.WarnLevel, "signal "+signals.Name(sig)+": the pod's grace period is over").
-		Str("signal", signals.Name(sig)).Dur("drained", now.Sub(m.t0)).Time("deadline", m.deadline.UTC()).
+		Str("signal", signals.Name(sig)).Dur("drained", now.Sub(m.t0)).Time("deadline", m.deadline().UTC()).
 		Msg("the kubelet's stop signal came while its preStop call still waited for the drain: the pod's grace period is over, shorter than drainit's --grace-period (kubectl delete --grace-period, an eviction, a node's shutdown?), and the runtime's SIGKILL follows in 2 s; stopping the app now")
 	return m.enterStopping(now)
 }
@@ -370,8 +364,8 @@ func (m *machine) prestop(now time.Time, kubelet bool) []action {
 	if !m.t0.IsZero() {
 		return nil
 	}
-	m.t0, m.deadline = now, now.Add(m.timing.Grace)
-	m.event(now, zerolog.InfoLevel, "trigger /prestop").Time("deadline", m.deadline.UTC()).Msg("stop sequence started by /prestop")
+	m.t0 = now
+	m.event(now, zerolog.InfoLevel, "trigger /prestop").Time("deadline", m.deadline().UTC()).Msg("stop sequence started by /prestop")
 	return m.enterOffline(now)
 }
 
@@ -384,20 +378,20 @@ func (m *machine) lateTrigger(now time.Time, sig unix.Signal) []action {
 	if !m.t0.IsZero() {
 		return acts
 	}
-	m.t0, m.deadline, m.trigger = now, now.Add(m.timing.Grace), sig
+	m.t0, m.trigger = now, sig
 	what := "/prestop"
 	if sig != 0 {
 		what = signals.Name(sig)
 	}
 	m.event(now, zerolog.InfoLevel, "trigger "+what+" (app already exited)").Str("trigger", what).
-		Time("deadline", m.deadline.UTC()).Msg("stop requested after the app exited: finishing by the deadline")
+		Time("deadline", m.deadline().UTC()).Msg("stop requested after the app exited: finishing by the deadline")
 	if sig == unix.SIGINT {
 		m.sigints = 1
 	}
 	if m.hooksRunning[config.StageOffline] {
 		// Started by the app's exit, with no deadline: they must now end by the kill point, as
 		// after any trigger.
-		acts = append(acts, actHooksDeadline{config.StageOffline, hooksDeadline(m.killAt())})
+		acts = append(acts, actHooksDeadline{config.StageOffline, m.at(m.budget.LateHooksDeadline)})
 	}
 	switch m.phase {
 	case PhaseOffline:
@@ -406,7 +400,7 @@ func (m *machine) lateTrigger(now time.Time, sig unix.Signal) []action {
 		m.wake = earlier(m.wake, m.killAt())
 	case PhasePostStop:
 		if m.hooksRunning[config.StagePostStop] {
-			acts = append(acts, actHooksDeadline{config.StagePostStop, postStopDeadline(m.deadline)})
+			acts = append(acts, actHooksDeadline{config.StagePostStop, m.at(m.budget.PostStopDeadline)})
 		}
 	}
 	// PhaseKilling waits for the reaper until the deadline at most already.
@@ -456,7 +450,7 @@ func (m *machine) enterOffline(now time.Time) []action {
 	// context where nothing ends it (an exec that hangs opening its program), and the sequence
 	// must not wait for it.
 	m.wake = m.stopBy()
-	return []action{actRunHooks{config.StageOffline, hooksDeadline(m.stopBy())}}
+	return []action{actRunHooks{config.StageOffline, m.at(m.budget.HooksDeadline)}}
 }
 
 // offlineOverdue goes on without offline hooks still running at their stage's end (enterOffline,
@@ -518,26 +512,14 @@ func (m *machine) fixedDrain(now time.Time, d time.Duration, why string) []actio
 // in a 6 s grace period put the stop signal and the SIGKILL in the same millisecond).
 func (m *machine) fallbackDelay() time.Duration { return min(m.timing.DrainDelay, m.timing.DrainMax) }
 
-// killAt is the kill point: drainit SIGKILLs whatever still runs then, the kill margin before
-// the deadline, so that the runtime's SIGKILL never has to.
-func (m *machine) killAt() time.Time { return m.deadline.Add(-m.timing.KillMargin) }
+// at is the instant d after t0: one of the budget's.
+func (m *machine) at(d time.Duration) time.Time { return m.t0.Add(d) }
 
-// appStopFloor is the least time drainit leaves the app between the stop signal and its SIGKILL
-// when slow offline hooks, and the drain after them, would take it all (as the kubelet leaves a
-// container 2 s after a preStop hook that used up the grace period). Less where the
-// configuration itself leaves the app less.
-const appStopFloor = 2 * time.Second
-
-// stopBy is the latest time for the stop signal: appStopFloor before the kill point, or what the
-// configuration leaves the app (grace − kill margin − drain), when that is less.
-func (m *machine) stopBy() time.Time {
-	drain := m.timing.DrainDelay
-	if m.timing.Adaptive {
-		drain = m.timing.DrainMax
-	}
-	left := max(0, m.timing.Grace-m.timing.KillMargin-drain)
-	return m.killAt().Add(-min(appStopFloor, left))
-}
+// deadline is where the runtime's SIGKILL lands; killAt is the kill point, where drainit SIGKILLs
+// whatever still runs so that the runtime's never has to; stopBy is the latest stop signal.
+func (m *machine) deadline() time.Time { return m.at(m.budget.Deadline) }
+func (m *machine) killAt() time.Time   { return m.at(m.budget.KillAt) }
+func (m *machine) stopBy() time.Time   { return m.at(m.budget.StopBy) }
 
 // earlier returns the earlier of t and bound: a time capped at the kill point or at stopBy.
 func earlier(t, bound time.Time) time.Time {
@@ -545,23 +527,6 @@ func earlier(t, bound time.Time) time.Time {
 		return bound
 	}
 	return t
-}
-
-// hooksDeadline is when a stage's hook context must end for the hooks to be done by t: an exec
-// hook outlives its context by hooks.Overrun at most, while its processes are stopped.
-func hooksDeadline(t time.Time) time.Time { return t.Add(-hooks.Overrun) }
-
-// exitTime is what drainit keeps, after its post-stop hooks, to log the summary, write the
-// termination log and exit before the runtime's SIGKILL.
-const exitTime = 200 * time.Millisecond
-
-// postStopDeadline is when the post-stop hooks' context must end for drainit to exit by the
-// deadline: their context ends with hooks.ErrLastDeadline, so that an exec hook is SIGKILLed at
-// once and outlives it by hooks.LastOverrun at most, and exitTime is left after that. (With the
-// offline hooks' SIGTERM grace, hooksDeadline, the default kill margin would leave post-stop
-// hooks nothing after drainit had to SIGKILL the app.)
-func postStopDeadline(deadline time.Time) time.Time {
-	return deadline.Add(-hooks.LastOverrun - exitTime)
 }
 
 // drainWatched handles the adaptive drain's watcher reporting that the drain should end.
@@ -670,7 +635,7 @@ func (m *machine) enterStopping(now time.Time) []action {
 	m.wake = m.killAt()
 	if m.phase == PhaseDrained && m.trigger == 0 {
 		// No signal came after /prestop: stop the app ourselves, leaving it the kill margin.
-		m.wake = m.deadline
+		m.wake = m.deadline()
 		m.event(now, zerolog.WarnLevel, "no signal").Msg("no stop signal arrived after /prestop; stopping the app")
 	}
 	m.phase = PhaseStopping
@@ -720,8 +685,8 @@ func (m *machine) killEverything(now time.Time) []action {
 	m.phase = PhaseKilling
 	m.killed = true
 	m.wake = now.Add(reapWait)
-	if !m.deadline.IsZero() {
-		if last := postStopDeadline(m.deadline); last.After(m.wake) {
+	if !m.t0.IsZero() {
+		if last := m.at(m.budget.PostStopDeadline); last.After(m.wake) {
 			m.wake = last
 		}
 	}
@@ -830,7 +795,7 @@ func (m *machine) endLeftovers(now time.Time) []action {
 	}
 	m.phase = PhaseCleanup
 	m.wake = now.Add(m.timing.CleanupWait)
-	if !m.deadline.IsZero() {
+	if !m.t0.IsZero() {
 		m.wake = earlier(m.wake, m.killAt())
 	}
 	m.event(now, zerolog.InfoLevel, "cleanup").Msg("the app left processes behind: SIGTERM to them")
@@ -865,8 +830,8 @@ func (m *machine) enterPostStop(now time.Time) []action {
 	m.hooksRunning[config.StagePostStop] = true
 	m.event(now, zerolog.InfoLevel, "post-stop hooks").Msg("running post-stop hooks")
 	var deadline time.Time // none before a trigger: each hook's own timeout bounds it
-	if !m.deadline.IsZero() {
-		deadline = postStopDeadline(m.deadline)
+	if !m.t0.IsZero() {
+		deadline = m.at(m.budget.PostStopDeadline)
 	}
 	return []action{actRunHooks{config.StagePostStop, deadline}}
 }

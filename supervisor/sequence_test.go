@@ -64,10 +64,10 @@ func TestFullSequenceWithHooks(t *testing.T) {
 	m := newTestMachine(true, true)
 	// SIGTERM at 10 s: deadline 40 s, kill at 38 s; the hooks end by the stop signal's latest
 	// time, 36 s, which leaves the app 2 s.
-	want(t, m.signal(at(10), unix.SIGTERM), actRunHooks{config.StageOffline, hooksDeadline(at(36))})
+	want(t, m.signal(at(10), unix.SIGTERM), actRunHooks{config.StageOffline, at(34)})
 	wantPhase(t, m, PhaseOffline)
-	if !m.deadline.Equal(at(40)) {
-		t.Fatalf("deadline = %v, want t0+grace", m.deadline.Sub(epoch))
+	if !m.deadline().Equal(at(40)) {
+		t.Fatalf("deadline = %v, want t0+grace", m.deadline().Sub(epoch))
 	}
 	// Hooks take 1 s; the drain runs 5 s from their end.
 	want(t, m.hooksDone(at(11), config.StageOffline, "1 ok"))
@@ -84,7 +84,7 @@ func TestFullSequenceWithHooks(t *testing.T) {
 	}
 	// The app exits after 2 s with 143; nothing else is left.
 	want(t, m.noChildren(at(18)))
-	want(t, m.appExit(at(18), killedBy(unix.SIGTERM)), actRunHooks{config.StagePostStop, postStopDeadline(at(40))})
+	want(t, m.appExit(at(18), killedBy(unix.SIGTERM)), actRunHooks{config.StagePostStop, at(39.5)})
 	wantPhase(t, m, PhasePostStop)
 	want(t, m.hooksDone(at(18.5), config.StagePostStop, "1 ok"), actExit{143})
 	s := m.summary(at(18.5))
@@ -182,8 +182,8 @@ func TestNoTriggersForwardsEverything(t *testing.T) {
 	}
 	m.prestop(at(2), false)
 	wantPhase(t, m, PhaseDraining)
-	if !m.deadline.Equal(at(32)) {
-		t.Fatalf("deadline %v, want the /prestop's time + grace", m.deadline.Sub(epoch))
+	if !m.deadline().Equal(at(32)) {
+		t.Fatalf("deadline %v, want the /prestop's time + grace", m.deadline().Sub(epoch))
 	}
 }
 
@@ -194,8 +194,8 @@ func TestEscalationBeforeDeadline(t *testing.T) {
 	// The app ignores SIGTERM: at deadline - margin everything gets SIGKILL.
 	want(t, m.tick(at(28)), actSignal{toEverything, unix.SIGKILL})
 	wantPhase(t, m, PhaseKilling)
-	if !m.wake.Equal(postStopDeadline(at(30))) {
-		t.Fatalf("gives up on the reaper at %v, want the post-stop hooks' deadline, %v", m.wake.Sub(epoch), postStopDeadline(at(30)).Sub(epoch))
+	if !m.wake.Equal(at(29.5)) {
+		t.Fatalf("gives up on the reaper at %v, want the post-stop hooks' deadline, %v", m.wake.Sub(epoch), at(29.5).Sub(epoch))
 	}
 	m.noChildren(at(28.01))
 	// The post-stop hooks get the kill margin less half a second (their SIGKILL at the deadline
@@ -245,15 +245,15 @@ func TestHooksLongerThanBudgetSkipDrain(t *testing.T) {
 
 func TestRepeatedTriggersJoin(t *testing.T) {
 	m := newTestMachine(true, false)
-	want(t, m.signal(at(0), unix.SIGTERM), actRunHooks{config.StageOffline, hooksDeadline(at(26))})
+	want(t, m.signal(at(0), unix.SIGTERM), actRunHooks{config.StageOffline, at(24)})
 	// A second SIGTERM (kubelet restart, docker stop twice) runs nothing again.
 	want(t, m.signal(at(1), unix.SIGTERM))
 	wantPhase(t, m, PhaseOffline)
 	want(t, m.hooksDone(at(2), config.StageOffline, "1 ok"))
 	want(t, m.signal(at(3), unix.SIGTERM))
 	wantPhase(t, m, PhaseDraining)
-	if !m.deadline.Equal(at(30)) {
-		t.Fatalf("a repeated trigger moved the deadline to %v", m.deadline.Sub(epoch))
+	if !m.deadline().Equal(at(30)) {
+		t.Fatalf("a repeated trigger moved the deadline to %v", m.deadline().Sub(epoch))
 	}
 }
 
@@ -309,7 +309,7 @@ func TestAppExitsInEachPhase(t *testing.T) {
 			// The app crashes with 139 (SEGV) and leaves nothing behind.
 			m.noChildren(at(7))
 			acts := m.appExit(at(7), killedBy(unix.SIGSEGV))
-			postStop := actRunHooks{config.StagePostStop, postStopDeadline(at(30))}
+			postStop := actRunHooks{config.StagePostStop, at(29.5)}
 			switch phase {
 			case PhaseRunning:
 				// No trigger: the offline hooks start now, bounded by their own timeouts only,
@@ -377,10 +377,10 @@ func TestOfflineHooksBeforeLeftovers(t *testing.T) {
 			switch trigger {
 			case "SIGTERM":
 				want(t, m.signal(at(6), unix.SIGTERM), actSignal{toApp, unix.SIGTERM},
-					actHooksDeadline{config.StageOffline, hooksDeadline(at(34))})
+					actHooksDeadline{config.StageOffline, at(32)})
 			case "SIGINT twice":
 				want(t, m.signal(at(6), unix.SIGINT), actSignal{toApp, unix.SIGINT},
-					actHooksDeadline{config.StageOffline, hooksDeadline(at(34))})
+					actHooksDeadline{config.StageOffline, at(32)})
 				want(t, m.signal(at(6.5), unix.SIGINT), actSignal{toApp, unix.SIGINT},
 					actCancelHooks{config.StageOffline}, actSignal{toEverything, unix.SIGTERM})
 				wantPhase(t, m, PhaseCleanup)
@@ -493,7 +493,7 @@ func TestPrestopThenKubeletSignal(t *testing.T) {
 	m := newTestMachine(true, false)
 	// The kubelet calls /prestop at 10 s: the sequence starts then, not at the SIGTERM.
 	acts := m.prestop(at(10), false)
-	want(t, acts, actRunHooks{config.StageOffline, hooksDeadline(at(36))})
+	want(t, acts, actRunHooks{config.StageOffline, at(34)})
 	if drainedIn(acts) {
 		t.Fatal("/prestop answered before the drain")
 	}
@@ -571,9 +571,9 @@ func TestKubeletGraceRanOutDuringDrain(t *testing.T) {
 			}
 			wantPhase(t, m, PhaseStopping)
 			deadline, kill := sig.Add(2*time.Second), sig.Add(time.Second)
-			if !m.deadline.Equal(deadline) || !m.wake.Equal(kill) {
+			if !m.deadline().Equal(deadline) || !m.wake.Equal(kill) {
 				t.Errorf("deadline %v, kill at %v; want 5.02s (2 s after the signal) and 4.02s",
-					m.deadline.Sub(epoch), m.wake.Sub(epoch))
+					m.deadline().Sub(epoch), m.wake.Sub(epoch))
 			}
 			want(t, m.tick(kill), actSignal{toEverything, unix.SIGKILL})
 			m.noChildren(at(4.03))
@@ -598,8 +598,8 @@ func TestKubeletGraceRanOutDuringDrain(t *testing.T) {
 		t.Fatal("/prestop not answered at the end of the drain")
 	}
 	want(t, m.signal(at(5.01), unix.SIGTERM), actSignal{toAppStop, unix.SIGTERM})
-	if !m.deadline.Equal(at(30)) || !m.wake.Equal(at(28)) {
-		t.Errorf("deadline %v, kill at %v; want 30s and 28s", m.deadline.Sub(epoch), m.wake.Sub(epoch))
+	if !m.deadline().Equal(at(30)) || !m.wake.Equal(at(28)) {
+		t.Errorf("deadline %v, kill at %v; want 30s and 28s", m.deadline().Sub(epoch), m.wake.Sub(epoch))
 	}
 }
 
@@ -870,7 +870,7 @@ func TestTriggerAfterTheAppExitedBoundsPostStopHooks(t *testing.T) {
 	m := newTestMachine(false, true)
 	m.noChildren(at(1))
 	want(t, m.appExit(at(1), exited(3)), actRunHooks{config.StagePostStop, time.Time{}})
-	want(t, m.signal(at(2), unix.SIGTERM), actSignal{toApp, unix.SIGTERM}, actHooksDeadline{config.StagePostStop, postStopDeadline(at(32))})
+	want(t, m.signal(at(2), unix.SIGTERM), actSignal{toApp, unix.SIGTERM}, actHooksDeadline{config.StagePostStop, at(31.5)})
 	wantPhase(t, m, PhasePostStop)
 	// Repeated, it changes nothing; the hooks' end still ends the run with the app's status.
 	want(t, m.signal(at(3), unix.SIGTERM), actSignal{toApp, unix.SIGTERM})
@@ -915,7 +915,7 @@ func TestPrestopAfterTheAppExited(t *testing.T) {
 	if !drainedIn(acts) {
 		t.Fatalf("/prestop after the app's exit was not answered at once: %#v", acts)
 	}
-	want(t, acts, actHooksDeadline{config.StagePostStop, postStopDeadline(at(32))})
+	want(t, acts, actHooksDeadline{config.StagePostStop, at(31.5)})
 }
 
 // TestAppStatusIsFinal: a second exit reported for the app (its pid reused after the reap) changes
