@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/drainit/drainit/internal/budget"
 	"github.com/drainit/drainit/internal/config"
 	"github.com/drainit/drainit/signals"
 )
@@ -158,14 +159,13 @@ func findDrainit(c *Container, env envMap) *drainitConf {
 	cfg := v.Config
 	dc.grace = dc.duration("grace-period", cfg.GracePeriod)
 	dc.margin = dc.duration("kill-margin", cfg.KillMargin)
-	if cfg.Adaptive {
-		dc.drain = dc.duration("drain-max", cfg.DrainMax)
-	} else {
-		dc.drain = dc.duration("drain-delay", cfg.DrainDelay)
-	}
+	dc.delay = dc.duration("drain-delay", cfg.DrainDelay)
+	// The drain's worst case is the supervisor's (package budget), from the values as read here.
+	b := budget.New(budget.Options{Grace: dc.grace.d, KillMargin: dc.margin.d, DrainDelay: dc.delay.d,
+		DrainMax: dc.duration("drain-max", cfg.DrainMax).d, Adaptive: cfg.Adaptive})
+	dc.drain = dc.duration(b.DrainFlag, b.Drain)
 	dc.drain.known = dc.drain.known && dc.settings["drain"].known
 	dc.adaptive = cfg.Adaptive && dc.settings["drain"].known
-	dc.delay = dc.duration("drain-delay", cfg.DrainDelay)
 	dc.httpAddr, dc.token = dc.settings["http-addr"], dc.settings["http-token"]
 	dc.triggers, dc.stopSignal = dc.settings["triggers"], dc.settings["stop-signal"]
 	if dc.triggers.known && dc.stopSignal.known {
