@@ -266,12 +266,7 @@ func (m *machine) signal(now time.Time, sig unix.Signal) []action {
 		return m.forwardSig(now, sig)
 	}
 	if m.t0.IsZero() {
-		m.t0, m.trigger = now, sig
-		if sig == unix.SIGINT {
-			m.sigints = 1
-		}
-		m.event(now, zerolog.InfoLevel, "trigger").Str("signal", signals.Name(sig)).
-			Time("deadline", m.deadline().UTC()).Msg("stop sequence started")
+		m.startSequence(now, sig, "trigger").Str("signal", signals.Name(sig)).Msg("stop sequence started")
 		return m.enterOffline(now)
 	}
 	if m.trigger == 0 {
@@ -316,6 +311,17 @@ func (m *machine) signal(now time.Time, sig unix.Signal) []action {
 	}
 	m.debug(now).Str("signal", signals.Name(sig)).Msg("trigger repeated; joining the stop sequence under way")
 	return nil
+}
+
+// startSequence starts the stop sequence at now (t0), for the trigger signal sig (0: a /prestop
+// alone), a SIGINT being the first Ctrl-C. It returns the sequence's first event, named what and
+// with its deadline, for the caller to finish.
+func (m *machine) startSequence(now time.Time, sig unix.Signal, what string) *zerolog.Event {
+	m.t0, m.trigger = now, sig
+	if sig == unix.SIGINT {
+		m.sigints = 1
+	}
+	return m.event(now, zerolog.InfoLevel, what).Time("deadline", m.deadline().UTC())
 }
 
 // preStopWaitOver handles the kubelet's stop signal arriving while its /prestop call still waits
@@ -364,8 +370,7 @@ func (m *machine) prestop(now time.Time, kubelet bool) []action {
 	if !m.t0.IsZero() {
 		return nil
 	}
-	m.t0 = now
-	m.event(now, zerolog.InfoLevel, "trigger /prestop").Time("deadline", m.deadline().UTC()).Msg("stop sequence started by /prestop")
+	m.startSequence(now, 0, "trigger /prestop").Msg("stop sequence started by /prestop")
 	return m.enterOffline(now)
 }
 
@@ -378,16 +383,12 @@ func (m *machine) lateTrigger(now time.Time, sig unix.Signal) []action {
 	if !m.t0.IsZero() {
 		return acts
 	}
-	m.t0, m.trigger = now, sig
 	what := "/prestop"
 	if sig != 0 {
 		what = signals.Name(sig)
 	}
-	m.event(now, zerolog.InfoLevel, "trigger "+what+" (app already exited)").Str("trigger", what).
-		Time("deadline", m.deadline().UTC()).Msg("stop requested after the app exited: finishing by the deadline")
-	if sig == unix.SIGINT {
-		m.sigints = 1
-	}
+	m.startSequence(now, sig, "trigger "+what+" (app already exited)").Str("trigger", what).
+		Msg("stop requested after the app exited: finishing by the deadline")
 	if m.hooksRunning[config.StageOffline] {
 		// Started by the app's exit, with no deadline: they must now end by the kill point, as
 		// after any trigger.
