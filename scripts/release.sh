@@ -12,9 +12,11 @@ goreleaser=$(./scripts/tool.sh goreleaser)
 syft=$(./scripts/tool.sh syft)
 
 # The version a snapshot is named after: the last tag, or with none yet the newest release in
-# CHANGELOG.md, so that a snapshot of the work towards 0.1.0 is 0.1.0-snapshot.COMMIT.
+# CHANGELOG.md, or before the first release v0.0.0 (0.0.0-snapshot.COMMIT: no release it could be
+# taken for).
 tag=$(git describe --tags --abbrev=0 2>/dev/null ||
   sed -n 's/^## \[\([0-9][0-9.]*\)\].*/v\1/p' CHANGELOG.md | head -n1)
+tag=${tag:-v0.0.0}
 # GoReleaser reads the git remote's URL and, in a checkout with no remote (a fresh `git init`, a
 # copied tree), silently names the snapshot after commit "none": give it the project's URL then.
 gitenv=()

@@ -121,18 +121,18 @@ func TestRegistryEntries(t *testing.T) {
 	}
 }
 
-// TestRulesMarkdownGolden pins the README's table of rules as generated from the registry.
+// TestRulesMarkdownGolden pins docs/check.md's table of rules as generated from the registry.
 func TestRulesMarkdownGolden(t *testing.T) {
 	golden(t, "testdata/golden/rules-table.md", []byte(RulesMarkdown()))
 }
 
-// The README's markers around the table of rules.
+// docs/check.md's markers around the table of rules.
 const (
 	readmeBegin = "<!-- drainit check rules: generated from internal/check/rules.go -->\n"
 	readmeEnd   = "<!-- end of drainit check rules -->\n"
 )
 
-// readmeTable returns what the README holds between the markers, and whether it has them.
+// readmeTable returns what docs/check.md holds between the markers, and whether it has them.
 func readmeTable(readme string) (string, bool) {
 	i, j := strings.Index(readme, readmeBegin), strings.Index(readme, readmeEnd)
 	if i < 0 || j < i+len(readmeBegin) {
@@ -141,19 +141,19 @@ func readmeTable(readme string) (string, bool) {
 	return readme[i+len(readmeBegin) : j], true
 }
 
-// TestREADMERulesTable: the README's table of rules is the registry's, between its markers, so
+// TestREADMERulesTable: docs/check.md's table of rules is the registry's, between its markers, so
 // that a rule's documentation cannot drift from the rule.
 func TestREADMERulesTable(t *testing.T) {
-	data, err := os.ReadFile("../../README.md")
+	data, err := os.ReadFile("../../docs/check.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	got, ok := readmeTable(string(data))
 	if !ok {
-		t.Fatalf("README.md has no table of rules between %q and %q: paste internal/check/testdata/golden/rules-table.md there", readmeBegin, readmeEnd)
+		t.Fatalf("docs/check.md has no table of rules between %q and %q: paste internal/check/testdata/golden/rules-table.md there", readmeBegin, readmeEnd)
 	}
 	if got != RulesMarkdown() {
-		t.Errorf("README.md's table of rules differs from the registry: replace it with internal/check/testdata/golden/rules-table.md (go test -update rewrites that file)\n--- README\n%s--- registry\n%s", got, RulesMarkdown())
+		t.Errorf("docs/check.md's table of rules differs from the registry: replace it with internal/check/testdata/golden/rules-table.md (go test -update rewrites that file)\n--- README\n%s--- registry\n%s", got, RulesMarkdown())
 	}
 }
 
