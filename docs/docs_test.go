@@ -162,8 +162,51 @@ func TestLinks(t *testing.T) {
 	}
 }
 
+// isExcerpt says whether block is a run of whole lines of src, each with the same indentation
+// taken off (a manifest quoted from its pod spec down).
+func isExcerpt(block, src []string) bool {
+	if len(block) == 0 {
+		return false
+	}
+	for k := range src {
+		indent, ok := strings.CutSuffix(src[k], block[0])
+		if !ok || strings.Trim(indent, " ") != "" || k+len(block) > len(src) {
+			continue
+		}
+		match := true
+		for i, b := range block {
+			if src[k+i] != indent+b && !(b == "" && strings.TrimSpace(src[k+i]) == "") {
+				match = false
+				break
+			}
+		}
+		if match {
+			return true
+		}
+	}
+	return false
+}
+
+func TestIsExcerpt(t *testing.T) {
+	src := strings.Split("a:\n  b: 1\n  c:\n    d: 2\n", "\n")
+	for _, c := range []struct {
+		block []string
+		want  bool
+	}{
+		{[]string{"b: 1", "c:", "  d: 2"}, true},
+		{[]string{"  b: 1", "  c:"}, true},
+		{[]string{"b: 1", "  d: 2"}, false},
+		{[]string{"b: 2"}, false},
+		{nil, false},
+	} {
+		if got := isExcerpt(c.block, src); got != c.want {
+			t.Errorf("isExcerpt(%q) = %v, want %v", c.block, got, c.want)
+		}
+	}
+}
+
 // TestExcerpts: a fenced block after "<!-- excerpt of PATH -->" is a run of whole lines of
-// PATH (relative to the Markdown file), so that what the docs quote of an example cannot drift
+// PATH (relative to the Markdown file), less a common indentation, so that what the docs quote of an example cannot drift
 // from the example, which its own tests check.
 func TestExcerpts(t *testing.T) {
 	found := 0
@@ -195,7 +238,7 @@ func TestExcerpts(t *testing.T) {
 				t.Errorf("%s:%d: %v", file, i+1, err)
 				continue
 			}
-			if len(block) == 0 || !strings.Contains("\n"+string(src), "\n"+strings.Join(block, "\n")+"\n") {
+			if !isExcerpt(block, strings.Split(string(src), "\n")) {
 				t.Errorf("%s:%d: the block after the marker is not a run of whole lines of %s: copy it again from there", file, i+1, m[1])
 			}
 		}
