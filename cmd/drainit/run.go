@@ -189,7 +189,7 @@ func logIgnored(log zerolog.Logger, cfg *config.Config, ignored []unix.Signal, a
 		// the user's would show it.
 		log.Warn().Bool("entry_point", false).
 			Msg("drainit was built without its entry point (-ldflags " + startsig.EntryFlag + "): a stop signal in its first milliseconds can be lost, " +
-				"and of the signals ignored or blocked when it started some reach the app at their default (README: Design notes)")
+				"and of the signals ignored or blocked when it started some reach the app at their default (docs/design.md)")
 	}
 	if len(ignored) == 0 {
 		return
