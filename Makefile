@@ -5,7 +5,8 @@ VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(shell git rev-parse HEAD 2>/dev/null) -X main.date=$(shell git log -1 --format=%cI 2>/dev/null)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # drainit's own ELF entry point reads the signals ignored and blocked when it starts, before the
-# Go runtime hides them, and catches a stop signal until drainit can take it (internal/startsig).
+# Go runtime hides them, catches a stop signal until drainit can take it, and holds the start on
+# one CPU (internal/startsig).
 # It is written for ENTRY_ARCHS on Linux; elsewhere drainit builds without it, and says so when
 # it starts. The one other place that links it is .goreleaser.yaml (a test keeps them in step).
 ENTRY_ARCHS := linux/amd64 linux/arm64 linux/arm linux/ppc64le linux/s390x linux/riscv64

@@ -9,8 +9,9 @@ import (
 	"github.com/drainit/drainit/internal/testenv"
 )
 
-// The app, and drainit's own threads by the time the app runs, have the CPU affinity drainit was
-// started with: all the CPUs, or the one a launcher chose (`taskset -c 1 drainit …`).
+// drainit holds its own start on one CPU (internal/startsig), and the app, and drainit's own
+// threads by the time the app runs, have the CPU affinity drainit was started with: all the
+// CPUs, or the one a launcher chose (`taskset -c 1 drainit …`).
 func TestAppGetsDrainitsAffinity(t *testing.T) {
 	taskset, err := testenv.LookPath("taskset")
 	if err != nil {

@@ -1,3 +1,8 @@
+// The runtime keeps the GOMAXPROCS it starts with, 1 where the entry point held the start on
+// one CPU (package startsig; runCmd lowers a larger one), rather than raise it to the CPUs'
+// count once they are restored.
+//go:debug updatemaxprocs=0
+
 // Command drainit runs an app as PID 1 (or as a child subreaper) and owns its stop sequence.
 // See the README for the options; `drainit --help` lists them.
 package main
@@ -9,6 +14,7 @@ import (
 	// Registers drainit's signals before the other packages are initialised: see the package.
 	"github.com/drainit/drainit/signals/early"
 
+	"github.com/drainit/drainit/internal/startsig"
 	"github.com/drainit/drainit/signals"
 )
 
@@ -30,9 +36,11 @@ func dispatch(args []string) int {
 	return runCmd(args, os.Stdout, os.Stderr)
 }
 
-// release gives the early registration back, for a subcommand that runs no app.
+// release gives the early registration back, for a subcommand that runs no app, and puts it back
+// on every CPU it was given (it has no app to start first).
 func release() {
 	early.Release()
+	_ = startsig.Unpin()
 }
 
 // subcommands are the subcommands by their first argument. config.Subcommands names the same

@@ -35,12 +35,16 @@ import (
 // runCmd is the default subcommand: run the app under the supervisor. --help goes to stdout;
 // mistakes and the log go to stderr.
 func runCmd(args []string, stdout io.Writer, stderr *os.File) int {
-	// One P: drainit's work is one loop of signals, children and timers. The runtime starts
-	// with one P per CPU it may use (the node's count where the pod has no CPU limit, or a
-	// GOMAXPROCS in the environment meant for a Go app, which the app keeps); each costs
-	// memory, and a garbage collection starts a thread for up to a quarter of them, which a
-	// pids limit counts. Setting it also ends the runtime's periodic update of GOMAXPROCS.
-	procsAtStart := runtime.GOMAXPROCS(1)
+	// One P: what the runtime starts with where the entry point held the start on one CPU
+	// (package startsig). A GOMAXPROCS in the environment, set for a Go app (Kubernetes'
+	// resourceFieldRef to limits.cpu gives the node's CPU count where no limit is set), or a
+	// start that was not pinned gave drainit more; each costs memory, and a garbage collection
+	// starts a thread for up to a quarter of them (30 threads with 96), which a pids limit
+	// counts. The app's environment keeps its GOMAXPROCS.
+	procsAtStart := runtime.GOMAXPROCS(0)
+	if procsAtStart > 1 {
+		runtime.GOMAXPROCS(1)
+	}
 	// Registered before main (package early), the rest of them meanwhile: every signal that
 	// matters waits from its registration on and reaches the app once it runs.
 	reg := early.Take()
@@ -85,6 +89,11 @@ func runCmd(args []string, stdout io.Writer, stderr *os.File) int {
 	reg.Wait()
 	// A trigger that is not early (--triggers PWR) too: a stop request must not be dropped.
 	reg.Register(cfg.Triggers)
+	// The start ran on one CPU (package startsig); the app, and drainit's threads from here
+	// on, get the affinity drainit was started with.
+	if err := startsig.Unpin(); err != nil {
+		log.Error().Err(err).Msg("the app starts on one CPU only")
+	}
 	// The rarely sent rest, the OOM kill count's baseline and the spare threads first, once the
 	// app has run for lateSignalsAfter: see there.
 	var late *time.Timer

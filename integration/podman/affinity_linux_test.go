@@ -13,7 +13,8 @@ import (
 	"github.com/drainit/drainit/internal/testenv"
 )
 
-// drainit as PID 1 of a runc container gives the app the CPUs the container was given: all of them, or the one of `podman run --cpuset-cpus`, which
+// drainit as PID 1 of a runc container holds its own start on one CPU and gives the app the
+// CPUs the container was given: all of them, or the one of `podman run --cpuset-cpus`, which
 // runc sets (a cgroup cpuset) before it execs drainit. drainit's threads have them too.
 func TestAppGetsTheContainersCPUs(t *testing.T) {
 	h := need(t)

@@ -66,6 +66,41 @@ next:
 	CMPQ	BX, $65
 	JNE	loop
 	MOVL	$1, ·ran(SB)
+	// Hold the process on the CPU it runs on (startsig.go, "The start on one CPU").
+	XORQ	DI, DI			// pid 0: this thread
+	MOVQ	$512, SI		// len(origMask)
+	LEAQ	·origMask(SB), DX
+	MOVQ	$204, AX		// SYS_sched_getaffinity
+	SYSCALL
+	CMPQ	AX, $0
+	JLE	done			// an error, or nothing written
+	MOVQ	AX, ·origLen(SB)
+	LEAQ	·cpu(SB), DI
+	XORQ	SI, SI
+	XORQ	DX, DX
+	MOVQ	$309, AX		// SYS_getcpu
+	SYSCALL
+	CMPQ	AX, $0
+	JNE	done
+	MOVL	·cpu(SB), BX
+	MOVL	BX, CX
+	SHRL	$12, CX
+	JNE	done			// not in pinMask's 4096 bits
+	MOVL	BX, CX
+	ANDL	$7, CX			// the bit
+	SHRL	$3, BX			// the byte
+	MOVL	$1, AX
+	SHLL	CX, AX
+	LEAQ	·pinMask(SB), DX
+	MOVB	AL, (DX)(BX*1)
+	XORQ	DI, DI
+	MOVQ	$512, SI
+	MOVQ	$203, AX		// SYS_sched_setaffinity
+	SYSCALL
+	CMPQ	AX, $0
+	JNE	done
+	MOVL	$1, ·pinned(SB)
+done:
 	JMP	_rt0_amd64_linux(SB)
 
 // catch(sig) is the handler of startsig.go's "A stop signal before drainit can take it", with

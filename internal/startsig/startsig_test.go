@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -127,6 +129,123 @@ func build(t *testing.T, arch, out, ldflags string) {
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build for %s: %v\n%s", arch, err, b)
 	}
+}
+
+// The entry point holds the start on one CPU, and Unpin gives every thread back the affinity
+// the process started with, on every architecture the entry point is written for, whatever
+// set it started with; without the linker flag nothing is pinned. Each architecture but the
+// machine's own runs under qemu-user, as in TestEntryPoint. (Only the CPUs of this machine are
+// run on; TestPinMaskForHighCPUs checks the mask for high ones.)
+func TestStartPinned(t *testing.T) {
+	taskset, err := testenv.LookPath("taskset")
+	if err != nil {
+		testenv.SkipUnlessCI(t, "no taskset (util-linux) to start the probe on chosen CPUs: "+err.Error())
+	}
+	given := childAllowed(t)
+	cpus := cpuList(t, given)
+	last := strconv.Itoa(cpus[len(cpus)-1])
+	eachArch(t, func(t *testing.T, arch string, runner []string, probe string) {
+		run := func(cpus string) (numcpu, procs int, start, unpin, after string) {
+			t.Helper()
+			return runProbe(t, taskset, cpus, runner, probe)
+		}
+		build(t, arch, probe, EntryFlag)
+		for _, set := range []string{given, last} {
+			numcpu, procs, start, unpin, after := run(set)
+			in := cpuList(t, start)
+			if numcpu != 1 || procs != 1 || len(in) != 1 || !slices.Contains(cpuList(t, set), in[0]) {
+				t.Errorf("started on CPUs %s: the runtime counted %d CPUs, GOMAXPROCS %d, on CPUs %s; want 1, 1, one of %s",
+					set, numcpu, procs, start, set)
+			}
+			if unpin != "<nil>" || after != set {
+				t.Errorf("started on CPUs %s: after Unpin (error %s) the threads are on CPUs %s, want all on %s", set, unpin, after, set)
+			}
+		}
+		build(t, arch, probe, "")
+		if numcpu, _, start, unpin, after := run(given); numcpu != len(cpus) || start != given || unpin != "<nil>" || after != given {
+			t.Errorf("linked without %s, started on CPUs %s: the runtime counted %d CPUs, on CPUs %s, after Unpin (%s) %s; want %d, all on %s",
+				EntryFlag, given, numcpu, start, unpin, after, len(cpus), given)
+		}
+	})
+}
+
+// runProbe runs probe (through runner) on cpus with STARTSIG_PIN set and reads what it printed.
+func runProbe(t *testing.T, taskset, cpus string, runner []string, probe string) (numcpu, procs int, start, unpin, after string) {
+	t.Helper()
+	args := append(append([]string{"-c", cpus}, runner...), probe)
+	cmd := exec.Command(taskset, args...)
+	cmd.Env = append(os.Environ(), "STARTSIG_PIN=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", cmd, err, out)
+	}
+	if _, err := fmt.Sscanf(strings.TrimSpace(string(out)), "numcpu=%d gomaxprocs=%d start=%s unpin=%s after=%s",
+		&numcpu, &procs, &start, &unpin, &after); err != nil {
+		t.Fatalf("the probe printed %q: %v", out, err)
+	}
+	return numcpu, procs, start, unpin, after
+}
+
+// Where /proc is another pid namespace's (unshare --pid without a /proc of its own), the thread
+// IDs Unpin could list there are not the process's own: it must not take them for its own, and
+// still set every thread.
+func TestUnpinWithAnotherNamespacesProc(t *testing.T) {
+	taskset, err := testenv.LookPath("taskset")
+	if err != nil {
+		testenv.SkipUnlessCI(t, "no taskset (util-linux) to start the probe on chosen CPUs: "+err.Error())
+	}
+	unshare, err := testenv.LookPath("unshare")
+	if err != nil || os.Geteuid() != 0 {
+		testenv.SkipUnlessCI(t, "needs root and unshare (util-linux) for a pid namespace")
+	}
+	given := childAllowed(t)
+	if len(cpuList(t, given)) < 2 {
+		testenv.SkipUnlessCI(t, "one CPU allowed ("+given+"): the pin changes nothing, nor Unpin")
+	}
+	// The test's /proc is then another namespace's: the probe is PID 1 in its own, and
+	// /proc/self names it by its PID in the test's.
+	out, err := exec.Command(unshare, "--pid", "--fork", "sh", "-c", `echo $$ $(readlink /proc/self)`).Output()
+	if f := strings.Fields(string(out)); err != nil || len(f) != 2 || f[0] != "1" || f[1] == "1" {
+		t.Fatalf("unshare --pid --fork sh: %v, printed %q; want its PID 1 and /proc/self another", err, out)
+	}
+	probe := filepath.Join(t.TempDir(), "probe")
+	build(t, runtime.GOARCH, probe, EntryFlag)
+	_, _, start, unpin, after := runProbe(t, taskset, given, []string{unshare, "--pid", "--fork"}, probe)
+	if start == given || unpin != "<nil>" || after != given {
+		t.Errorf("started pinned to %s: after Unpin (error %s) the threads are on CPUs %s, want all on %s", start, unpin, after, given)
+	}
+}
+
+// childAllowed is the Cpus_allowed_list a child of the test process starts with.
+func childAllowed(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("sh", "-c", `exec "$@"`, "sh", "grep", "Cpus_allowed_list", "/proc/self/status").Output()
+	if err != nil {
+		t.Fatalf("reading a child's Cpus_allowed_list: %v", err)
+	}
+	_, list, _ := strings.Cut(strings.TrimSpace(string(out)), ":")
+	return strings.TrimSpace(list)
+}
+
+// cpuList reads a CPU list as /proc prints one: "0-3,6,8-9".
+func cpuList(t *testing.T, s string) []int {
+	t.Helper()
+	var cpus []int
+	for part := range strings.SplitSeq(s, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err1 := strconv.Atoi(lo)
+		b, err2 := a, error(nil)
+		if isRange {
+			b, err2 = strconv.Atoi(hi)
+		}
+		if err1 != nil || err2 != nil || b < a {
+			t.Fatalf("CPU list %q: cannot read %q", s, part)
+		}
+		for c := a; c <= b; c++ {
+			cpus = append(cpus, c)
+		}
+	}
+	return cpus
 }
 
 // A SIGTERM as the program starts, on every architecture the entry point is written for: before
