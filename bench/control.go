@@ -51,7 +51,7 @@ func (c *controlResults) markdown() string {
 	w("Measured %s (%s), load average (1 min) %s at the start of the phase.\n", c.date.Format("2006-01-02 15:04 MST"), mode, c.load)
 	w("drainit as PID 1 with `--http-addr 127.0.0.1:PORT`; the kubelet's part is played from 127.0.0.1\n")
 	w("by Go's HTTP client (as the kubelet's probes: a new connection per request, `GET /healthz`),\n")
-	w("one request every %s. The slow client (`internal/control/slowclient`) holds %d connections,\n", fmtValue(metricTime, c.gap), c.conns)
+	w("one request every %s. The slow client (`integration/slowclient`) holds %d connections,\n", fmtValue(metricTime, c.gap), c.conns)
 	w("half idle and half sending a request head a byte every 200 ms, and re-opens each as soon as\n")
 	w("the server closes it. The issue's target: every request answered 200 within 1 s. Latencies are\n")
 	w("of every request, a failed one's until it failed.\n\n")

@@ -11,8 +11,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/drainit/drainit/internal/control/slowclient"
-	"github.com/drainit/drainit/internal/proc"
+	"github.com/drainit/drainit/integration/slowclient"
+	"github.com/drainit/drainit/integration/testenv"
 )
 
 // slowConns is the figure: one client holding 300 slow connections.
@@ -98,7 +98,7 @@ func askControl(addr string, from net.IP, n int, gap time.Duration, init int, at
 	if atk != nil {
 		dials0 = atk.Dials()
 	}
-	cpu0, t0 := proc.CPUTime("/proc", init), time.Now()
+	cpu0, t0 := testenv.CPUTime("/proc", init), time.Now()
 	samples := durations(n)
 	cs := controlCase{asked: n}
 	tick := time.NewTicker(gap)
@@ -127,7 +127,7 @@ func askControl(addr string, from net.IP, n int, gap time.Duration, init int, at
 		<-tick.C
 	}
 	cs.span = time.Since(t0).Seconds()
-	cs.cpu = (proc.CPUTime("/proc", init) - cpu0).Seconds()
+	cs.cpu = (testenv.CPUTime("/proc", init) - cpu0).Seconds()
 	if atk != nil {
 		cs.dials = atk.Dials() - dials0
 	}

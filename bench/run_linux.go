@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/drainit/drainit/integration/pod"
+	"github.com/drainit/drainit/integration/testenv"
 	"github.com/drainit/drainit/internal/proc"
 	"github.com/drainit/drainit/internal/startsig"
 )
@@ -203,7 +204,7 @@ func (b *bench) note(s string) {
 
 // loadavg is the 1-minute load average.
 func loadavg() string {
-	l, err := proc.LoadAverage("/proc")
+	l, err := testenv.LoadAverage("/proc")
 	if err != nil {
 		return "unknown"
 	}
@@ -289,7 +290,7 @@ func (b *bench) describe() {
 	}
 	b.res.cpus = runtime.NumCPU()
 	b.res.cpu = "unknown CPU"
-	if m, err := proc.CPUModel("/proc"); err == nil {
+	if m, err := testenv.CPUModel("/proc"); err == nil {
 		b.res.cpu = m
 	}
 	for _, s := range b.inits {
@@ -769,7 +770,7 @@ func (b *bench) reapOnce(s *initSpec) (elapsed, cpu time.Duration, err error) {
 		return 0, 0, fmt.Errorf("the init has %d children, want the app and %d orphans", k, n)
 	}
 	time.Sleep(50 * time.Millisecond) // let the machine calm down after 2000 clones
-	cpu0 := proc.CPUTime("/proc", init)
+	cpu0 := testenv.CPUTime("/proc", init)
 	t0 := time.Now()
 	closeRel()
 	deadline := t0.Add(30 * time.Second)
@@ -785,5 +786,5 @@ func (b *bench) reapOnce(s *initSpec) (elapsed, cpu time.Duration, err error) {
 		time.Sleep(500 * time.Microsecond)
 	}
 	elapsed = time.Since(t0)
-	return elapsed, proc.CPUTime("/proc", init) - cpu0, nil
+	return elapsed, testenv.CPUTime("/proc", init) - cpu0, nil
 }

@@ -21,8 +21,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/drainit/drainit/integration/testenv"
 	"github.com/drainit/drainit/internal/proc"
-	"github.com/drainit/drainit/internal/testenv"
 )
 
 // helperHook is an exec hook running the test binary's helper in mode args.

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drainit/drainit/internal/testenv"
+	"github.com/drainit/drainit/integration/testenv"
 )
 
 // notReadyYet waits until WaitReady has logged a failed attempt, and checks it has not returned.

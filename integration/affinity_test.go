@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/drainit/drainit/integration/lines"
-	"github.com/drainit/drainit/internal/testenv"
+	"github.com/drainit/drainit/integration/testenv"
 )
 
 // drainit holds its own start on one CPU (internal/startsig), and the app, and drainit's own

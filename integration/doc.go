@@ -7,5 +7,5 @@
 // helpers in harness_test.go start drainit in either mode (PID 1 through integration/pod, the
 // repository's one launcher), read its output lines with deadlines (integration/lines) and look
 // at processes through internal/proc. Tests that need root skip with the reason when it is
-// missing, except under CI=true, where they fail instead (internal/testenv.SkipUnlessCI).
+// missing, except under CI=true, where they fail instead (integration/testenv.SkipUnlessCI).
 package integration

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drainit/drainit/internal/testenv"
+	"github.com/drainit/drainit/integration/testenv"
 )
 
 // The stop-signal rule, on the apps that use SIGQUIT for something else than stopping: without

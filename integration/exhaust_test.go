@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drainit/drainit/internal/control/slowclient"
-	"github.com/drainit/drainit/internal/testenv"
+	"github.com/drainit/drainit/integration/slowclient"
+	"github.com/drainit/drainit/integration/testenv"
 )
 
 // TestTinyFileLimit: with RLIMIT_NOFILE a few descriptors above what the Go runtime itself holds

@@ -18,8 +18,8 @@ import (
 	"github.com/drainit/drainit/integration/lines"
 	"github.com/drainit/drainit/integration/pod"
 	"github.com/drainit/drainit/integration/testbin"
+	"github.com/drainit/drainit/integration/testenv"
 	"github.com/drainit/drainit/internal/proc"
-	"github.com/drainit/drainit/internal/testenv"
 
 	"golang.org/x/sys/unix"
 )

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/drainit/drainit/integration/lines"
+	"github.com/drainit/drainit/integration/testenv"
 	"github.com/drainit/drainit/internal/proc"
-	"github.com/drainit/drainit/internal/testenv"
 )
 
 // TestJobStopWithoutTerminal: drainit is a job-control shell's foreground job, but the app does

@@ -19,8 +19,8 @@ import (
 
 	"github.com/drainit/drainit/integration/lines"
 	"github.com/drainit/drainit/integration/pod"
+	"github.com/drainit/drainit/integration/testenv"
 	"github.com/drainit/drainit/internal/proc"
-	"github.com/drainit/drainit/internal/testenv"
 )
 
 // TestAdaptiveDrainBehindPoolingProxy: --drain adaptive behind a real L7 proxy, Debian's haproxy

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/drainit/drainit/integration/testenv"
 	"github.com/drainit/drainit/internal/nesting"
-	"github.com/drainit/drainit/internal/testenv"
 )
 
 // supervisorEnv is the variable a drainit sets for its app, naming itself (README, "drainit

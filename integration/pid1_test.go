@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drainit/drainit/integration/pod"
+	"github.com/drainit/drainit/integration/testenv"
 	"github.com/drainit/drainit/internal/proc"
 	"github.com/drainit/drainit/signals"
 )
@@ -76,7 +78,7 @@ func TestOrphansNoZombieWhileRunning(t *testing.T) {
 				return proc.Descendants("/proc", d.pid)
 			}
 			var out []int
-			for _, p := range proc.InPIDNamespace("/proc", d.pid) {
+			for _, p := range pod.InPIDNamespace("/proc", d.pid) {
 				if p != d.pid {
 					out = append(out, p)
 				}
@@ -337,7 +339,7 @@ func TestDaemonEnded(t *testing.T) {
 				if got := d.wait(waitTimeout); got != (exitStatus{code: 0}) {
 					t.Fatalf("drainit: %v, want exit 0 (the app's status)\n%s", got, d.dump())
 				}
-				if m == subreaper && proc.Exists("/proc", daemon) {
+				if m == subreaper && testenv.ProcessExists("/proc", daemon) {
 					t.Errorf("the daemon (pid %d) is still there after drainit exited", daemon)
 				}
 				var cleanup, kill, reaped, exiting logEntry

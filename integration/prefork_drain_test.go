@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/drainit/drainit/integration/lines"
+	"github.com/drainit/drainit/integration/testenv"
 	"github.com/drainit/drainit/internal/proc"
-	"github.com/drainit/drainit/internal/testenv"
 )
 
 // preForkNginx is nginx with two workers, serving 200 itself on addr; its files in dir.

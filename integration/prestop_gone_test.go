@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/drainit/drainit/integration/lines"
-	"github.com/drainit/drainit/internal/testenv"
+	"github.com/drainit/drainit/integration/testenv"
 )
 
 // TestPrestopCallGoneThenSignal: the preStop hook is `drainit prestop --timeout 1s`, shorter than

@@ -11,7 +11,7 @@ import (
 
 	"github.com/drainit/drainit/hooks"
 	"github.com/drainit/drainit/integration/lines"
-	"github.com/drainit/drainit/internal/testenv"
+	"github.com/drainit/drainit/integration/testenv"
 )
 
 // TestReadinessFollowsTheProbe: once the app is ready, /readyz follows its ready probe as the

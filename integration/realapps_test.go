@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/drainit/drainit/integration/lines"
-	"github.com/drainit/drainit/internal/testenv"
+	"github.com/drainit/drainit/integration/testenv"
 	"github.com/drainit/drainit/signals"
 )
 

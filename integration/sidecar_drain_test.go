@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drainit/drainit/internal/testenv"
+	"github.com/drainit/drainit/integration/testenv"
 	"github.com/drainit/drainit/signals"
 )
 

@@ -129,12 +129,6 @@ func Forwardable(sig syscall.Signal) bool {
 // forward any of them, and refuses them as triggers.
 var Uncatchable = []syscall.Signal{32, 33, 34}
 
-// Catchable lists every signal drainit registers for (signal.Notify): CHLD first, then the
-// forwardable ones, Early followed by Late.
-func Catchable() []os.Signal {
-	return append(append([]os.Signal{SIGCHLD}, Early()...), Late()...)
-}
-
 // early are the forwardable signals that must be caught before the app starts: those whose
 // default effect in a Go program would end drainit (TERM, INT, HUP, QUIT: the first four, which
 // signals/early registers first; STKFLT; the faults when sent: ILL, TRAP, ABRT, BUS, FPE, SEGV,

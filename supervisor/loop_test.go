@@ -17,9 +17,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/drainit/drainit/hooks"
+	"github.com/drainit/drainit/integration/testenv"
 	"github.com/drainit/drainit/internal/config"
 	"github.com/drainit/drainit/internal/control"
-	"github.com/drainit/drainit/internal/testenv"
 	"github.com/drainit/drainit/signals"
 )
 

@@ -98,9 +98,9 @@ var fatal = []os.Signal{
 	syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU,
 }
 
-// catchable is the set drainit registers (signals.Catchable, copied to keep this program free of
-// drainit's packages): everything but KILL and STOP (uncatchable), URG (the runtime's preemption
-// signal), PIPE and the C library's 32 and 33.
+// catchable is the set drainit registers (SIGCHLD, signals.Early and signals.Late, copied to
+// keep this program free of drainit's packages): everything but KILL and STOP (uncatchable), URG
+// (the runtime's preemption signal), PIPE and the C library's 32 and 33.
 func catchable() []os.Signal {
 	var out []os.Signal
 	for s := syscall.Signal(1); s <= 64; s++ {

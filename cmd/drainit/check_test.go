@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/drainit/drainit/internal/testenv"
+	"github.com/drainit/drainit/integration/testenv"
 )
 
 // buildBoth builds drainit and, unless skipCheck, drainit-check into dir.

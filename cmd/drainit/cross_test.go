@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/drainit/drainit/internal/testenv"
+	"github.com/drainit/drainit/integration/testenv"
 )
 
 // crossTargets are the non-Linux platforms drainit and drainit-check are built for, so that

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/drainit/drainit/integration/testenv"
 	"github.com/drainit/drainit/internal/startsig"
-	"github.com/drainit/drainit/internal/testenv"
 )
 
 // maxOwnInitBytes is what a package of this module other than signals/early may allocate while

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/drainit/drainit/hooks"
+	"github.com/drainit/drainit/integration/testenv"
 	"github.com/drainit/drainit/internal/config"
-	"github.com/drainit/drainit/internal/testenv"
 )
 
 func hookNames(hs []hooks.Hook) []string {

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/drainit/drainit/integration/testenv"
 	"github.com/drainit/drainit/internal/buildinfo"
-	"github.com/drainit/drainit/internal/testenv"
 )
 
 // The real binary, built both ways: the ldflags stamp is printed exactly; without it, a build in

@@ -28,8 +28,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/drainit/drainit/integration/testbin"
+	"github.com/drainit/drainit/integration/testenv"
 	"github.com/drainit/drainit/internal/proc"
-	"github.com/drainit/drainit/internal/testenv"
 )
 
 const token = "drainit-cluster-test" // the admin's bearer token (tokens.csv, the kubeconfig)

@@ -14,7 +14,7 @@ import (
 	"github.com/drainit/drainit/integration/lines"
 	"github.com/drainit/drainit/integration/pod"
 	"github.com/drainit/drainit/integration/testbin"
-	"github.com/drainit/drainit/internal/testenv"
+	"github.com/drainit/drainit/integration/testenv"
 )
 
 // The scenarios run the real drainit as PID 1 of its own PID namespace and stop it with the

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/drainit/drainit/integration/cluster"
-	"github.com/drainit/drainit/internal/testenv"
+	"github.com/drainit/drainit/integration/testenv"
 )
 
 // The whole stop on real parts: a kubelet registered with a real API server runs the pods on

@@ -25,8 +25,7 @@ import (
 
 	"github.com/drainit/drainit/integration/cluster"
 	"github.com/drainit/drainit/integration/testbin"
-	"github.com/drainit/drainit/internal/proc"
-	"github.com/drainit/drainit/internal/testenv"
+	"github.com/drainit/drainit/integration/testenv"
 )
 
 // The images TestMain builds and imports into containerd's k8s.io namespace.
@@ -427,7 +426,7 @@ func (n *node) tearDown() error {
 // unmountUnder lazily unmounts every mount point under dir, deepest first: the kubelet bind-mounts
 // its root directory onto itself, containerd mounts each container's rootfs and /dev/shm.
 func unmountUnder(dir string) error {
-	points, err := proc.MountPoints("/proc", os.Getpid(), dir)
+	points, err := testenv.MountPoints("/proc", os.Getpid(), dir)
 	if err != nil {
 		return err
 	}

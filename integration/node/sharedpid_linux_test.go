@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drainit/drainit/integration/testenv"
 	"github.com/drainit/drainit/internal/proc"
 )
 
@@ -108,7 +109,7 @@ func (c sharedPIDCase) run(t *testing.T, n *node) {
 		}
 	}
 	// drainit reaps its orphan; the sidecar's is the sandbox's to reap (this one's never does).
-	awaitCond(t, 5*time.Second, "drainit reaping the app's orphan", func() bool { return !proc.Exists(root, app.exited) })
+	awaitCond(t, 5*time.Second, "drainit reaping the app's orphan", func() bool { return !testenv.ProcessExists(root, app.exited) })
 
 	if c.name == "kill" {
 		// A shell's job stops itself with its app on SIGTSTP, for the shell to resume it. Here
@@ -146,7 +147,7 @@ func (c sharedPIDCase) run(t *testing.T, n *node) {
 	}
 	// At once, while the sidecar still runs: the app's tree is gone, the sidecar's is not.
 	for who, pid := range app.pids {
-		if proc.Exists(root, pid) {
+		if testenv.ProcessExists(root, pid) {
 			t.Errorf("the app's %s (pid %d) is still there after drainit exited", who, pid)
 		}
 	}

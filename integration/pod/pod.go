@@ -25,6 +25,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -296,4 +297,26 @@ func (p *Pod) Wait(d time.Duration) (status int, ok bool) {
 
 // Processes lists the pids (host view) of every process in the pod's PID namespace, PID 1
 // included.
-func (p *Pod) Processes() []int { return proc.InPIDNamespace("/proc", p.PID) }
+func (p *Pod) Processes() []int { return InPIDNamespace("/proc", p.PID) }
+
+// pidNamespace names the PID namespace pid lives in ("pid:[4026532…]"), "" once it is gone.
+func pidNamespace(root string, pid int) string {
+	ns, _ := os.Readlink(filepath.Join(root, strconv.Itoa(pid), "ns", "pid"))
+	return ns
+}
+
+// InPIDNamespace lists the processes (as ROOT numbers them) in the PID namespace of pid, pid
+// itself included; nil once pid is gone.
+func InPIDNamespace(root string, pid int) []int {
+	ns := pidNamespace(root, pid)
+	if ns == "" {
+		return nil
+	}
+	var out []int
+	for _, p := range proc.Pids(root) {
+		if pidNamespace(root, p) == ns {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -2,6 +2,7 @@ package pod
 
 import (
 	"bytes"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -9,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drainit/drainit/internal/testenv"
+	"github.com/drainit/drainit/integration/testenv"
 )
 
 func requirePods(t *testing.T) {
@@ -185,5 +186,22 @@ func TestForkStatus(t *testing.T) {
 		if code != c.code || sig != c.sig || (err == nil) != (c.err == "") || (err != nil && !strings.Contains(err.Error(), c.err)) {
 			t.Errorf("%s: ForkStatus = %d, %v, %v; want %d, %v, %q", c.name, code, sig, err, c.code, c.sig, c.err)
 		}
+	}
+}
+
+// The test process's PID namespace holds it and its child; a reaped process has none.
+func TestInPIDNamespace(t *testing.T) {
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	self, child := os.Getpid(), cmd.Process.Pid
+	if ns := InPIDNamespace("/proc", self); !slices.Contains(ns, self) || !slices.Contains(ns, child) {
+		t.Errorf("InPIDNamespace(self) = %v, without itself or its child %d", ns, child)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if ns := InPIDNamespace("/proc", child); ns != nil {
+		t.Errorf("InPIDNamespace of the reaped child = %v, want nil", ns)
 	}
 }

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drainit/drainit/integration/testenv"
 	"github.com/drainit/drainit/internal/proc"
-	"github.com/drainit/drainit/internal/testenv"
 )
 
 // drainit as PID 1 of a runc container holds its own start on one CPU and gives the app the

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drainit/drainit/integration/testenv"
 	"github.com/drainit/drainit/internal/proc"
-	"github.com/drainit/drainit/internal/testenv"
 )
 
 // initPath is where podman 4.3 bind-mounts the --init-path binary in the container and runs it

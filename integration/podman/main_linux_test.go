@@ -18,7 +18,7 @@ import (
 
 	"github.com/drainit/drainit/integration/lines"
 	"github.com/drainit/drainit/integration/testbin"
-	"github.com/drainit/drainit/internal/testenv"
+	"github.com/drainit/drainit/integration/testenv"
 )
 
 // The tags TestMain builds; the storage is the run's own, so a tag never collides.

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/drainit/drainit/integration/release"
-	"github.com/drainit/drainit/internal/testenv"
+	"github.com/drainit/drainit/integration/testenv"
 )
 
 // TestReleaseImageCopyFrom adopts the released image the way the README's Install section tells

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drainit/drainit/internal/testenv"
+	"github.com/drainit/drainit/integration/testenv"
 )
 
 // A Deployment whose preStop (55 s) plus the app's shutdown (Spring Boot's 10 s) exceeds the

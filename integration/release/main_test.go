@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/drainit/drainit/internal/testenv"
+	"github.com/drainit/drainit/integration/testenv"
 )
 
 // need returns the release to check, or ends the test: a skip when `make release` has not run

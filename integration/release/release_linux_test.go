@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drainit/drainit/internal/testenv"
+	"github.com/drainit/drainit/integration/testenv"
 )
 
 // platform is one target the release must cover: its names in Go, in the archives, in the

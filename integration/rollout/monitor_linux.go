@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/drainit/drainit/internal/proc"
+	"github.com/drainit/drainit/integration/testenv"
 )
 
 // lateness measures how late the harness's own timers fire during a run: a goroutine sleeps a
@@ -74,7 +74,7 @@ type cpuSamples struct {
 func sampleCPU(pid int, period time.Duration) *cpuSamples {
 	c := &cpuSamples{done: make(chan struct{})}
 	take := func() {
-		v := proc.CPUTime("/proc", pid)
+		v := testenv.CPUTime("/proc", pid)
 		c.mu.Lock()
 		c.at, c.cpu = append(c.at, time.Now()), append(c.cpu, v)
 		c.mu.Unlock()
@@ -123,7 +123,7 @@ func (c *cpuSamples) fraction(from, to time.Time) (float64, bool) {
 
 // loadAverage is the one-minute load average (0 if unknown).
 func loadAverage() float64 {
-	l, err := proc.LoadAverage("/proc")
+	l, err := testenv.LoadAverage("/proc")
 	if err != nil {
 		return 0
 	}

@@ -12,8 +12,8 @@ import (
 
 	"github.com/drainit/drainit/integration/pod"
 	"github.com/drainit/drainit/integration/testbin"
+	"github.com/drainit/drainit/integration/testenv"
 	"github.com/drainit/drainit/internal/drainwatch"
-	"github.com/drainit/drainit/internal/testenv"
 )
 
 // runner returns a Runner on the static drainit and testapp binaries testbin builds, or skips the

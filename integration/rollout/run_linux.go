@@ -19,7 +19,7 @@ import (
 	"github.com/drainit/drainit/integration/kubelet"
 	"github.com/drainit/drainit/integration/lines"
 	"github.com/drainit/drainit/integration/pod"
-	"github.com/drainit/drainit/internal/proc"
+	"github.com/drainit/drainit/integration/testenv"
 )
 
 // Config is how runs are set up. Zero fields take the defaults in DefaultConfig, except the paths
@@ -979,7 +979,7 @@ func (r *Runner) logf(format string, a ...any) {
 // tcpSockets is how many TCP sockets the network namespace holds, TIME_WAIT included
 // (/proc/net/sockstat's tw and alloc); -1 if unknown.
 func tcpSockets() int {
-	tcp, err := proc.SockstatTCP("/proc")
+	tcp, err := testenv.SockstatTCP("/proc")
 	if err != nil {
 		return -1
 	}

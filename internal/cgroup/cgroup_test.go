@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/drainit/drainit/internal/testenv"
+	"github.com/drainit/drainit/integration/testenv"
 )
 
 // What the container sees, as seen on the machines drainit runs on: v2 with a cgroup namespace

@@ -14,7 +14,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/drainit/drainit/internal/testenv"
+	"github.com/drainit/drainit/integration/testenv"
 )
 
 // formatCase is one input checked in every format, each compared with its golden file in

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drainit/drainit/internal/testenv"
+	"github.com/drainit/drainit/integration/testenv"
 )
 
 const deployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  template:\n    spec:\n      containers: [{name: c}]\n"

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/drainit/drainit/internal/testenv"
+	"github.com/drainit/drainit/integration/testenv"
 )
 
 // endless is input without end: a first line, then one line that never ends.

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/drainit/drainit/internal/testenv"
+	"github.com/drainit/drainit/integration/testenv"
 )
 
 // writeList writes a `kind: List` of Deployments laid out as `kubectl get deploy -A -o yaml`

@@ -15,8 +15,8 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/drainit/drainit/internal/control/slowclient"
-	"github.com/drainit/drainit/internal/testenv"
+	"github.com/drainit/drainit/integration/slowclient"
+	"github.com/drainit/drainit/integration/testenv"
 )
 
 // On Linux the whole of 127.0.0.0/8 is local, so the tests play the kubelet and an attacker at

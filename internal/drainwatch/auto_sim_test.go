@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drainit/drainit/internal/testenv"
+	"github.com/drainit/drainit/integration/testenv"
 )
 
 // The automatic quiet period simulated over many seeds, as the rollout harness runs it: a pod

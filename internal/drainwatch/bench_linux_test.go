@@ -9,7 +9,7 @@ import (
 
 	"github.com/prometheus/procfs"
 
-	"github.com/drainit/drainit/internal/testenv"
+	"github.com/drainit/drainit/integration/testenv"
 )
 
 // BenchmarkPollLive is one poll of each method on this machine's own TCP table, watching a

@@ -11,7 +11,7 @@ import (
 
 	"github.com/prometheus/procfs"
 
-	"github.com/drainit/drainit/internal/testenv"
+	"github.com/drainit/drainit/integration/testenv"
 )
 
 // littleEndian skips a test whose fixtures are tables as a little-endian kernel prints them

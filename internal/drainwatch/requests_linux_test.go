@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/drainit/drainit/internal/testenv"
+	"github.com/drainit/drainit/integration/testenv"
 )
 
 // infoAttr is an INET_DIAG_INFO attribute: a struct tcp_info of n bytes with the two fields

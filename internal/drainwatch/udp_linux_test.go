@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/drainit/drainit/internal/testenv"
+	"github.com/drainit/drainit/integration/testenv"
 )
 
 // fakeProc is a /proc with what openSystem reads for an app of pid 10 without children: its

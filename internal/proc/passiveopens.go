@@ -22,11 +22,6 @@ func NewPassiveOpensReader(root string, pid int) *PassiveOpensReader {
 	return &PassiveOpensReader{path: filepath.Join(root, strconv.Itoa(pid), "net", "snmp")}
 }
 
-// PassiveOpens reads the counter once; see PassiveOpensReader.
-func PassiveOpens(root string, pid int) (uint64, error) {
-	return NewPassiveOpensReader(root, pid).Read()
-}
-
 // Read reads the counter now.
 func (r *PassiveOpensReader) Read() (uint64, error) {
 	if r.buf == nil {

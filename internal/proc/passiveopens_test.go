@@ -46,7 +46,7 @@ Udp: 5 6
 		t.Errorf("a missing file: %v, want not-exist", err)
 	}
 	// This machine's counter, twice: it only grows.
-	first, err := PassiveOpens("/proc", os.Getpid())
+	first, err := NewPassiveOpensReader("/proc", os.Getpid()).Read()
 	if err != nil {
 		t.Fatal(err)
 	}

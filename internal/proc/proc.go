@@ -3,8 +3,9 @@
 // this and far more, but compiles regular expressions when the package loads, which cost drainit
 // 0.15-0.25 ms on every container start (GODEBUG=inittrace=1).
 //
-// It is also where the tests, the harnesses and the benchmark read /proc (stat.go, process.go,
-// system.go): one parser of /proc/PID/stat (ParseStat) for all of them.
+// It is also where the tests, the harnesses and the benchmark read a process's /proc files
+// (stat.go, process.go): one parser of /proc/PID/stat (ParseStat) for all of them. What only
+// they read (the machine's load, a process's CPU time) is in integration/testenv.
 package proc
 
 import (
@@ -15,8 +16,8 @@ import (
 	"strings"
 )
 
-// Parent reads the parent pid from ROOT/PID/stat (root is "/proc" but for tests).
-func Parent(root string, pid int) (int, bool) {
+// parent reads the parent pid from ROOT/PID/stat (root is "/proc" but for tests).
+func parent(root string, pid int) (int, bool) {
 	b, err := os.ReadFile(filepath.Join(root, strconv.Itoa(pid), "stat"))
 	if err != nil {
 		return 0, false
@@ -57,7 +58,7 @@ func Descendants(root string, pid int) []int {
 		if err != nil {
 			continue
 		}
-		if ppid, ok := Parent(root, p); ok {
+		if ppid, ok := parent(root, p); ok {
 			children[ppid] = append(children[ppid], p)
 		}
 	}

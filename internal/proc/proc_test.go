@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/drainit/drainit/internal/testenv"
+	"github.com/drainit/drainit/integration/testenv"
 )
 
 func TestParentAndDescendantsLive(t *testing.T) {
@@ -19,8 +19,8 @@ func TestParentAndDescendantsLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	if ppid, ok := Parent("/proc", cmd.Process.Pid); !ok || ppid != os.Getpid() {
-		t.Fatalf("Parent = %d, %v; want %d", ppid, ok, os.Getpid())
+	if ppid, ok := parent("/proc", cmd.Process.Pid); !ok || ppid != os.Getpid() {
+		t.Fatalf("parent = %d, %v; want %d", ppid, ok, os.Getpid())
 	}
 	// The shell's child appears a moment after the start.
 	for range 1000 {
@@ -107,14 +107,14 @@ func TestSocketInodes(t *testing.T) {
 }
 
 func TestPassiveOpens(t *testing.T) {
-	n, err := PassiveOpens("testdata/proc", 100)
+	n, err := NewPassiveOpensReader("testdata/proc", 100).Read()
 	if err != nil || n != 4242 {
 		t.Fatalf("PassiveOpens = %d, %v; want 4242", n, err)
 	}
-	if _, err := PassiveOpens("/proc", os.Getpid()); err != nil {
+	if _, err := NewPassiveOpensReader("/proc", os.Getpid()).Read(); err != nil {
 		t.Fatalf("live /proc: %v", err)
 	}
-	if _, err := PassiveOpens("testdata", 1); err == nil {
+	if _, err := NewPassiveOpensReader("testdata", 1).Read(); err == nil {
 		t.Error("no error for a missing file")
 	}
 }

@@ -2,21 +2,12 @@ package proc
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 )
-
-// Exists reports whether pid is in ROOT's process table: running, stopped, or a zombie not yet
-// reaped. Only "no such file" says it is gone; any other error (a /proc that hides it) does not.
-func Exists(root string, pid int) bool {
-	_, err := os.Stat(filepath.Join(root, strconv.Itoa(pid)))
-	return !errors.Is(err, os.ErrNotExist)
-}
 
 // Pids lists every process ROOT shows (in the PID namespace /proc was mounted for).
 func Pids(root string) []int {
@@ -60,28 +51,6 @@ func Children(root string, pid int) []int {
 	return out
 }
 
-// PIDNamespace names the PID namespace pid lives in ("pid:[4026532…]"), "" once it is gone.
-func PIDNamespace(root string, pid int) string {
-	ns, _ := os.Readlink(filepath.Join(root, strconv.Itoa(pid), "ns", "pid"))
-	return ns
-}
-
-// InPIDNamespace lists the processes (as ROOT numbers them) in the PID namespace of pid, pid
-// itself included; nil once pid is gone.
-func InPIDNamespace(root string, pid int) []int {
-	ns := PIDNamespace(root, pid)
-	if ns == "" {
-		return nil
-	}
-	var out []int
-	for _, p := range Pids(root) {
-		if PIDNamespace(root, p) == ns {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 // Exe describes the file pid runs (ROOT/PID/exe followed): compare it with os.SameFile to tell
 // whether a process has exec'd a given program.
 func Exe(root string, pid int) (os.FileInfo, error) {
@@ -107,29 +76,6 @@ func StatusFileField(path, key string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("no %s line in %s", key, path)
-}
-
-// CPUTime is the time all of pid's threads have spent on a CPU, from each thread's schedstat
-// (nanoseconds, finer than stat's clock ticks); 0 once the process is gone.
-func CPUTime(root string, pid int) time.Duration {
-	dir := filepath.Join(root, strconv.Itoa(pid), "task")
-	tasks, err := os.ReadDir(dir)
-	if err != nil {
-		return 0
-	}
-	var sum time.Duration
-	for _, t := range tasks {
-		data, err := os.ReadFile(filepath.Join(dir, t.Name(), "schedstat"))
-		if err != nil {
-			continue
-		}
-		if f := bytes.Fields(data); len(f) > 0 {
-			if n, err := strconv.ParseInt(string(f[0]), 10, 64); err == nil {
-				sum += time.Duration(n)
-			}
-		}
-	}
-	return sum
 }
 
 // Command is the process's command name (ROOT/PID/comm, at most 15 bytes), "" when it cannot be

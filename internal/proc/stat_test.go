@@ -9,7 +9,6 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -120,9 +119,6 @@ func TestLiveProcess(t *testing.T) {
 	if !slices.Contains(Children("/proc", self), child) {
 		t.Errorf("Children(self) = %v, without the child %d", Children("/proc", self), child)
 	}
-	if ns := InPIDNamespace("/proc", self); !slices.Contains(ns, self) || !slices.Contains(ns, child) {
-		t.Errorf("InPIDNamespace(self) = %v, without itself or its child %d", ns, child)
-	}
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -137,18 +133,12 @@ func TestLiveProcess(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	if !Exists("/proc", child) || !slices.Contains(Children("/proc", self), child) {
-		t.Errorf("a zombie child: Exists %v, Children %v; want it in both", Exists("/proc", child), Children("/proc", self))
+	if !slices.Contains(Children("/proc", self), child) {
+		t.Errorf("a zombie child: Children %v; want it there", Children("/proc", self))
 	}
 	_ = cmd.Wait()
-	if Exists("/proc", child) {
-		t.Errorf("the reaped child %d still Exists", child)
-	}
 	if _, err := ReadStat("/proc", child); !os.IsNotExist(err) {
 		t.Errorf("ReadStat of a reaped process: %v, want not-exist", err)
-	}
-	if PIDNamespace("/proc", child) != "" || InPIDNamespace("/proc", child) != nil {
-		t.Error("a reaped process still has a PID namespace")
 	}
 
 	exe, err := Exe("/proc", self)
@@ -167,52 +157,6 @@ func TestLiveProcess(t *testing.T) {
 	}
 	if _, err := StatusField("/proc", self, "NoSuchKey"); err == nil {
 		t.Error("StatusField: no error for a missing key")
-	}
-	if CPUTime("/proc", self) <= 0 {
-		t.Error("CPUTime(self) is 0")
-	}
-}
-
-func TestSystemFiles(t *testing.T) {
-	root := t.TempDir()
-	write := func(name, content string) {
-		t.Helper()
-		p := filepath.Join(root, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("loadavg", "0.42 0.30 0.20 1/123 4567\n")
-	write("cpuinfo", "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Some CPU @ 2.00GHz\n\nprocessor\t: 1\nmodel name\t: Some CPU @ 2.00GHz\n")
-	write("net/sockstat", "sockets: used 120\nTCP: inuse 5 orphan 0 tw 7 alloc 9 mem 1\nUDP: inuse 1 mem 0\n")
-	if l, err := LoadAverage(root); err != nil || l != "0.42" {
-		t.Errorf("LoadAverage = %q, %v", l, err)
-	}
-	if m, err := CPUModel(root); err != nil || m != "Some CPU @ 2.00GHz" {
-		t.Errorf("CPUModel = %q, %v", m, err)
-	}
-	tcp, err := SockstatTCP(root)
-	if err != nil || tcp["tw"] != 7 || tcp["alloc"] != 9 || tcp["inuse"] != 5 {
-		t.Errorf("SockstatTCP = %v, %v", tcp, err)
-	}
-	write("net/sockstat", "TCP: inuse x\n")
-	if _, err := SockstatTCP(root); err == nil || !strings.Contains(err.Error(), "inuse") {
-		t.Errorf("SockstatTCP on a bad counter: %v", err)
-	}
-	for name, f := range map[string]func(string) error{
-		"LoadAverage": func(r string) error { _, err := LoadAverage(r); return err },
-		"CPUModel":    func(r string) error { _, err := CPUModel(r); return err },
-		"SockstatTCP": func(r string) error { _, err := SockstatTCP(r); return err },
-	} {
-		if err := f(t.TempDir()); err == nil {
-			t.Errorf("%s: no error without the file", name)
-		}
-		if err := f("/proc"); err != nil && name != "CPUModel" {
-			t.Errorf("%s on the live /proc: %v", name, err)
-		}
 	}
 }
 

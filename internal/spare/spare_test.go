@@ -5,7 +5,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/drainit/drainit/internal/testenv"
+	"github.com/drainit/drainit/integration/testenv"
 )
 
 // threads is how many threads this process has.

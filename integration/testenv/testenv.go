@@ -1,5 +1,6 @@
-// Package testenv holds what the tests share about the machine they run on: whether
-// a test that needs something absent skips or fails, and where Debian puts the programs.
+// Package testenv holds what the tests, the harnesses and the benchmark share about the machine
+// they run on: whether a test that needs something absent skips or fails, where Debian puts the
+// programs, and what they read of the machine from /proc (machine.go).
 package testenv
 
 import (

@@ -24,7 +24,7 @@ func TestNoDirectSkips(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
 		t.Fatalf("the module's root: %v", err)
 	}
-	self := filepath.Join(root, "internal", "testenv")
+	self := filepath.Join(root, "integration", "testenv")
 	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err

@@ -1,12 +1,17 @@
-package proc
+// The machine and its processes as the harnesses and the benchmark read them from /proc: what
+// drainit itself reads lives in internal/proc.
+
+package testenv
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // LoadAverage is the 1-minute load average as ROOT/loadavg writes it ("0.42").
@@ -78,4 +83,34 @@ func MountPoints(root string, pid int, dir string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// ProcessExists reports whether pid is in ROOT's process table: running, stopped, or a zombie not yet
+// reaped. Only "no such file" says it is gone; any other error (a /proc that hides it) does not.
+func ProcessExists(root string, pid int) bool {
+	_, err := os.Stat(filepath.Join(root, strconv.Itoa(pid)))
+	return !errors.Is(err, os.ErrNotExist)
+}
+
+// CPUTime is the time all of pid's threads have spent on a CPU, from each thread's schedstat
+// (nanoseconds, finer than stat's clock ticks); 0 once the process is gone.
+func CPUTime(root string, pid int) time.Duration {
+	dir := filepath.Join(root, strconv.Itoa(pid), "task")
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	var sum time.Duration
+	for _, t := range tasks {
+		data, err := os.ReadFile(filepath.Join(dir, t.Name(), "schedstat"))
+		if err != nil {
+			continue
+		}
+		if f := bytes.Fields(data); len(f) > 0 {
+			if n, err := strconv.ParseInt(string(f[0]), 10, 64); err == nil {
+				sum += time.Duration(n)
+			}
+		}
+	}
+	return sum
 }
