@@ -19,7 +19,7 @@ import (
 	"github.com/drainit/drainit/internal/config"
 	"github.com/drainit/drainit/internal/control"
 	"github.com/drainit/drainit/internal/drainwatch"
-	"github.com/drainit/drainit/internal/logevery"
+	logevery "github.com/drainit/drainit/internal/logline" // TODO(issue 42): logline.Limiter once the Budget has landed
 	"github.com/drainit/drainit/signals"
 )
 

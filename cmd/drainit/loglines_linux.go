@@ -7,8 +7,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/drainit/drainit/hooks"
-	"github.com/drainit/drainit/internal/jsonline"
-	"github.com/drainit/drainit/internal/logqueue"
+	"github.com/drainit/drainit/internal/logline"
 )
 
 // pipeBuf is PIPE_BUF on Linux: a write of at most this many bytes to a pipe is written whole or
@@ -20,11 +19,11 @@ const pipeBuf = 4096
 // same stderr (the runtime's pipe); a longer write is split where the pipe is full, the app's
 // writes land in between, and a collector reading lines gets two broken ones (seen: 16-28 invalid
 // JSON lines in 3 runs, an exec hook's 6000-byte lines logged as 4234-byte events). A longer
-// line is cut, and marked (jsonline.Cut), in JSON or, in console format, as the console writer
+// line is cut, and marked (logline.Cut), in JSON or, in console format, as the console writer
 // renders it.
 type lineWriter struct {
 	console *zerolog.ConsoleWriter // nil: JSON lines
-	q       *logqueue.Writer
+	q       *logline.Writer
 }
 
 // Write queues the line p renders to (render), as drainit's own or as the output of the hook
@@ -62,7 +61,7 @@ func relayedBy(p []byte) (hook string, ok bool) {
 
 // notice is the line that says which lines were dropped: how many, how many bytes, and whose
 // (drainit's own, or a hook's by its name), with the totals.
-func (l *lineWriter) notice(drops []logqueue.Dropped) []byte {
+func (l *lineWriter) notice(drops []logline.Dropped) []byte {
 	of := zerolog.Dict()
 	lines, size := 0, 0
 	for _, d := range drops {
@@ -83,7 +82,7 @@ func (l *lineWriter) notice(drops []logqueue.Dropped) []byte {
 // render is the line drainit writes for p, a zerolog JSON event: p itself, or cut to pipeBuf, or
 // as the console writer renders it, within pipeBuf. Nil when the console writer cannot read p.
 func (l *lineWriter) render(p []byte) []byte {
-	line := jsonline.Cut(p, pipeBuf)
+	line := logline.Cut(p, pipeBuf)
 	if l.console == nil {
 		return line
 	}
@@ -103,6 +102,6 @@ func (l *lineWriter) render(p []byte) []byte {
 			return append(b.Bytes()[:pipeBuf-1], '\n') // not seen: a cut that did not converge
 		}
 		limit -= b.Len() - pipeBuf
-		line = jsonline.Cut(p, limit)
+		line = logline.Cut(p, limit)
 	}
 }

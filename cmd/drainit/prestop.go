@@ -16,7 +16,7 @@ import (
 	"github.com/drainit/drainit/internal/config"
 	"github.com/drainit/drainit/internal/control"
 	"github.com/drainit/drainit/internal/http1"
-	"github.com/drainit/drainit/internal/oneline"
+	"github.com/drainit/drainit/internal/logline"
 )
 
 // prestopCmd is `drainit prestop`: the exec form of the preStop hook. It asks the drainit running
@@ -105,10 +105,10 @@ func prestopCmd(args []string, stdout, stderr io.Writer) int {
 	// it can neither drive the terminal nor forge lines of the hook's output.
 	if res.Status != 200 {
 		body := hideToken(res.Body, tok, len(res.Body) >= http1.MaxBodyBytes)
-		fmt.Fprintf(stderr, "drainit prestop: status %d: %s\n", res.Status, oneline.Escape(strings.TrimSpace(body)))
+		fmt.Fprintf(stderr, "drainit prestop: status %d: %s\n", res.Status, logline.Escape(strings.TrimSpace(body)))
 		return 1
 	}
-	body := oneline.Escape(strings.TrimSpace(string(res.Body)))
+	body := logline.Escape(strings.TrimSpace(string(res.Body)))
 	fmt.Fprintf(stdout, "drained after %s: %s\n", time.Since(start).Round(time.Millisecond), body)
 	return 0
 }

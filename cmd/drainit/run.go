@@ -22,9 +22,8 @@ import (
 
 	"github.com/drainit/drainit/internal/cgroup"
 	"github.com/drainit/drainit/internal/config"
-	"github.com/drainit/drainit/internal/logqueue"
+	"github.com/drainit/drainit/internal/logline"
 	"github.com/drainit/drainit/internal/nesting"
-	"github.com/drainit/drainit/internal/oneline"
 	"github.com/drainit/drainit/internal/spare"
 	"github.com/drainit/drainit/internal/startsig"
 	"github.com/drainit/drainit/signals"
@@ -301,7 +300,7 @@ func environ() map[string]string {
 // what the pipe holds (64 KiB by default). A hook's output takes logQueueRelayed of it at most;
 // the rest, 96 KiB, is for drainit's own lines (a stop sequence logs a few KiB), so that a chatty
 // hook behind a slow reader can never crowd out the stop sequence's timeline and summary. Past
-// those, lines are dropped and counted (package logqueue). It costs memory only while the reader
+// those, lines are dropped and counted (logline.Writer). It costs memory only while the reader
 // is behind.
 const (
 	logQueueMax     = 128 << 10
@@ -330,7 +329,7 @@ func flushDeadline(now, exitBy time.Time) time.Time {
 // starts (see quietWriter). Every line is cut to one write of at most PIPE_BUF bytes
 // (lineWriter) and goes through the returned queue, which never makes the logging goroutine wait
 // for w's reader; flush it before exiting.
-func newLogger(w *os.File, format, level string, quiet bool) (zerolog.Logger, *logqueue.Writer) {
+func newLogger(w *os.File, format, level string, quiet bool) (zerolog.Logger, *logline.Writer) {
 	zerolog.TimeFieldFormat = "2006-01-02T15:04:05.000Z07:00"
 	// UTC: a local time zone would load /etc/localtime on the first log line (~0.1 ms of every
 	// start), and logs are compared across machines anyway.
@@ -344,7 +343,7 @@ func newLogger(w *os.File, format, level string, quiet bool) (zerolog.Logger, *l
 	if format == "console" || (format == "" && isTerminal(w)) {
 		lw.console = &zerolog.ConsoleWriter{TimeFormat: "15:04:05.000", FormatPrepare: escapeMessage, FormatFieldValue: escapeList}
 	}
-	lw.q = logqueue.New(func() logqueue.Output { return logOutput(w) }, logQueueMax, logQueueRelayed, lw.notice)
+	lw.q = logline.NewWriter(func() logline.Output { return logOutput(w) }, logQueueMax, logQueueRelayed, lw.notice)
 	var out io.Writer = lw
 	if quiet {
 		out = &quietWriter{out: out}
@@ -370,12 +369,12 @@ func newLogger(w *os.File, format, level string, quiet bool) (zerolog.Logger, *l
 // written at once, in blocking mode: a file or a device (/dev/null) waits for no reader; a pipe
 // that cannot be opened again (no /proc, RLIMIT_NOFILE all but reached) is written as it was
 // before there was a queue.
-func logOutput(w *os.File) logqueue.Output {
+func logOutput(w *os.File) logline.Output {
 	var st unix.Stat_t
 	if unix.Fstat(int(w.Fd()), &st) == nil && (st.Mode&unix.S_IFMT == unix.S_IFIFO || isTerminal(w)) {
 		if f := reopen(w, &st); f != nil {
 			if rc, err := f.SyscallConn(); err == nil {
-				return logqueue.Output{Try: func(p []byte) (n int, err error) {
+				return logline.Output{Try: func(p []byte) (n int, err error) {
 					if cerr := rc.Write(func(fd uintptr) bool { n, err = unix.Write(int(fd), p); return true }); cerr != nil {
 						return 0, cerr
 					}
@@ -387,7 +386,7 @@ func logOutput(w *os.File) logqueue.Output {
 	// Written at once, as before there was a queue: nothing is queued, no timer waits for it.
 	fd, err := unix.FcntlInt(w.Fd(), unix.F_DUPFD_CLOEXEC, 3)
 	if err != nil {
-		return logqueue.Output{Try: w.Write, Wait: w}
+		return logline.Output{Try: w.Write, Wait: w}
 	}
 	f := os.NewFile(uintptr(fd), w.Name())
 	if st.Mode&unix.S_IFMT == unix.S_IFSOCK {
@@ -396,7 +395,7 @@ func logOutput(w *os.File) logqueue.Output {
 		// waits in the queue, for its goroutine's blocking write. Before, the write itself
 		// blocked: with a journal stream nobody read, the supervisor's loop waited in a log line
 		// and the stop sequence stopped with it (no stop signal, no SIGKILL) until it was read.
-		return logqueue.Output{Try: func(p []byte) (int, error) {
+		return logline.Output{Try: func(p []byte) (int, error) {
 			n, err := unix.SendmsgN(fd, p, nil, nil, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
 			if errors.Is(err, unix.EOPNOTSUPP) { // a socket that takes no flags: as before
 				return f.Write(p)
@@ -404,7 +403,7 @@ func logOutput(w *os.File) logqueue.Output {
 			return max(n, 0), err
 		}, Wait: f}
 	}
-	return logqueue.Output{Try: f.Write, Wait: f}
+	return logline.Output{Try: f.Write, Wait: f}
 }
 
 // reopen opens w's pipe, FIFO or terminal (st: its fstat) again through /proc, as an open file
@@ -440,26 +439,26 @@ func reopen(w *os.File, st *unix.Stat_t) *os.File {
 	return os.NewFile(uintptr(fd), w.Name())
 }
 
-// escapeMessage escapes the control characters in a console line's message (oneline.Escape). A
+// escapeMessage escapes the control characters in a console line's message (logline.Escape). A
 // message can be an exec hook's output line, whose bytes may come from anywhere (a server's
 // answer the hook prints): on a terminal they must neither drive it (clear it, retitle it) nor,
 // with a carriage return, write over the line's own time and level. JSON lines need nothing
 // (JSON escapes what would break the line); a string field the console writer quotes itself, a list see escapeList.
 func escapeMessage(ev map[string]any) error {
 	if m, ok := ev[zerolog.MessageFieldName].(string); ok {
-		ev[zerolog.MessageFieldName] = oneline.Escape(m)
+		ev[zerolog.MessageFieldName] = logline.Escape(m)
 	}
 	return nil
 }
 
 // escapeList escapes, in a console line's field that is a list or an object (the app's command, a
-// hook's argv), what a terminal would act on (oneline.EscapeJSON): the console writer prints
+// hook's argv), what a terminal would act on (logline.EscapeJSON): the console writer prints
 // such a field as encoding/json writes it, which leaves DEL, the C1 controls (U+009B, CSI) and a
 // right-to-left override raw, where a hostile argument could drive the terminal or reverse the
 // line. A string field comes quoted by strconv.Quote already, when it needs it.
 func escapeList(v any) string {
 	if b, ok := v.([]byte); ok {
-		return string(oneline.EscapeJSON(b))
+		return string(logline.EscapeJSON(b))
 	}
 	return fmt.Sprint(v)
 }

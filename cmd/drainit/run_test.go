@@ -16,7 +16,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/drainit/drainit/internal/logqueue"
+	"github.com/drainit/drainit/internal/logline"
 )
 
 // On a terminal with no log level chosen, the lines of a run where nothing goes wrong are held
@@ -143,7 +143,7 @@ func TestFlushDeadline(t *testing.T) {
 // drainit's own as "drainit".
 func TestDropNotice(t *testing.T) {
 	lw := &lineWriter{}
-	line := lw.notice([]logqueue.Dropped{{Owner: "offline-exec", Lines: 598, Bytes: 106342}, {Lines: 2, Bytes: 300}})
+	line := lw.notice([]logline.Dropped{{Owner: "offline-exec", Lines: 598, Bytes: 106342}, {Lines: 2, Bytes: 300}})
 	var got struct {
 		Level, Message string
 		Lines, Bytes   int

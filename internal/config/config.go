@@ -40,7 +40,7 @@ import (
 	"github.com/drainit/drainit/internal/budget"
 	"github.com/drainit/drainit/internal/drainwatch"
 	"github.com/drainit/drainit/internal/http1"
-	"github.com/drainit/drainit/internal/oneline"
+	oneline "github.com/drainit/drainit/internal/logline" // TODO(issue 42): logline.Escape once the Budget has landed
 	"github.com/drainit/drainit/signals"
 )
 

@@ -89,7 +89,7 @@ import (
 
 	"github.com/drainit/drainit/internal/http1"
 	"github.com/drainit/drainit/internal/kubelet"
-	"github.com/drainit/drainit/internal/logevery"
+	"github.com/drainit/drainit/internal/logline"
 )
 
 // Mark is one entry of the stop sequence's timeline.
@@ -191,7 +191,7 @@ type Server struct {
 
 	// The log's warnings about connections shed and requests refused for their token, and its
 	// lines about /prestop calls: each at most once per shedLogEvery, with the count.
-	shedLog, refusedLog, prestopLog logevery.Limiter
+	shedLog, refusedLog, prestopLog logline.Limiter
 	// prestopWaiting counts the /prestop calls waiting for the drain, at most prestopMax
 	// (maxPrestopWaiting, or an eighth of a lower connection limit).
 	prestopWaiting atomic.Int32
@@ -210,7 +210,7 @@ func New(b Backend, token string, maxWait time.Duration, log zerolog.Logger) *Se
 			Msg("control server: its connections are limited by the open files drainit may have (RLIMIT_NOFILE), less what it keeps for hooks")
 	}
 	s := &Server{b: b, token: token, log: log, prestopMax: int32(max(1, conns/8))}
-	for _, l := range []*logevery.Limiter{&s.shedLog, &s.refusedLog, &s.prestopLog} {
+	for _, l := range []*logline.Limiter{&s.shedLog, &s.refusedLog, &s.prestopLog} {
 		l.Every = shedLogEvery
 	}
 	s.srv = &http1.Server{

@@ -1,4 +1,4 @@
-package logevery
+package logline
 
 import (
 	"testing"

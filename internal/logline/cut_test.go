@@ -1,4 +1,4 @@
-package jsonline
+package logline
 
 import (
 	"bytes"

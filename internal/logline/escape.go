@@ -1,6 +1,7 @@
-// Package oneline makes text that may come from anywhere (a server's answer, a command line, an
+// Escape makes text that may come from anywhere (a server's answer, a command line, an
 // environment) safe to print as part of one line of a log or a terminal.
-package oneline
+
+package logline
 
 import (
 	"bytes"

@@ -1,13 +1,12 @@
-package logqueue
+package logline
 
 import (
 	"fmt"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // stuckReader is an output whose writes wait until it is released, as a pipe whose reader has
@@ -57,7 +56,7 @@ func notice(drops []Dropped) []byte {
 // in a write of its own, with the count where the gap is.
 func TestWriteNeverWaitsForTheReader(t *testing.T) {
 	out := newStuck()
-	w := New(func() Output { return Output{Wait: out} }, 20, 20, notice)
+	w := NewWriter(func() Output { return Output{Wait: out} }, 20, 20, notice)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -96,7 +95,7 @@ func TestWriteNeverWaitsForTheReader(t *testing.T) {
 // last lines of a run (its summary) are the ones a stuck reader loses.
 func TestFlushTellsOfDroppedLines(t *testing.T) {
 	out := newStuck()
-	w := New(func() Output { return Output{Wait: out} }, 10, 10, notice)
+	w := NewWriter(func() Output { return Output{Wait: out} }, 10, 10, notice)
 	_, _ = w.Write([]byte("one\n"))
 	<-out.entered
 	_, _ = w.Write([]byte("two\n"))
@@ -113,7 +112,7 @@ func TestFlushTellsOfDroppedLines(t *testing.T) {
 
 // Flush returns at once when nothing is queued, and open is not called before the first line.
 func TestFlushWithNothingQueued(t *testing.T) {
-	w := New(func() Output { t.Error("opened with no line written"); return Output{} }, 10, 10, notice)
+	w := NewWriter(func() Output { t.Error("opened with no line written"); return Output{} }, 10, 10, notice)
 	if !w.Flush(time.Now()) {
 		t.Error("Flush with nothing written reported lines left")
 	}
@@ -123,7 +122,7 @@ func TestFlushWithNothingQueued(t *testing.T) {
 func TestWriteCopies(t *testing.T) {
 	out := newStuck()
 	close(out.release)
-	w := New(func() Output { return Output{Wait: out} }, 100, 100, notice)
+	w := NewWriter(func() Output { return Output{Wait: out} }, 100, 100, notice)
 	buf := []byte("first\n")
 	_, _ = w.Write(buf)
 	copy(buf, "XXXXX\n")
@@ -145,7 +144,7 @@ type pipe struct {
 
 func (p *pipe) try(b []byte) (int, error) {
 	if p.room == 0 {
-		return 0, unix.EAGAIN
+		return 0, syscall.EAGAIN
 	}
 	n := min(len(b), p.room)
 	p.room -= n
@@ -158,7 +157,7 @@ func (p *pipe) try(b []byte) (int, error) {
 // the order holds, until the queue is empty again.
 func TestWriteAtOnceWhileThereIsRoom(t *testing.T) {
 	p := &pipe{room: 12, stuckReader: newStuck()}
-	w := New(func() Output { return Output{Try: p.try, Wait: p.stuckReader} }, 100, 100, notice)
+	w := NewWriter(func() Output { return Output{Try: p.try, Wait: p.stuckReader} }, 100, 100, notice)
 	_, _ = w.Write([]byte("one\n"))
 	_, _ = w.Write([]byte("two\n"))
 	if w.started {
@@ -190,7 +189,7 @@ func TestWriteAtOnceWhileThereIsRoom(t *testing.T) {
 // says how much was dropped, and whose.
 func TestOwnLinesNotCrowdedOut(t *testing.T) {
 	out := newStuck()
-	w := New(func() Output { return Output{Wait: out} }, 100, 12, notice)
+	w := NewWriter(func() Output { return Output{Wait: out} }, 100, 12, notice)
 	_, _ = w.Write([]byte("start\n"))
 	<-out.entered // "start" is being written, and waits for the reader
 	for range 5 {

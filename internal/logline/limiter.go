@@ -1,7 +1,8 @@
-// Package logevery spaces out a log line that others can cause again and again (a request
+// Limiter spaces out a log line that others can cause again and again (a request
 // refused for its token, an app stopped and continued in a loop): at most one line per interval,
 // which counts the occurrences it stands for.
-package logevery
+
+package logline
 
 import (
 	"sync"

@@ -1,5 +1,5 @@
-// Package logqueue is drainit's log between its loggers and its stderr: a writer that never
-// makes its caller wait for the log's reader.
+// Writer is drainit's log between its loggers and its stderr: a writer that never makes its
+// caller wait for the log's reader.
 //
 // stderr is a pipe (the container runtime's, a `| tee`), and a write to a pipe that is full
 // waits for its reader. A reader that stops reading without going away (a log collector stalled
@@ -16,15 +16,15 @@
 // drainit's from the drain on). Only that goroutine ever waits for the reader, and, given an
 // output the Go runtime polls, it waits in the poller holding no thread: a thread the runtime
 // wants can be one it cannot create, at a container's process limit.
-package logqueue
+
+package logline
 
 import (
 	"errors"
 	"io"
 	"sync"
+	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // Output is where a Writer's lines go.
@@ -64,12 +64,12 @@ type Dropped struct {
 	Bytes int
 }
 
-// New returns a Writer that queues up to max bytes, to the output open returns: open is called
+// NewWriter returns a Writer that queues up to max bytes, to the output open returns: open is called
 // once, with the first line, so that a run that logs nothing opens nothing. A relayed line
 // (WriteFor) is queued only while less than relayedMax bytes are: the rest is the Writer's own
 // lines'. notice renders the line that says which lines were dropped, in the log's own format;
 // it is queued ahead of the first line that gets through after them.
-func New(open func() Output, max, relayedMax int, notice func([]Dropped) []byte) *Writer {
+func NewWriter(open func() Output, max, relayedMax int, notice func([]Dropped) []byte) *Writer {
 	return &Writer{open: open, max: max, relayedMax: relayedMax, notice: notice, kick: make(chan struct{}, 1)}
 }
 
@@ -97,7 +97,7 @@ func (w *Writer) write(owner string, p []byte, limit int) {
 	}
 	if len(w.queue) == 0 && !w.writing && len(w.dropped) == 0 && w.out.Try != nil {
 		n, err := w.out.Try(p)
-		if n >= len(p) || (err != nil && !errors.Is(err, unix.EAGAIN)) {
+		if n >= len(p) || (err != nil && !errors.Is(err, syscall.EAGAIN)) {
 			return
 		}
 		if n > 0 {
