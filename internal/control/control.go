@@ -88,7 +88,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/drainit/drainit/internal/http1"
-	"github.com/drainit/drainit/internal/kubelet"
 	"github.com/drainit/drainit/internal/logline"
 )
 
@@ -164,11 +163,15 @@ const (
 // preStop hook.
 const PrestopUserAgent = "drainit-prestop"
 
+// kubeletUserAgent starts the User-Agent of the kubelet's httpGet lifecycle hooks:
+// "kube-lifecycle/MAJOR.MINOR", unless the hook's httpHeaders set another (k8s.io/kubernetes
+// v1.33, pkg/kubelet/lifecycle; docs/kubelet-stop-sequence.md has the kubelet's stop sequence).
+const kubeletUserAgent = "kube-lifecycle/"
+
 // FromKubelet says whether a /prestop call with this User-Agent is the kubelet's preStop hook:
-// its httpGet form (the kubelet's "kube-lifecycle/MAJOR.MINOR", unless the hook's httpHeaders
-// set another) or its exec form, `drainit prestop`.
+// its httpGet form (kubeletUserAgent) or its exec form, `drainit prestop`.
 func FromKubelet(userAgent string) bool {
-	return strings.HasPrefix(userAgent, kubelet.LifecycleUserAgent) || userAgent == PrestopUserAgent
+	return strings.HasPrefix(userAgent, kubeletUserAgent) || userAgent == PrestopUserAgent
 }
 
 // connLimit is how many connections the server holds at once with nofile descriptors allowed

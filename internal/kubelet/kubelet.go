@@ -1,7 +1,7 @@
 // Package kubelet holds what drainit relies on of the kubelet's stop sequence, each as the
 // kubelet's source has it (k8s.io/kubernetes v1.33; docs/kubelet-stop-sequence.md has the whole
-// sequence and what a real kubelet showed): one value, for the supervisor, the manifest check
-// and the test harness's stand-in for a kubelet.
+// sequence and what a real kubelet showed): one value, for the supervisor and the manifest
+// check. (The User-Agent of the kubelet's httpGet hooks is internal/control's kubeletUserAgent.)
 package kubelet
 
 import "time"
@@ -10,7 +10,3 @@ import "time"
 // SIGKILL: pkg/kubelet/kuberuntime's minimumGracePeriodInSeconds. It is also all the container
 // gets once the kubelet's wait for its preStop hook has taken the whole grace period.
 const MinGraceAfterSignal = 2 * time.Second
-
-// LifecycleUserAgent starts the User-Agent of the kubelet's httpGet lifecycle hooks:
-// "kube-lifecycle/MAJOR.MINOR" (pkg/kubelet/lifecycle), unless the hook's httpHeaders set one.
-const LifecycleUserAgent = "kube-lifecycle/"
