@@ -19,7 +19,7 @@ import (
 	"github.com/drainit/drainit/internal/config"
 	"github.com/drainit/drainit/internal/control"
 	"github.com/drainit/drainit/internal/drainwatch"
-	logevery "github.com/drainit/drainit/internal/logline" // TODO(issue 42): logline.Limiter once the Budget has landed
+	"github.com/drainit/drainit/internal/logline"
 	"github.com/drainit/drainit/signals"
 )
 
@@ -73,7 +73,7 @@ type Supervisor struct {
 	appReaped  bool                // the app's exit has been collected: appPid is no longer the app's
 	history    *drainwatch.History // the traffic before the drain, for --drain-quiet auto (nil: none)
 	exitBy     time.Time           // see ExitBy
-	stopWarn   logevery.Limiter    // the warnings that the app stopped with nothing above to resume it
+	stopWarn   logline.Limiter     // the warnings that the app stopped with nothing above to resume it
 }
 
 // stageDone is a stage's hooks having all run.
@@ -97,7 +97,7 @@ func newWith(cfg *config.Config, opts Options, log zerolog.Logger, sigs, chld <-
 	return &Supervisor{
 		cfg: cfg, opts: opts, log: log, loopLog: log, sigs: sigs, chld: chld,
 		reqs: make(chan request), done: make(chan struct{}), pid1: pid1, proc: p,
-		stopWarn: logevery.Limiter{Every: stopWarnEvery},
+		stopWarn: logline.Limiter{Every: stopWarnEvery},
 	}
 }
 

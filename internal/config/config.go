@@ -40,7 +40,7 @@ import (
 	"github.com/drainit/drainit/internal/budget"
 	"github.com/drainit/drainit/internal/drainwatch"
 	"github.com/drainit/drainit/internal/http1"
-	oneline "github.com/drainit/drainit/internal/logline" // TODO(issue 42): logline.Escape once the Budget has landed
+	"github.com/drainit/drainit/internal/logline"
 	"github.com/drainit/drainit/signals"
 )
 
@@ -233,7 +233,7 @@ func (c *Config) gracefulStopNote() string {
 	return fmt.Sprintf("the app looks like %s (%s), which stops gracefully on %s, its images' STOPSIGNAL: "+
 		"%s is no trigger, so a runtime that stops the container with it has it forwarded at once, with no drain%s; "+
 		"set --stop-signal %s (DRAINIT_STOP_SIGNAL=%s)%s, or --stop-signal TERM if SIGTERM is meant",
-		s.App, oneline.Escape(word), name, name, after, short, short, s.ForwardAdvice(c.forwardName()))
+		s.App, logline.Escape(word), name, name, after, short, short, s.ForwardAdvice(c.forwardName()))
 }
 
 // masterWorkerNote warns when the app's command looks like a server whose master passes each
@@ -247,7 +247,7 @@ func (c *Config) masterWorkerNote() string {
 	}
 	return fmt.Sprintf("the app looks like %s (%s), whose master (-W, as its images run it) passes each signal on to its workers: "+
 		"with --forward group a worker gets every signal drainit forwards twice, the stop signal included, and exits 138 or 139 now "+
-		"and then; set --forward child (DRAINIT_FORWARD=child)", s.App, oneline.Escape(word))
+		"and then; set --forward child (DRAINIT_FORWARD=child)", s.App, logline.Escape(word))
 }
 
 // openControlNote warns when the control server listens beyond loopback with no token: any
@@ -266,7 +266,7 @@ func (c *Config) openControlNote() string {
 	return fmt.Sprintf("the control server (%s %q) needs no token and listens beyond loopback: anyone who reaches the pod's port %s "+
 		"can start the stop sequence (/prestop) and read /status; set --http-token (DRAINIT_HTTP_TOKEN, from a Secret) and send it "+
 		"from the preStop httpGet (an Authorization: Bearer header), or, for an exec preStop (drainit prestop), listen on 127.0.0.1:%s",
-		c.OptionName("http-addr"), oneline.Escape(c.HTTPAddr), port, port)
+		c.OptionName("http-addr"), logline.Escape(c.HTTPAddr), port, port)
 }
 
 // ControlBeyondLoopback says whether a control server at addr (--http-addr, as drainit takes it)
@@ -371,9 +371,9 @@ func (e *Error) Error() string {
 	// The reason may quote the value as it was (the net package's "address \r: missing port"):
 	// escaped, so that the refusal stays one line.
 	if secret(e.Flag) {
-		return fmt.Sprintf("%s: %s", e.Option, oneline.Escape(e.Err.Error())) // the message goes to logs: not the value
+		return fmt.Sprintf("%s: %s", e.Option, logline.Escape(e.Err.Error())) // the message goes to logs: not the value
 	}
-	return fmt.Sprintf("%s %q: %s", e.Option, shown(e.Flag, e.Value), oneline.Escape(e.Err.Error()))
+	return fmt.Sprintf("%s %q: %s", e.Option, shown(e.Flag, e.Value), logline.Escape(e.Err.Error()))
 }
 
 // secret says whether the option's value must not be written to the log.
@@ -541,9 +541,9 @@ func FlagError(err error, flags []string, help string) error {
 	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
 		// The package drops the dashes as written; a one-letter option was most likely
 		// written as one (-x), the others as drainit writes them.
-		opt := "--" + oneline.Escape(clip(name))
+		opt := "--" + logline.Escape(clip(name))
 		if len([]rune(name)) == 1 {
-			opt = "-" + oneline.Escape(name)
+			opt = "-" + logline.Escape(name)
 		}
 		if near := nearestFlag(name, flags); near != "" {
 			return fmt.Errorf("unknown option %s (--%s?)", opt, near)
@@ -557,7 +557,7 @@ func FlagError(err error, flags []string, help string) error {
 		// "invalid boolean value %q for -%s: %v": the value is not repeated, as for bad syntax.
 		if _, after, ok := strings.Cut(rest, " for -"); ok {
 			name, _, _ := strings.Cut(after, ": ")
-			return fmt.Errorf("--%s takes true or false (or no value), not the one given", oneline.Escape(name))
+			return fmt.Errorf("--%s takes true or false (or no value), not the one given", logline.Escape(name))
 		}
 	}
 	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
@@ -568,9 +568,9 @@ func FlagError(err error, flags []string, help string) error {
 		if name, _, valued := strings.Cut(word, "="); valued {
 			msg = "bad flag syntax: " + name + "=…"
 		}
-		return fmt.Errorf("%s (an option is --name or --name=value)", oneline.Escape(msg))
+		return fmt.Errorf("%s (an option is --name or --name=value)", logline.Escape(msg))
 	}
-	return errors.New(oneline.Escape(msg))
+	return errors.New(logline.Escape(msg))
 }
 
 // parseRaw fills a Raw from the environment and the flags, and reports where each value came
