@@ -4,6 +4,9 @@ BIN     ?= bin/drainit
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(shell git rev-parse HEAD 2>/dev/null) -X main.date=$(shell git log -1 --format=%cI 2>/dev/null)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+# Every package of the workspace (go.work): the init's module, and the manifest check's in check/,
+# which ./... at the root does not reach.
+PKGS    := ./... ./check/...
 # drainit's own ELF entry point reads the signals ignored and blocked when it starts, before the
 # Go runtime hides them, catches a stop signal until drainit can take it, and holds the start on
 # one CPU (internal/startsig).
@@ -21,9 +24,9 @@ demo:
 	./scripts/demo.sh
 
 ## build: the static, stripped binaries in bin/: drainit, and drainit-check (the manifest check,
-## which `drainit check` runs: a binary of its own, so that drainit's start links no YAML parser)
+## which `drainit check` runs: a module of its own, check/, so that drainit links no YAML parser)
 build: drainit
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(dir $(BIN))drainit-check ./cmd/drainit-check
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(dir $(BIN))drainit-check ./check/cmd/drainit-check
 
 ## drainit: bin/drainit alone (BIN=path to put it elsewhere), as the releases build it
 drainit:
@@ -37,10 +40,10 @@ CROSS ?= darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
 cross:
 	@for p in $(CROSS); do \
 	  os=$${p%/*}; arch=$${p#*/}; ext=; if [ "$$os" = windows ]; then ext=.exe; fi; \
-	  for cmd in drainit drainit-check; do \
-	    echo "cross: bin/cross/$$os-$$arch/$$cmd$$ext"; \
+	  for pkg in ./cmd/drainit ./check/cmd/drainit-check; do \
+	    cmd=$${pkg##*/}; echo "cross: bin/cross/$$os-$$arch/$$cmd$$ext"; \
 	    CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' \
-	      -o bin/cross/$$os-$$arch/$$cmd$$ext ./cmd/$$cmd || exit 1; \
+	      -o bin/cross/$$os-$$arch/$$cmd$$ext $$pkg || exit 1; \
 	  done; \
 	done
 
@@ -64,7 +67,7 @@ K8S_CMDS := kubelet kube-apiserver kube-controller-manager kube-proxy
 unit:
 	@if [ "$$(id -u)" = 0 ] || [ "$$CI" = true ]; then $(MAKE) --no-print-directory kubelet; fi
 	DRAINIT_KUBELET=$$([ "$$(id -u)" = 0 ] && ./scripts/kubelet.sh) DRAINIT_DIST=$(CURDIR)/dist \
-	  $(GO) test -count=1 -timeout 20m ./...
+	  $(GO) test -count=1 -timeout 20m $(PKGS)
 
 ## kubelet: build the real kubelet, kube-apiserver, kube-controller-manager and kube-proxy the
 ## tests run, from tools/kubelet (cached: a cold build takes minutes, a warm one nothing;
@@ -117,17 +120,17 @@ bench: build
 ## release workflow (actionlint)
 lint:
 	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
-	$(GO) vet ./...
-	GOOS=darwin $(GO) vet ./cmd/... ./internal/check/... ./internal/config/... ./signals/...
-	GOOS=windows $(GO) vet ./cmd/... ./internal/check/... ./internal/config/... ./signals/...
-	$(GO) run $(STATICCHECK) ./...
+	$(GO) vet $(PKGS)
+	GOOS=darwin $(GO) vet ./cmd/... ./check/... ./internal/config/... ./signals/...
+	GOOS=windows $(GO) vet ./cmd/... ./check/... ./internal/config/... ./signals/...
+	$(GO) run $(STATICCHECK) $(PKGS)
 	"$$(./scripts/tool.sh goreleaser)" check --quiet
 	"$$(./scripts/tool.sh actionlint)" .github/workflows/*.yml
 
 ## fuzz: run each fuzz target for FUZZTIME (the seed corpora run in every `make test`)
 FUZZTIME ?= 30s
 fuzz:
-	@for pkg in $$($(GO) list ./...); do \
+	@for pkg in $$($(GO) list $(PKGS)); do \
 	  for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 	    echo "== $$pkg $$t"; $(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
 	  done; \

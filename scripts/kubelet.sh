@@ -43,7 +43,8 @@ trap 'rm -f "$tmp"' EXIT
 pkg=k8s.io/component-base/version
 ldflags="-s -w -X $pkg.gitVersion=$version -X $pkg.gitMajor=$(echo "${version#v}" | cut -d. -f1)"
 ldflags="$ldflags -X $pkg.gitMinor=$(echo "$version" | cut -d. -f2) -X $pkg.gitTreeState=clean"
-(cd "$mod" && CGO_ENABLED=0 "$go" build -trimpath -ldflags "$ldflags" -o "$tmp" "k8s.io/kubernetes/cmd/$name")
+# GOWORK=off: tools/kubelet is a module of its own, outside the repository's workspace (go.work).
+(cd "$mod" && GOWORK=off CGO_ENABLED=0 "$go" build -trimpath -ldflags "$ldflags" -o "$tmp" "k8s.io/kubernetes/cmd/$name")
 chmod 0755 "$tmp"
 # Atomic: a concurrent or interrupted build never leaves a half-written binary at $out.
 mv -f "$tmp" "$out"

@@ -10,9 +10,9 @@ import (
 	"runtime"
 )
 
-// checkBinary is the program `drainit check` runs. The manifest check is a binary of its own
-// (cmd/drainit-check), so that drainit, which starts every container it runs in, does not link
-// the YAML parser and what it brings: see cmd/drainit-check.
+// checkBinary is the program `drainit check` runs. The manifest check is a binary and a module
+// of its own (check/), so that drainit, which starts every container it runs in, does not link
+// the YAML parser and what it brings: see check/cmd/drainit-check.
 const checkBinary = "drainit-check"
 
 // checkCmd is `drainit check`: drainit-check, found beside drainit or else in PATH, run with the
@@ -57,6 +57,6 @@ func findCheck() (string, error) {
 	// A PATH entry of "." (exec.ErrDot) is not followed: drainit runs no program from the
 	// working directory it was not asked to.
 	return "", fmt.Errorf("%s is in neither %s nor PATH: the manifest check is a binary of its own, "+
-		"in drainit's release archives, packages and image beside drainit (or: go install github.com/drainit/drainit/cmd/drainit-check@latest)",
+		"in drainit's release archives, packages and image beside drainit (or, in a clone of github.com/drainit/drainit: go install ./check/cmd/drainit-check)",
 		checkBinary, where)
 }

@@ -20,7 +20,7 @@ func buildBoth(t *testing.T, dir string, skipCheck bool) (drainit string) {
 	}
 	pkgs := map[string]string{"drainit": "."}
 	if !skipCheck {
-		pkgs["drainit-check"] = "../drainit-check"
+		pkgs["drainit-check"] = "../../check/cmd/drainit-check"
 	}
 	for name, pkg := range pkgs {
 		cmd := exec.Command(goTool, "build", "-o", filepath.Join(dir, name), pkg)
@@ -96,7 +96,7 @@ func TestCheckWithoutDrainitCheck(t *testing.T) {
 	code, out, msg := runWith(t, t.TempDir(), "kind: Pod\n", drainit, "check", "-")
 	if code != 2 || out != "" || strings.Count(msg, "\n") != 1 ||
 		!strings.HasPrefix(msg, "drainit check: drainit-check is in neither "+dir+" nor PATH") ||
-		!strings.Contains(msg, "go install github.com/drainit/drainit/cmd/drainit-check@latest") {
+		!strings.Contains(msg, "go install ./check/cmd/drainit-check") {
 		t.Errorf("exit %d, stdout %q, stderr %q; want 2, nothing, and one line naming drainit-check, %s and how to install it",
 			code, out, msg, dir)
 	}
@@ -110,7 +110,7 @@ func TestCheckWithoutDrainitCheck(t *testing.T) {
 	})
 }
 
-// drainit links none of the manifest check: not internal/check, not a YAML parser, not package
+// drainit links none of the manifest check: not its module (check/), not a YAML parser, not package
 // regexp (whose Unicode tables unicode's initialisation then builds). Go initialises every
 // package a binary links before main, on every container start (bench/STARTUP.md).
 func TestStartPathLinksNoCheck(t *testing.T) {
@@ -126,7 +126,7 @@ func TestStartPathLinksNoCheck(t *testing.T) {
 	}
 	for pkg := range strings.FieldsSeq(string(out)) {
 		switch {
-		case pkg == "github.com/drainit/drainit/internal/check",
+		case strings.HasPrefix(pkg, "github.com/drainit/drainit/check"),
 			strings.Contains(pkg, "yaml"),
 			pkg == "regexp", pkg == "regexp/syntax":
 			t.Errorf("drainit links %s: it belongs in drainit-check", pkg)

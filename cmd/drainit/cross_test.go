@@ -37,7 +37,7 @@ func TestCrossBuild(t *testing.T) {
 	}
 	dir := t.TempDir()
 	for _, tc := range crossTargets {
-		for _, pkg := range []string{".", "../drainit-check"} {
+		for _, pkg := range []string{".", "../../check/cmd/drainit-check"} {
 			name := filepath.Base(pkg)
 			if pkg == "." {
 				name = "drainit"

@@ -17,7 +17,9 @@ const modulePath = "github.com/drainit/drainit"
 
 // TestGoInstallReportsTheTaggedVersion: `go install github.com/drainit/drainit/cmd/drainit@v0.1.0`
 // builds with no -ldflags, so the version must come from the build info; drainit-check installed
-// beside it serves `drainit check`. The test publishes this
+// beside it from the checkout (a module of its own, check/, that builds against the checkout's
+// init: `go install …@version` refuses its replace directive) serves `drainit check`. The test
+// publishes this
 // checkout as v0.1.0 in a module proxy of its own (a directory, GOPROXY=file://…, the layout the
 // go command documents), with the dependencies from the module cache, and installs from it.
 func TestGoInstallReportsTheTaggedVersion(t *testing.T) {
@@ -42,7 +44,7 @@ func TestGoInstallReportsTheTaggedVersion(t *testing.T) {
 	deps := filepath.Join(goEnv("GOMODCACHE"), "cache", "download")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	install := exec.CommandContext(ctx, "go", "install", modulePath+"/cmd/drainit@"+tag, modulePath+"/cmd/drainit-check@"+tag)
+	install := exec.CommandContext(ctx, "go", "install", modulePath+"/cmd/drainit@"+tag)
 	install.Env = append(os.Environ(),
 		"GOPROXY=file://"+proxy+",file://"+deps,
 		"GOSUMDB=off", // the test's own publication of v0.1.0 is in no checksum database
@@ -51,7 +53,13 @@ func TestGoInstallReportsTheTaggedVersion(t *testing.T) {
 		"GOBIN="+filepath.Join(tmp, "bin"),
 		"GOTOOLCHAIN=local", "CGO_ENABLED=0")
 	if out, err := install.CombinedOutput(); err != nil {
-		t.Fatalf("go install %s/cmd/drainit@%s and drainit-check: %v\n%s", modulePath, tag, err, out)
+		t.Fatalf("go install %s/cmd/drainit@%s: %v\n%s", modulePath, tag, err, out)
+	}
+	check := exec.CommandContext(ctx, "go", "install", "./check/cmd/drainit-check")
+	check.Dir = root
+	check.Env = append(os.Environ(), "GOBIN="+filepath.Join(tmp, "bin"), "CGO_ENABLED=0")
+	if out, err := check.CombinedOutput(); err != nil {
+		t.Fatalf("go install ./check/cmd/drainit-check: %v\n%s", err, out)
 	}
 	out, err := exec.Command(filepath.Join(tmp, "bin", "drainit"), "version").CombinedOutput()
 	if err != nil {

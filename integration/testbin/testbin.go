@@ -44,7 +44,7 @@ func Build() (Paths, error) {
 		if err = goBuild(paths.Drainit, "./cmd/drainit", "-s -w "+startsig.EntryFlag); err != nil {
 			return
 		}
-		if err = goBuild(paths.DrainitCheck, "./cmd/drainit-check", "-s -w"); err != nil {
+		if err = goBuild(paths.DrainitCheck, "./check/cmd/drainit-check", "-s -w"); err != nil {
 			return
 		}
 		err = goBuild(paths.TestApp, "./integration/testapp", "-s -w")

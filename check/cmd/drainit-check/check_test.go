@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/drainit/drainit/check"
 	"github.com/drainit/drainit/integration/testenv"
-	"github.com/drainit/drainit/internal/check"
 )
 
 // The seed case of the issue: grace 60, preStop 55, app shutdown 10 → needs 65.

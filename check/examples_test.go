@@ -1,7 +1,4 @@
-// Package kubernetes_test checks the example manifests: they decode strictly into the real
-// Kubernetes API types (a misspelt field fails), and drainit's settings in them agree with the
-// pod's grace period. k8s.io/api is a test-only dependency: it never enters the drainit binary.
-package kubernetes_test
+package check_test
 
 import (
 	"os"
@@ -17,8 +14,11 @@ import (
 	"github.com/drainit/drainit/internal/config"
 )
 
+// TestExamplesDecodeStrictly: the example manifests (examples/kubernetes) decode strictly into the real
+// Kubernetes API types (a misspelt field fails), and drainit's settings in them agree with the
+// pod's grace period. k8s.io/api is a test-only dependency of the check's module, not of the init's.
 func TestExamplesDecodeStrictly(t *testing.T) {
-	files, _ := filepath.Glob("*.yaml")
+	files, _ := filepath.Glob("../examples/kubernetes/*.yaml")
 	if len(files) < 4 {
 		t.Fatalf("found %d example manifests, want the service and three deployments", len(files))
 	}

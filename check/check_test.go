@@ -896,7 +896,7 @@ func TestTriggersMatchDrainit(t *testing.T) {
 // check` must find nothing in them. The nginx one passes because of DRAINIT_STOP_SIGNAL=QUIT:
 // without it, the image-quit warning fires.
 func TestExamplesPassClean(t *testing.T) {
-	files, _ := filepath.Glob("../../examples/kubernetes/*.yaml")
+	files, _ := filepath.Glob("../examples/kubernetes/*.yaml")
 	seen := false
 	for _, f := range files {
 		ws, fs := checkFile(t, f)

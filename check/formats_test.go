@@ -29,7 +29,7 @@ type formatCase struct {
 
 var formatCases = []formatCase{
 	// The example manifests of the README: no finding, so every format's empty case.
-	{name: "examples", args: []string{"../../examples/kubernetes"}, threshold: Error},
+	{name: "examples", args: []string{"../examples/kubernetes"}, threshold: Error},
 	// A repository: findings, ignores by annotation (object and pod template) and by flag, an
 	// unknown id in an annotation, and a broken manifest.
 	{name: "tree", args: []string{"testdata/tree"}, ignore: []string{RuleGraceZero}, threshold: Warning},
@@ -41,7 +41,7 @@ var formatCases = []formatCase{
 // The working directory is the repository's root, as in CI.
 func sarifOptions(t *testing.T) SARIFOptions {
 	t.Helper()
-	root, err := filepath.Abs("../..")
+	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +247,7 @@ func TestSARIFForCodeScanning(t *testing.T) {
 			t.Errorf("result %s: ruleIndex %d", r.RuleID, r.RuleIndex)
 		}
 		loc := r.Locations[0].PhysicalLocation
-		if !strings.HasPrefix(loc.ArtifactLocation.URI, "internal/check/testdata/tree/") || loc.ArtifactLocation.URIBaseID != "%SRCROOT%" ||
+		if !strings.HasPrefix(loc.ArtifactLocation.URI, "check/testdata/tree/") || loc.ArtifactLocation.URIBaseID != "%SRCROOT%" ||
 			loc.Region == nil || loc.Region.StartLine < 1 {
 			t.Errorf("result %s: location %+v", r.RuleID, loc)
 		}

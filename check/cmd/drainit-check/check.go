@@ -7,8 +7,8 @@ import (
 	"io"
 	"os"
 
+	"github.com/drainit/drainit/check"
 	"github.com/drainit/drainit/internal/buildinfo"
-	"github.com/drainit/drainit/internal/check"
 	"github.com/drainit/drainit/internal/config"
 )
 

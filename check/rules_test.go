@@ -128,7 +128,7 @@ func TestRulesMarkdownGolden(t *testing.T) {
 
 // docs/check.md's markers around the table of rules.
 const (
-	readmeBegin = "<!-- drainit check rules: generated from internal/check/rules.go -->\n"
+	readmeBegin = "<!-- drainit check rules: generated from check/rules.go -->\n"
 	readmeEnd   = "<!-- end of drainit check rules -->\n"
 )
 
@@ -144,16 +144,16 @@ func readmeTable(readme string) (string, bool) {
 // TestREADMERulesTable: docs/check.md's table of rules is the registry's, between its markers, so
 // that a rule's documentation cannot drift from the rule.
 func TestREADMERulesTable(t *testing.T) {
-	data, err := os.ReadFile("../../docs/check.md")
+	data, err := os.ReadFile("../docs/check.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	got, ok := readmeTable(string(data))
 	if !ok {
-		t.Fatalf("docs/check.md has no table of rules between %q and %q: paste internal/check/testdata/golden/rules-table.md there", readmeBegin, readmeEnd)
+		t.Fatalf("docs/check.md has no table of rules between %q and %q: paste check/testdata/golden/rules-table.md there", readmeBegin, readmeEnd)
 	}
 	if got != RulesMarkdown() {
-		t.Errorf("docs/check.md's table of rules differs from the registry: replace it with internal/check/testdata/golden/rules-table.md (go test -update rewrites that file)\n--- README\n%s--- registry\n%s", got, RulesMarkdown())
+		t.Errorf("docs/check.md's table of rules differs from the registry: replace it with check/testdata/golden/rules-table.md (go test -update rewrites that file)\n--- README\n%s--- registry\n%s", got, RulesMarkdown())
 	}
 }
 
