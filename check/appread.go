@@ -192,12 +192,11 @@ func (r *reader) configMap(obj *yaml.Node, path string) {
 	r.cms = append(r.cms, cm)
 }
 
-// link gives each container the ConfigMap entries of the same input mounted into it, as files,
-// and returns the workloads. A ConfigMap matches a volume by name, and by namespace when both
-// name one.
-func (r *reader) link() []Workload {
+// link gives each container the ConfigMap entries of the same input mounted into it, as files.
+// A ConfigMap matches a volume by name, and by namespace when both name one.
+func (r *reader) link() {
 	if len(r.cms) == 0 {
-		return r.out
+		return
 	}
 	for i := range r.out {
 		w := &r.out[i]
@@ -216,7 +215,18 @@ func (r *reader) link() []Workload {
 			}
 		}
 	}
-	return r.out
+}
+
+// mountsConfigMap says whether a container mounts a ConfigMap volume, which link may fill.
+func (w *Workload) mountsConfigMap() bool {
+	for _, c := range w.Containers {
+		for _, m := range c.mounts {
+			if v := w.findVolume(m.volume); v != nil && v.configMap != "" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (w *Workload) findVolume(name string) *volume {

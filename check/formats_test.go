@@ -59,11 +59,11 @@ func (c formatCase) run(t *testing.T) (*Inputs, []Result) {
 		}
 		stdin = bytes.NewReader(data)
 	}
-	in, err := ReadInputs(c.args, stdin, ReadOptions{})
+	in, err := ReadInputs(c.args, stdin, ReadOptions{Ignore: c.ignore, Templates: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return in, Evaluate(in.Workloads, c.ignore)
+	return in, in.Results
 }
 
 // render writes a case in one format.
@@ -76,11 +76,11 @@ func (c formatCase) render(t *testing.T, format string) []byte {
 	case "txt":
 		err = WriteTextResults(&out, rs)
 	case "json":
-		err = WriteJSON(&out, BuildReport(in.Workloads, rs, in.Problems))
+		err = WriteJSON(&out, BuildReport(in))
 	case "sarif":
 		err = WriteSARIF(&out, rs, in.Problems, sarifOptions(t))
 	case "junit.xml":
-		err = WriteJUnit(&out, in.Workloads, rs, in.Problems, c.threshold)
+		err = WriteJUnit(&out, in.Templates, rs, in.Problems, c.threshold)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -300,7 +300,7 @@ func TestJUnitStructure(t *testing.T) {
 		}
 		in, rs := c.run(t)
 		wantCases := 0
-		for _, w := range in.Workloads {
+		for _, w := range in.Templates {
 			wantCases += 1 + len(w.Containers)
 		}
 		tests, failures, errs := 0, 0, 0
@@ -330,7 +330,7 @@ func TestJUnitStructure(t *testing.T) {
 		wantFailed := map[string]bool{}
 		for _, r := range rs {
 			if r.Fails(threshold) {
-				w := in.Workloads[r.workload]
+				w := in.Templates[r.workload]
 				name := w.File + " " + w.Kind + ` "` + w.Name + `"`
 				if r.Container != "" {
 					name += ` container "` + r.Container + `"`

@@ -53,12 +53,17 @@ func (p Problem) String() string {
 	return fmt.Sprintf("%s: %s", displayName(p.File), p.Message)
 }
 
-// Inputs is what the command line's arguments hold.
+// Inputs is what the command line's arguments hold, checked as they were read: the results,
+// and how much was checked. The Workloads are not kept, so that memory does not grow with the
+// input (a 20 MiB List of 73,111 Deployments).
 type Inputs struct {
-	Workloads []Workload
-	Paths     []string  // the files read, in order; "-" for standard input
-	Problems  []Problem // found files that could not be checked
-	Notes     []string  // what a walk left out on purpose, and how to check it
+	Results    []Result   // by pod template, in reading order, then by line
+	Templates  []Template // with ReadOptions.Templates: every pod template, in reading order
+	Workloads  int        // the pod templates checked
+	Containers int        // their containers
+	Paths      []string   // the files read, in order; "-" for standard input
+	Problems   []Problem  // found files that could not be checked
+	Notes      []string   // what a walk left out on purpose, and how to check it
 
 	exclude   []globPattern
 	excludedN int // found paths --exclude left out
@@ -82,6 +87,46 @@ type ReadOptions struct {
 	// kustomize patch is left out with a note, and a malformed manifest is a problem rather than
 	// the end of the check. For pre-commit, which names every staged YAML file.
 	Lenient bool
+
+	// Ignore are the rules whose results are marked ignored (--ignore; ids known to be rules).
+	Ignore []string
+
+	// Templates keeps a Template of every pod template, for a report that lists them (JUnit).
+	Templates bool
+}
+
+// Template is what a report names a checked pod template by.
+type Template struct {
+	File, Kind, Name string
+	Line             int
+	Document         int    // as Workload's
+	Source           string // as Workload's
+	Containers       []string
+}
+
+// checking is how ReadInputs checks the workloads as they are read.
+type checking struct {
+	ignore    []string
+	templates bool
+}
+
+// checked is what is kept of a workload once checked: its results, and its Template if asked.
+type checked struct {
+	seq  int // its place in the input
+	line int
+	t    *Template
+	rs   []Result
+}
+
+func (c *checking) run(w *Workload) checked {
+	k := checked{seq: w.seq, line: w.Line, rs: evaluate(w, c.ignore)}
+	if c.templates {
+		k.t = &Template{File: w.File, Kind: w.Kind, Name: w.Name, Line: w.Line}
+		for _, ct := range w.Containers {
+			k.t.Containers = append(k.t.Containers, ct.Name)
+		}
+	}
+	return k
 }
 
 // ReadInputs reads what the arguments name, in order: files, directories (walked), patterns
@@ -142,13 +187,29 @@ func ReadInputs(args []string, stdin io.Reader, opt ReadOptions) (*Inputs, error
 			add(input{path: arg})
 		}
 	}
+	check := &checking{ignore: opt.Ignore, templates: opt.Templates}
 	for _, in := range ins {
-		ws, err := res.read(in, stdin)
-		if err != nil {
+		r := &reader{file: in.path, check: check}
+		if in.path == "-" {
+			r.file = StdinName
+		}
+		if err := res.read(r, in, stdin); err != nil {
 			return nil, err
 		}
 		res.Paths = append(res.Paths, in.path)
-		res.Workloads = append(res.Workloads, ws...)
+		res.Workloads += r.nWorkloads
+		res.Containers += r.nContainers
+		for _, c := range r.done {
+			i := -1 // the workload's Template, when kept
+			if c.t != nil {
+				i = len(res.Templates)
+				res.Templates = append(res.Templates, *c.t)
+			}
+			for _, rs := range c.rs {
+				rs.workload = i
+				res.Results = append(res.Results, rs)
+			}
+		}
 	}
 	return res, nil
 }
@@ -188,40 +249,41 @@ func (res *Inputs) expand(arg string) ([]string, error) {
 // starts in its first lines, after a license header at most.
 const headSize = 64 << 10
 
-// read reads one input. A found file's trouble is recorded as a problem, or skipped; a named
-// one's is the error.
-func (res *Inputs) read(in input, stdin io.Reader) ([]Workload, error) {
+// read reads one input into r. A found file's trouble is recorded as a problem, or skipped; a
+// named one's is the error.
+func (res *Inputs) read(r *reader, in input, stdin io.Reader) error {
 	if in.path == "-" {
-		return readStream(stdin)
+		return readStream(r, stdin)
 	}
-	ws, head, err := readFile(in.path, in.found)
+	head, err := readFile(r, in.found)
 	if err == nil || !in.found {
-		return ws, err
+		return err
 	}
+	r.found = found{} // what was read before the trouble is not reported
 	var re *ReadError
 	if errors.As(err, &re) && !unreadable(re) && !looksLikeKubernetes(head) {
-		return nil, nil // not manifests: skipped quietly, unless it looks like one
+		return nil // not manifests: skipped quietly, unless it looks like one
 	}
 	res.problem(err)
-	return nil, nil
+	return nil
 }
 
-// readFile reads a file once, keeping its head for a found one. A file whose size says it is
+// readFile reads r's file once, keeping its head for a found one. A file whose size says it is
 // over maxInput is refused before any of it is read.
-func readFile(path string, found bool) ([]Workload, []byte, error) {
-	f, err := os.Open(path)
+func readFile(r *reader, found bool) ([]byte, error) {
+	f, err := os.Open(r.file)
 	if err != nil {
-		return nil, nil, readFailed(path, err)
+		return nil, readFailed(r.file, err)
 	}
 	defer f.Close()
 	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > maxInput {
-		return nil, nil, tooLarge(path)
+		return nil, tooLarge(r.file)
 	}
 	n := 0
 	if found {
 		n = headSize
 	}
-	return readHead(path, f, n)
+	return readHead(r, f, n)
 }
 
 func (res *Inputs) problem(err error) {
@@ -504,19 +566,26 @@ func kustomizePatches(file string) []string {
 
 // readStream reads standard input, noting for each workload the document it came from and
 // Helm's "# Source:" comment, since a line number in a pipe points nowhere a reader can open.
-func readStream(stdin io.Reader) ([]Workload, error) {
+func readStream(r *reader, stdin io.Reader) error {
 	t := &docTracker{r: stdin}
-	ws, err := Read(StdinName, t)
-	if err != nil {
-		return nil, err
+	if _, err := readHead(r, t, 0); err != nil {
+		return err
 	}
 	t.flush()
-	for i := range ws {
-		if d, ok := t.at(ws[i].Line); ok {
-			ws[i].Document, ws[i].Source = d.index, d.source
+	for i := range r.done {
+		c := &r.done[i]
+		d, ok := t.at(c.line)
+		if !ok {
+			continue
+		}
+		if c.t != nil {
+			c.t.Document, c.t.Source = d.index, d.source
+		}
+		for j := range c.rs {
+			c.rs[j].Document, c.rs[j].Source = d.index, d.source
 		}
 	}
-	return ws, nil
+	return nil
 }
 
 // streamDoc is one document of a stream: where its content starts, its number among the

@@ -45,7 +45,7 @@ func trimTree(paths []string) []string {
 // are not Kubernetes are read and skipped quietly; a broken manifest is a problem, not an
 // error, and the rest is still read.
 func TestWalkTree(t *testing.T) {
-	in := readTree(t, []string{"testdata/tree"}, ReadOptions{})
+	in := readTree(t, []string{"testdata/tree"}, ReadOptions{Templates: true})
 	want := []string{
 		"apps/api/deploy.yml", "apps/api/service.yaml", "apps/web/deployment.yaml", "broken/deployment.yaml",
 		"charts/web/Chart.yaml", "charts/web/values.yaml", "ci/broken.yaml", "ci/playbook.yml", "ci/workflow.yaml",
@@ -55,7 +55,7 @@ func TestWalkTree(t *testing.T) {
 		t.Errorf("files read:\n%q\nwant\n%q", got, want)
 	}
 	var names []string
-	for _, w := range in.Workloads {
+	for _, w := range in.Templates {
 		names = append(names, w.Kind+"/"+w.Name)
 	}
 	if got := strings.Join(names, " "); got != "Deployment/api Deployment/web CronJob/nightly Pod/deep" {
@@ -244,12 +244,12 @@ func TestStreamDocuments(t *testing.T) {
 			if oneByte {
 				stdin = iotest.OneByteReader(stdin)
 			}
-			in, err := ReadInputs([]string{"-"}, stdin, ReadOptions{})
+			in, err := ReadInputs([]string{"-"}, stdin, ReadOptions{Templates: true})
 			if err != nil {
 				t.Fatal(err)
 			}
 			var got []string
-			for _, w := range in.Workloads {
+			for _, w := range in.Templates {
 				got = append(got, w.Name+":"+strconv.Itoa(w.Document)+":"+w.Source)
 				if w.File != StdinName {
 					t.Errorf("file %q, want %q", w.File, StdinName)
@@ -261,8 +261,8 @@ func TestStreamDocuments(t *testing.T) {
 		}
 	}
 	// A file is not a stream: its line is all a reader needs.
-	in := readTree(t, []string{"testdata/streams/helm.yaml"}, ReadOptions{})
-	for _, w := range in.Workloads {
+	in := readTree(t, []string{"testdata/streams/helm.yaml"}, ReadOptions{Templates: true})
+	for _, w := range in.Templates {
 		if w.Document != 0 || w.Source != "" {
 			t.Errorf("from a file: %+v", w)
 		}
@@ -275,8 +275,9 @@ func TestStreamDocuments(t *testing.T) {
 // testdata/fuzz/FuzzStream.
 func FuzzStream(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
-		in, err := ReadInputs([]string{"-"}, bytes.NewReader(data), ReadOptions{})
-		slow, slowErr := ReadInputs(nil, iotest.OneByteReader(bytes.NewReader(data)), ReadOptions{})
+		opt := ReadOptions{Ignore: []string{RuleNoDrain}, Templates: true}
+		in, err := ReadInputs([]string{"-"}, bytes.NewReader(data), opt)
+		slow, slowErr := ReadInputs(nil, iotest.OneByteReader(bytes.NewReader(data)), opt)
 		if (err == nil) != (slowErr == nil) {
 			t.Fatalf("a byte at a time: %v, at once: %v", slowErr, err)
 		}
@@ -284,16 +285,16 @@ func FuzzStream(f *testing.F) {
 			return
 		}
 		last := 0
-		for i, w := range in.Workloads {
+		for i, w := range in.Templates {
 			if w.Document < 1 || w.Document < last {
 				t.Fatalf("workload %d (line %d): document %d after %d", i, w.Line, w.Document, last)
 			}
 			last = w.Document
-			if s := slow.Workloads[i]; s.Document != w.Document || s.Source != w.Source {
+			if s := slow.Templates[i]; s.Document != w.Document || s.Source != w.Source {
 				t.Fatalf("workload %d: document %d %q a byte at a time, %d %q at once", i, s.Document, s.Source, w.Document, w.Source)
 			}
 		}
-		rs := Evaluate(in.Workloads, []string{RuleNoDrain})
+		rs := in.Results
 		var out bytes.Buffer
 		if err := WriteTextResults(&out, rs); err != nil {
 			t.Fatal(err)
@@ -303,7 +304,7 @@ func FuzzStream(f *testing.F) {
 			t.Fatalf("SARIF: %v\n%s", err, out.Bytes())
 		}
 		out.Reset()
-		if err := WriteJUnit(&out, in.Workloads, rs, in.Problems, Info); err != nil {
+		if err := WriteJUnit(&out, in.Templates, rs, in.Problems, Info); err != nil {
 			t.Fatal(err)
 		}
 		var doc struct {
@@ -326,12 +327,12 @@ func TestLenient(t *testing.T) {
 	if _, err := ReadInputs(args, nil, ReadOptions{}); err == nil {
 		t.Fatalf("without Lenient, the named playbook stops the check")
 	}
-	in := readTree(t, args, ReadOptions{Lenient: true})
+	in := readTree(t, args, ReadOptions{Lenient: true, Templates: true})
 	if got := trimTree(in.Paths); !reflect.DeepEqual(got, []string{"ci/playbook.yml", "ci/broken.yaml", "broken/deployment.yaml", "apps/web/deployment.yaml"}) {
 		t.Errorf("read %q", got)
 	}
-	if len(in.Workloads) != 1 || in.Workloads[0].Name != "web" || len(in.Problems) != 1 || in.Problems[0].Line != 9 {
-		t.Errorf("workloads %+v, problems %+v", in.Workloads, in.Problems)
+	if len(in.Templates) != 1 || in.Templates[0].Name != "web" || len(in.Problems) != 1 || in.Problems[0].Line != 9 {
+		t.Errorf("workloads %+v, problems %+v", in.Templates, in.Problems)
 	}
 	if len(in.Notes) != 2 || !strings.Contains(in.Notes[0], "helm template") || !strings.Contains(in.Notes[1], "kubectl kustomize") {
 		t.Errorf("notes %q", in.Notes)
@@ -454,7 +455,7 @@ func TestSameFileTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := readTree(t, []string{"testdata/tree/apps/web/deployment.yaml", abs, "testdata/tree/apps/web"}, ReadOptions{})
-	if len(in.Paths) != 1 || len(in.Workloads) != 1 {
+	if len(in.Paths) != 1 || in.Workloads != 1 {
 		t.Errorf("read %q", in.Paths)
 	}
 	if _, err := ReadInputs([]string{"testdata/tree/apps/web/deployment.yaml/**"}, nil, ReadOptions{}); err == nil ||

@@ -54,9 +54,9 @@ type junitProblem struct {
 	Text    string
 }
 
-// WriteJUnit writes the workloads' results, and the files that could not be checked, as JUnit
-// XML. rs must come from Evaluate(ws, …).
-func WriteJUnit(w io.Writer, ws []Workload, rs []Result, problems []Problem, threshold Severity) error {
+// WriteJUnit writes the pod templates' results, and the files that could not be checked, as
+// JUnit XML. rs must be the Inputs' Results for its Templates (ReadOptions.Templates).
+func WriteJUnit(w io.Writer, ws []Template, rs []Result, problems []Problem, threshold Severity) error {
 	out := junitSuites{Name: "drainit check"}
 	suiteOf := map[string]int{}
 	suite := func(file string) *junitSuite {
@@ -90,8 +90,8 @@ func WriteJUnit(w io.Writer, ws []Workload, rs []Result, problems []Problem, thr
 		}
 		s.Cases = append(s.Cases, junitCaseOf(wl.File, object, filterContainer(byWorkload[i], ""), threshold))
 		for _, c := range wl.Containers {
-			s.Cases = append(s.Cases, junitCaseOf(wl.File, fmt.Sprintf("%s container %q", object, c.Name),
-				filterContainer(byWorkload[i], c.Name), threshold))
+			s.Cases = append(s.Cases, junitCaseOf(wl.File, fmt.Sprintf("%s container %q", object, c),
+				filterContainer(byWorkload[i], c), threshold))
 		}
 	}
 	for _, p := range problems {

@@ -66,9 +66,10 @@ func TestReadHead(t *testing.T) {
 	text := "kind: Pod\nmetadata: &m {name: p}\nspec: {containers: [{name: c}]}\nother: *m\n"
 	for _, size := range []int{0, 8, len(text), 4096} {
 		for _, in := range []io.Reader{strings.NewReader(text), struct{ io.Reader }{strings.NewReader(text)}} {
-			ws, head, err := readHead("p.yaml", in, size)
-			if err != nil || len(ws) != 1 {
-				t.Fatalf("%T: %v, %d workloads", in, err, len(ws))
+			r := &reader{file: "p.yaml"}
+			head, err := readHead(r, in, size)
+			if err != nil || len(r.out) != 1 {
+				t.Fatalf("%T: %v, %d workloads", in, err, len(r.out))
 			}
 			if want := text[:min(size, len(text))]; string(head) != want {
 				t.Errorf("%T, head of %d: %q, want %q", in, size, head, want)
@@ -100,8 +101,8 @@ func TestInputsCap(t *testing.T) {
 	if want := []Problem{{File: big, Message: "larger than 64 MiB: not read"}}; !reflect.DeepEqual(in.Problems, want) {
 		t.Errorf("found: problems %+v, want %+v", in.Problems, want)
 	}
-	if len(in.Workloads) != 1 {
-		t.Errorf("found: %d workloads, want the pod's", len(in.Workloads))
+	if in.Workloads != 1 {
+		t.Errorf("found: %d workloads, want the pod's", in.Workloads)
 	}
 	_, err := ReadInputs([]string{"-"}, io.LimitReader(&endless{first: []byte("a: b\n")}, maxInput+1), ReadOptions{})
 	if fmt.Sprint(err) != "<stdin>: larger than 64 MiB: not read" {

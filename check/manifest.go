@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -51,6 +52,7 @@ type Workload struct {
 	namespace string
 	podMeta   podMeta
 	volumes   []volume
+	seq       int // its place in the input, when ReadInputs checks as it reads
 }
 
 // Container is what the rules need of one container: how it starts, its environment, its
@@ -169,16 +171,26 @@ const maxMergeDepth = 16
 // readWhole is Read done the simple way: each document decoded into one node tree. It defines
 // what Read returns; Read falls back to it for input its streaming does not take apart (see
 // stream.go), and the fuzz target checks that the two agree.
-func readWhole(file string, in io.Reader) (ws []Workload, err error) {
+func readWhole(file string, in io.Reader) ([]Workload, error) {
 	r := &reader{file: file}
+	if err := r.whole(in); err != nil {
+		return nil, err
+	}
+	return r.out, nil
+}
+
+// whole is readWhole into r.
+func (r *reader) whole(in io.Reader) error {
+	file := r.file
 	dec := yaml.NewDecoder(in)
 	for doc := 1; ; doc++ {
 		var n yaml.Node
 		if err := decode(dec, &n); err != nil {
 			if errors.Is(err, io.EOF) {
-				return r.link(), nil
+				r.finish()
+				return nil
 			}
-			return nil, r.yamlError(err)
+			return r.yamlError(err)
 		}
 		if len(n.Content) == 0 {
 			continue
@@ -188,14 +200,14 @@ func readWhole(file string, in io.Reader) (ws []Workload, err error) {
 			continue
 		}
 		if root.Kind != yaml.MappingNode {
-			return nil, &ReadError{File: file, Line: root.Line, Msg: fmt.Sprintf(
+			return &ReadError{File: file, Line: root.Line, Msg: fmt.Sprintf(
 				"document %d is %s, not a Kubernetes object", doc, describe(root))}
 		}
 		if err := r.aliasing(root, ""); err != nil {
-			return nil, err
+			return err
 		}
 		if err := r.object(root, "", 0); err != nil {
-			return nil, err
+			return err
 		}
 	}
 }
@@ -213,14 +225,74 @@ func decode(dec *yaml.Decoder, n *yaml.Node) (err error) {
 
 type reader struct {
 	file   string
-	out    []Workload
 	visits int // mappings searched by lookup, to keep merge-key walks linear (see the tests)
+
+	// check, when set, checks each workload once it is read and keeps only what the reports
+	// need (ReadInputs), so that memory does not grow with the input; nil keeps the Workloads.
+	check *checking
+	nread int // workloads read, for putting the checked back in reading order
+
+	found
 
 	// streamed, when set, stands for the items of the top-level object being read: its items:
 	// sequence was cut out of the document and read item by item.
 	streamed *streamedItems
+}
 
-	cms []configMap // the ConfigMaps read so far, for link (appread.go)
+// found is what the reader has found so far. A streamed List's items have one of their own
+// until the document turns out to be a List.
+type found struct {
+	out         []Workload  // without check, every workload; with it, those waiting for link
+	done        []checked   // with check: the workloads checked that have results or a Template
+	nWorkloads  int         // with check: the workloads checked
+	nContainers int         // with check: their containers
+	cms         []configMap // the ConfigMaps read so far, for link (appread.go)
+}
+
+func (f *found) add(g found) {
+	f.out = append(f.out, g.out...)
+	f.done = append(f.done, g.done...)
+	f.nWorkloads += g.nWorkloads
+	f.nContainers += g.nContainers
+	f.cms = append(f.cms, g.cms...)
+}
+
+// add takes a workload read. Without check it is kept. With check it is checked at once,
+// unless it mounts a ConfigMap, which a later document may be: then it waits for link.
+func (r *reader) add(w Workload) {
+	if r.check == nil {
+		r.out = append(r.out, w)
+		return
+	}
+	r.nread++
+	w.seq = r.nread
+	if w.mountsConfigMap() {
+		r.out = append(r.out, w)
+		return
+	}
+	r.checkOne(&w)
+}
+
+func (r *reader) checkOne(w *Workload) {
+	r.nWorkloads++
+	r.nContainers += len(w.Containers)
+	if c := r.check.run(w); c.t != nil || len(c.rs) > 0 {
+		r.done = append(r.done, c)
+	}
+}
+
+// finish links the ConfigMaps into the workloads at the end of the input, and with check,
+// checks those that waited for them and puts the checked back in reading order.
+func (r *reader) finish() {
+	r.link()
+	if r.check == nil {
+		return
+	}
+	for i := range r.out {
+		r.checkOne(&r.out[i])
+	}
+	r.out = nil
+	sort.SliceStable(r.done, func(i, j int) bool { return r.done[i].seq < r.done[j].seq })
 }
 
 // yamlError turns yaml.v3's "yaml: line N: msg" into a ReadError at line N.
@@ -267,8 +339,7 @@ func (r *reader) object(obj *yaml.Node, path string, depth int) error {
 			if r.streamed.err != nil {
 				return r.streamed.err
 			}
-			r.out = append(r.out, r.streamed.ws...)
-			r.cms = append(r.cms, r.streamed.cms...)
+			r.found.add(r.streamed.found)
 			return nil
 		}
 		items, err := r.seq(obj, "items", path)
@@ -347,7 +418,7 @@ func (r *reader) object(obj *yaml.Node, path string, depth int) error {
 		return err
 	}
 	r.appMeta(obj, tmpl, path, &w)
-	r.out = append(r.out, w)
+	r.add(w)
 	return nil
 }
 

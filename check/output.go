@@ -111,18 +111,20 @@ type Report struct {
 
 // NewReport builds the JSON report for the workloads checked and their findings.
 func NewReport(ws []Workload, fs []Finding) Report {
-	return BuildReport(ws, Results(fs), nil)
+	in := &Inputs{Results: Results(fs), Workloads: len(ws)}
+	for _, w := range ws {
+		in.Containers += len(w.Containers)
+	}
+	return BuildReport(in)
 }
 
-// BuildReport builds the JSON report for the workloads checked, their results, and the files
-// that could not be checked.
-func BuildReport(ws []Workload, rs []Result, problems []Problem) Report {
-	r := Report{Findings: rs, Counts: CountResults(rs), Workloads: len(ws), Problems: problems}
+// BuildReport builds the JSON report for the inputs checked: their results, and the files that
+// could not be checked.
+func BuildReport(in *Inputs) Report {
+	r := Report{Findings: in.Results, Counts: CountResults(in.Results), Workloads: in.Workloads,
+		Containers: in.Containers, Problems: in.Problems}
 	if r.Findings == nil {
 		r.Findings = []Result{}
-	}
-	for _, w := range ws {
-		r.Containers += len(w.Containers)
 	}
 	return r
 }

@@ -7,8 +7,9 @@ package check
 // hundred bytes, a scalar in the text ten), so a 20 MiB List took 740 MiB. Read therefore cuts
 // the text into pieces along lines before the YAML parser sees it: each document on its own,
 // and in a document whose top-level "items:" is a block sequence, each item on its own. A piece
-// is decoded, its Workloads are taken out, and its nodes are dropped; what stays is the
-// Workloads. Line numbers are carried over from where the piece sat in the file.
+// is decoded, its Workloads are taken out, and its nodes are dropped; ReadInputs then checks
+// each Workload at once and keeps its results, not the Workload (a Workload that mounts a
+// ConfigMap waits for the end of the input, which may hold the ConfigMap). Line numbers are carried over from where the piece sat in the file.
 //
 // Cutting YAML along lines is only sound for plain block-style text, which is what kubectl and
 // people write. Whatever the cutting cannot vouch for (anchors and aliases, which may reach
@@ -45,38 +46,43 @@ import (
 // is an io.Seeker (a file) it may seek back to where in was when Read started. It reads at most
 // 64 MiB (maxInput): input that goes on past that is a *ReadError saying so, whatever it holds.
 func Read(file string, in io.Reader) ([]Workload, error) {
-	ws, _, err := readHead(file, in, 0)
-	return ws, err
+	r := &reader{file: file}
+	if _, err := readHead(r, in, 0); err != nil {
+		return nil, err
+	}
+	return r.out, nil
 }
 
-// readHead is Read, which also returns the input's first bytes, up to headSize, for a look at
-// what did not read.
-func readHead(file string, in io.Reader, headSize int) ([]Workload, []byte, error) {
+// readHead is Read into r, which also returns the input's first bytes, up to headSize, for a
+// look at what did not read.
+func readHead(r *reader, in io.Reader, headSize int) ([]byte, error) {
 	lim := newLimited(in, headSize)
-	ws, err := readLimited(file, lim)
+	err := readLimited(r, lim)
 	if lim.over {
 		// Whatever the readers made of the failed read (the YAML parser calls it an input
 		// error), the input is too large.
-		return nil, lim.head, tooLarge(file)
+		return lim.head, tooLarge(r.file)
 	}
-	return ws, lim.head, err
+	return lim.head, err
 }
 
-func readLimited(file string, in *limited) ([]Workload, error) {
+func readLimited(r *reader, in *limited) error {
 	src := &source{br: bufio.NewReaderSize(in, 32<<10)}
 	if pos, err := in.Seek(0, io.SeekCurrent); err == nil {
 		src.seeker, src.start = in, pos
 	}
-	s := &streamer{r: &reader{file: file}, src: src}
-	ws, err := s.run()
+	fresh := *r // what r was before the streamer read into it, for starting over
+	s := &streamer{r: r, src: src}
+	err := s.run()
 	if !errors.Is(err, errStartOver) {
-		return ws, err
+		return err
 	}
 	again, err := src.rewind()
 	if err != nil {
-		return nil, readFailed(file, err)
+		return readFailed(r.file, err)
 	}
-	return readWhole(file, again)
+	*r = fresh
+	return r.whole(again)
 }
 
 // readFailed is the ReadError for input that could not be read in.
@@ -91,11 +97,9 @@ func readFailed(file string, err error) error {
 // errStartOver says the input is not one the line cutting can take apart soundly.
 var errStartOver = errors.New("check: input needs the whole-document reader")
 
-// streamedItems is what the items of a streamed List gave: their Workloads, or the first
-// error in item order.
+// streamedItems is what the items of a streamed List gave, or the first error in item order.
 type streamedItems struct {
-	ws  []Workload
-	cms []configMap
+	found
 	err error
 }
 
@@ -200,25 +204,26 @@ type streamer struct {
 	streamed *streamedItems
 }
 
-func (s *streamer) run() ([]Workload, error) {
+func (s *streamer) run() error {
 	// Another encoding than UTF-8, or a byte-order mark, is not for cutting along lines.
 	if b, _ := s.src.br.Peek(3); len(b) > 0 && (b[0] == 0 || b[0] == 0xFE || b[0] == 0xFF ||
 		bytes.HasPrefix(b, []byte("\xEF\xBB\xBF"))) {
-		return nil, errStartOver
+		return errStartOver
 	}
 	for {
 		line, err := s.src.next()
 		if errors.Is(err, io.EOF) {
 			if err := s.endDoc(); err != nil {
-				return nil, err
+				return err
 			}
-			return s.r.link(), nil
+			s.r.finish()
+			return nil
 		}
 		if err != nil {
-			return nil, readFailed(s.r.file, err)
+			return readFailed(s.r.file, err)
 		}
 		if err := s.add(line, s.src.n); err != nil {
-			return nil, err
+			return err
 		}
 	}
 }
@@ -315,13 +320,11 @@ func (s *streamer) endItem() error {
 		return nil
 	}
 	// The item's Workloads count only if the document turns out to be a List: keep them aside.
-	out, cms := s.r.out, s.r.cms
-	s.r.out, s.r.cms = s.streamed.ws, s.streamed.cms
+	s.r.found, s.streamed.found = s.streamed.found, s.r.found
 	if err = s.r.aliasing(it, p); err == nil {
 		err = s.r.object(it, p, 1)
 	}
-	s.streamed.ws, s.r.out = s.r.out, out
-	s.streamed.cms, s.r.cms = s.r.cms, cms
+	s.r.found, s.streamed.found = s.streamed.found, s.r.found
 	s.streamed.err = err
 	return nil
 }

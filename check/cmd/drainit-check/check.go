@@ -82,7 +82,8 @@ func checkCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "drainit check: %v (drainit check --help)\n", err)
 		return 2
 	}
-	in, err := check.ReadInputs(opt.paths, stdin, check.ReadOptions{Exclude: opt.exclude, Lenient: opt.lenient})
+	in, err := check.ReadInputs(opt.paths, stdin, check.ReadOptions{Exclude: opt.exclude, Lenient: opt.lenient,
+		Ignore: opt.ignore, Templates: opt.format == "junit"})
 	if err != nil {
 		fmt.Fprintf(stderr, "drainit check: %v\n", err)
 		// The report still says why: a CI step that uploads it (SARIF to code scanning, JUnit
@@ -98,13 +99,12 @@ func checkCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	for _, p := range in.Problems {
 		fmt.Fprintf(stderr, "drainit check: %s\n", p)
 	}
-	ws := in.Workloads
-	rs := check.Evaluate(ws, opt.ignore)
+	rs := in.Results
 	if err := writeReport(stdout, opt, in, rs); err != nil {
 		fmt.Fprintf(stderr, "drainit check: %v\n", err)
 		return 2
 	}
-	if len(ws) == 0 {
+	if in.Workloads == 0 {
 		fmt.Fprintln(stderr, "drainit check: no pod templates found (Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob, Argo Rollout)")
 	} else if opt.format == "text" {
 		fmt.Fprintln(stderr, "drainit check: "+summary(in, rs))
@@ -122,12 +122,12 @@ func checkCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func writeReport(w io.Writer, opt checkOptions, in *check.Inputs, rs []check.Result) error {
 	switch opt.format {
 	case "json":
-		return check.WriteJSON(w, check.BuildReport(in.Workloads, rs, in.Problems))
+		return check.WriteJSON(w, check.BuildReport(in))
 	case "sarif":
 		wd, _ := os.Getwd()
 		return check.WriteSARIF(w, rs, in.Problems, check.SARIFOptions{Version: toolVersion(), WorkDir: wd})
 	case "junit":
-		return check.WriteJUnit(w, in.Workloads, rs, in.Problems, opt.threshold)
+		return check.WriteJUnit(w, in.Templates, rs, in.Problems, opt.threshold)
 	}
 	return check.WriteTextResults(w, rs)
 }
@@ -135,11 +135,7 @@ func writeReport(w io.Writer, opt checkOptions, in *check.Inputs, rs []check.Res
 // summary is the text format's last line: what was checked and what was found.
 func summary(in *check.Inputs, rs []check.Result) string {
 	n := check.CountResults(rs)
-	containers := 0
-	for _, w := range in.Workloads {
-		containers += len(w.Containers)
-	}
-	s := fmt.Sprintf("%s in %s (%s): %s, %s, %s", plural(containers, "container"), plural(len(in.Workloads), "pod template"),
+	s := fmt.Sprintf("%s in %s (%s): %s, %s, %s", plural(in.Containers, "container"), plural(in.Workloads, "pod template"),
 		plural(len(in.Paths), "file"), plural(n.Errors, "error"), plural(n.Warnings, "warning"), plural(n.Infos, "info"))
 	if n.Ignored > 0 {
 		s += fmt.Sprintf(", %d ignored", n.Ignored)
