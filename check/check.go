@@ -15,8 +15,8 @@
 // drainit refuses at start is a drainit-config error with drainit's message, and an option added
 // to drainit is known to the check at once. See drainitconf.go for what a manifest cannot show.
 //
-// The manifests are read as YAML nodes, not as k8s.io/api types, so that the drainit binary
-// stays small and every finding can name its line.
+// The manifests are read as YAML nodes, not as k8s.io/api types, so that every finding can
+// name its line.
 package check
 
 import (

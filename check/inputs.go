@@ -27,6 +27,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -303,7 +304,7 @@ func ProblemOf(err error) Problem {
 // kubernetesKeys finds the two keys every Kubernetes object has: in YAML at the start of a line,
 // at any depth (the objects of a List, or of a top-level sequence, are indented), or quoted as
 // JSON writes them, anywhere (JSON may be on one line).
-var kubernetesKeys = lazyRegexp{expr: `(?m)^[ \t]*(?:-[ \t]+)?(apiVersion|kind)[ \t]*:|"(apiVersion|kind)"[ \t]*:`}
+var kubernetesKeys = regexp.MustCompile(`(?m)^[ \t]*(?:-[ \t]+)?(apiVersion|kind)[ \t]*:|"(apiVersion|kind)"[ \t]*:`)
 
 // looksLikeKubernetes says whether a file that failed to read as manifests was meant to be
 // one: it has both an apiVersion and a kind key. A Helm template or a broken Deployment does; a

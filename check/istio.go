@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -107,7 +108,7 @@ func istioOf(w *Workload) *istioProxy {
 
 // protoDuration is a google.protobuf.Duration in its JSON form, which ProxyConfig takes: seconds
 // with up to nine decimals and an "s".
-var protoDuration = lazyRegexp{expr: `^(\d+)(\.\d{1,9})?s$`}
+var protoDuration = regexp.MustCompile(`^(\d+)(\.\d{1,9})?s$`)
 
 // readProxyConfig reads terminationDrainDuration and the drain's proxyMetadata from the
 // annotation's ProxyConfig.

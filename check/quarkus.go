@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -117,10 +118,10 @@ func quarkusStop(_ *Container, words []word, env envMap) *appStop {
 }
 
 var (
-	quarkusSeconds = lazyRegexp{expr: `^[-+]?\d+$`}
-	quarkusMillis  = lazyRegexp{expr: `^[-+]?\d+(?i:ms)$`}
-	quarkusTime    = lazyRegexp{expr: `^(?:[-+]?\d+(?:\.\d+)?[hmsHMS])+$`}
-	quarkusDays    = lazyRegexp{expr: `^(?:[-+]?\d+(?:\.\d+)?[dD])+$`}
+	quarkusSeconds = regexp.MustCompile(`^[-+]?\d+$`)
+	quarkusMillis  = regexp.MustCompile(`^[-+]?\d+(?i:ms)$`)
+	quarkusTime    = regexp.MustCompile(`^(?:[-+]?\d+(?:\.\d+)?[hmsHMS])+$`)
+	quarkusDays    = regexp.MustCompile(`^(?:[-+]?\d+(?:\.\d+)?[dD])+$`)
 )
 
 // parseQuarkusDuration reads a duration as Quarkus's DurationConverter does.
