@@ -13,7 +13,6 @@ import (
 	"github.com/drainit/drainit/internal/budget"
 	"github.com/drainit/drainit/internal/config"
 	"github.com/drainit/drainit/internal/drainwatch"
-	"github.com/drainit/drainit/internal/kubelet"
 	"github.com/drainit/drainit/signals"
 )
 
@@ -329,13 +328,13 @@ func (m *machine) startSequence(now time.Time, sig unix.Signal, what string) *ze
 // signals only once the hook has answered or that wait is over: drainit had not answered, so the
 // pod's grace period has run out, shorter than drainit's (`kubectl delete --grace-period`, an
 // eviction, a node's shutdown, or terminationGracePeriodSeconds below --grace-period), and the
-// runtime's SIGKILL follows in kubelet.MinGraceAfterSignal. Draining on, as drainit did, let that SIGKILL
+// runtime's SIGKILL follows in budget.MinGraceAfterSignal. Draining on, as drainit did, let that SIGKILL
 // end the app before it had its stop signal, every request in flight with it, and drainit before
 // its post-stop hooks and its summary. The app gets its stop signal now and the time left is
 // shared out: half of it to the app, the kill margin at most, and the rest to the post-stop
 // hooks and the exit.
 func (m *machine) preStopWaitOver(now time.Time, sig unix.Signal) []action {
-	m.budget = m.budget.Shortened(now.Sub(m.t0), kubelet.MinGraceAfterSignal)
+	m.budget = m.budget.Shortened(now.Sub(m.t0), budget.MinGraceAfterSignal)
 	m.event(now, zerolog.WarnLevel, "signal "+signals.Name(sig)+": the pod's grace period is over").
 		Str("signal", signals.Name(sig)).Dur("drained", now.Sub(m.t0)).Time("deadline", m.deadline().UTC()).
 		Msg("the kubelet's stop signal came while its preStop call still waited for the drain: the pod's grace period is over, shorter than drainit's --grace-period (kubectl delete --grace-period, an eviction, a node's shutdown?), and the runtime's SIGKILL follows in 2 s; stopping the app now")

@@ -76,10 +76,12 @@ type Budget struct {
 	opts Options // what it was worked out from, for Shortened
 }
 
-// appStopFloor is the least time the stop signal leaves the app before the kill point, unless
-// the configuration leaves it less: the kubelet's minimum after a preStop hook that took the
-// whole grace period.
-const appStopFloor = 2 * time.Second
+// MinGraceAfterSignal is the least time the kubelet gives the runtime from the stop signal to
+// SIGKILL: pkg/kubelet/kuberuntime's minimumGracePeriodInSeconds (k8s.io/kubernetes v1.33;
+// docs/kubelet-stop-sequence.md). It is also all the container gets once the kubelet's wait for
+// its preStop hook has taken the whole grace period, and the least the budget's stop signal
+// leaves the app before the kill point, unless the configuration leaves it less.
+const MinGraceAfterSignal = 2 * time.Second
 
 // exitTime is what drainit keeps after its post-stop hooks to log the summary, write the
 // termination log and exit; exitSlack is how long before the deadline it must be gone.
@@ -98,7 +100,7 @@ func New(o Options) Budget {
 		b.Drain, b.DrainFlag = o.DrainMax, "drain-max"
 	}
 	b.KillAt = sub(b.Deadline, o.KillMargin)
-	b.StopBy = sub(b.KillAt, min(appStopFloor, max(0, sub(b.KillAt, b.Drain))))
+	b.StopBy = sub(b.KillAt, min(MinGraceAfterSignal, max(0, sub(b.KillAt, b.Drain))))
 	b.HooksDeadline, b.LateHooksDeadline = sub(b.StopBy, o.HookOverrun), sub(b.KillAt, o.HookOverrun)
 	b.PostStopDeadline = sub(sub(b.Deadline, o.LastHookOverrun), exitTime)
 	b.ExitBy = b.Deadline - exitSlack
