@@ -68,6 +68,9 @@ func WriteJUnit(w io.Writer, ws []Template, rs []Result, problems []Problem, thr
 		}
 		return &out.Suites[i]
 	}
+	// The case names of each file so far: a set kept as cases are added, not rebuilt for each
+	// template, which made a file of many templates quadratic.
+	caseNames := map[string]map[string]bool{}
 	byWorkload := make([][]Result, len(ws))
 	for _, r := range rs {
 		if r.workload >= 0 && r.workload < len(ws) {
@@ -77,9 +80,10 @@ func WriteJUnit(w io.Writer, ws []Template, rs []Result, problems []Problem, thr
 	for i := range ws {
 		wl := &ws[i]
 		s := suite(wl.File)
-		names := map[string]bool{}
-		for _, c := range s.Cases {
-			names[c.Name] = true
+		names := caseNames[wl.File]
+		if names == nil {
+			names = map[string]bool{}
+			caseNames[wl.File] = names
 		}
 		object := fmt.Sprintf("%s %q", wl.Kind, wl.Name)
 		if wl.Document > 0 {
@@ -89,9 +93,11 @@ func WriteJUnit(w io.Writer, ws []Template, rs []Result, problems []Problem, thr
 			object += fmt.Sprintf(" (line %d)", wl.Line)
 		}
 		s.Cases = append(s.Cases, junitCaseOf(wl.File, object, filterContainer(byWorkload[i], ""), threshold))
+		names[object] = true
 		for _, c := range wl.Containers {
-			s.Cases = append(s.Cases, junitCaseOf(wl.File, fmt.Sprintf("%s container %q", object, c),
-				filterContainer(byWorkload[i], c), threshold))
+			name := fmt.Sprintf("%s container %q", object, c)
+			s.Cases = append(s.Cases, junitCaseOf(wl.File, name, filterContainer(byWorkload[i], c), threshold))
+			names[name] = true
 		}
 	}
 	for _, p := range problems {
