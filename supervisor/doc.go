@@ -8,6 +8,7 @@
 //     time it happened, every output is a list of actions; it never sleeps, reads a clock or
 //     touches a process. Its header is the stop sequence as a table: each phase, what starts it,
 //     what it does, its timer and where it goes next.
+//   - sequencelog.go: how the machine's steps are logged: its lines, its timeline, the summary.
 //   - loop.go: the Supervisor and its loop, the one goroutine that owns the machine. Signals,
 //     reaped exits, timers, hook results and control-server calls reach it through channels; it
 //     performs the machine's actions.

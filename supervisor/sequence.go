@@ -1,10 +1,6 @@
 package supervisor
 
 import (
-	"fmt"
-	"math"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -220,25 +216,6 @@ func newMachine(c *config.Config, hasOffline, hasPostStop bool, start time.Time,
 		m.triggers[s] = true
 	}
 	return m
-}
-
-// event logs a step of the stop sequence with its phase and the time since t0, and keeps it for
-// the summary.
-func (m *machine) event(now time.Time, level zerolog.Level, what string) *zerolog.Event {
-	m.timeline = append(m.timeline, mark{now, what})
-	return m.line(now, level)
-}
-
-// debug starts a debug line of the stop sequence, one its timeline leaves out.
-func (m *machine) debug(now time.Time) *zerolog.Event { return m.line(now, zerolog.DebugLevel) }
-
-// line starts a log line with the phase and, once a stop sequence has started, the time since t0.
-func (m *machine) line(now time.Time, level zerolog.Level) *zerolog.Event {
-	e := m.log.WithLevel(level).Str("phase", m.phase.String())
-	if !m.t0.IsZero() {
-		e = e.Dur("elapsed", now.Sub(m.t0))
-	}
-	return e
 }
 
 // signal handles a signal drainit received.
@@ -512,6 +489,19 @@ func (m *machine) fixedDrain(now time.Time, d time.Duration, why string) []actio
 // in a 6 s grace period put the stop signal and the SIGKILL in the same millisecond).
 func (m *machine) fallbackDelay() time.Duration { return min(m.timing.DrainDelay, m.timing.DrainMax) }
 
+// drainWatched handles the adaptive drain's watcher reporting that the drain should end: when
+// it could not watch, the fixed drain follows.
+func (m *machine) drainWatched(now time.Time, r drainwatch.Result) []action {
+	if m.phase != PhaseDraining || !m.timing.Adaptive {
+		return nil // the drain already ended another way
+	}
+	if r.Reason == drainwatch.ReasonUnavailable {
+		return m.fixedDrain(now, m.fallbackDelay(), m.logWatchUnavailable(now, r))
+	}
+	m.logDrainOver(now, r)
+	return m.endDrain(now)
+}
+
 // at is the instant d after t0: one of the budget's.
 func (m *machine) at(d time.Duration) time.Time { return m.t0.Add(d) }
 
@@ -527,106 +517,6 @@ func earlier(t, bound time.Time) time.Time {
 		return bound
 	}
 	return t
-}
-
-// drainWatched handles the adaptive drain's watcher reporting that the drain should end.
-func (m *machine) drainWatched(now time.Time, r drainwatch.Result) []action {
-	if m.phase != PhaseDraining || !m.timing.Adaptive {
-		return nil // the drain already ended another way
-	}
-	if r.Reason == drainwatch.ReasonUnavailable {
-		if len(r.Unwatchable) > 0 {
-			// Not a failure of the watch: the app takes traffic in where the watch cannot see it
-			// end, and a watch of the rest would prove nothing.
-			m.line(now, zerolog.WarnLevel).Strs("unwatchable", listenerStrings(r.Unwatchable)).
-				Dur("drain_delay", m.fallbackDelay()).
-				Msg("the adaptive drain cannot watch all the app's listeners: falling back to the fixed drain delay; --drain-ports names the TCP ports traffic is routed to")
-			return m.fixedDrain(now, m.fallbackDelay(), " (fixed, "+unwatchableKinds(r.Unwatchable)+")")
-		}
-		m.line(now, zerolog.WarnLevel).Err(r.Err).Dur("drain_delay", m.fallbackDelay()).
-			Msg("cannot watch the app's connections: falling back to the fixed drain delay")
-		return m.fixedDrain(now, m.fallbackDelay(), " (fixed, fallback)")
-	}
-	if r.Busy > 0 && r.NewConns == 0 {
-		// Not one new connection in the whole drain, yet requests came over connections already
-		// open: a proxy that keeps its connections to the pod may route each request over them,
-		// and then the silence says nothing of when it stops. (Where new connections came, they
-		// show the routing; requests on open ones are then most likely keep-alive clients'.)
-		m.line(now, zerolog.WarnLevel).Int("busy_connections", r.Busy).Dur("silence", r.Silence).
-			Msg("no new connection came during the drain, but requests came over open connections during the silence it waited: if a proxy that pools its connections to the pod routes to it (an ingress controller, a mesh sidecar, a cloud load balancer), it may still be routing; --drain-watch requests waits for those requests to stop too")
-	}
-	what := fmt.Sprintf("drain ended: %s, %d new connections", r.Reason, r.NewConns)
-	watch := "connections"
-	if r.Requests {
-		watch = "requests"
-		what += fmt.Sprintf(", data on open connections %d times", r.OpenData)
-	}
-	ev := m.event(now, zerolog.InfoLevel, what).Str("watch", watch).
-		Str("reason", string(r.Reason)).Int("new_connections", r.NewConns).Str("method", string(r.Method)).
-		Int("listeners", len(r.Watched)).Int("polls", r.Polls).Dur("longest_poll_gap", r.Interval).
-		Dur("baseline", r.Baseline).Dur("silence", r.Silence).Dur("cpu", r.CPU)
-	if r.Requests {
-		ev = ev.Int("open_connection_data", r.OpenData)
-	}
-	if r.Elapsed > 0 {
-		// drainit's CPU while watching, as a share of one core: the budget is 2%.
-		ev = ev.Float64("cpu_share", math.Round(r.CPU.Seconds()/r.Elapsed.Seconds()*1e4)/1e4)
-	}
-	if a := r.Auto; a != nil {
-		// The automatic quiet period: the rate it judged the silence at, and what that needed.
-		ev = ev.Float64("rate", math.Round(a.Rate*10)/10).Int("rate_arrivals", a.Arrivals).
-			Dur("rate_window", a.Window).Dur("silence_needed", a.Needed).Bool("history", r.HistoryUsed)
-		if r.HistoryFrom != "" {
-			ev = ev.Str("history_from", r.HistoryFrom)
-		}
-		if r.Note != "" {
-			ev = ev.Str("why", r.Note)
-		}
-	}
-	ev.Dur("drained", now.Sub(m.drainAt)).Msg("adaptive drain over")
-	return m.endDrain(now)
-}
-
-// drainWatching logs what the adaptive drain watches, once its watcher has found it: the
-// operator's one view of which listeners decide when the pod stops.
-func (m *machine) drainWatching(now time.Time, st drainwatch.Setup) {
-	if m.phase != PhaseDraining || !m.timing.Adaptive {
-		return
-	}
-	ev := m.line(now, zerolog.InfoLevel).Strs("watched", listenerStrings(st.Watched)).
-		Strs("not_watched", listenerStrings(st.Unwatched))
-	if st.Method != "" {
-		ev = ev.Str("method", string(st.Method))
-	}
-	ev.Msg("adaptive drain: listeners found")
-}
-
-// listenerStrings is ls for a log field.
-func listenerStrings(ls []drainwatch.Listener) []string {
-	out := make([]string, len(ls))
-	for i, l := range ls {
-		out[i] = l.String()
-	}
-	return out
-}
-
-// unwatchableKinds names what kinds of listener made the drain fixed, for the summary: "serves
-// UDP", "UNIX socket", "unreadable listener".
-func unwatchableKinds(ls []drainwatch.Listener) string {
-	var kinds []string
-	for _, l := range ls {
-		k := "unreadable listener" // a TCP one that a process drainit may not read may hold
-		switch l.Proto {
-		case "udp":
-			k = "serves UDP"
-		case "unix":
-			k = "UNIX socket"
-		}
-		if !slices.Contains(kinds, k) {
-			kinds = append(kinds, k)
-		}
-	}
-	return strings.Join(kinds, ", ")
 }
 
 func (m *machine) enterStopping(now time.Time) []action {
@@ -741,29 +631,7 @@ func (m *machine) appExit(now time.Time, ws unix.WaitStatus) []action {
 	if !m.t0.IsZero() {
 		acts = m.markDrained() // no app left to drain
 	}
-	what, oom := fmt.Sprintf("app exited %d", m.appStatus), false
-	if ws.Signaled() && ws.Signal() == unix.SIGKILL {
-		// 137 is also what an app's own exit(137) gives; and a SIGKILL that drainit did not
-		// send is the OOM killer's when its count has grown meanwhile.
-		oom = !m.killed && m.oomKills > 0
-		if oom {
-			what += " (OOM-killed)"
-		} else {
-			what += " (killed by SIGKILL)"
-		}
-	}
-	e := m.event(now, zerolog.InfoLevel, what).Int("status", m.appStatus).Dur("ran", now.Sub(m.start))
-	if ws.Signaled() {
-		e = e.Str("signal", signals.Name(ws.Signal()))
-	}
-	if oom {
-		e = e.Uint64("oom_kills", m.oomKills)
-	}
-	e.Msg("app exited")
-	if oom {
-		m.line(now, zerolog.WarnLevel).Uint64("oom_kills", m.oomKills).
-			Msg("the app was killed by SIGKILL, and the kernel's OOM killer has killed processes in the container since it started: out of memory (the container's memory limit?)")
-	}
+	m.logAppExit(now, ws)
 	if m.hooksRunning[config.StageOffline] {
 		// A stop's offline hooks (a deregistration) run on; what the app left behind is ended
 		// once they have (hooksDone).
@@ -874,38 +742,6 @@ func (m *machine) finish(now time.Time) []action {
 	m.summaryLine = m.summary(now)
 	m.line(now, zerolog.InfoLevel).Int("status", code).Str("summary", m.summaryLine).Msg("drainit exiting")
 	return []action{actExit{code}}
-}
-
-// summary is the one-line timeline: each mark with its offset from t0 (or from the app's start
-// when there was no trigger). A trigger after the app's exit makes the marks before it negative
-// (app exited 3 -1.2s; trigger SIGTERM (app already exited) +0s): they are shown so, where they
-// were shown as +0s, as if they had come with the trigger.
-func (m *machine) summary(now time.Time) string {
-	base := m.t0
-	if base.IsZero() {
-		base = m.start
-	}
-	var b strings.Builder
-	for i, mk := range m.timeline {
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		fmt.Fprintf(&b, "%s %s", mk.what, offset(mk.at.Sub(base)))
-	}
-	if m.killed {
-		b.WriteString("; drainit had to SIGKILL")
-	}
-	fmt.Fprintf(&b, "; exit %d %s", m.exitMap.Apply(m.appStatus), offset(now.Sub(base)))
-	return b.String()
-}
-
-// offset is a mark's time from the summary's base, signed, to the millisecond: +1.5s, -200ms.
-func offset(d time.Duration) string {
-	d = d.Round(time.Millisecond)
-	if d < 0 {
-		return d.String()
-	}
-	return "+" + d.String()
 }
 
 // setReady records that the app is ready (probe passed, online hooks done) or, once it was, that
