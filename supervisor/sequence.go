@@ -57,26 +57,28 @@ const (
 	PhaseDone                  // drainit exits
 )
 
-// phaseSpec is a phase's row of the table above, in code: its name and what its timer does
-// (nil: the phase sets none).
+// phaseSpec is a phase's row of the table above, in code: its name, whether the app is still
+// before its stop signal (serving: a second Ctrl-C skips to it) and what its timer does (nil:
+// the phase sets none).
 type phaseSpec struct {
-	name   string
-	onWake func(*machine, time.Time) []action
+	name       string
+	beforeStop bool
+	onWake     func(*machine, time.Time) []action
 }
 
 // spec returns the phase's row. (A function rather than a package variable: the rows refer to
 // methods that log the phase's name.)
 func (p Phase) spec() phaseSpec {
 	return [...]phaseSpec{
-		PhaseRunning:  {"running", nil},
-		PhaseOffline:  {"offline", (*machine).offlineOverdue},
-		PhaseDraining: {"draining", (*machine).endDrain},
-		PhaseDrained:  {"drained", (*machine).enterStopping},
-		PhaseStopping: {"stopping", (*machine).enterKilling},
-		PhaseCleanup:  {"cleanup", (*machine).killLeftovers},
-		PhaseKilling:  {"killing", (*machine).giveUpReaping},
-		PhasePostStop: {"post-stop", nil},
-		PhaseDone:     {"done", nil},
+		PhaseRunning:  {"running", true, nil},
+		PhaseOffline:  {"offline", true, (*machine).offlineOverdue},
+		PhaseDraining: {"draining", true, (*machine).endDrain},
+		PhaseDrained:  {"drained", true, (*machine).enterStopping},
+		PhaseStopping: {"stopping", false, (*machine).enterKilling},
+		PhaseCleanup:  {"cleanup", false, (*machine).killLeftovers},
+		PhaseKilling:  {"killing", false, (*machine).giveUpReaping},
+		PhasePostStop: {"post-stop", false, nil},
+		PhaseDone:     {"done", false, nil},
 	}[p]
 }
 
@@ -186,7 +188,6 @@ type machine struct {
 	hasChildren bool
 	killed      bool   // drainit sent SIGKILL
 	oomKills    uint64 // the OOM killer's kills in drainit's cgroup since the app started (oomKilled)
-	stopSentAt  time.Time
 	timeline    []mark
 }
 
@@ -277,10 +278,10 @@ func (m *machine) signal(now time.Time, sig unix.Signal) []action {
 	if sig == unix.SIGINT {
 		m.sigints++
 		switch {
-		case m.sigints == 2 && m.phase < PhaseStopping:
+		case m.sigints == 2 && m.phase.spec().beforeStop:
 			m.event(now, zerolog.WarnLevel, "second SIGINT").Msg("second SIGINT: skipping the rest of the drain")
 			return m.enterStopping(now)
-		case m.sigints >= 3 && m.phase < PhaseKilling:
+		case m.sigints >= 3 && !m.killed: // the app runs on: killed only ever comes with PhaseKilling
 			m.event(now, zerolog.WarnLevel, "third SIGINT").Msg("third SIGINT: killing the app")
 			return m.enterKilling(now)
 		}
@@ -529,7 +530,6 @@ func (m *machine) enterStopping(now time.Time) []action {
 		m.event(now, zerolog.WarnLevel, "no signal").Msg("no stop signal arrived after /prestop; stopping the app")
 	}
 	m.phase = PhaseStopping
-	m.stopSentAt = now
 	sig, ok := m.stopSignal, true
 	if sig == 0 {
 		// With no signal after /prestop, drainit stops the app as the runtime's SIGTERM would
@@ -683,7 +683,8 @@ func (m *machine) putInService() {
 // goes straight to the post-stop hooks instead of hunting for leftovers that do not exist.
 func (m *machine) noChildren(now time.Time) []action {
 	m.hasChildren = false
-	if !m.appExited || m.phase >= PhasePostStop || m.hooksRunning[config.StageOffline] {
+	postStopStarted := m.phase == PhasePostStop || m.phase == PhaseDone
+	if !m.appExited || postStopStarted || m.hooksRunning[config.StageOffline] {
 		return nil // the offline hooks' end goes on to the post-stop hooks (endLeftovers)
 	}
 	return m.enterPostStop(now)
