@@ -177,7 +177,6 @@ type machine struct {
 	drainAt      time.Time // the drain wait began
 	sigints      int       // SIGINTs since t0: the second skips the drain, the third kills
 	wake         time.Time // when the loop should call tick next; zero: no timer
-	hooksRunning [stageCount]bool
 
 	ready       bool   // the app is ready (probe passed, online hooks done) and its probe still passes
 	wasReady    bool   // ready has been true
@@ -366,20 +365,16 @@ func (m *machine) lateTrigger(now time.Time, sig unix.Signal) []action {
 	}
 	m.startSequence(now, sig, "trigger "+what+" (app already exited)").Str("trigger", what).
 		Msg("stop requested after the app exited: finishing by the deadline")
-	if m.hooksRunning[config.StageOffline] {
+	switch m.phase {
+	case PhaseOffline:
 		// Started by the app's exit, with no deadline: they must now end by the kill point, as
 		// after any trigger.
 		acts = append(acts, actHooksDeadline{config.StageOffline, m.at(m.budget.LateHooksDeadline)})
-	}
-	switch m.phase {
-	case PhaseOffline:
 		m.wake = m.killAt() // the hooks' backstop (offlineOverdue)
 	case PhaseCleanup:
 		m.wake = earlier(m.wake, m.killAt())
 	case PhasePostStop:
-		if m.hooksRunning[config.StagePostStop] {
-			acts = append(acts, actHooksDeadline{config.StagePostStop, m.at(m.budget.PostStopDeadline)})
-		}
+		acts = append(acts, actHooksDeadline{config.StagePostStop, m.at(m.budget.PostStopDeadline)})
 	}
 	// PhaseKilling waits for the reaper until the deadline at most already.
 	return acts
@@ -421,7 +416,6 @@ func (m *machine) enterOffline(now time.Time) []action {
 	if !m.hasHooks[config.StageOffline] {
 		return m.enterDraining(now)
 	}
-	m.hooksRunning[config.StageOffline] = true
 	m.event(now, zerolog.InfoLevel, "offline hooks").Msg("running offline hooks")
 	// The hooks may use all the time up to stopBy; the drain is then skipped, which the start-up
 	// budget check warns about. The timer is a backstop: a hook's process can outlast its
@@ -445,10 +439,9 @@ func (m *machine) offlineOverdue(now time.Time) []action {
 
 // cancelOffline stops offline hooks still running, when the sequence moves past them.
 func (m *machine) cancelOffline(now time.Time) []action {
-	if !m.hooksRunning[config.StageOffline] {
+	if m.phase != PhaseOffline {
 		return nil
 	}
-	m.hooksRunning[config.StageOffline] = false
 	// Their own end is no longer waited for (hooksDone ignores it): the timeline says now.
 	m.timeline = append(m.timeline, mark{now, "offline hooks: cancelled"})
 	return []action{actCancelHooks{config.StageOffline}}
@@ -632,7 +625,7 @@ func (m *machine) appExit(now time.Time, ws unix.WaitStatus) []action {
 		acts = m.markDrained() // no app left to drain
 	}
 	m.logAppExit(now, ws)
-	if m.hooksRunning[config.StageOffline] {
+	if m.phase == PhaseOffline {
 		// A stop's offline hooks (a deregistration) run on; what the app left behind is ended
 		// once they have (hooksDone).
 		return acts
@@ -643,7 +636,6 @@ func (m *machine) appExit(now time.Time, ws unix.WaitStatus) []action {
 		// take it out. No trigger has set a deadline: each hook's own timeout bounds them, and a
 		// trigger that comes while they run bounds them by its kill point (lateTrigger).
 		m.phase = PhaseOffline
-		m.hooksRunning[config.StageOffline] = true
 		m.event(now, zerolog.InfoLevel, "offline hooks (app exited)").
 			Msg("the app exited on its own after it may have been put in service: running offline hooks")
 		return append(acts, actRunHooks{config.StageOffline, time.Time{}})
@@ -684,7 +676,7 @@ func (m *machine) putInService() {
 func (m *machine) noChildren(now time.Time) []action {
 	m.hasChildren = false
 	postStopStarted := m.phase == PhasePostStop || m.phase == PhaseDone
-	if !m.appExited || postStopStarted || m.hooksRunning[config.StageOffline] {
+	if !m.appExited || postStopStarted || m.phase == PhaseOffline {
 		return nil // the offline hooks' end goes on to the post-stop hooks (endLeftovers)
 	}
 	return m.enterPostStop(now)
@@ -696,7 +688,6 @@ func (m *machine) enterPostStop(now time.Time) []action {
 	if !m.hasHooks[config.StagePostStop] {
 		return m.finish(now)
 	}
-	m.hooksRunning[config.StagePostStop] = true
 	m.event(now, zerolog.InfoLevel, "post-stop hooks").Msg("running post-stop hooks")
 	var deadline time.Time // none before a trigger: each hook's own timeout bounds it
 	if !m.t0.IsZero() {
@@ -708,20 +699,19 @@ func (m *machine) enterPostStop(now time.Time) []action {
 // hooksDone handles the end of a stage's hooks (each hook logs its own outcome; outcome sums
 // them up for the summary).
 func (m *machine) hooksDone(now time.Time, stage config.HookStage, outcome string) []action {
-	if !m.hooksRunning[stage] {
-		return nil // cancelled and already moved on
-	}
-	m.hooksRunning[stage] = false
-	m.timeline = append(m.timeline, mark{now, stage.String() + " hooks: " + outcome})
+	// A stage's hooks run exactly while the machine is in its phase (each is entered once).
 	switch {
-	case stage == config.StageOffline && m.phase == PhaseOffline && m.appExited:
-		return m.endLeftovers(now)
 	case stage == config.StageOffline && m.phase == PhaseOffline:
+		m.timeline = append(m.timeline, mark{now, stage.String() + " hooks: " + outcome})
+		if m.appExited {
+			return m.endLeftovers(now)
+		}
 		return m.enterDraining(now)
-	case stage == config.StagePostStop:
+	case stage == config.StagePostStop && m.phase == PhasePostStop:
+		m.timeline = append(m.timeline, mark{now, stage.String() + " hooks: " + outcome})
 		return m.finish(now)
 	}
-	return nil
+	return nil // cancelled and already moved on
 }
 
 // tick handles the timer the machine asked for with wake: the phase's onWake in the table.
