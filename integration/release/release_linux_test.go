@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -122,8 +123,20 @@ func TestArchivesHoldBothBinaries(t *testing.T) {
 		if _, ok := files["LICENSE"]; !ok {
 			t.Errorf("%s holds no LICENSE", archive)
 		}
+		// The README's links into docs/ must not be dead in the archive.
+		for _, m := range docsLink.FindAllStringSubmatch(string(files["README.md"]), -1) {
+			if _, ok := files[m[1]]; !ok {
+				t.Errorf("%s: its README.md links to %s, which it does not hold", archive, m[1])
+			}
+		}
+		if len(files["README.md"]) == 0 {
+			t.Errorf("%s holds no README.md", archive)
+		}
 	}
 }
+
+// docsLink is a Markdown link into docs/, its file without an anchor.
+var docsLink = regexp.MustCompile(`\]\((docs/[^)#]+)`)
 
 // archiveFiles reads every regular file of a .tar.gz or .zip archive by name.
 func archiveFiles(path string) (map[string][]byte, error) {
