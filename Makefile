@@ -13,7 +13,8 @@ PKGS    := ./... ./check/...
 # It is written for ENTRY_ARCHS on Linux; elsewhere drainit builds without it, and says so when
 # it starts. The one other place that links it is .goreleaser.yaml (a test keeps them in step).
 ENTRY_ARCHS := linux/amd64 linux/arm64 linux/arm linux/ppc64le linux/s390x linux/riscv64
-ENTRY   := $(if $(filter $(ENTRY_ARCHS),$(shell $(GO) env GOOS)/$(shell $(GO) env GOARCH)),-E=github.com/drainit/drainit/internal/startsig.entry)
+# Expanded where a build uses it, not at every make: one `go env` then.
+ENTRY    = $(if $(filter $(ENTRY_ARCHS),$(shell $(GO) env GOOS GOARCH | paste -sd/ -)),-E=github.com/drainit/drainit/internal/startsig.entry)
 
 .PHONY: build drainit test unit kubelet lint bench demo fuzz clean release
 

@@ -374,7 +374,7 @@ func (m *machine) lateTrigger(now time.Time, sig unix.Signal) []action {
 	case PhaseCleanup:
 		m.wake = earlier(m.wake, m.killAt())
 	case PhasePostStop:
-		acts = append(acts, actHooksDeadline{config.StagePostStop, m.at(m.budget.PostStopDeadline)})
+		acts = append(acts, actHooksDeadline{config.StagePostStop, m.postStopDeadline()})
 	}
 	// PhaseKilling waits for the reaper until the deadline at most already.
 	return acts
@@ -500,10 +500,12 @@ func (m *machine) drainWatched(now time.Time, r drainwatch.Result) []action {
 func (m *machine) at(d time.Duration) time.Time { return m.t0.Add(d) }
 
 // deadline is where the runtime's SIGKILL lands; killAt is the kill point, where drainit SIGKILLs
-// whatever still runs so that the runtime's never has to; stopBy is the latest stop signal.
-func (m *machine) deadline() time.Time { return m.at(m.budget.Deadline) }
-func (m *machine) killAt() time.Time   { return m.at(m.budget.KillAt) }
-func (m *machine) stopBy() time.Time   { return m.at(m.budget.StopBy) }
+// whatever still runs so that the runtime's never has to; stopBy is the latest stop signal;
+// postStopDeadline ends the post-stop hooks' context.
+func (m *machine) deadline() time.Time         { return m.at(m.budget.Deadline) }
+func (m *machine) killAt() time.Time           { return m.at(m.budget.KillAt) }
+func (m *machine) stopBy() time.Time           { return m.at(m.budget.StopBy) }
+func (m *machine) postStopDeadline() time.Time { return m.at(m.budget.PostStopDeadline) }
 
 // earlier returns the earlier of t and bound: a time capped at the kill point or at stopBy.
 func earlier(t, bound time.Time) time.Time {
@@ -569,7 +571,7 @@ func (m *machine) killEverything(now time.Time) []action {
 	m.killed = true
 	m.wake = now.Add(reapWait)
 	if !m.t0.IsZero() {
-		if last := m.at(m.budget.PostStopDeadline); last.After(m.wake) {
+		if last := m.postStopDeadline(); last.After(m.wake) {
 			m.wake = last
 		}
 	}
@@ -691,7 +693,7 @@ func (m *machine) enterPostStop(now time.Time) []action {
 	m.event(now, zerolog.InfoLevel, "post-stop hooks").Msg("running post-stop hooks")
 	var deadline time.Time // none before a trigger: each hook's own timeout bounds it
 	if !m.t0.IsZero() {
-		deadline = m.at(m.budget.PostStopDeadline)
+		deadline = m.postStopDeadline()
 	}
 	return []action{actRunHooks{config.StagePostStop, deadline}}
 }
