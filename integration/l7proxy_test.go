@@ -299,7 +299,7 @@ func poolingPodAddr(num int) string { return fmt.Sprintf(poolingPodNet, num, 2) 
 
 func startPoolingNode(t *testing.T, proxy poolingProxy, tools map[string]string, drain []string) *poolingNode {
 	t.Helper()
-	n := &poolingNode{dir: t.TempDir(), proxy: proxy, tools: tools}
+	n := &poolingNode{dir: socketDir(t), proxy: proxy, tools: tools}
 	node := proxy.start(t, n.dir)
 
 	pod2Out := lines.New("pod2")
@@ -367,10 +367,15 @@ backend be
   server pod2 `+poolingPodAddr(2)+`
 `)
 	pid := startNetnsPod(t, "node", h.log, h.bin, "-db", "-f", cfg)
-	waitUntil(t, waitTimeout, "haproxy's runtime API answers", func() bool {
+	for deadline := time.Now().Add(waitTimeout); ; time.Sleep(pollEvery) {
 		_, err := h.admin("show servers state")
-		return err == nil
-	})
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("haproxy's runtime API does not answer within %s: %v; its output:\n%s", waitTimeout, err, h.log.Tail(20))
+		}
+	}
 	return pid
 }
 
@@ -446,6 +451,19 @@ func startNetnsPod(t *testing.T, name string, out *lines.Log, argv ...string) in
 		return err == nil && os.SameFile(st, want)
 	})
 	return p.PID
+}
+
+// socketDir is a directory for the node's UNIX sockets, with a short path: t.TempDir's holds the
+// test's name, and under a TMPDIR of a few more characters than /tmp it passed haproxy's limit
+// ("socket path ... too long (max 97)": sun_path's 108 bytes less its ".<pid>.tmp" suffix).
+func socketDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "l7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
 }
 
 // link joins the network namespace of pid to the node's with a veth pair: 10.0.N.1 on the node,
