@@ -987,7 +987,7 @@ func (k *containerCheck) drainitGrace() {
 		if ps.kind != hookDrainit {
 			need = config.AddDur(need, dc.drain.d)
 		}
-		killAt := g - dc.margin.d
+		killAt := dc.budget.KillAt
 		if k.app != nil && need > g {
 			k.add(line, Error, RuleDrainitGrace, "%s, but %s: drainit SIGKILLs the app at %s - %s = %s, mid-way through its %s shutdown (%s), "+
 				"though the kubelet would wait; %s to %s", what, because, fmtDur(g), fmtDur(dc.margin.d), fmtDur(killAt),

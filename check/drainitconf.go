@@ -50,8 +50,9 @@ type drainitConf struct {
 	// The settings the rules read. drain is the longest drain: --drain-delay, or --drain-max
 	// when the drain is adaptive.
 	grace, drain, margin                  durSetting
-	adaptive                              bool       // --drain adaptive, as far as the manifest shows
-	delay                                 durSetting // --drain-delay: with an adaptive drain, its fallback
+	adaptive                              bool          // --drain adaptive, as far as the manifest shows
+	budget                                budget.Budget // the supervisor's, from the values as read
+	delay                                 durSetting    // --drain-delay: with an adaptive drain, its fallback
 	httpAddr, token, triggers, stopSignal setting
 	// trig is the set of signals that start drainit's stop sequence, as drainit computes it;
 	// trigKnown is false when a value comes from somewhere the manifest does not show, or is bad.
@@ -163,6 +164,7 @@ func findDrainit(c *Container, env envMap) *drainitConf {
 	// The drain's worst case is the supervisor's (package budget), from the values as read here.
 	b := budget.New(budget.Options{Grace: dc.grace.d, KillMargin: dc.margin.d, DrainDelay: dc.delay.d,
 		DrainMax: dc.duration("drain-max", cfg.DrainMax).d, Adaptive: cfg.Adaptive})
+	dc.budget = b
 	dc.drain = dc.duration(b.DrainFlag, b.Drain)
 	dc.drain.known = dc.drain.known && dc.settings["drain"].known
 	dc.adaptive = cfg.Adaptive && dc.settings["drain"].known
