@@ -72,7 +72,7 @@ func (p Phase) spec() phaseSpec {
 	return [...]phaseSpec{
 		PhaseRunning:  {"running", true, nil},
 		PhaseOffline:  {"offline", true, (*machine).offlineOverdue},
-		PhaseDraining: {"draining", true, (*machine).endDrain},
+		PhaseDraining: {"draining", true, (*machine).drainTimer},
 		PhaseDrained:  {"drained", true, (*machine).enterStopping},
 		PhaseStopping: {"stopping", false, (*machine).enterKilling},
 		PhaseCleanup:  {"cleanup", false, (*machine).killLeftovers},
@@ -175,6 +175,7 @@ type machine struct {
 	drained      bool
 	kubeletWaits bool      // the kubelet's /prestop call waits for the drain (preStopWaitOver)
 	drainAt      time.Time // the drain wait began
+	watchEnd     time.Time // the adaptive drain's watcher reports by then; zero when none watches
 	sigints      int       // SIGINTs since t0: the second skips the drain, the third kills
 	wake         time.Time // when the loop should call tick next; zero: no timer
 
@@ -458,7 +459,7 @@ func (m *machine) enterDraining(now time.Time) []action {
 		return m.endDrain(now)
 	}
 	// The watcher reports by end; the timer one second later is only a backstop.
-	m.wake = earlier(end.Add(time.Second), m.killAt())
+	m.watchEnd, m.wake = end, earlier(end.Add(time.Second), m.killAt())
 	m.event(now, zerolog.InfoLevel, "drain (adaptive)").Dur("drain_max", end.Sub(now)).
 		Msg("draining until no new connections arrive: the app keeps serving")
 	// The kill point comes before --drain-min too when the grace period is that short: the
@@ -466,8 +467,18 @@ func (m *machine) enterDraining(now time.Time) []action {
 	return []action{actWatchDrain{min(m.timing.DrainMin, end.Sub(now)), end.Sub(now)}}
 }
 
+// drainTimer ends the drain at its timer: the fixed drain's end, or the backstop of an adaptive
+// drain whose watcher has not reported, which the log must say (it would otherwise show no end).
+func (m *machine) drainTimer(now time.Time) []action {
+	if !m.watchEnd.IsZero() {
+		m.logWatchSilent(now)
+	}
+	return m.endDrain(now)
+}
+
 // fixedDrain waits d from the start of the drain (capped at stopBy).
 func (m *machine) fixedDrain(now time.Time, d time.Duration, why string) []action {
+	m.watchEnd = time.Time{}
 	end := earlier(m.drainAt.Add(d), m.stopBy())
 	if !end.After(now) {
 		return m.endDrain(now)
@@ -489,6 +500,7 @@ func (m *machine) drainWatched(now time.Time, r drainwatch.Result) []action {
 	if m.phase != PhaseDraining || !m.timing.Adaptive {
 		return nil // the drain already ended another way
 	}
+	m.watchEnd = time.Time{}
 	if r.Reason == drainwatch.ReasonUnavailable {
 		return m.fixedDrain(now, m.fallbackDelay(), m.logWatchUnavailable(now, r))
 	}

@@ -713,6 +713,36 @@ func TestAdaptiveDrainLogsTheRate(t *testing.T) {
 	}
 }
 
+// A watcher that never reports (a machine too loaded to run it) leaves the drain to the backstop,
+// a second after the end it was given; the log and the summary say so, where they used to show
+// no end of the drain at all.
+func TestAdaptiveDrainBackstopIsLogged(t *testing.T) {
+	var buf bytes.Buffer
+	m := newTestMachine(false, false, adaptive)
+	m.log = zerolog.New(&buf)
+	want(t, m.signal(at(0), unix.SIGTERM), actWatchDrain{0, 15 * time.Second})
+	want(t, m.tick(at(15.5)))
+	wantPhase(t, m, PhaseDraining)
+	want(t, m.tick(at(16)), actSignal{toAppStop, unix.SIGTERM})
+	if !strings.Contains(buf.String(), `"message":"the adaptive drain's watch did not report by its end: ending the drain"`) ||
+		!strings.Contains(buf.String(), `"late":1000`) {
+		t.Errorf("the backstop's end of the drain is not in the log:\n%s", buf.String())
+	}
+	if s := m.summary(at(17)); !strings.Contains(s, "drain ended: the watch did not report +16s") {
+		t.Errorf("summary %q does not say what ended the drain", s)
+	}
+	// The fallback's fixed drain ends at its timer as planned: no such warning.
+	buf.Reset()
+	m = newTestMachine(false, false, adaptive)
+	m.log = zerolog.New(&buf)
+	m.signal(at(0), unix.SIGTERM)
+	m.drainWatched(at(0.01), drainwatch.Result{Reason: drainwatch.ReasonUnavailable})
+	want(t, m.tick(at(5)), actSignal{toAppStop, unix.SIGTERM})
+	if strings.Contains(buf.String(), "did not report") {
+		t.Errorf("the fallback's fixed drain is logged as a silent watch:\n%s", buf.String())
+	}
+}
+
 func TestAdaptiveDrainFallsBackToFixed(t *testing.T) {
 	m := newTestMachine(false, false, adaptive)
 	m.signal(at(0), unix.SIGTERM)

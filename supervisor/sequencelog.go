@@ -193,3 +193,11 @@ func (m *machine) logDrainOver(now time.Time, r drainwatch.Result) {
 	}
 	ev.Dur("drained", now.Sub(m.drainAt)).Msg("adaptive drain over")
 }
+
+// logWatchSilent says that the adaptive drain's watcher had not reported a second after the end
+// it was given (a machine too loaded to run it, or a watch stuck in a read), so the backstop
+// ended the drain.
+func (m *machine) logWatchSilent(now time.Time) {
+	m.event(now, zerolog.WarnLevel, "drain ended: the watch did not report").Dur("late", now.Sub(m.watchEnd)).
+		Msg("the adaptive drain's watch did not report by its end: ending the drain")
+}
