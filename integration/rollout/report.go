@@ -90,6 +90,8 @@ type Result struct {
 	Drain    *DrainLog   `json:"adaptive_drain,omitempty"`
 	Failures []FailureAt `json:"failures,omitempty"`
 	Drops    []DropAt    `json:"drops,omitempty"`
+	// Tail is the end of the stopped pod's output, for a test's failure message.
+	Tail string `json:"-"`
 }
 
 // FailureAt is a failed request, with times since the deletion.

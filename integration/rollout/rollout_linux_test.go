@@ -3,6 +3,7 @@ package rollout
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -457,7 +458,8 @@ func TestAutoDrainSharedNamespace(t *testing.T) {
 				where := res.cell().String()
 				d := res.Drain
 				if d == nil {
-					t.Fatalf("%s: drainit logged no end of an adaptive drain", where)
+					run, _ := json.Marshal(res)
+					t.Fatalf("%s: drainit logged no end of an adaptive drain; the run %s; the pod's output ended:\n%s", where, run, res.Tail)
 				}
 				t.Logf("%s: stop %.2fs, drain %s after %.2fs (%s, history from %q); rate %.0f/s; %.2fs after the last connection; CPU %.2f%%",
 					where, float64(res.Stop), d.Reason, float64(d.Drained), d.Method, d.HistoryFrom, d.Rate, float64(d.QuietAfterLast), d.CPUShare*100)

@@ -757,6 +757,7 @@ func (r *Runner) Run(ctx context.Context, s Scenario, c Cell, rep int) (Result, 
 		// Once PID 1 is reaped, its output has been copied in full (os/exec waits for the pipe).
 		res.Drain = parseDrainLog([]byte(victim.out.String()))
 	}
+	res.Tail = victim.tail()
 	if res.Drain != nil && res.Drain.Reason != "fallback" && !rec.PreStopEnd.IsZero() {
 		// drainit answers /prestop as its drain ends, so it took its baseline Drained - Baseline
 		// before the kubelet had the answer, or a little later as the harness dates it (the answer
