@@ -366,16 +366,16 @@ backend be
   server pod1 `+poolingPodAddr(1)+`
   server pod2 `+poolingPodAddr(2)+`
 `)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("haproxy's output:\n%s", h.log.Tail(30))
+		}
+	})
 	pid := startNetnsPod(t, "node", h.log, h.bin, "-db", "-f", cfg)
-	for deadline := time.Now().Add(waitTimeout); ; time.Sleep(pollEvery) {
+	waitUntil(t, waitTimeout, "haproxy's runtime API answers", func() bool {
 		_, err := h.admin("show servers state")
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("haproxy's runtime API does not answer within %s: %v; its output:\n%s", waitTimeout, err, h.log.Tail(20))
-		}
-	}
+		return err == nil
+	})
 	return pid
 }
 
