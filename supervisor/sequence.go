@@ -500,7 +500,6 @@ func (m *machine) drainWatched(now time.Time, r drainwatch.Result) []action {
 	if m.phase != PhaseDraining || !m.timing.Adaptive {
 		return nil // the drain already ended another way
 	}
-	m.watchEnd = time.Time{}
 	if r.Reason == drainwatch.ReasonUnavailable {
 		return m.fixedDrain(now, m.fallbackDelay(), m.logWatchUnavailable(now, r))
 	}
