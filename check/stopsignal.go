@@ -7,7 +7,6 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/drainit/drainit/internal/appsignal"
 	"github.com/drainit/drainit/signals"
 )
 
@@ -97,7 +96,7 @@ func (k *containerCheck) stopSignal() {
 	if dc == nil || !dc.trigKnown {
 		return
 	}
-	is, ok := appsignal.ByImage(c.Image)
+	is, ok := signals.ByImage(c.Image)
 	if !ok || dc.isTrigger(is.Signal) {
 		return
 	}
@@ -143,7 +142,7 @@ func (k *containerCheck) forwardMasterWorker() {
 	if dc == nil || !dc.trigKnown {
 		return
 	}
-	is, ok := appsignal.ByImage(c.Image)
+	is, ok := signals.ByImage(c.Image)
 	fw := dc.settings["forward"]
 	if !ok || !is.ForwardChild || !dc.isTrigger(is.Signal) || !fw.known || fw.raw == "child" {
 		return

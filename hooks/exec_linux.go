@@ -14,6 +14,7 @@ import (
 
 	"github.com/drainit/drainit/internal/execerr"
 	"github.com/drainit/drainit/internal/proc"
+	"github.com/drainit/drainit/internal/startsig"
 	"github.com/drainit/drainit/signals"
 )
 
@@ -79,7 +80,7 @@ func CheckProgram(h Hook) error {
 }
 
 // start resolves the command and starts it with an empty stdin, piped stdout and stderr, and no
-// signal blocked (signals.StartUnblocked).
+// signal blocked (startsig.StartUnblocked).
 func (h *execHook) start(ctx context.Context, log *zerolog.Logger) (*hookProcess, error) {
 	// exec.LookPath only searches PATH, the way a shell does; nothing of os/exec runs the process.
 	path, err := exec.LookPath(h.argv[0])
@@ -107,7 +108,7 @@ func (h *execHook) start(ctx context.Context, log *zerolog.Logger) (*hookProcess
 	files := []uintptr{uintptr(in[0]), w[0].Fd(), w[1].Fd()}
 	pidfd := -1
 	pid, exit, err := h.children.start(func() (int, error) {
-		return signals.StartUnblocked(func() (int, error) {
+		return startsig.StartUnblocked(func() (int, error) {
 			return syscall.ForkExec(path, h.argv, &syscall.ProcAttr{
 				Env:   os.Environ(),
 				Files: files,

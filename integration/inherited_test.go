@@ -168,7 +168,7 @@ func TestIgnoredSignalsWithoutEntryPoint(t *testing.T) {
 		}
 		if ignored(mask, syscall.SIGPIPE) {
 			t.Errorf("the app has SIGPIPE ignored (SigIgn %016x): the Go runtime no longer hides it; "+
-				"signals.InheritedIgnored's doc and the README say it does", mask)
+				"early.InheritedIgnored's doc and the README say it does", mask)
 		}
 		if n := d.stderr.Count(func(s string) bool { return strings.Contains(s, `"entry_point":false`) }); n != 1 {
 			t.Errorf("%d debug lines with entry_point false, want 1\n%s", n, d.dump())

@@ -41,7 +41,7 @@ const (
 )
 
 // linuxNames are the names of Linux's standard signals, 1 to 31, as golang.org/x/sys/unix's
-// SignalName gives them on Linux; the names_other.go lookups use them off Linux.
+// SignalName gives them on Linux; names.go's lookups use them on every GOOS.
 var linuxNames = [...]string{
 	SIGHUP: "SIGHUP", SIGINT: "SIGINT", SIGQUIT: "SIGQUIT", SIGILL: "SIGILL", SIGTRAP: "SIGTRAP",
 	SIGABRT: "SIGABRT", SIGBUS: "SIGBUS", SIGFPE: "SIGFPE", SIGKILL: "SIGKILL", SIGUSR1: "SIGUSR1",

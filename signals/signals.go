@@ -1,8 +1,12 @@
-// Package signals names signals, decides which of them drainit forwards to the app, parses the
-// rewrite and exit-status maps given on the command line, and turns a wait status into the exit
+// Package signals names signals, decides which of them drainit forwards to the app and when it
+// registers them, parses the rewrite and exit-status maps given on the command line, knows the
+// servers whose graceful stop is not SIGTERM (apps.go), and turns a wait status into the exit
 // code a shell would report.
 //
-// Everything here is pure: no signal is sent or caught in this package.
+// Everything here is pure: no signal is sent or caught in this package, which is why the
+// manifest check and the configuration can link it. What drainit does with its own signals is
+// in signals/early (its registration at start, the dispositions it inherited) and
+// internal/startsig (its entry point, and the mask its children start with).
 package signals
 
 import (

@@ -13,7 +13,7 @@ import (
 
 	"github.com/drainit/drainit/internal/config"
 	"github.com/drainit/drainit/internal/execerr"
-	"github.com/drainit/drainit/signals"
+	"github.com/drainit/drainit/internal/startsig"
 )
 
 // StartError is the app failing to start. Code is what drainit exits with: 127 when the command
@@ -81,10 +81,10 @@ func spawn(argv []string, foreground bool) (int, error) {
 		attr = &syscall.SysProcAttr{Setpgid: true, Foreground: true, Ctty: 0}
 	}
 	// The app gets the signal mask drainit started with, as exec would give it (and tini
-	// does): signals.StartInherited. The exec hooks are started with none blocked instead
-	// (signals.StartUnblocked).
+	// does): startsig.StartInherited. The exec hooks are started with none blocked instead
+	// (startsig.StartUnblocked).
 	start := func(env []string) (int, error) {
-		return signals.StartInherited(func() (int, error) {
+		return startsig.StartInherited(func() (int, error) {
 			return syscall.ForkExec(path, argv, &syscall.ProcAttr{Env: env, Files: []uintptr{0, 1, 2}, Sys: attr})
 		})
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/drainit/drainit/signals/early"
 
 	"github.com/drainit/drainit/internal/startsig"
-	"github.com/drainit/drainit/signals"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -54,7 +53,7 @@ func subcommands() map[string]func(args []string) int {
 			// Caught before the early registration is given back: between the two, a USR1
 			// would find the Go runtime's default, which ignores it.
 			sigs := make(chan os.Signal, 1)
-			signal.Notify(sigs, signals.Terminating()...)
+			signal.Notify(sigs, early.Terminating()...)
 			release()
 			return sleepCmd(args, sigs, os.Stdout, os.Stderr)
 		},

@@ -116,7 +116,7 @@ func runCmd(args []string, stdout io.Writer, stderr *os.File) int {
 		log.Warn().Msg(w)
 	}
 	logIgnored(log, cfg, reg.Ignored, reg.AllSeen)
-	logBlocked(log, cfg, signals.StartBlocked())
+	logBlocked(log, cfg, startsig.StartBlocked())
 	log.Debug().Int("gomaxprocs", runtime.GOMAXPROCS(0)).Int("gomaxprocs_at_start", procsAtStart).Msg("drainit's Go code runs on one P")
 	sup := supervisor.New(cfg, opts, log, reg.Sigs, reg.Chld)
 	code, err := sup.Run(context.Background())

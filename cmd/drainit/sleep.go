@@ -8,13 +8,13 @@ import (
 	"time"
 
 	"github.com/drainit/drainit/internal/config"
-	"github.com/drainit/drainit/signals"
+	"github.com/drainit/drainit/signals/early"
 )
 
 // sleepCmd is `drainit sleep DURATION`: a preStop exec hook for images that have no sleep(1)
-// (distroless, scratch). A signal ends it as it ends sleep(1), by that signal (signals.DieBy):
+// (distroless, scratch). A signal ends it as it ends sleep(1), by that signal (early.DieBy):
 // the Go runtime's own defaults would ignore USR1 or ALRM and dump its goroutines on QUIT. sigs
-// gets the signals.Terminating ones.
+// gets the early.Terminating ones.
 func sleepCmd(args []string, sigs <-chan os.Signal, stdout, stderr io.Writer) int {
 	const usage = "usage: drainit sleep DURATION (e.g. 5s, 500ms or 5)"
 	if len(args) == 1 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
@@ -38,7 +38,7 @@ func sleepCmd(args []string, sigs <-chan os.Signal, stdout, stderr io.Writer) in
 	case <-t.C:
 		return 0
 	case s := <-sigs:
-		signals.DieBy(s)
+		early.DieBy(s)
 		n, _ := s.(syscall.Signal)
 		return 128 + int(n)
 	}

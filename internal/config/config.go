@@ -36,7 +36,6 @@ import (
 	"github.com/caarlos0/env/v11"
 
 	"github.com/drainit/drainit/hooks"
-	"github.com/drainit/drainit/internal/appsignal"
 	"github.com/drainit/drainit/internal/budget"
 	"github.com/drainit/drainit/internal/drainwatch"
 	"github.com/drainit/drainit/internal/http1"
@@ -213,7 +212,7 @@ func mulDur(n int, d time.Duration) time.Duration {
 }
 
 // gracefulStopNote warns when the app's command looks like a server whose graceful stop is not
-// SIGTERM (package appsignal: nginx, php-fpm, Apache httpd, haproxy) and no --stop-signal says
+// SIGTERM (signals.ByCommand: nginx, php-fpm, Apache httpd, haproxy) and no --stop-signal says
 // how to stop it: its images' STOPSIGNAL would then be forwarded at once, with no drain, and
 // after a SIGTERM's drain it would get SIGTERM, its fast stop. A guess from a name, so a
 // warning: --stop-signal TERM says SIGTERM is meant.
@@ -221,7 +220,7 @@ func (c *Config) gracefulStopNote() string {
 	if c.StopSignal != 0 {
 		return ""
 	}
-	s, word, ok := appsignal.ByCommand(c.Command)
+	s, word, ok := signals.ByCommand(c.Command)
 	if !ok || slices.Contains(c.Triggers, s.Signal) {
 		return ""
 	}
@@ -237,11 +236,11 @@ func (c *Config) gracefulStopNote() string {
 }
 
 // masterWorkerNote warns when the app's command looks like a server whose master passes each
-// signal on to its workers (haproxy -W, package appsignal) and drainit signals the whole group:
+// signal on to its workers (haproxy -W, signals.ByCommand) and drainit signals the whole group:
 // a worker then gets every forwarded signal twice, the stop signal included. gracefulStopNote
 // says it where it applies, with its own advice.
 func (c *Config) masterWorkerNote() string {
-	s, word, ok := appsignal.ByCommand(c.Command)
+	s, word, ok := signals.ByCommand(c.Command)
 	if !ok || !s.ForwardChild || c.Forward == ForwardChild {
 		return ""
 	}

@@ -82,14 +82,14 @@ type Registration struct {
 	// channel as it comes (supervisor.relaySignals). signals.Early are registered for it;
 	// signals.Late are for the run subcommand to add (see there for why they wait).
 	Sigs chan os.Signal
-	// Ignored are the signals that were ignored when drainit started (signals.InheritedIgnored):
+	// Ignored are the signals that were ignored when drainit started (InheritedIgnored):
 	// they are not registered and stay ignored, so that the app inherits them ignored as exec
 	// would have it.
 	Ignored []unix.Signal
 	// AllSeen is whether drainit could see every ignored signal (its own entry point ran) or
 	// only HUP, INT, TSTP, TTIN and TTOU, for the log.
 	AllSeen bool
-	// Err is the failure to set up the uncatchable signals (signals.DiscardUncatchable), for the
+	// Err is the failure to set up the uncatchable signals (DiscardUncatchable), for the
 	// log.
 	Err error
 
@@ -157,9 +157,9 @@ func register() *Registration {
 // prepare reads the inherited dispositions, ignores what must stay ignored and makes the
 // channels; it returns the early signals to register.
 func (r *Registration) prepare() []os.Signal {
-	r.Ignored, r.AllSeen = signals.InheritedIgnored()
+	r.Ignored, r.AllSeen = InheritedIgnored()
 	// The signals Go cannot catch would otherwise end drainit at their default action.
-	r.Err = signals.DiscardUncatchable()
+	r.Err = DiscardUncatchable()
 	r.Sigs = make(chan os.Signal, 2*signals.MaxSignal)
 	r.Chld = make(chan os.Signal, 1)
 	early := signals.Early()

@@ -1,4 +1,4 @@
-package signals
+package startsig
 
 import (
 	"runtime"
@@ -6,7 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/drainit/drainit/internal/startsig"
+	"github.com/drainit/drainit/signals"
 )
 
 // StartUnblocked runs fork, a fork and exec (syscall.ForkExec), with no signal blocked on the
@@ -72,12 +72,12 @@ func Blocked() []unix.Signal {
 	return setSignals(&set)
 }
 
-// startSet is the mask drainit started with (startsig.Mask, bit n-1 for signal n) as a set,
+// startSet is the mask drainit started with (Mask, bit n-1 for signal n) as a set,
 // whose words are 64 bits wide or, on 32-bit architectures, 32; false when it is not known.
 func startSet() (set unix.Sigset_t, ok bool) {
-	mask, ok := startsig.Mask()
+	mask, ok := Mask()
 	const per = int(unsafe.Sizeof(set.Val[0])) * 8
-	for i := range MaxSignal {
+	for i := range signals.MaxSignal {
 		if mask>>i&1 != 0 {
 			set.Val[i/per] |= 1 << (i % per)
 		}
@@ -90,7 +90,7 @@ func startSet() (set unix.Sigset_t, ok bool) {
 func setSignals(set *unix.Sigset_t) []unix.Signal {
 	const per = int(unsafe.Sizeof(set.Val[0])) * 8
 	var sigs []unix.Signal
-	for i := range MaxSignal {
+	for i := range signals.MaxSignal {
 		if uint64(set.Val[i/per])>>(i%per)&1 != 0 {
 			sigs = append(sigs, unix.Signal(i+1))
 		}

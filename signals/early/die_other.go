@@ -1,6 +1,6 @@
 //go:build !linux
 
-package signals
+package early
 
 import (
 	"os"

@@ -1,10 +1,12 @@
-package signals
+package early
 
 import (
 	"os"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/drainit/drainit/signals"
 )
 
 // Terminating lists the signals whose default action ends a process (terminate, or dump core)
@@ -13,9 +15,9 @@ import (
 // program as they end any other: the runtime would ignore USR1 or ALRM, and answer QUIT with a
 // goroutine dump and exit 2.
 func Terminating() []os.Signal {
-	sigs := []os.Signal{SIGHUP, SIGINT, SIGQUIT, SIGILL, SIGTRAP, SIGABRT, SIGBUS, SIGFPE, SIGUSR1, SIGSEGV,
-		SIGUSR2, SIGPIPE, SIGALRM, SIGTERM, SIGSTKFLT, SIGXCPU, SIGXFSZ, SIGVTALRM, SIGIO, SIGPWR, SIGSYS}
-	for s := unix.Signal(35); s <= MaxSignal; s++ {
+	sigs := []os.Signal{unix.SIGHUP, unix.SIGINT, unix.SIGQUIT, unix.SIGILL, unix.SIGTRAP, unix.SIGABRT, unix.SIGBUS, unix.SIGFPE, unix.SIGUSR1, unix.SIGSEGV,
+		unix.SIGUSR2, unix.SIGPIPE, unix.SIGALRM, unix.SIGTERM, unix.SIGSTKFLT, unix.SIGXCPU, unix.SIGXFSZ, unix.SIGVTALRM, unix.SIGIO, unix.SIGPWR, unix.SIGSYS}
+	for s := unix.Signal(35); s <= signals.MaxSignal; s++ {
 		sigs = append(sigs, s)
 	}
 	return sigs

@@ -1,4 +1,4 @@
-package signals
+package early
 
 import (
 	"os/signal"
@@ -6,6 +6,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/drainit/drainit/internal/startsig"
+	"github.com/drainit/drainit/signals"
 )
 
 // InheritedIgnored lists the signals that were ignored when drainit started and that drainit
@@ -27,7 +28,7 @@ import (
 // TTOU, and every other inherited SIG_IGN reaches the app as the default action.
 func InheritedIgnored() (ignored []unix.Signal, all bool) {
 	if mask, ok := startsig.Ignored(); ok {
-		for sig := unix.Signal(1); sig <= MaxSignal; sig++ {
+		for sig := unix.Signal(1); sig <= signals.MaxSignal; sig++ {
 			if mask&(1<<(sig-1)) != 0 && Keepable(sig) {
 				ignored = append(ignored, sig)
 			}
@@ -70,12 +71,12 @@ func InheritedIgnored() (ignored []unix.Signal, all bool) {
 //   - 32, 33, 34: 33 is the runtime's; 32 and 34 need no Ignore: the runtime never touches
 //     them, so an inherited SIG_IGN stays as it was (DiscardUncatchable leaves it).
 func Keepable(sig unix.Signal) bool {
-	if sig < 1 || sig > MaxSignal {
+	if sig < 1 || sig > signals.MaxSignal {
 		return false
 	}
 	switch sig {
-	case SIGKILL, SIGSTOP, SIGCHLD, SIGCONT, SIGURG, SIGPROF,
-		SIGILL, SIGTRAP, SIGBUS, SIGFPE, SIGSEGV, SIGSTKFLT, SIGSYS,
+	case unix.SIGKILL, unix.SIGSTOP, unix.SIGCHLD, unix.SIGCONT, unix.SIGURG, unix.SIGPROF,
+		unix.SIGILL, unix.SIGTRAP, unix.SIGBUS, unix.SIGFPE, unix.SIGSEGV, unix.SIGSTKFLT, unix.SIGSYS,
 		32, 33, 34:
 		return false
 	}

@@ -1,10 +1,8 @@
-//go:build !linux
-
 package signals
 
 import "syscall"
 
-// signalNum and signalName use Linux's names and numbers off Linux: see numbers.go.
+// signalNum and signalName use Linux's names and numbers on every GOOS: see numbers.go.
 func signalNum(s string) syscall.Signal {
 	for i, n := range linuxNames {
 		if n != "" && n == s {

@@ -1,4 +1,4 @@
-package signals
+package early
 
 import (
 	"fmt"
@@ -46,6 +46,15 @@ func init() {
 		_ = os.Unsetenv("SIGNALS_TEST_IGNORE")
 		fmt.Println(syscall.Exec(os.Args[0], os.Args, os.Environ()))
 		os.Exit(3)
+	}
+	if mode != "child" {
+		// This package's initialisation has discarded them already: at their default first.
+		for _, sig := range []syscall.Signal{32, 34} {
+			if _, err := sigaction(sig, &kernelSigaction{}); err != nil {
+				fmt.Println(err)
+				os.Exit(3)
+			}
+		}
 	}
 	if mode != "default" {
 		if err := DiscardUncatchable(); err != nil {

@@ -1,4 +1,4 @@
-package signals
+package early
 
 import (
 	"fmt"
@@ -9,16 +9,20 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/drainit/drainit/signals"
 )
 
 // The helper process TestKeepable re-executes: it ignores every Keepable signal as drainit does
 // (os/signal's Ignore), starts a child as drainit starts the app (os/exec: fork, then exec),
-// and prints the child's SigIgn.
+// and prints the child's SigIgn. It gives back this package's own registration first, which
+// would otherwise race its Ignores.
 func init() {
 	if os.Getenv("SIGNALS_TEST_KEEP") == "" {
 		return
 	}
-	for sig := syscall.Signal(1); sig <= MaxSignal; sig++ {
+	Release()
+	for sig := syscall.Signal(1); sig <= signals.MaxSignal; sig++ {
 		if Keepable(sig) {
 			signal.Ignore(sig)
 		}
@@ -46,14 +50,14 @@ func TestKeepable(t *testing.T) {
 	if err != nil {
 		t.Fatalf("reading %q: %v", out, err)
 	}
-	for sig := syscall.Signal(1); sig <= MaxSignal; sig++ {
+	for sig := syscall.Signal(1); sig <= signals.MaxSignal; sig++ {
 		if Keepable(sig) && mask&(1<<(sig-1)) == 0 {
-			t.Errorf("%s is Keepable, but the child of a process that ignored it has it at its default (SigIgn %016x)", Name(sig), mask)
+			t.Errorf("%s is Keepable, but the child of a process that ignored it has it at its default (SigIgn %016x)", signals.Name(sig), mask)
 		}
 	}
-	for _, sig := range []syscall.Signal{SIGCHLD, SIGURG, SIGCONT, 33} {
+	for _, sig := range []syscall.Signal{signals.SIGCHLD, signals.SIGURG, signals.SIGCONT, 33} {
 		if Keepable(sig) {
-			t.Errorf("%s is Keepable: drainit needs it (see Keepable)", Name(sig))
+			t.Errorf("%s is Keepable: drainit needs it (see Keepable)", signals.Name(sig))
 		}
 	}
 }

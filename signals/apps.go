@@ -1,4 +1,4 @@
-// Package appsignal knows the servers whose graceful stop is not SIGTERM, and the images that
+// Apps: the servers whose graceful stop is not SIGTERM, and the images that
 // say so in their STOPSIGNAL: nginx and php-fpm stop gracefully on SIGQUIT, Apache httpd on
 // SIGWINCH (graceful-stop), haproxy on SIGUSR1 (soft-stop); to each of them SIGTERM is the
 // fast stop, which cuts the requests in hand. Their official images set that signal as
@@ -10,14 +10,13 @@
 // sees the app's command. Sources, from the images' Dockerfiles (docker-library): nginx
 // "STOPSIGNAL SIGQUIT", php *-fpm "STOPSIGNAL SIGQUIT", httpd and php *-apache "STOPSIGNAL
 // SIGWINCH", haproxy "STOPSIGNAL SIGUSR1".
-package appsignal
+
+package signals
 
 import (
 	"path"
 	"strings"
 	"syscall"
-
-	"github.com/drainit/drainit/signals"
 )
 
 // Stop is a server's graceful stop.
@@ -45,13 +44,13 @@ func (s Stop) ForwardAdvice(forward string) string {
 }
 
 var (
-	nginx = Stop{App: "nginx", Signal: signals.SIGQUIT,
+	nginx = Stop{App: "nginx", Signal: SIGQUIT,
 		Relays: "nginx's master passes the signal on to its workers; from drainit too, each gets it twice"}
-	phpFPM = Stop{App: "php-fpm", Signal: signals.SIGQUIT,
+	phpFPM = Stop{App: "php-fpm", Signal: SIGQUIT,
 		Relays: "php-fpm's master stops its workers itself; from drainit too, each gets the signal twice"}
-	httpd = Stop{App: "Apache httpd", Signal: signals.SIGWINCH,
+	httpd = Stop{App: "Apache httpd", Signal: SIGWINCH,
 		Relays: "httpd's parent stops its children itself; from drainit too, the prefork MPM's get the signal twice"}
-	haproxy = Stop{App: "haproxy", Signal: signals.SIGUSR1, ForwardChild: true,
+	haproxy = Stop{App: "haproxy", Signal: SIGUSR1, ForwardChild: true,
 		Relays: "haproxy -W's master passes the signal to its workers; from drainit too, a worker can get it twice and exit 138"}
 )
 

@@ -1,4 +1,4 @@
-package signals
+package startsig
 
 import (
 	"os"
@@ -13,6 +13,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/drainit/drainit/integration/testenv"
+
+	"github.com/drainit/drainit/signals"
 )
 
 // Blocked reads the calling thread's mask as the kernel holds it: blocked with a raw
@@ -26,7 +28,7 @@ func TestBlockedAndStartUnblocked(t *testing.T) {
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	blocked := []unix.Signal{unix.SIGUSR1, 40, MaxSignal}
+	blocked := []unix.Signal{unix.SIGUSR1, 40, signals.MaxSignal}
 	var set, old uint64
 	for _, s := range blocked {
 		set |= 1 << (s - 1)

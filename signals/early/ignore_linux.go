@@ -1,4 +1,4 @@
-package signals
+package early
 
 import (
 	"fmt"

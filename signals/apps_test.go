@@ -1,14 +1,12 @@
-package appsignal
+package signals
 
 import (
 	"syscall"
 	"testing"
-
-	"github.com/drainit/drainit/signals"
 )
 
 func TestByImage(t *testing.T) {
-	quit, winch, usr1 := signals.SIGQUIT, signals.SIGWINCH, signals.SIGUSR1
+	quit, winch, usr1 := SIGQUIT, SIGWINCH, SIGUSR1
 	for image, want := range map[string]syscall.Signal{
 		"nginx": quit, "nginx:1.27": quit, "docker.io/library/nginx": quit, "bitnami/nginx:1.27": quit,
 		"nginxinc/nginx-unprivileged:1.27-alpine": quit, "localhost:5000/nginx@sha256:00": quit,
@@ -28,7 +26,7 @@ func TestByImage(t *testing.T) {
 }
 
 func TestByCommand(t *testing.T) {
-	quit, winch, usr1 := signals.SIGQUIT, signals.SIGWINCH, signals.SIGUSR1
+	quit, winch, usr1 := SIGQUIT, SIGWINCH, SIGUSR1
 	for _, c := range []struct {
 		argv []string
 		want syscall.Signal
