@@ -103,11 +103,11 @@ func (k *containerCheck) unbounded(a *appStop) {
 
 // appBudget is the most the app gets between its stop signal and the SIGKILL: what the kubelet
 // leaves after the preStop, less drainit's drain (unless the preStop was the drain) and kill
-// margin. A preStop of unknown length counts as none.
+// margin (its budget's MinGrace). A preStop of unknown length counts as none.
 func (k *containerCheck) appBudget() time.Duration {
-	window := k.afterPreStop(k.grace)
+	window := k.afterPreStop(k.grace) // never negative
 	if dc := k.dc; dc != nil {
-		window -= dc.margin.d + dc.drain.d
+		window -= dc.budget.MinGrace
 	}
 	return window
 }

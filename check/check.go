@@ -288,7 +288,7 @@ func (k *containerCheck) probeGrace() {
 	if dc == nil || len(dc.errs) > 0 || !dc.grace.known || !dc.drain.known || !dc.margin.known {
 		return
 	}
-	need := dc.drain.d + dc.margin.d
+	need := dc.budget.MinGrace
 	for _, p := range k.c.Probes {
 		if p.Grace == 0 || p.Kind == "readinessProbe" || p.Grace >= need || p.Grace >= dc.grace.d {
 			continue
@@ -698,7 +698,7 @@ func (k *containerCheck) preStopMinimum(drainitOK bool) {
 	gets := fmt.Sprintf("the app gets only the kubelet's %s minimum between SIGTERM and SIGKILL", fmtDur(window))
 	if dc := k.dc; dc != nil {
 		gets = fmt.Sprintf("the kubelet leaves only its %s minimum between SIGTERM and SIGKILL, %s of it for drainit's drain %s and kill margin %s",
-			fmtDur(window), fmtDur(min(window, config.AddDur(dc.drain.d, dc.margin.d))), fmtDur(dc.drain.d), fmtDur(dc.margin.d))
+			fmtDur(window), fmtDur(min(window, dc.budget.MinGrace)), fmtDur(dc.drain.d), fmtDur(dc.margin.d))
 	}
 	k.add(ps.line, Warning, RulePreStopMinimum, "%s of terminationGracePeriodSeconds %s: %s; nothing here says how long the app takes "+
 		"to stop, and if longer it is SIGKILLed mid-shutdown: shorten the preStop sleep, or raise terminationGracePeriodSeconds "+
@@ -723,7 +723,7 @@ func (k *containerCheck) needs() (time.Duration, bool) {
 	}
 	known := false
 	if dc := k.dc; dc != nil {
-		total = config.AddDur(total, config.AddDur(dc.drain.d, dc.margin.d))
+		total = config.AddDur(total, dc.budget.MinGrace)
 		known = true
 	}
 	if k.app != nil {

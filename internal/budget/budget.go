@@ -13,6 +13,7 @@
 //	LateHooksDeadline KillAt − HookOverrun                  the same, once the app has exited
 //	PostStopDeadline  Deadline − LastHookOverrun − 200ms    the post-stop hooks' context ends
 //	ExitBy            Deadline − 100ms                      drainit has exited, its log written
+//	MinGrace          Drain + kill margin                   the least grace that leaves the drain whole
 //
 // Drain is the drain's worst case (--drain-delay, or --drain-max when adaptive); KillAt − Drain
 // counts as 0 when negative.
@@ -72,6 +73,9 @@ type Budget struct {
 	// with no offline hooks, its app gone at the stop signal: PostStopDeadline − Drain. The
 	// start-up warnings compare the hook timeouts with them.
 	OfflineRoom, PostStopRoom time.Duration
+	// MinGrace is the least grace period that leaves the drain whole before the kill point:
+	// Drain + the kill margin. drainit check compares the grace a probe failure gets with it.
+	MinGrace time.Duration
 
 	opts Options // what it was worked out from, for Shortened
 }
@@ -105,6 +109,10 @@ func New(o Options) Budget {
 	b.PostStopDeadline = sub(sub(b.Deadline, o.LastHookOverrun), exitTime)
 	b.ExitBy = b.Deadline - exitSlack
 	b.OfflineRoom, b.PostStopRoom = sub(b.StopBy, b.Drain), sub(b.PostStopDeadline, b.Drain)
+	b.MinGrace = b.Drain + o.KillMargin
+	if b.MinGrace < b.Drain { // past the largest Duration
+		b.MinGrace = math.MaxInt64
+	}
 	return b
 }
 
