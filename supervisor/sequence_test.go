@@ -800,12 +800,12 @@ func TestAdaptiveDrainUnwatchableFallsBackToFixed(t *testing.T) {
 		summary string
 	}{
 		{"udp", []drainwatch.Listener{
-			{Proto: "udp", Endpoint: drainwatch.Endpoint{Addr: netip.IPv6Unspecified(), Port: 53}, PID: 7, Command: "dns", Why: "UDP: no counts"},
-			{Proto: "udp", Endpoint: drainwatch.Endpoint{Addr: netip.MustParseAddr("10.0.0.5"), Port: 443}, PID: 8, Command: "quic", Why: "UDP: no counts"},
+			{Proto: "udp", Endpoint: config.Endpoint{Addr: netip.IPv6Unspecified(), Port: 53}, PID: 7, Command: "dns", Why: "UDP: no counts"},
+			{Proto: "udp", Endpoint: config.Endpoint{Addr: netip.MustParseAddr("10.0.0.5"), Port: 443}, PID: 8, Command: "quic", Why: "UDP: no counts"},
 		}, []string{`"unwatchable":["udp [::]:53 (pid 7 dns): UDP: no counts","udp 10.0.0.5:443 (pid 8 quic): UDP: no counts"]`}, "drain (fixed, serves UDP) +10ms"},
 		{"unix and udp", []drainwatch.Listener{
 			{Proto: "unix", Path: "/run/app.sock", PID: 7, Command: "gunicorn", Why: "a UNIX socket"},
-			{Proto: "udp", Endpoint: drainwatch.Endpoint{Port: 53}, PID: 7, Command: "gunicorn", Why: "UDP"},
+			{Proto: "udp", Endpoint: config.Endpoint{Port: 53}, PID: 7, Command: "gunicorn", Why: "UDP"},
 		}, []string{`"unwatchable":["unix \"/run/app.sock\" (pid 7 gunicorn): a UNIX socket","udp 53 (pid 7 gunicorn): UDP"]`}, "drain (fixed, UNIX socket, serves UDP) +10ms"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -849,8 +849,8 @@ func TestAdaptiveDrainNamesListeners(t *testing.T) {
 	m.drainWatching(at(0), drainwatch.Setup{Method: drainwatch.MethodPassiveOpens}) // not draining: nothing
 	m.signal(at(0), unix.SIGTERM)
 	m.drainWatching(at(0.01), drainwatch.Setup{Method: drainwatch.MethodSockDiag,
-		Watched:   []drainwatch.Listener{{Proto: "tcp", Endpoint: drainwatch.Endpoint{Addr: netip.IPv4Unspecified(), Port: 8080}, PID: 7, Command: "nginx"}},
-		Unwatched: []drainwatch.Listener{{Proto: "tcp", Endpoint: drainwatch.Endpoint{Addr: netip.IPv4Unspecified(), Port: 15006}, Why: "not the app's"}},
+		Watched:   []drainwatch.Listener{{Proto: "tcp", Endpoint: config.Endpoint{Addr: netip.IPv4Unspecified(), Port: 8080}, PID: 7, Command: "nginx"}},
+		Unwatched: []drainwatch.Listener{{Proto: "tcp", Endpoint: config.Endpoint{Addr: netip.IPv4Unspecified(), Port: 15006}, Why: "not the app's"}},
 	})
 	var found []string
 	for l := range strings.SplitSeq(strings.TrimSpace(buf.String()), "\n") {

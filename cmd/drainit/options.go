@@ -11,7 +11,6 @@ import (
 
 	"github.com/drainit/drainit/hooks"
 	"github.com/drainit/drainit/internal/config"
-	"github.com/drainit/drainit/internal/drainwatch"
 	"github.com/drainit/drainit/supervisor"
 )
 
@@ -94,7 +93,7 @@ func listensFor(addr net.Addr, to netip.AddrPort) bool {
 		return false
 	}
 	l := ta.AddrPort()
-	return drainwatch.Endpoint{Addr: l.Addr().Unmap().WithZone(""), Port: l.Port()}.Matches(to.Addr().WithZone(""), to.Port())
+	return config.Endpoint{Addr: l.Addr().Unmap().WithZone(""), Port: l.Port()}.Matches(to.Addr().WithZone(""), to.Port())
 }
 
 // descriptorsForListener refuses a control server that RLIMIT_NOFILE leaves no room for. The

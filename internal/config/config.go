@@ -37,7 +37,6 @@ import (
 
 	"github.com/drainit/drainit/hooks"
 	"github.com/drainit/drainit/internal/budget"
-	"github.com/drainit/drainit/internal/drainwatch"
 	"github.com/drainit/drainit/internal/http1"
 	"github.com/drainit/drainit/internal/logline"
 	"github.com/drainit/drainit/signals"
@@ -110,7 +109,7 @@ type Config struct {
 	DrainRequests bool
 	DrainMin      time.Duration
 	DrainMax      time.Duration
-	DrainPorts    []drainwatch.Endpoint
+	DrainPorts    []Endpoint
 	KillMargin    time.Duration
 	CleanupWait   time.Duration
 	// Triggers start the stop sequence: --triggers, and the stop signal when one is set.
@@ -919,7 +918,7 @@ func (p *parsed) check() *Validation {
 	}
 	if r.DrainPorts != "" {
 		var err error
-		if c.DrainPorts, err = drainwatch.ParseEndpoints(r.DrainPorts); err != nil {
+		if c.DrainPorts, err = ParseEndpoints(r.DrainPorts); err != nil {
 			bad("drain-ports", r.DrainPorts, err)
 		}
 	}

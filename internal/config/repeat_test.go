@@ -8,7 +8,6 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/drainit/drainit/internal/drainwatch"
 	"github.com/drainit/drainit/signals"
 )
 
@@ -33,7 +32,7 @@ func TestRepeatedListsAddUp(t *testing.T) {
 	if want := []syscall.Signal{signals.SIGTERM, signals.SIGUSR2}; !slices.Equal(c.Triggers, want) {
 		t.Errorf("triggers = %v, want %v", c.Triggers, want)
 	}
-	want, _ := drainwatch.ParseEndpoints("8080,127.0.0.1:9090")
+	want, _ := ParseEndpoints("8080,127.0.0.1:9090")
 	if !slices.Equal(c.DrainPorts, want) {
 		t.Errorf("drain ports = %v, want %v", c.DrainPorts, want)
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/drainit/drainit/internal/config"
 )
 
 // poisson returns the arrival times of a Poisson stream, after t0, at rate (per second) from
@@ -770,7 +772,7 @@ func TestAutoQuietHistoryFromAppListeners(t *testing.T) {
 		f = newFakeSystem()
 		f.arrivals = poisson(seed, 100, -AutoWindow, 200*time.Millisecond)
 		h := f.ownHistory(-AutoWindow)
-		h.own.endpoints = []Endpoint{{Port: 9090}}
+		h.own.endpoints = []config.Endpoint{{Port: 9090}}
 		if r := f.run(t, Config{AppPID: 1, Auto: true, History: h}); r.HistoryUsed {
 			t.Errorf("seed %d: a history of port 9090 used for a drain of %v", seed, f.watched())
 		}
@@ -780,20 +782,20 @@ func TestAutoQuietHistoryFromAppListeners(t *testing.T) {
 // fakeAppCounter is an appCounter that says what it is told.
 type fakeAppCounter struct {
 	n      int
-	eps    []Endpoint
+	eps    []config.Endpoint
 	shared bool
 	closed bool
 }
 
-func (c *fakeAppCounter) count() (int, []Endpoint, bool) { return c.n, c.eps, c.shared }
-func (c *fakeAppCounter) close()                         { c.closed = true }
+func (c *fakeAppCounter) count() (int, []config.Endpoint, bool) { return c.n, c.eps, c.shared }
+func (c *fakeAppCounter) close()                                { c.closed = true }
 
 // The History keeps the app's listeners' counts while the namespace is shared and their
 // endpoints stay the same, starts over when they change, drops them when the namespace is the
 // app's alone, and counts once more when a drain takes it.
 func TestHistoryOwnCounts(t *testing.T) {
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	c := &fakeAppCounter{n: 3, eps: []Endpoint{{Port: 8080}}, shared: true}
+	c := &fakeAppCounter{n: 3, eps: []config.Endpoint{{Port: 8080}}, shared: true}
 	h := &History{stop: func() {}, counter: c}
 	for i := range 5 {
 		h.countOwn(t0.Add(time.Duration(i) * time.Second))
@@ -801,7 +803,7 @@ func TestHistoryOwnCounts(t *testing.T) {
 	if got := h.own.bins(); len(got) != 4 || got[3].n != 3 || got[3].span != time.Second {
 		t.Fatalf("bins %+v, want 4 of 3 arrivals a second", got)
 	}
-	c.eps = []Endpoint{{Port: 8080}, {Port: 8443}}
+	c.eps = []config.Endpoint{{Port: 8080}, {Port: 8443}}
 	h.countOwn(t0.Add(5 * time.Second))
 	if len(h.own.samples) != 1 || h.own.samples[0].n != 0 {
 		t.Errorf("after a new listener: %+v, want a new baseline", h.own)

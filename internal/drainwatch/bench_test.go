@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/procfs"
+
+	"github.com/drainit/drainit/internal/config"
 )
 
 // procNetLine prints a socket as the kernel prints a /proc/net/tcp line (net/ipv4/tcp_ipv4.c,
@@ -33,12 +35,12 @@ func procNetLine(sl int, s Socket) string {
 // table10k writes a /proc/net/tcp of 10,000 sockets, shaped like a busy server's: a listener on
 // :8080, 4,000 connections to it and 1,000 of its TIME_WAITs, and 4,999 sockets that are not
 // its (outgoing connections, another listener's). It returns the path and the listener.
-func table10k(tb testing.TB) (string, Endpoint) {
+func table10k(tb testing.TB) (string, config.Endpoint) {
 	tb.Helper()
 	var b strings.Builder
 	fmt.Fprintf(&b, "%-149s\n", "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode")
 	local := netip.MustParseAddr("10.1.2.3")
-	ln := Endpoint{netip.IPv4Unspecified(), 8080}
+	ln := config.Endpoint{Addr: netip.IPv4Unspecified(), Port: 8080}
 	socks := []Socket{{Local: netip.AddrPortFrom(ln.Addr, ln.Port), Remote: netip.AddrPortFrom(ln.Addr, 0), State: Listen, Inode: 100000}}
 	for i := range 9999 {
 		peer := netip.AddrFrom4([4]byte{10, 9, byte(i >> 8), byte(i)})
@@ -69,7 +71,7 @@ func TestTable10k(t *testing.T) {
 	if len(socks) != 10000 {
 		t.Fatalf("%d sockets, want 10000", len(socks))
 	}
-	d := newDetector([]Endpoint{ln})
+	d := newDetector([]config.Endpoint{ln})
 	d.observe(socks)
 	if len(d.conns) != 5000 {
 		t.Errorf("%d connections to the listener, want 5000", len(d.conns))
@@ -86,7 +88,7 @@ func TestTable10k(t *testing.T) {
 func BenchmarkScan10k(b *testing.B) {
 	p, ln := table10k(b)
 	b.Run("drainwatch", func(b *testing.B) {
-		d := newDetector([]Endpoint{ln})
+		d := newDetector([]config.Endpoint{ln})
 		want, add := d.wants, d.add
 		var buf []byte
 		b.ReportAllocs()

@@ -1,6 +1,10 @@
 package drainwatch
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/drainit/drainit/internal/config"
+)
 
 // inet_diag bytecode (include/uapi/linux/inet_diag.h), the filter language of sock_diag dumps,
 // used to have the kernel send only the sockets of the watched endpoints: on a shared network
@@ -36,8 +40,8 @@ const (
 // said. Then endpointFilter returns nil, no filter: the kernel sends every socket and the
 // detector picks, at a cost the CPU budget accounts for. (Cut to 16 bits, the lengths made a
 // request whose meaning depended on how the kernel read the truncated attribute.)
-func endpointFilter(eps []Endpoint) []byte {
-	cond := func(e Endpoint) (family, bits byte, addr []byte) {
+func endpointFilter(eps []config.Endpoint) []byte {
+	cond := func(e config.Endpoint) (family, bits byte, addr []byte) {
 		switch a := e.Addr; {
 		case !a.IsValid(), a.IsUnspecified():
 			return afUnspec, 0, nil
@@ -49,7 +53,7 @@ func endpointFilter(eps []Endpoint) []byte {
 			return afInet6, 128, b[:]
 		}
 	}
-	condLen := func(e Endpoint) int { _, _, a := cond(e); return 4 + 8 + len(a) }
+	condLen := func(e config.Endpoint) int { _, _, a := cond(e); return 4 + 8 + len(a) }
 	total := 0
 	for i, e := range eps {
 		total += condLen(e)

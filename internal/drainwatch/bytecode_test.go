@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"net/netip"
 	"testing"
+
+	"github.com/drainit/drainit/internal/config"
 )
 
 // bcRun and bcAudit are the kernel's inet_diag_bc_run and inet_diag_bc_audit
@@ -120,15 +122,15 @@ func bcAudit(bc []byte) bool {
 // TestEndpointFilter: the kernel would take the filter, and it lets through every socket the
 // detector watches and none on another port or another specific address.
 func TestEndpointFilter(t *testing.T) {
-	ep := func(s string) Endpoint {
-		e, err := ParseEndpoint(s)
+	ep := func(s string) config.Endpoint {
+		e, err := config.ParseEndpoint(s)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return e
 	}
 	addrs := []string{"127.0.0.1", "127.0.0.2", "10.0.0.1", "::1", "::ffff:127.0.0.2", "::ffff:10.0.0.1", "2001:db8::1", "::"}
-	for _, eps := range [][]Endpoint{
+	for _, eps := range [][]config.Endpoint{
 		{ep("8080")},
 		{ep("127.0.0.2:8080")},
 		{ep("0.0.0.0:8080"), ep("[::]:9090")},
@@ -168,9 +170,9 @@ func TestEndpointFilter(t *testing.T) {
 // never one whose lengths were cut to 16 bits.
 func TestEndpointFilterMany(t *testing.T) {
 	for _, n := range []int{1000, 3000, 4000, 20000} {
-		eps := make([]Endpoint, n)
+		eps := make([]config.Endpoint, n)
 		for i := range eps {
-			eps[i] = Endpoint{netip.AddrFrom4([4]byte{127, 0, byte(i >> 8), byte(i)}), uint16(10000 + i%50000)}
+			eps[i] = config.Endpoint{Addr: netip.AddrFrom4([4]byte{127, 0, byte(i >> 8), byte(i)}), Port: uint16(10000 + i%50000)}
 		}
 		bc := endpointFilter(eps)
 		if bc == nil {
@@ -184,7 +186,7 @@ func TestEndpointFilterMany(t *testing.T) {
 			t.Errorf("%d endpoints: the kernel would refuse the filter", n)
 			continue
 		}
-		for _, e := range []Endpoint{eps[0], eps[n-1]} {
+		for _, e := range []config.Endpoint{eps[0], eps[n-1]} {
 			if !bcRun(bc, Socket{Local: netip.AddrPortFrom(e.Addr, e.Port)}) {
 				t.Errorf("%d endpoints: %s dropped by the filter, but watched", n, e)
 			}

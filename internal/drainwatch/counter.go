@@ -1,11 +1,13 @@
 package drainwatch
 
+import "github.com/drainit/drainit/internal/config"
+
 // counterSampler counts new connections as the growth of the network namespace's PassiveOpens
 // counter: every connection a listening socket of the namespace completed the handshake for,
 // whether or not it was accepted, however soon it closed. It is only right when every listener
 // in the namespace is watched, or is drainit's own and self counts what drainit accepted.
 type counterSampler struct {
-	endpoints []Endpoint
+	endpoints []config.Endpoint
 	read      func() (uint64, error) // PassiveOpens
 	self      func() uint64          // connections drainit accepted; nil: none
 	last      uint64
@@ -46,6 +48,6 @@ func (s *counterSampler) sample() (int, error) {
 // counter is the last reading: the counter, and what drainit had accepted.
 func (s *counterSampler) counter() (opens, own uint64) { return s.last, s.lastSelf }
 
-func (s *counterSampler) method() Method      { return MethodPassiveOpens }
-func (s *counterSampler) watched() []Endpoint { return s.endpoints }
-func (s *counterSampler) close()              {}
+func (s *counterSampler) method() Method             { return MethodPassiveOpens }
+func (s *counterSampler) watched() []config.Endpoint { return s.endpoints }
+func (s *counterSampler) close()                     {}

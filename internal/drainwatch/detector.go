@@ -1,5 +1,7 @@
 package drainwatch
 
+import "github.com/drainit/drainit/internal/config"
+
 // detector counts new connections to a set of listening endpoints across successive snapshots
 // of the TCP table. It is pure: the caller feeds it each snapshot (begin, add for every socket,
 // end), and tests feed it made-up tables.
@@ -19,7 +21,7 @@ package drainwatch
 // What it cannot see: a connection that arrived and vanished entirely between two snapshots,
 // which is one the client closed first (or reset) within a poll interval. See the package doc.
 type detector struct {
-	listeners []Endpoint
+	listeners []config.Endpoint
 	conns     map[connKey]connInfo
 	gen       uint32
 	primed    bool
@@ -41,7 +43,7 @@ type connInfo struct {
 	counted bool
 }
 
-func newDetector(listeners []Endpoint) *detector {
+func newDetector(listeners []config.Endpoint) *detector {
 	return &detector{listeners: listeners, conns: map[connKey]connInfo{}}
 }
 
@@ -113,7 +115,7 @@ func (d *detector) wants(port uint16, st State) bool {
 func (d *detector) watched(s *Socket) bool { return toAny(d.listeners, s) }
 
 // toAny says whether s is a connection to one of the listening endpoints eps (by its local end).
-func toAny(eps []Endpoint, s *Socket) bool {
+func toAny(eps []config.Endpoint, s *Socket) bool {
 	addr, port := s.Local.Addr(), s.Local.Port()
 	for _, l := range eps {
 		if l.Matches(addr, port) {

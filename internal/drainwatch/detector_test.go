@@ -6,14 +6,16 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/drainit/drainit/internal/config"
 )
 
 // The scenarios are successive snapshots of the TCP table in testdata/tables/<name>/: N.tcp and
 // N.tcp6 are snapshot N, as /proc/net/tcp and /proc/net/tcp6 print it.
 func TestDetectorScenarios(t *testing.T) {
 	littleEndian(t)
-	ep := func(s string) Endpoint {
-		e, err := ParseEndpoint(s)
+	ep := func(s string) config.Endpoint {
+		e, err := config.ParseEndpoint(s)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -21,7 +23,7 @@ func TestDetectorScenarios(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name      string
-		listeners []Endpoint
+		listeners []config.Endpoint
 		want      []int // new connections in snapshot 1, 2, …
 	}{
 		// 1: one not yet accepted (inode 0), a SYN_RECV, one that came and went to TIME_WAIT, one
@@ -29,24 +31,24 @@ func TestDetectorScenarios(t *testing.T) {
 		// outgoing SYN_SENT from the port, the client end of a loopback connection.
 		// 2: those move on (accepted, handshake done, LAST_ACK) and one more arrives. The
 		// SYN_RECV counts at 2, once its handshake is done.
-		{"new", []Endpoint{ep("0.0.0.0:8080")}, []int{3, 2}},
+		{"new", []config.Endpoint{ep("0.0.0.0:8080")}, []int{3, 2}},
 		// The same table again.
-		{"none", []Endpoint{ep("127.0.0.1:8080")}, []int{0}},
+		{"none", []config.Endpoint{ep("127.0.0.1:8080")}, []int{0}},
 		// Connections closing every way: the app closes first (FIN_WAIT1, FIN_WAIT2, TIME_WAIT,
 		// its inode dropping to 0), the client does (CLOSE_WAIT, LAST_ACK), a reset (gone), a
 		// TIME_WAIT expiring, an unaccepted one getting the client's FIN and then accepted.
-		{"closing", []Endpoint{ep("0.0.0.0:8080")}, []int{0, 0, 0}},
+		{"closing", []config.Endpoint{ep("0.0.0.0:8080")}, []int{0, 0, 0}},
 		// A client reusing its port: TIME_WAIT back to ESTABLISHED; another inode on the same
 		// 4-tuple; an accepted connection's 4-tuple unaccepted again. Not reuse: an unaccepted
 		// connection getting its inode. Then ESTABLISHED back to SYN_RECV: a new handshake,
 		// which counts once done.
-		{"reuse", []Endpoint{ep("0.0.0.0:8080")}, []int{3, 0}},
+		{"reuse", []config.Endpoint{ep("0.0.0.0:8080")}, []int{3, 0}},
 		// A dual-stack [::]:8080 gets an IPv6 connection and an IPv4 one (v4-mapped in tcp6), an
 		// IPv4 listener in tcp one more; another app's [::1]:9090 one is not counted. Then one
 		// goes to TIME_WAIT and one closes: nothing new.
-		{"ipv6", []Endpoint{ep("[::]:8080"), ep("127.0.0.1:8081")}, []int{3, 0}},
+		{"ipv6", []config.Endpoint{ep("[::]:8080"), ep("127.0.0.1:8081")}, []int{3, 0}},
 		// Two pods on one port, as the rollout harness runs them: only 127.0.0.2's count.
-		{"shared", []Endpoint{ep("127.0.0.2:8080")}, []int{1, 0}},
+		{"shared", []config.Endpoint{ep("127.0.0.2:8080")}, []int{1, 0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := newDetector(tc.listeners)
@@ -82,7 +84,7 @@ func snapshot(t *testing.T, name string, n int) []Socket {
 func TestDetectorGoneAndBack(t *testing.T) {
 	ap := netip.MustParseAddrPort
 	c := Socket{Local: ap("10.0.0.5:8080"), Remote: ap("10.0.0.9:40000"), State: TimeWait}
-	d := newDetector([]Endpoint{{Port: 8080}})
+	d := newDetector([]config.Endpoint{{Port: 8080}})
 	for i, tc := range []struct {
 		snap []Socket
 		want int
@@ -109,7 +111,7 @@ func TestDetectorHalfOpen(t *testing.T) {
 	conn := func(i int, st State) Socket {
 		return Socket{Local: local, Remote: netip.AddrPortFrom(netip.AddrFrom4([4]byte{203, 0, 113, byte(i)}), 40000), State: st}
 	}
-	d := newDetector([]Endpoint{{Port: 8080}})
+	d := newDetector([]config.Endpoint{{Port: 8080}})
 	if n := d.observe(nil); n != 0 {
 		t.Fatalf("baseline: %d", n)
 	}

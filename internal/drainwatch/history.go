@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/drainit/drainit/internal/config"
 )
 
 // HistoryEvery is how often a History samples the counter: often enough that the rate before
@@ -49,7 +51,7 @@ type History struct {
 
 // ownHistory is what a History counted at the app's own listeners.
 type ownHistory struct {
-	endpoints []Endpoint
+	endpoints []config.Endpoint
 	samples   []ownSample // oldest first; the first is the baseline (n 0)
 }
 
@@ -67,7 +69,7 @@ type appCounter interface {
 	// count polls once. shared is false when every listener of the namespace is the app's or
 	// drainit's (the counter is then the app's, and nothing is counted); else n is how many new
 	// connections came to endpoints since the previous poll (0 for the first poll of a set).
-	count() (n int, endpoints []Endpoint, shared bool)
+	count() (n int, endpoints []config.Endpoint, shared bool)
 	close()
 }
 
@@ -77,7 +79,7 @@ type RecordConfig struct {
 	Self func() uint64
 	// AppPID, Adopter and Ports say what the app's listeners are, as Config's do.
 	AppPID, Adopter int
-	Ports           []Endpoint
+	Ports           []config.Endpoint
 }
 
 // counterSample is the counter at one moment.

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/drainit/drainit/internal/config"
 )
 
 // historyRescanEvery is the least time between two looks for the app's listeners in /proc (each
@@ -33,13 +35,13 @@ type diagAppCounter struct {
 	listeners []uint64 // the namespace's listening sockets' inodes at the last look, sorted
 	scanned   time.Time
 	shared    bool
-	endpoints []Endpoint
+	endpoints []config.Endpoint
 	filter    []byte
 	v4, v6    bool
 	det       *detector
 }
 
-func (c *diagAppCounter) count() (int, []Endpoint, bool) {
+func (c *diagAppCounter) count() (int, []config.Endpoint, bool) {
 	all, err := listeningSockets(c.diag, c.o.proc)
 	if err != nil {
 		c.shared = false

@@ -5,16 +5,18 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/drainit/drainit/internal/config"
 )
 
 // Listener is a socket that takes traffic in, as the drain's setup found it: one of the app's
 // (PID not zero), or another listener of the network namespace.
 type Listener struct {
-	Proto    string   // "tcp", "udp" or "unix"
-	Endpoint Endpoint // tcp and udp
-	Path     string   // unix: the socket's path ("@name" for an abstract one)
-	PID      int      // the process of the app's tree that holds it; 0: none drainit could read
-	Command  string   // that process's command name
+	Proto    string          // "tcp", "udp" or "unix"
+	Endpoint config.Endpoint // tcp and udp
+	Path     string          // unix: the socket's path ("@name" for an abstract one)
+	PID      int             // the process of the app's tree that holds it; 0: none drainit could read
+	Command  string          // that process's command name
 	// Why, for a listener that is not watched, says why; empty for a watched one.
 	Why string
 }

@@ -21,6 +21,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/drainit/drainit/integration/testenv"
+
+	"github.com/drainit/drainit/internal/config"
 )
 
 // The live tests run the watch on this machine's TCP table, with real loopback connections to a
@@ -250,12 +252,12 @@ func TestLivePorts(t *testing.T) {
 	if _, err := fmt.Sscanf(line, "ports %d %d", &p4, &p6); err != nil || p4 == 0 || p6 == 0 {
 		testenv.SkipUnlessCI(t, fmt.Sprintf("needs IPv4 and IPv6 loopback; helper said %q", line))
 	}
-	cfg := Config{AppPID: pid, Ports: []Endpoint{{Port: uint16(p6)}}, Quiet: 300 * time.Millisecond, Interval: 20 * time.Millisecond}
+	cfg := Config{AppPID: pid, Ports: []config.Endpoint{{Port: uint16(p6)}}, Quiet: 300 * time.Millisecond, Interval: 20 * time.Millisecond}
 	ch := startLive(t, cfg, "")
 	dial(t, fmt.Sprintf("127.0.0.1:%d", p4), true)
 	dial(t, fmt.Sprintf("[::1]:%d", p6), true)
 	r, _ := waitResult(t, ch)
-	if r.Reason != ReasonQuiet || r.NewConns != 1 || len(r.Watched) != 1 || r.Watched[0] != (Endpoint{netip.IPv6Loopback(), uint16(p6)}) {
+	if r.Reason != ReasonQuiet || r.NewConns != 1 || len(r.Watched) != 1 || r.Watched[0] != (config.Endpoint{Addr: netip.IPv6Loopback(), Port: uint16(p6)}) {
 		t.Fatalf("result %+v, want quiet after the one connection to [::1]:%d", r, p6)
 	}
 }
@@ -272,7 +274,7 @@ func TestLiveUnavailable(t *testing.T) {
 	}
 	port := uint16(ln.Addr().(*net.TCPAddr).Port)
 	ln.Close() // a port nobody listens on now
-	r, _ = waitResult(t, Start(context.Background(), Config{Ports: []Endpoint{{Port: port}}}))
+	r, _ = waitResult(t, Start(context.Background(), Config{Ports: []config.Endpoint{{Port: port}}}))
 	if r.Reason != ReasonUnavailable || r.Err == nil || !strings.Contains(r.Err.Error(), fmt.Sprintf("drain ports %d", port)) {
 		t.Errorf("a port nobody listens on: %+v", r)
 	}
@@ -392,7 +394,7 @@ func TestLiveAdoptedListener(t *testing.T) {
 	ch := startLive(t, Config{AppPID: app, Adopter: os.Getpid(), Quiet: time.Second}, MethodSockDiag)
 	dial(t, fmt.Sprintf("127.0.0.1:%d", p4), true)
 	r, _ = waitResult(t, ch)
-	if r.Reason != ReasonQuiet || r.NewConns != 1 || !slices.Contains(r.Watched, Endpoint{netip.AddrFrom4([4]byte{127, 0, 0, 1}), uint16(p4)}) {
+	if r.Reason != ReasonQuiet || r.NewConns != 1 || !slices.Contains(r.Watched, config.Endpoint{Addr: netip.AddrFrom4([4]byte{127, 0, 0, 1}), Port: uint16(p4)}) {
 		t.Fatalf("with the adopter: %+v, want quiet after the one connection to 127.0.0.1:%d", r, p4)
 	}
 }

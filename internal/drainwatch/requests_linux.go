@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/drainit/drainit/internal/config"
 )
 
 // requestWatch reads the app's open incoming connections, with what each has received, through
@@ -13,7 +15,7 @@ import (
 // connections" in the package doc).
 type requestWatch struct {
 	diag      *diagConn
-	endpoints []Endpoint
+	endpoints []config.Endpoint
 	filter    []byte // the watched listeners' local ends (endpointFilter; nil past its size)
 	v4, v6    bool
 	// conns is each connection's state at the last poll, by cookie; next is the one being
@@ -58,7 +60,7 @@ type connState struct {
 
 // newRequestWatch opens the watch on the connections to endpoints, in the IPv4 table, the IPv6
 // one, or both; nil when sock_diag is unavailable.
-func newRequestWatch(endpoints []Endpoint, v4, v6 bool) *requestWatch {
+func newRequestWatch(endpoints []config.Endpoint, v4, v6 bool) *requestWatch {
 	diag, err := openDiag()
 	if err != nil {
 		return nil

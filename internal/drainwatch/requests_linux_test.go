@@ -13,6 +13,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/drainit/drainit/integration/testenv"
+
+	"github.com/drainit/drainit/internal/config"
 )
 
 // infoAttr is an INET_DIAG_INFO attribute: a struct tcp_info of n bytes with the two fields
@@ -109,7 +111,7 @@ func TestRequestWatchLive(t *testing.T) {
 	_, _ = dial(ln) // a quiet one
 	otherC, otherS := dial(other)
 	ep := ln.Addr().(*net.TCPAddr).AddrPort()
-	w := newRequestWatch([]Endpoint{{ep.Addr(), ep.Port()}}, true, false)
+	w := newRequestWatch([]config.Endpoint{{Addr: ep.Addr(), Port: ep.Port()}}, true, false)
 	if w == nil {
 		testenv.SkipUnlessCI(t, "no netlink sock_diag here")
 	}

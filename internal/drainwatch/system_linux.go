@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/drainit/drainit/internal/config"
 	"github.com/drainit/drainit/internal/proc"
 	"golang.org/x/sys/unix"
 )
@@ -72,7 +73,7 @@ type systemOptions struct {
 
 // listener is a listening socket of the TCP table.
 type listener struct {
-	Endpoint
+	config.Endpoint
 	inode uint64
 	v6    bool
 	uid   uint32 // its owner
@@ -162,7 +163,7 @@ func watchedListeners(cfg Config, o systemOptions, all []listener) ([]listener, 
 	var watched []listener
 	var setup Setup
 	for _, l := range all {
-		if slices.ContainsFunc(cfg.Ports, func(p Endpoint) bool { return p.Matches(l.Addr, l.Port) }) {
+		if slices.ContainsFunc(cfg.Ports, func(p config.Endpoint) bool { return p.Matches(l.Addr, l.Port) }) {
 			watched = append(watched, l)
 			setup.Watched = append(setup.Watched, Listener{Proto: "tcp", Endpoint: l.Endpoint})
 		} else {
@@ -177,7 +178,7 @@ func watchedListeners(cfg Config, o systemOptions, all []listener) ([]listener, 
 
 // watchedEndpoints is the watched listeners' endpoints, each once, and which tables (tcp, tcp6) hold
 // their connections.
-func watchedEndpoints(watched []listener) (eps []Endpoint, v4, v6 bool) {
+func watchedEndpoints(watched []listener) (eps []config.Endpoint, v4, v6 bool) {
 	for _, l := range watched {
 		if !slices.Contains(eps, l.Endpoint) {
 			eps = append(eps, l.Endpoint)
@@ -335,7 +336,7 @@ func listeningSockets(diag *diagConn, proc string) ([]listener, error) {
 	var out []listener
 	add := func(s *Socket) {
 		if s.State == Listen {
-			out = append(out, listener{Endpoint{s.Local.Addr(), s.Local.Port()}, s.Inode, s.V6, s.UID})
+			out = append(out, listener{config.Endpoint{Addr: s.Local.Addr(), Port: s.Local.Port()}, s.Inode, s.V6, s.UID})
 		}
 	}
 	if diag != nil {
@@ -418,7 +419,7 @@ func pidList(pids []int) string {
 // passiveOpensSampler returns the passive-opens sampler when it applies: every listening socket
 // of the namespace is watched, or is drainit's own and cfg.SelfAccepted counts what it accepts;
 // and the counter can be read. Else nil.
-func passiveOpensSampler(cfg Config, procRoot string, self int, all, watched []listener, endpoints []Endpoint) sampler {
+func passiveOpensSampler(cfg Config, procRoot string, self int, all, watched []listener, endpoints []config.Endpoint) sampler {
 	mine := map[uint64]bool{}
 	for _, l := range watched {
 		mine[l.inode] = true
@@ -446,7 +447,7 @@ func passiveOpensSampler(cfg Config, procRoot string, self int, all, watched []l
 type diagSampler struct {
 	diag      *diagConn
 	det       *detector
-	endpoints []Endpoint
+	endpoints []config.Endpoint
 	filter    []byte
 	v4, v6    bool          // which tables hold the watched listeners' connections
 	add       func(*Socket) // det.add, bound once
@@ -467,14 +468,14 @@ func (s *diagSampler) sample() (int, error) {
 	return s.det.end(), nil
 }
 
-func (s *diagSampler) method() Method      { return MethodSockDiag }
-func (s *diagSampler) watched() []Endpoint { return s.endpoints }
-func (s *diagSampler) close()              { s.diag.close() }
+func (s *diagSampler) method() Method             { return MethodSockDiag }
+func (s *diagSampler) watched() []config.Endpoint { return s.endpoints }
+func (s *diagSampler) close()                     { s.diag.close() }
 
 // procSampler counts new connections in /proc/net/tcp and tcp6.
 type procSampler struct {
 	det       *detector
-	endpoints []Endpoint
+	endpoints []config.Endpoint
 	tcp, tcp6 string
 	v4, v6    bool
 	buf       []byte
@@ -503,6 +504,15 @@ func (s *procSampler) sample() (int, error) {
 	return s.det.end(), nil
 }
 
-func (s *procSampler) method() Method      { return MethodProcNet }
-func (s *procSampler) watched() []Endpoint { return s.endpoints }
-func (s *procSampler) close()              {}
+func (s *procSampler) method() Method             { return MethodProcNet }
+func (s *procSampler) watched() []config.Endpoint { return s.endpoints }
+func (s *procSampler) close()                     {}
+
+// endpointList is es as --drain-ports reads them, comma-separated.
+func endpointList(es []config.Endpoint) string {
+	s := make([]string, len(es))
+	for i, e := range es {
+		s[i] = e.String()
+	}
+	return strings.Join(s, ",")
+}

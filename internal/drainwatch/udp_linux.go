@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/drainit/drainit/internal/config"
 )
 
 // udpServers lists the UDP sockets among inodes (the app's) that serve, from the UDP tables of
@@ -18,7 +20,7 @@ func udpServers(proc string, inodes map[uint64]int) ([]Listener, error) {
 		if pid == 0 || !serving(s, eph) {
 			return
 		}
-		e := Endpoint{s.Local.Addr().Unmap(), s.Local.Port()}
+		e := config.Endpoint{Addr: s.Local.Addr().Unmap(), Port: s.Local.Port()}
 		if !slices.ContainsFunc(out, func(l Listener) bool { return l.Endpoint == e }) {
 			out = append(out, Listener{Proto: "udp", Endpoint: e, PID: pid, Why: whyUDP})
 		}

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/drainit/drainit/integration/testenv"
+
+	"github.com/drainit/drainit/internal/config"
 )
 
 // fakeProc is a /proc with what openSystem reads for an app of pid 10 without children: its
@@ -87,18 +89,18 @@ func openFakeSetup(root string, cfg Config) (sampler, Setup, error) {
 }
 
 // endpointsOf is the listeners' endpoints, in order.
-func endpointsOf(ls []Listener) []Endpoint {
-	var out []Endpoint
+func endpointsOf(ls []Listener) []config.Endpoint {
+	var out []config.Endpoint
 	for _, l := range ls {
 		out = append(out, l.Endpoint)
 	}
 	return out
 }
 
-func endpoints(ss ...string) []Endpoint {
-	var out []Endpoint
+func endpoints(ss ...string) []config.Endpoint {
+	var out []config.Endpoint
 	for _, s := range ss {
-		e, err := ParseEndpoint(s)
+		e, err := config.ParseEndpoint(s)
 		if err != nil {
 			panic(err)
 		}
@@ -116,7 +118,7 @@ func TestUDPServersUnwatchable(t *testing.T) {
 		name                string
 		held                []uint64
 		portRange, reserved string
-		want                []Endpoint // nil: watched
+		want                []config.Endpoint // nil: watched
 	}{
 		{"every kind", all, std, "40000,50000-50010\n", endpoints("0.0.0.0:53", "10.0.0.5:514", "0.0.0.0:40000", "[::]:443")},
 		{"clients only", []uint64{1000, 5002, 5003, 5004, 5102, 5103}, std, "\n", nil},
@@ -166,7 +168,7 @@ func TestUDPServersUnwatchable(t *testing.T) {
 // out for an app whose UDP is not traffic the pod's endpoints carry (a cluster's gossip).
 func TestUDPServersPortsGiven(t *testing.T) {
 	root := fakeProc(t, []uint64{1000, 5001}, "32768 60999", "")
-	s, err := openFake(root, Config{Ports: []Endpoint{{Port: 8080}}})
+	s, err := openFake(root, Config{Ports: []config.Endpoint{{Port: 8080}}})
 	if err != nil {
 		t.Fatalf("with --drain-ports: %v, want the listener watched", err)
 	}
@@ -246,7 +248,7 @@ func TestLiveUDPServers(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := endpointsOf(ls)
-	want := []Endpoint{{netip.IPv4Unspecified(), uint16(srv.LocalAddr().(*net.UDPAddr).Port)}}
+	want := []config.Endpoint{{Addr: netip.IPv4Unspecified(), Port: uint16(srv.LocalAddr().(*net.UDPAddr).Port)}}
 	if !slices.Equal(got, want) {
 		t.Errorf("serving UDP sockets %v, want %v (client on %v, loopback on %v)", got, want, client.LocalAddr(), loop.LocalAddr())
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/drainit/drainit/internal/config"
 )
 
 // Defaults for the zero values of Config.
@@ -63,7 +65,7 @@ type Config struct {
 	Adopter int
 	// Ports, when not empty, are watched instead (--drain-ports): every listening socket of the
 	// network namespace that one of them matches.
-	Ports []Endpoint
+	Ports []config.Endpoint
 	// The drain ends once no new connection has arrived for Quiet (and Min has passed), or at
 	// Max. Zero: DefaultQuiet, 0 and DefaultMax.
 	Quiet, Min, Max time.Duration
@@ -161,8 +163,8 @@ type Result struct {
 	// Baseline is how long after Start the baseline was taken: a connection that came in
 	// between counts as there already, not as new (on a loaded machine, tens of milliseconds).
 	Baseline time.Duration
-	Method   Method     // "" if unavailable before anything was watched
-	Watched  []Endpoint // the listening endpoints watched
+	Method   Method            // "" if unavailable before anything was watched
+	Watched  []config.Endpoint // the listening endpoints watched
 	Polls    int
 	Interval time.Duration // the longest time between two polls
 	// Silence is how long before the end the last new connection was seen (or the baseline
@@ -228,7 +230,7 @@ type sampler interface {
 	// The first poll is the baseline and returns 0.
 	sample() (int, error)
 	method() Method
-	watched() []Endpoint
+	watched() []config.Endpoint
 	close()
 }
 
@@ -420,8 +422,8 @@ const (
 )
 
 // sameEndpoints says whether a and b hold the same endpoints, in any order.
-func sameEndpoints(a, b []Endpoint) bool {
-	return len(a) == len(b) && !slices.ContainsFunc(a, func(e Endpoint) bool { return !slices.Contains(b, e) })
+func sameEndpoints(a, b []config.Endpoint) bool {
+	return len(a) == len(b) && !slices.ContainsFunc(a, func(e config.Endpoint) bool { return !slices.Contains(b, e) })
 }
 
 // wrapped is a sampler that adds to another's count (requestSampler).

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/drainit/drainit/internal/config"
 )
 
 // fakeSystem is an env on a made-up clock: waiting moves the clock, and connections arrive at
@@ -66,9 +68,9 @@ func (f *fakeSystem) arrivedBy(t time.Time) int {
 	return sort.Search(len(f.arrivals), func(i int) bool { return f.t0.Add(f.arrivals[i]).After(t) })
 }
 
-func (f *fakeSystem) method() Method      { return "fake" }
-func (f *fakeSystem) watched() []Endpoint { return []Endpoint{{Port: 8080}} }
-func (f *fakeSystem) close()              {}
+func (f *fakeSystem) method() Method             { return "fake" }
+func (f *fakeSystem) watched() []config.Endpoint { return []config.Endpoint{{Port: 8080}} }
+func (f *fakeSystem) close()                     {}
 
 func (f *fakeSystem) run(t *testing.T, cfg Config) Result {
 	t.Helper()

@@ -1,4 +1,4 @@
-package drainwatch
+package config
 
 import (
 	"errors"
@@ -124,13 +124,4 @@ func ParseEndpoints(s string) ([]Endpoint, error) {
 		}
 	}
 	return out, nil
-}
-
-// endpointList is es as --drain-ports reads them, comma-separated.
-func endpointList(es []Endpoint) string {
-	s := make([]string, len(es))
-	for i, e := range es {
-		s[i] = e.String()
-	}
-	return strings.Join(s, ",")
 }

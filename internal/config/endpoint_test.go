@@ -1,4 +1,4 @@
-package drainwatch
+package config
 
 import (
 	"net/netip"
@@ -101,4 +101,24 @@ func TestEndpointMatches(t *testing.T) {
 			t.Errorf("%s matches %s:%d = %v, want %v", tc.ep, tc.addr, tc.port, got, tc.want)
 		}
 	}
+}
+
+func FuzzParseEndpoint(f *testing.F) {
+	f.Fuzz(func(t *testing.T, s string) {
+		e, err := ParseEndpoint(s)
+		if err != nil {
+			return
+		}
+		if e.Port == 0 {
+			t.Fatalf("ParseEndpoint(%q) accepted port 0", s)
+		}
+		if e.Addr.Zone() != "" {
+			t.Fatalf("ParseEndpoint(%q) accepted a zone", s)
+		}
+		// What is accepted prints back to something that parses to the same endpoint.
+		back, err := ParseEndpoint(e.String())
+		if err != nil || back != e {
+			t.Fatalf("ParseEndpoint(%q) = %v; its String %q parses to %v, %v", s, e, e.String(), back, err)
+		}
+	})
 }
