@@ -22,15 +22,15 @@ package check
 import (
 	"cmp"
 	"fmt"
-	"github.com/drainit/drainit/internal/budget"
 	"net"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/drainit/drainit/internal/budget"
+
 	"github.com/drainit/drainit/internal/config"
-	"github.com/drainit/drainit/internal/control"
 )
 
 // Severity says how bad a finding is: errors make `drainit check` exit 1.
@@ -654,9 +654,9 @@ func (k *containerCheck) controlServer() {
 }
 
 // bearerIs says whether an Authorization header carries token as drainit's control server reads
-// it (control.BearerToken: the scheme's name in any case, spaces after it).
+// it (config.BearerToken: the scheme's name in any case, spaces after it).
 func bearerIs(header, token string) bool {
-	got, ok := control.BearerToken(strings.TrimSpace(header))
+	got, ok := config.BearerToken(strings.TrimSpace(header))
 	return ok && got == token
 }
 

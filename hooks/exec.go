@@ -3,66 +3,30 @@ package hooks
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/rs/zerolog"
+
+	"github.com/drainit/drainit/internal/config"
 )
 
-// ParseExec reads an exec hook's command, given either as a JSON array of strings
-// (["/bin/deregister","--id","x"]) or as words separated by white space (/bin/deregister --id x).
-// The plain form is not a shell: quotes and backslashes are refused rather than taken literally
-// (use the JSON form, or ["sh","-c","…"]). A command without a slash is looked up in PATH when the
-// hook runs; the hook inherits drainit's environment and working directory.
+// ParseExec reads an exec hook's command (config.ParseCommand). A command without a slash is
+// looked up in PATH when the hook runs; the hook inherits drainit's environment and working
+// directory.
 //
 // children starts the hook's process and learns its exit from the program's reaper (see the
 // package doc). With nil children, Run fails at once and starts nothing: a hook parsed only to
 // check a configuration needs none.
 func ParseExec(name, spec string, children *Children) (Hook, error) {
-	argv, err := parseArgv(spec)
+	argv, err := config.ParseCommand(spec)
 	if err != nil {
 		return nil, fmt.Errorf("exec hook %q: %w", name, err)
 	}
 	return &execHook{name: name, argv: argv, children: children}, nil
-}
-
-func parseArgv(spec string) ([]string, error) {
-	s := strings.TrimSpace(spec)
-	var argv []string
-	if strings.HasPrefix(s, "[") {
-		// Through pointers: encoding/json reads a null as an empty string, and
-		// ["rm","-rf",null] would run `rm -rf ""`.
-		var words []*string
-		if err := json.Unmarshal([]byte(s), &words); err != nil {
-			return nil, fmt.Errorf("command %q is not a JSON array of strings: %w", spec, err)
-		}
-		for i, w := range words {
-			if w == nil {
-				return nil, fmt.Errorf("command %q is not a JSON array of strings: element %d is null", spec, i)
-			}
-			argv = append(argv, *w)
-		}
-	} else {
-		if strings.ContainsAny(s, `'"\`) {
-			return nil, fmt.Errorf("command %q: quotes and backslashes are not interpreted (no shell here); give the command as a JSON array", spec)
-		}
-		argv = strings.Fields(s)
-	}
-	if len(argv) == 0 || argv[0] == "" {
-		return nil, errors.New("empty command")
-	}
-	for _, a := range argv {
-		if strings.IndexByte(a, 0) >= 0 {
-			return nil, fmt.Errorf("command %q: NUL byte in an argument", spec)
-		}
-	}
-	return argv, nil
 }
 
 // maxLine bounds one line of a hook's output: what is longer is logged in pieces of maxLine

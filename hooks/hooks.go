@@ -27,8 +27,8 @@
 // later unless everything is gone by then: the group's every member, and every process holding
 // the hook's output (one that left the group with setsid can only be waited for). Run returns
 // once the hook's process has been reaped and every process holding its output has exited, or
-// at most [Overrun] after the context ended; at the last deadline ([ErrLastDeadline]) the group
-// gets SIGKILL at once, and Run returns [LastOverrun] after it at most. A hook that exits on its
+// at most budget.HookOverrun after the context ended; at the last deadline ([ErrLastDeadline])
+// the group gets SIGKILL at once, and Run returns budget.LastHookOverrun after it at most. A hook that exits on its
 // own but leaves processes behind is not waited for: its output is read for one more second, and
 // they are left to the supervisor.
 //
@@ -44,39 +44,31 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/drainit/drainit/internal/budget"
 )
 
-// How long an exec hook's processes get at each step of stopping; they bound how long Run
-// outlives its context: termGrace + killWait at most.
+// How long an exec hook's processes get at each step of stopping. The stop's budget gives a hook
+// budget.HookOverrun after its context ends (termGrace + killWait), and budget.LastHookOverrun
+// after the last deadline (lastKillWait): a caller that must be done by a deadline gives hooks a
+// context that ends that long before it.
 const (
-	termGrace  = time.Second // from SIGTERM to SIGKILL
-	killWait   = time.Second // after SIGKILL, for the exit status and the end of the output
-	outputWait = time.Second // after a normal exit, for processes it left to close its output
+	termGrace    = time.Second                    // from SIGTERM to SIGKILL
+	killWait     = budget.HookOverrun - termGrace // after SIGKILL, for the exit status and the end of the output
+	lastKillWait = budget.LastHookOverrun         // killWait for a context that ended with ErrLastDeadline
+	outputWait   = time.Second                    // after a normal exit, for processes it left to close its output
 )
-
-// Overrun is the most an exec hook's Run outlives its context by: the SIGTERM grace and the
-// wait after SIGKILL. A caller that must be done by a deadline gives hooks a context that ends
-// Overrun before it.
-const Overrun = termGrace + killWait
 
 // ErrLastDeadline, as the cause of a context's end, says that the runtime's SIGKILL follows the
 // deadline closely and every moment before it is the hook's: an exec hook then still running is
-// SIGKILLed at once, without the SIGTERM grace, and Run outlives its context by LastOverrun at
-// most. It is the post-stop hooks' deadline, which without it would have to leave Overrun (2 s)
-// unused: after drainit had to SIGKILL the app, the default kill margin of 2 s would leave them
+// SIGKILLed at once, without the SIGTERM grace, and Run outlives its context by lastKillWait at
+// most. It is the post-stop hooks' deadline, which without it would have to leave termGrace +
+// killWait (2 s) unused: after drainit had to SIGKILL the app, the default kill margin of 2 s would leave them
 // nothing.
 var ErrLastDeadline = errors.New("the stop's deadline is near")
 
-// LastOverrun is Overrun for a context that ended with ErrLastDeadline: the wait after SIGKILL,
-// shortened, since the exit status and the last of the output matter less than exiting before
-// the runtime's SIGKILL.
-const LastOverrun = lastKillWait
-
-// lastKillWait is killWait for a context that ended with ErrLastDeadline.
-const lastKillWait = 300 * time.Millisecond
-
 // Hook is one action. Run returns when the action is done, failed, or ctx ended; it must not
-// outlive ctx by more than the time it takes to kill what it started (Overrun at most). It logs
+// outlive ctx by more than the time it takes to kill what it started (budget.HookOverrun at most). It logs
 // what it has to say (an exec hook's output) on zerolog.Ctx(ctx).
 type Hook interface {
 	// Name identifies the hook in the log ("offline-exec", "post-stop-http").

@@ -7,23 +7,20 @@ import (
 	"errors"
 	"fmt"
 	"html"
-	"io"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/drainit/drainit/internal/config"
 	"github.com/drainit/drainit/internal/http1"
 )
 
 // errSnippet bounds how much of a failed response's body goes into the error.
 const errSnippet = 256
 
-// ParseHTTP reads an HTTP hook: a URL (a GET), "METHOD URL", or a JSON object
-// {"method":"PUT","url":"http://…","headers":{"X-A":"b"},"body":"…"} in which only url is
-// required (method defaults to GET). The method is upper-cased. A "Host" header sets the
-// request's Host. No Content-Type is added to a body.
+// ParseHTTP reads an HTTP hook (config.ParseCall).
 //
 // Only plain http:// is spoken (drainit's own small HTTP/1.1, see internal/http1: net/http would
 // triple the binary); reach a TLS endpoint from an exec hook. The hook succeeds on a 2xx status;
@@ -32,90 +29,11 @@ const errSnippet = 256
 // its context only; it returns as soon as a 2xx answer's head has come (the body is not waited
 // for), and keeps at most a few hundred bytes of a failed response's body.
 func ParseHTTP(name, spec string) (Hook, error) {
-	h, err := parseHTTP(spec)
+	c, err := config.ParseCall(spec)
 	if err != nil {
 		return nil, fmt.Errorf("http hook %q: %w", name, err)
 	}
-	h.name = name
-	return h, nil
-}
-
-// httpSpec is the JSON form of an HTTP hook.
-type httpSpec struct {
-	Method  string             `json:"method"`
-	URL     string             `json:"url"`
-	Headers map[string]*string `json:"headers"` // through pointers, to tell a null from ""
-	Body    string             `json:"body"`
-}
-
-func parseHTTP(spec string) (*httpHook, error) {
-	s := strings.TrimSpace(spec)
-	var js httpSpec
-	if strings.HasPrefix(s, "{") {
-		dec := json.NewDecoder(strings.NewReader(s))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&js); err != nil {
-			// The value is not shown (Redact): the offset says where to look.
-			if se := (*json.SyntaxError)(nil); errors.As(err, &se) {
-				return nil, fmt.Errorf("not a valid JSON hook (method, url, headers, body): %w, at byte %d", err, se.Offset)
-			}
-			return nil, fmt.Errorf("not a valid JSON hook (method, url, headers, body): %w", err)
-		}
-		if _, err := dec.Token(); err != io.EOF {
-			return nil, errors.New("text after the JSON object")
-		}
-	} else {
-		switch f := strings.Fields(s); len(f) {
-		case 1:
-			js.URL = f[0]
-		case 2:
-			js.Method, js.URL = f[0], f[1]
-		default:
-			return nil, errors.New("want URL, METHOD URL, or a JSON object")
-		}
-	}
-	h := &httpHook{method: strings.ToUpper(js.Method), body: js.Body}
-	for k, v := range js.Headers {
-		if v == nil {
-			return nil, fmt.Errorf("header %q is null: give it a string", clip(k))
-		}
-		if h.headers == nil {
-			h.headers = map[string]string{}
-		}
-		h.headers[k] = *v
-	}
-	if h.method == "" {
-		h.method = "GET"
-	}
-	if !http1.IsToken(h.method) {
-		return nil, fmt.Errorf("bad method %q", clip(js.Method))
-	}
-	u, err := parseHTTPURL(js.URL)
-	if err != nil {
-		return nil, err
-	}
-	h.url = u
-	for k, v := range h.headers {
-		if !http1.IsToken(k) {
-			return nil, fmt.Errorf("bad header name %q", clip(k))
-		}
-		if strings.ContainsFunc(v, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
-			return nil, fmt.Errorf("control character in the value of header %q", k)
-		}
-	}
-	return h, nil
-}
-
-// parseHTTPURL accepts an absolute http URL with a host.
-func parseHTTPURL(s string) (*url.URL, error) {
-	if s == "" {
-		return nil, errors.New("no URL")
-	}
-	u, err := http1.CheckURL(s)
-	if err != nil {
-		return nil, fmt.Errorf("URL %q: %w", redact(s), err)
-	}
-	return u, nil
+	return &httpHook{name: name, method: c.Method, url: c.URL, headers: c.Header, body: c.Body}, nil
 }
 
 // httpHook makes one request.
@@ -224,14 +142,14 @@ func MaskSecrets(text []byte, secrets []string, min int, cut bool) []byte {
 	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
 	for _, sec := range secrets {
 		if len(sec) >= min {
-			text = bytes.ReplaceAll(text, []byte(sec), []byte(masked))
+			text = bytes.ReplaceAll(text, []byte(sec), []byte(config.Masked))
 		}
 	}
 	if cut {
 		for _, sec := range secrets {
 			for k := len(sec) - 1; k >= 2 && len(sec) >= min; k-- {
 				if bytes.HasSuffix(text, []byte(sec[:k])) {
-					text = append(text[:len(text)-k:len(text)-k], masked...)
+					text = append(text[:len(text)-k:len(text)-k], config.Masked...)
 					break
 				}
 			}

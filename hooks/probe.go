@@ -9,11 +9,11 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/drainit/drainit/internal/config"
 	"github.com/drainit/drainit/internal/http1"
 )
 
@@ -41,44 +41,17 @@ type Probe interface {
 	String() string
 }
 
-// ParseProbe reads a ready probe: tcp://HOST:PORT (ready once a TCP connection is accepted; an
-// empty HOST is the local system) or an http:// URL (ready on a 2xx answer to a GET). Probes
-// never use a proxy: they check the app next to drainit.
+// ParseProbe reads a ready probe (config.ParseProbe). Probes never use a proxy: they check the
+// app next to drainit.
 func ParseProbe(spec string) (Probe, error) {
-	s := strings.TrimSpace(spec)
-	if len(s) >= 6 && strings.EqualFold(s[:6], "tcp://") {
-		rest := s[6:]
-		if strings.Contains(rest, "@") {
-			// User info has no meaning here, and the errors below would quote its password.
-			return nil, errors.New("ready probe: a tcp:// probe takes HOST:PORT, no user info (\"@\")")
-		}
-		host, port, err := net.SplitHostPort(rest)
-		if ae := (*net.AddrError)(nil); errors.As(err, &ae) {
-			return nil, fmt.Errorf("ready probe: want tcp://HOST:PORT: %s", ae.Err) // not the address again
-		} else if err != nil {
-			return nil, fmt.Errorf("ready probe: want tcp://HOST:PORT: %w", err)
-		}
-		if _, err := http1.ParsePort(port); err != nil {
-			return nil, fmt.Errorf("ready probe: %w", err)
-		}
-		if strings.ContainsAny(host, "/?#@ ") {
-			return nil, errors.New("ready probe: bad host (it holds \"/\", \"?\", \"#\", \"@\" or a space)")
-		}
-		// No name or address holds them, and a dial would fail the same way for ever.
-		if strings.ContainsFunc(host, func(r rune) bool { return r < ' ' || r == 0x7f }) ||
-			strings.Contains(host, "%") && !strings.Contains(host, ":") {
-			return nil, errors.New("ready probe: bad host (a control character, or a zone (%) outside an IPv6 address)")
-		}
-		return tcpProbe{addr: net.JoinHostPort(host, port)}, nil
+	p, err := config.ParseProbe(spec)
+	switch {
+	case err != nil:
+		return nil, err
+	case p.URL != nil:
+		return httpProbe{url: p.URL}, nil
 	}
-	if strings.Contains(s, "://") {
-		u, err := parseHTTPURL(s)
-		if err != nil {
-			return nil, fmt.Errorf("ready probe: %w", err)
-		}
-		return httpProbe{url: u}, nil
-	}
-	return nil, errors.New("ready probe: want tcp://HOST:PORT or an http:// URL")
+	return tcpProbe{addr: p.TCP}, nil
 }
 
 // ProbeAddr is the HOST:PORT a probe made by ParseProbe connects to (an http:// URL's port 80
@@ -88,7 +61,7 @@ func ProbeAddr(p Probe) (string, bool) {
 	case tcpProbe:
 		return p.addr, true
 	case httpProbe:
-		return http1.Addr(p.url), true
+		return config.Addr(p.url), true
 	}
 	return "", false
 }
@@ -113,7 +86,7 @@ func localTarget(hostport string) (netip.AddrPort, bool) {
 	if err != nil {
 		return netip.AddrPort{}, false
 	}
-	if host == "" || http1.IsLocalhost(host) {
+	if host == "" || config.IsLocalhost(host) {
 		host = "127.0.0.1" // as http1.Dial tries first
 	}
 	a, err := netip.ParseAddr(host)

@@ -85,7 +85,7 @@ func prestopCmd(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	call := http1.Call{Method: "POST", URL: "http://" + *addr + "/prestop"}
-	if _, err := http1.CheckURL(call.URL); err != nil {
+	if _, err := config.CheckURL(call.URL); err != nil {
 		fmt.Fprintf(stderr, "drainit prestop: --addr %q: %v\n", *addr, err)
 		return 2
 	}

@@ -47,8 +47,8 @@ type Options struct {
 	DrainMax   time.Duration // --drain-max
 	Adaptive   bool          // --drain adaptive
 	// HookOverrun and LastHookOverrun are how long an exec hook outlives its context, and its
-	// context at the last deadline (hooks.Overrun, hooks.LastOverrun). They set the hooks'
-	// deadlines only; drainit check, which reads none, leaves them 0.
+	// context at the last deadline: the constants of the same names for drainit. They set the
+	// hooks' deadlines only; drainit check, which reads none, leaves them 0.
 	HookOverrun, LastHookOverrun time.Duration
 }
 
@@ -86,6 +86,15 @@ type Budget struct {
 // its preStop hook has taken the whole grace period, and the least the budget's stop signal
 // leaves the app before the kill point, unless the configuration leaves it less.
 const MinGraceAfterSignal = 2 * time.Second
+
+// HookOverrun is the most an exec hook outlives its context by: package hooks gives its
+// processes 1 s from SIGTERM to SIGKILL and 1 s more for their exit status and output.
+// LastHookOverrun is the same after the last deadline, when they get SIGKILL at once: the exit
+// status and the last of the output matter less then than exiting before the runtime's SIGKILL.
+const (
+	HookOverrun     = 2 * time.Second
+	LastHookOverrun = 300 * time.Millisecond
+)
 
 // exitTime is what drainit keeps after its post-stop hooks to log the summary, write the
 // termination log and exit; exitSlack is how long before the deadline it must be gone.

@@ -11,8 +11,13 @@
 // derived from that one declaration so the spellings cannot drift apart.
 //
 // Every rule drainit refuses to start on lives here, in one place: each value by itself, the
-// rules between values, and the hook, ready-probe and control-address values the run later hands
-// to the hooks package and to net.Listen (parsed here too, so they are refused with the others).
+// rules between values, and the forms of the values the run later hands to other packages: the
+// hooks' commands and calls and the ready probe (hookspec.go, which package hooks builds on),
+// --drain-ports (endpoint.go, for package drainwatch), the HTTP forms drainit's own client and
+// server speak by (calls.go, for internal/http1 and internal/control).
+//
+// The manifest check links this package, so it imports nothing of the init's running parts: of
+// drainit's own packages only the pure ones (signals' names, the budget, logline's escaping).
 // Parse is drainit's start; Validate is the same reading for drainit check, which sees a
 // configuration in a manifest, wants every mistake at once, and marks what the manifest does not
 // show as Unseen so that no rule is applied to it.
@@ -35,9 +40,7 @@ import (
 
 	"github.com/caarlos0/env/v11"
 
-	"github.com/drainit/drainit/hooks"
 	"github.com/drainit/drainit/internal/budget"
-	"github.com/drainit/drainit/internal/http1"
 	"github.com/drainit/drainit/internal/logline"
 	"github.com/drainit/drainit/signals"
 )
@@ -152,7 +155,7 @@ func (c *Config) OptionName(flag string) string {
 // Budget is the stop's time budget under this configuration.
 func (c *Config) Budget() budget.Budget {
 	return budget.New(budget.Options{Grace: c.GracePeriod, KillMargin: c.KillMargin, DrainDelay: c.DrainDelay,
-		DrainMax: c.DrainMax, Adaptive: c.Adaptive, HookOverrun: hooks.Overrun, LastHookOverrun: hooks.LastOverrun})
+		DrainMax: c.DrainMax, Adaptive: c.Adaptive, HookOverrun: budget.HookOverrun, LastHookOverrun: budget.LastHookOverrun})
 }
 
 // Warnings lists, for the log at start-up, what was given but dropped (a value the flag
@@ -276,7 +279,7 @@ func ControlBeyondLoopback(addr string) (port string, beyond bool) {
 	if addr == "" || err != nil {
 		return "", false
 	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() || http1.IsLocalhost(host) {
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() || IsLocalhost(host) {
 		return port, false
 	}
 	return port, true
@@ -378,11 +381,11 @@ func (e *Error) Error() string {
 func secret(flagName string) bool { return flagName == "http-token" }
 
 // shown is an option's value as errors and the log show it: an HTTP hook's or the ready probe's
-// with its password, headers and body masked (hooks.Redact).
+// with its password, headers and body masked (Redact).
 func shown(flagName, value string) string {
 	httpHook := slices.ContainsFunc(hookSpecs, func(h HookSpec) bool { return h.Kind == HookHTTP && h.Flag() == flagName })
 	if httpHook || flagName == "ready-probe" {
-		return hooks.Redact(value)
+		return Redact(value)
 	}
 	return value
 }
@@ -1089,24 +1092,28 @@ func (p *parsed) check() *Validation {
 		}
 		var err error
 		if spec.Kind == HookExec {
-			_, err = hooks.ParseExec(spec.Flag(), h, nil)
+			if _, err = ParseCommand(h); err != nil {
+				err = fmt.Errorf("exec hook %q: %w", spec.Flag(), err)
+			}
 		} else {
-			_, err = hooks.ParseHTTP(spec.Flag(), h)
+			if _, err = ParseCall(h); err != nil {
+				err = fmt.Errorf("http hook %q: %w", spec.Flag(), err)
+			}
 		}
 		if err != nil {
 			bad(spec.Flag(), h, err)
 		}
 	}
 	if r.ReadyProbe != "" {
-		if _, err := hooks.ParseProbe(r.ReadyProbe); err != nil {
+		if _, err := ParseProbe(r.ReadyProbe); err != nil {
 			bad("ready-probe", r.ReadyProbe, err)
 		}
 	}
 	if r.HTTPAddr != "" {
 		if err := checkListenAddr(r.HTTPAddr); err != nil {
 			bad("http-addr", r.HTTPAddr, err)
-		} else if p, err := hooks.ParseProbe(r.ReadyProbe); err == nil && r.ReadyProbe != "" {
-			if addr, ok := hooks.ProbeAddr(p); ok && reachesListener(addr, r.HTTPAddr) {
+		} else if p, err := ParseProbe(r.ReadyProbe); err == nil && r.ReadyProbe != "" {
+			if reachesListener(p.Addr(), r.HTTPAddr) {
 				bad("ready-probe", r.ReadyProbe, fmt.Errorf("that is drainit's own control server (%s %q), not the app",
 					c.OptionName("http-addr"), r.HTTPAddr))
 			}
@@ -1137,10 +1144,10 @@ func quoteAll(flagName string, values []string) string {
 }
 
 // MaxTokenBytes bounds the control server's token: half of what the server reads of a request's
-// head (http1.MaxHeaderBytes), the rest being left for the request line and the other header
+// head (MaxHeaderBytes), the rest being left for the request line and the other header
 // fields a client sends (the kubelet's httpGet adds its own and the pod's httpHeaders). A random
 // token needs 32 bytes; a JWT is rarely over 2 KiB.
-const MaxTokenBytes = http1.MaxHeaderBytes / 2
+const MaxTokenBytes = MaxHeaderBytes / 2
 
 // space is the whitespace removed around every option's value, and CleanToken's around a token:
 // a file's final newline (CRLF from some editors), a pasted space.
@@ -1172,7 +1179,7 @@ func CleanToken(s string) (token string, trimmed bool, err error) {
 	}
 	if len(token) > MaxTokenBytes {
 		return "", false, fmt.Errorf("the token is %d bytes, over %d: with the rest of a request's head it would pass the %d bytes drainit's control server reads of one (it answers 431), and no request could carry it",
-			len(token), MaxTokenBytes, http1.MaxHeaderBytes)
+			len(token), MaxTokenBytes, MaxHeaderBytes)
 	}
 	for i := 0; i < len(token); i++ {
 		switch b := token[i]; {
@@ -1243,7 +1250,7 @@ func reachesListener(dial, listen string) bool {
 	// only where the other side is not an address of its own (127.0.0.1 and ::1 are two).
 	anyLocal := func(h string) bool {
 		ip := net.ParseIP(strings.TrimSuffix(h, "."))
-		return h == "" || http1.IsLocalhost(h) || ip != nil && ip.IsUnspecified()
+		return h == "" || IsLocalhost(h) || ip != nil && ip.IsUnspecified()
 	}
 	loopback := func(h string) bool { ip := net.ParseIP(h); return ip != nil && ip.IsLoopback() }
 	if dip, lip := net.ParseIP(dh), net.ParseIP(lh); dip != nil && lip != nil && dip.Equal(lip) || strings.EqualFold(dh, lh) {

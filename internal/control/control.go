@@ -87,6 +87,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/drainit/drainit/internal/config"
 	"github.com/drainit/drainit/internal/http1"
 	"github.com/drainit/drainit/internal/logline"
 )
@@ -263,18 +264,6 @@ func sameToken(got, want string) bool {
 	return subtle.ConstantTimeCompare(a, b)&subtle.ConstantTimeEq(int32(len(got)), int32(len(want))) == 1
 }
 
-// BearerToken is the token of an Authorization header of the Bearer scheme, as RFC 9110 reads
-// it: the scheme's name in any case, one or more spaces after it. ok is false for another scheme
-// or no token.
-func BearerToken(header string) (token string, ok bool) {
-	scheme, rest, found := strings.Cut(header, " ")
-	if !found || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
-	}
-	token = strings.TrimLeft(rest, " ")
-	return token, token != ""
-}
-
 // Serve answers on ln until Close. It returns nil once closed.
 func (s *Server) Serve(ln net.Listener) error {
 	if err := s.srv.Serve(ln); err != http1.ErrServerClosed {
@@ -389,7 +378,7 @@ func (s *Server) check(r *http1.Request, auth bool, methods ...string) (http1.Re
 	if !auth || s.token == "" {
 		return http1.Response{}, true
 	}
-	if tok, ok := BearerToken(r.Header.Get("Authorization")); ok && sameToken(tok, s.token) {
+	if tok, ok := config.BearerToken(r.Header.Get("Authorization")); ok && sameToken(tok, s.token) {
 		return http1.Response{}, true
 	}
 	// The token is never logged, nor what the client sent in its place.

@@ -3,17 +3,17 @@ package http1
 import (
 	"bufio"
 	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/drainit/drainit/internal/config"
 )
 
 // Call is one client request.
@@ -41,62 +41,15 @@ type Result struct {
 	FieldsTooLarge bool
 }
 
-// CheckURL reports whether u is a URL Do can call: http scheme, a host, a port (if any) from 1 to
-// 65535, no user info.
-func CheckURL(u string) (*url.URL, error) {
-	p, err := url.Parse(u)
-	if ue := (*url.Error)(nil); errors.As(err, &ue) {
-		return nil, ue.Err // without the URL, which the caller shows as it may (redacted)
-	} else if err != nil {
-		return nil, err
-	}
-	if p.Scheme != "http" {
-		return nil, fmt.Errorf("scheme %q not supported: use http:// (reach https endpoints from an exec hook)", p.Scheme)
-	}
-	if p.Host == "" || p.Hostname() == "" {
-		return nil, errors.New("no host in URL")
-	}
-	if p.User != nil {
-		return nil, errors.New("user info in URLs is not supported: use an Authorization header")
-	}
-	// url.Parse keeps a query as written, and a space in it would end the request line early:
-	// the server answers 400 (a ready probe then never passes). The path's is escaped.
-	if strings.Contains(p.RawQuery, " ") {
-		return nil, errors.New("a space in the URL's query: write it as %20 (or +)")
-	}
-	// url.Parse takes any digits as a port: 0 or 65536 would only fail at each call, and a ready
-	// probe would retry it for ever.
-	if port := p.Port(); port != "" {
-		if _, err := ParsePort(port); err != nil {
-			return nil, err
-		}
-	}
-	return p, nil
-}
-
-// ParsePort reads a TCP port to connect to: decimal digits, 1 to 65535.
-func ParsePort(s string) (int, error) {
-	n, err := strconv.Atoi(s)
-	if !isDigits(s) || err != nil || n < 1 || n > 65535 {
-		return 0, fmt.Errorf("bad port %q (want 1 to 65535)", s)
-	}
-	return n, nil
-}
-
-// Addr is the HOST:PORT an http:// URL connects to: its port, or 80.
-func Addr(u *url.URL) string {
-	return net.JoinHostPort(u.Hostname(), cmp.Or(u.Port(), "80"))
-}
-
 // Do sends c and reads the answer, all within ctx (which should carry a deadline). It never
 // goes through a proxy: drainit's calls are to loopback and the pod network, and a container's
 // HTTP_PROXY is for the app's traffic. Redirects are not followed.
 func Do(ctx context.Context, c Call) (Result, error) {
-	u, err := CheckURL(c.URL)
+	u, err := config.CheckURL(c.URL)
 	if err != nil {
 		return Result{}, err
 	}
-	conn, err := Dial(ctx, Addr(u))
+	conn, err := Dial(ctx, config.Addr(u))
 	if err != nil {
 		return Result{}, err
 	}

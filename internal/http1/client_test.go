@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/drainit/drainit/internal/config"
 )
 
 // Answers as real servers send them (Go's net/http, nginx, Python's http.server), and how drainit
@@ -269,10 +271,10 @@ func FuzzReadResponse(f *testing.F) {
 // written), and the server would answer 400: refused when the URL is read. A space in the path
 // is escaped, as the request line needs.
 func TestCheckURLSpaces(t *testing.T) {
-	if _, err := CheckURL("http://127.0.0.1:1/?x=a b"); err == nil || !strings.Contains(err.Error(), "space in the URL's query") {
+	if _, err := config.CheckURL("http://127.0.0.1:1/?x=a b"); err == nil || !strings.Contains(err.Error(), "space in the URL's query") {
 		t.Errorf("a space in the query: %v, want it refused", err)
 	}
-	u, err := CheckURL("http://127.0.0.1:1/a b?x=a%20b+c")
+	u, err := config.CheckURL("http://127.0.0.1:1/a b?x=a%20b+c")
 	if err != nil {
 		t.Fatal(err)
 	}

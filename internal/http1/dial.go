@@ -3,7 +3,8 @@ package http1
 import (
 	"context"
 	"net"
-	"strings"
+
+	"github.com/drainit/drainit/internal/config"
 )
 
 // Dial connects to addr (HOST:PORT) over TCP, as drainit's probe and HTTP calls do. localhost and
@@ -14,7 +15,7 @@ import (
 func Dial(ctx context.Context, addr string) (net.Conn, error) {
 	var d net.Dialer
 	host, port, err := net.SplitHostPort(addr)
-	if err != nil || !IsLocalhost(host) {
+	if err != nil || !config.IsLocalhost(host) {
 		return d.DialContext(ctx, "tcp", addr)
 	}
 	c, err := d.DialContext(ctx, "tcp4", net.JoinHostPort("127.0.0.1", port))
@@ -25,11 +26,4 @@ func Dial(ctx context.Context, addr string) (net.Conn, error) {
 		return c, nil
 	}
 	return nil, err // the IPv4 address's error: what most apps listen on
-}
-
-// IsLocalhost reports whether host is localhost or a name under it, in any case, with or
-// without the final dot: a name Dial takes for the loopback itself.
-func IsLocalhost(host string) bool {
-	h := strings.ToLower(strings.TrimSuffix(host, "."))
-	return h == "localhost" || strings.HasSuffix(h, ".localhost")
 }

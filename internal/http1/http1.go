@@ -18,12 +18,14 @@ import (
 	"net/textproto"
 	"strconv"
 	"strings"
+
+	"github.com/drainit/drainit/internal/config"
 )
 
 // Limits on what is read from a peer.
 const (
 	// MaxHeaderBytes bounds a request's or a response's head (start line and header fields).
-	MaxHeaderBytes = 8 << 10
+	MaxHeaderBytes = config.MaxHeaderBytes
 	// MaxBodyBytes bounds the body drainit reads; a longer one is refused (server) or cut
 	// (client).
 	MaxBodyBytes = 64 << 10
@@ -103,7 +105,7 @@ func head(r *bufio.Reader) (start string, h textproto.MIMEHeader, err error) {
 			return "", nil, fmt.Errorf("%w: folded header line", ErrMalformed)
 		}
 		name, value, ok := strings.Cut(line, ":")
-		if !ok || !IsToken(name) {
+		if !ok || !config.IsToken(name) {
 			return "", nil, fmt.Errorf("%w: bad header line", ErrMalformed)
 		}
 		if strings.ContainsAny(value, "\x00\r\n") {
@@ -112,20 +114,6 @@ func head(r *bufio.Reader) (start string, h textproto.MIMEHeader, err error) {
 		key := textproto.CanonicalMIMEHeaderKey(name)
 		h[key] = append(h[key], strings.Trim(value, " \t"))
 	}
-}
-
-// IsToken reports whether s is an RFC 9110 token (method names, header names).
-func IsToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // contentLength reads the Content-Length of a message: -1 when absent. Conflicting or malformed
@@ -157,7 +145,7 @@ func parseRequest(r *bufio.Reader) (*Request, error) {
 	}
 	method, rest, ok1 := strings.Cut(start, " ")
 	target, proto, ok2 := strings.Cut(rest, " ")
-	if !ok1 || !ok2 || !IsToken(method) || (proto != "HTTP/1.1" && proto != "HTTP/1.0") {
+	if !ok1 || !ok2 || !config.IsToken(method) || (proto != "HTTP/1.1" && proto != "HTTP/1.0") {
 		return nil, fmt.Errorf("%w: bad request line", ErrMalformed)
 	}
 	if !strings.HasPrefix(target, "/") {

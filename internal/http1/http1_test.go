@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/drainit/drainit/integration/testenv"
+
+	"github.com/drainit/drainit/internal/config"
 )
 
 // startServer serves h on a loopback port for the test's duration.
@@ -211,7 +213,7 @@ func FuzzParseRequest(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if !IsToken(r.Method) || !strings.HasPrefix(r.Path, "/") || r.body < 0 || strings.ContainsAny(r.Path, " \x00?") {
+		if !config.IsToken(r.Method) || !strings.HasPrefix(r.Path, "/") || r.body < 0 || strings.ContainsAny(r.Path, " \x00?") {
 			t.Fatalf("parsed %q into %+v", b, r)
 		}
 	})
