@@ -310,7 +310,7 @@ func (k *containerCheck) probeGrace() {
 // adaptiveMesh: in a pod of a service mesh, the sidecar (Envoy, linkerd-proxy) takes the pod's
 // inbound traffic and passes each request to the app over connections it keeps open: counting
 // new connections, the adaptive drain sees none while the mesh still routes to the pod and ends
-// after its quiet period (integration/rollout/L7PROXY.md, on haproxy and nginx pools). Evidence
+// after its quiet period (bench/L7PROXY.md, on haproxy and nginx pools). Evidence
 // of Istio as istio.go takes it; of Linkerd, the annotation linkerd.io/inject: enabled or a
 // linkerd-proxy container. Injection enabled for the namespace is not in the manifest.
 func (k *containerCheck) adaptiveMesh(w *Workload) {

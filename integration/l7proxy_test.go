@@ -31,7 +31,7 @@ import (
 // no new connection while it still routes requests to the pod: the drain sees silence from the
 // start and ends after the quiet period, whatever the proxy's propagation delay, and every
 // request the proxy routes to the pod after that meets a stopped app.
-// integration/rollout/L7PROXY.md has the measurements (haproxy and nginx, with and without the
+// bench/L7PROXY.md has the measurements (haproxy and nginx, with and without the
 // proxies' retries).
 //
 // The set-up is a node and two pods, each in a network namespace of its own, the pods joined to

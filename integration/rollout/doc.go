@@ -93,7 +93,7 @@
 //
 // The scenarios l7-connections and l7-requests (L7Keys, part of DrainKeys) stop the pod as
 // drainit-adaptive does (--drain adaptive --drain-quiet 1s), behind pooling proxies
-// (L7PROXY.md). l7-connections counts new connections, the default --drain-watch connections,
+// (bench/L7PROXY.md). l7-connections counts new connections, the default --drain-watch connections,
 // which the proxy does not open: the drain sees silence from the start, ends after its quiet
 // period, and the requests the proxy routes to the pod after that fail (at a 3 s propagation
 // delay, 100 of them at the default load, refused). That is the known limitation, not a failure

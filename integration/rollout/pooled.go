@@ -12,7 +12,7 @@ import (
 )
 
 // The Balancer as an L7 pooling proxy (NewPooledProxy), the stand-in for an ingress controller
-// with upstream keep-alive, Envoy or haproxy with http-reuse (L7PROXY.md): it reads the clients'
+// with upstream keep-alive, Envoy or haproxy with http-reuse (bench/L7PROXY.md): it reads the clients'
 // HTTP/1.1 requests and forwards each over a connection from its pool to the pod it picked for
 // that request, round-robin. It opens a connection to a pod only when none of the pod's pooled
 // ones is idle, and never closes one while the pod is listed; at the removal it stops sending the

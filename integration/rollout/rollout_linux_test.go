@@ -222,7 +222,7 @@ func quietBound(p time.Duration, d *DrainLog) (bound, seenAfter time.Duration) {
 	return p + AdaptiveQuiet + AdaptiveSlack + max(0, seenAfter-drainwatch.DefaultInterval), seenAfter
 }
 
-// Behind pooling L7 proxies (L7PROXY.md), with the endpoint's removal 3 s after the deletion:
+// Behind pooling L7 proxies (bench/L7PROXY.md), with the endpoint's removal 3 s after the deletion:
 // the proxy sends the stopping pod requests over connections it opened before, not new
 // connections. Counting new connections, the adaptive drain sees none, ends after its quiet
 // period, and what the proxy still routes to the pod fails: the known limitation, which the

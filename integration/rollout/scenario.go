@@ -256,7 +256,7 @@ func autoOutsideModel(c Cell) string {
 }
 
 // l7OutsideModel: counting new connections, an adaptive drain behind a pooling L7 proxy sees
-// none and ends after its quiet period whatever the proxy still routes (L7PROXY.md).
+// none and ends after its quiet period whatever the proxy still routes (bench/L7PROXY.md).
 func l7OutsideModel(Cell) string {
 	return "a pooling L7 proxy opens no new connection: counting connections, the drain sees no traffic (--drain-watch requests does)"
 }
@@ -320,7 +320,7 @@ func Scenarios() []Scenario {
 			"--drain", "fixed", "--drain-delay", "5s"),
 		drainitPreStop("drainit-fixed10", "drainit, preStop httpGet, fixed 10s drain", constant(10*time.Second),
 			"--drain", "fixed", "--drain-delay", "10s"),
-		// Behind a pooling L7 proxy (L7PROXY.md): the adaptive drain with a 1 s quiet period,
+		// Behind a pooling L7 proxy (bench/L7PROXY.md): the adaptive drain with a 1 s quiet period,
 		// counting new connections, which the proxy does not open (the known limitation: it sees
 		// silence from the start and ends after the quiet period, so its nominal drain is that),
 		// and counting requests on open connections too, which claims what the L4 one does.

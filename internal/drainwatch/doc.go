@@ -101,7 +101,7 @@
 // A new connection is what kube-proxy routes, but an L7 proxy (ingress-nginx's upstream
 // keepalive, Envoy, haproxy's http-reuse, a cloud load balancer) keeps connections open to the
 // pod and routes each request over one of them: while it still routes, no new connection need
-// come (integration/rollout/L7PROXY.md: none in a whole drain, with the pod answering 150
+// come (bench/L7PROXY.md: none in a whole drain, with the pod answering 150
 // requests a second). With Config.Requests, a second sock_diag socket that asks for each
 // connection's tcp_info (requestWatch) reads the established connections to the watched
 // listeners at every poll, and each whose tcpi_bytes_received grew since the last poll counts

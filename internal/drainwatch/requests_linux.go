@@ -43,7 +43,7 @@ var errNoTCPInfo = errors.New("the kernel does not report what a connection has 
 //
 // Nor when the connection closes between two polls, as a proxy's pooled connections do when it
 // lets the pod go (nginx's old workers close theirs right after their last requests, between two
-// polls: the rollout's L7PROXY.md): its last data may have come after the last poll that saw it,
+// polls: bench/L7PROXY.md): its last data may have come after the last poll that saw it,
 // or been held back (pending), and a closed connection cannot be read. So a connection that
 // received data while watched and is gone counts once more, at the poll that finds it gone: a
 // close is the last thing that came over it. One that never did (an idle pooled connection, a
