@@ -28,8 +28,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/drainit/drainit/internal/budget"
-
 	"github.com/drainit/drainit/internal/config"
 )
 
@@ -680,7 +678,7 @@ func (k *containerCheck) preStopGrace() bool {
 	}
 	k.add(ps.line, Error, RulePreStopGrace, "%s %s terminationGracePeriodSeconds %s: the kubelet stops waiting for the hook at %s "+
 		"and the app gets only the kubelet's %s minimum between SIGTERM and SIGKILL%s",
-		ps.describe(), cmp, fmtDur(k.grace), fmtDur(k.grace), fmtDur(budget.MinGraceAfterSignal), need)
+		ps.describe(), cmp, fmtDur(k.grace), fmtDur(k.grace), fmtDur(config.MinGraceAfterSignal), need)
 	return true
 }
 
@@ -691,7 +689,7 @@ func (k *containerCheck) preStopGrace() bool {
 func (k *containerCheck) preStopMinimum(drainitOK bool) {
 	ps := k.ps
 	if ps.kind != hookSleep || k.c.Sidecar || k.app != nil || (k.dc != nil && !drainitOK) ||
-		k.sleepOutlastsGrace() || k.grace-ps.min > budget.MinGraceAfterSignal {
+		k.sleepOutlastsGrace() || k.grace-ps.min > config.MinGraceAfterSignal {
 		return
 	}
 	window := k.afterPreStop(k.grace)
@@ -788,7 +786,7 @@ func (k *containerCheck) shutdownGrace(drainitOK bool) bool {
 	switch {
 	case dc == nil && ps.kind == hookSleep:
 		why = fmt.Sprintf("after the preStop the app gets max(%s - %s, %s) = %s before SIGKILL, less than its %s shutdown",
-			fmtDur(grace), fmtDur(ps.min), fmtDur(budget.MinGraceAfterSignal), fmtDur(window), fmtDur(k.app.d))
+			fmtDur(grace), fmtDur(ps.min), fmtDur(config.MinGraceAfterSignal), fmtDur(window), fmtDur(k.app.d))
 	case dc == nil:
 		why = fmt.Sprintf("the app gets at most %s between SIGTERM and SIGKILL, less than its %s shutdown", fmtDur(grace), fmtDur(k.app.d))
 	default:
@@ -875,7 +873,7 @@ func (k *containerCheck) stopEnd(before stopBefore) time.Duration {
 // is grace: all of it, or after a preStop sleep what is left, at least the kubelet's minimum.
 func (k *containerCheck) afterPreStop(grace time.Duration) time.Duration {
 	if k.ps.kind == hookSleep {
-		return max(grace-k.ps.min, budget.MinGraceAfterSignal)
+		return max(grace-k.ps.min, config.MinGraceAfterSignal)
 	}
 	return grace
 }
@@ -904,7 +902,7 @@ func (k *containerCheck) sidecarGrace(before stopBefore) {
 	// each rounded down to whole seconds, and leaves at least 2s. Together they are at most the
 	// time until its turn rounded down, however long the hook itself takes to run.
 	turn := before.d.Truncate(time.Second)
-	left := max(k.grace-turn, budget.MinGraceAfterSignal)
+	left := max(k.grace-turn, config.MinGraceAfterSignal)
 	if own <= left {
 		return
 	}
@@ -925,7 +923,7 @@ func (k *containerCheck) sidecarGrace(before stopBefore) {
 		"signal only once the containers before it have stopped, and %s may take %s; it takes that time, in whole seconds rounded down, "+
 		"off grace %s and leaves the sidecar max(%s - %s, %s) = %s before SIGKILL, and its own stop takes %s, so it is SIGKILLed mid-shutdown; "+
 		"set terminationGracePeriodSeconds to at least %d, or shorten %s's stop",
-		who, fmtDur(before.d), fmtDur(k.grace), fmtDur(k.grace), fmtDur(turn), fmtDur(budget.MinGraceAfterSignal), fmtDur(left), parts,
+		who, fmtDur(before.d), fmtDur(k.grace), fmtDur(k.grace), fmtDur(turn), fmtDur(config.MinGraceAfterSignal), fmtDur(left), parts,
 		need, who)
 }
 
@@ -954,7 +952,7 @@ func (k *containerCheck) drainitGrace() {
 		window = k.afterPreStop(grace)
 		exact = ps.exact
 		because = fmt.Sprintf("drainit's clock starts at SIGTERM, after %s, and the kubelet sends SIGKILL max(%s - %s, %s) = %s later",
-			ps.describe(), fmtDur(grace), fmtDur(min(ps.min, grace)), fmtDur(budget.MinGraceAfterSignal), fmtDur(window))
+			ps.describe(), fmtDur(grace), fmtDur(min(ps.min, grace)), fmtDur(config.MinGraceAfterSignal), fmtDur(window))
 	case hookOther:
 		exact = false
 		because = fmt.Sprintf("the kubelet sends SIGKILL at most %s after SIGTERM, less whatever the preStop hook takes", fmtDur(grace))

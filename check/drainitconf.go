@@ -11,7 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/drainit/drainit/internal/budget"
 	"github.com/drainit/drainit/internal/config"
 	"github.com/drainit/drainit/signals"
 )
@@ -51,7 +50,7 @@ type drainitConf struct {
 	// when the drain is adaptive.
 	grace, drain, margin                  durSetting
 	adaptive                              bool          // --drain adaptive, as far as the manifest shows
-	budget                                budget.Budget // the supervisor's, from the values as read
+	budget                                config.Budget // the supervisor's, from the values as read
 	delay                                 durSetting    // --drain-delay: with an adaptive drain, its fallback
 	httpAddr, token, triggers, stopSignal setting
 	// trig is the set of signals that start drainit's stop sequence, as drainit computes it;
@@ -161,8 +160,8 @@ func findDrainit(c *Container, env envMap) *drainitConf {
 	dc.grace = dc.duration("grace-period", cfg.GracePeriod)
 	dc.margin = dc.duration("kill-margin", cfg.KillMargin)
 	dc.delay = dc.duration("drain-delay", cfg.DrainDelay)
-	// The drain's worst case is the supervisor's (package budget), from the values as read here.
-	b := budget.New(budget.Options{Grace: dc.grace.d, KillMargin: dc.margin.d, DrainDelay: dc.delay.d,
+	// The drain's worst case is the supervisor's (config.Budget), from the values as read here.
+	b := config.NewBudget(config.BudgetOptions{Grace: dc.grace.d, KillMargin: dc.margin.d, DrainDelay: dc.delay.d,
 		DrainMax: dc.duration("drain-max", cfg.DrainMax).d, Adaptive: cfg.Adaptive})
 	dc.budget = b
 	dc.drain = dc.duration(b.DrainFlag, b.Drain)

@@ -27,8 +27,8 @@
 // later unless everything is gone by then: the group's every member, and every process holding
 // the hook's output (one that left the group with setsid can only be waited for). Run returns
 // once the hook's process has been reaped and every process holding its output has exited, or
-// at most budget.HookOverrun after the context ended; at the last deadline ([ErrLastDeadline])
-// the group gets SIGKILL at once, and Run returns budget.LastHookOverrun after it at most. A hook that exits on its
+// at most config.HookOverrun after the context ended; at the last deadline ([ErrLastDeadline])
+// the group gets SIGKILL at once, and Run returns config.LastHookOverrun after it at most. A hook that exits on its
 // own but leaves processes behind is not waited for: its output is read for one more second, and
 // they are left to the supervisor.
 //
@@ -45,17 +45,17 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/drainit/drainit/internal/budget"
+	"github.com/drainit/drainit/internal/config"
 )
 
 // How long an exec hook's processes get at each step of stopping. The stop's budget gives a hook
-// budget.HookOverrun after its context ends (termGrace + killWait), and budget.LastHookOverrun
+// config.HookOverrun after its context ends (termGrace + killWait), and config.LastHookOverrun
 // after the last deadline (lastKillWait): a caller that must be done by a deadline gives hooks a
 // context that ends that long before it.
 const (
 	termGrace    = time.Second                    // from SIGTERM to SIGKILL
-	killWait     = budget.HookOverrun - termGrace // after SIGKILL, for the exit status and the end of the output
-	lastKillWait = budget.LastHookOverrun         // killWait for a context that ended with ErrLastDeadline
+	killWait     = config.HookOverrun - termGrace // after SIGKILL, for the exit status and the end of the output
+	lastKillWait = config.LastHookOverrun         // killWait for a context that ended with ErrLastDeadline
 	outputWait   = time.Second                    // after a normal exit, for processes it left to close its output
 )
 
@@ -68,7 +68,7 @@ const (
 var ErrLastDeadline = errors.New("the stop's deadline is near")
 
 // Hook is one action. Run returns when the action is done, failed, or ctx ended; it must not
-// outlive ctx by more than the time it takes to kill what it started (budget.HookOverrun at most). It logs
+// outlive ctx by more than the time it takes to kill what it started (config.HookOverrun at most). It logs
 // what it has to say (an exec hook's output) on zerolog.Ctx(ctx).
 type Hook interface {
 	// Name identifies the hook in the log ("offline-exec", "post-stop-http").

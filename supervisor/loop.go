@@ -396,7 +396,7 @@ func deadlineCause(st config.HookStage) error {
 
 // runStage runs a stage's hooks once the stage before it (after, named afterName) has ended. A
 // trigger or the app's exit cancels the online hooks, but a cancelled exec hook runs on for up
-// to hooks.Overrun while its processes are stopped, and an HTTP hook's request may be under way:
+// to config.HookOverrun while its processes are stopped, and an HTTP hook's request may be under way:
 // an offline hook (deregister) started at once could finish before the online hook (register) it
 // undoes, and leave a stopped pod registered. Post-stop hooks wait for offline hooks that the
 // app's exit left running. The wait is bounded by the earlier stage's own bounds, and by ctx,

@@ -255,7 +255,7 @@ func (h *heldHook) finish(t *testing.T, r *run, code int) {
 // They used to be cancelled.
 func TestLoopAppExitsWhileOfflineHooksRun(t *testing.T) {
 	h := newHeldHook("offline-test")
-	// A grace period that leaves the hooks their time: their context ends hooks.Overrun before
+	// A grace period that leaves the hooks their time: their context ends config.HookOverrun before
 	// the kill point.
 	r := newRun(t, Options{Offline: []hooks.Hook{h}, HookTimeout: time.Minute},
 		func(c *config.Config) { c.GracePeriod = time.Minute })

@@ -6,7 +6,6 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
-	"github.com/drainit/drainit/internal/budget"
 	"github.com/drainit/drainit/internal/config"
 	"github.com/drainit/drainit/internal/drainwatch"
 	"github.com/drainit/drainit/signals"
@@ -15,7 +14,7 @@ import (
 // The stop sequence, phase by phase: what starts each phase, what it does, its timer (the
 // machine's wake, and what the timer does) and where it goes next. t0 is the first trigger; the
 // deadline, killAt (the kill point) and stopBy (the latest stop signal) are the stop's budget
-// (package budget) counted from it. The methods below follow the table.
+// (config.Budget) counted from it. The methods below follow the table.
 //
 //	phase      started by                       does                             timer                    next
 //	running    the app's start                  forward signals                  -                        offline, on a trigger
@@ -108,7 +107,7 @@ type (
 		sig unix.Signal
 	}
 	// actRunHooks: run a stage's hooks with a context that ends at deadline (zero: no deadline
-	// beyond each hook's own timeout). The machine has already left an exec hook's Overrun
+	// beyond each hook's own timeout). The machine has already left config.HookOverrun
 	// before the time the hooks must be done by.
 	actRunHooks struct {
 		stage    config.HookStage
@@ -159,7 +158,7 @@ type Timing struct {
 // process. The supervisor loop owns it; tests drive it with made-up times.
 type machine struct {
 	timing     Timing
-	budget     budget.Budget // the stop's instants, since t0
+	budget     config.Budget // the stop's instants, since t0
 	triggers   map[unix.Signal]bool
 	stopSignal unix.Signal
 	forward    config.Forward
@@ -306,13 +305,13 @@ func (m *machine) startSequence(now time.Time, sig unix.Signal, what string) *ze
 // signals only once the hook has answered or that wait is over: drainit had not answered, so the
 // pod's grace period has run out, shorter than drainit's (`kubectl delete --grace-period`, an
 // eviction, a node's shutdown, or terminationGracePeriodSeconds below --grace-period), and the
-// runtime's SIGKILL follows in budget.MinGraceAfterSignal. Draining on, as drainit did, let that SIGKILL
+// runtime's SIGKILL follows in config.MinGraceAfterSignal. Draining on, as drainit did, let that SIGKILL
 // end the app before it had its stop signal, every request in flight with it, and drainit before
 // its post-stop hooks and its summary. The app gets its stop signal now and the time left is
 // shared out: half of it to the app, the kill margin at most, and the rest to the post-stop
 // hooks and the exit.
 func (m *machine) preStopWaitOver(now time.Time, sig unix.Signal) []action {
-	m.budget = m.budget.Shortened(now.Sub(m.t0), budget.MinGraceAfterSignal)
+	m.budget = m.budget.Shortened(now.Sub(m.t0), config.MinGraceAfterSignal)
 	m.event(now, zerolog.WarnLevel, "signal "+signals.Name(sig)+": the pod's grace period is over").
 		Str("signal", signals.Name(sig)).Dur("drained", now.Sub(m.t0)).Time("deadline", m.deadline().UTC()).
 		Msg("the kubelet's stop signal came while its preStop call still waited for the drain: the pod's grace period is over, shorter than drainit's --grace-period (kubectl delete --grace-period, an eviction, a node's shutdown?), and the runtime's SIGKILL follows in 2 s; stopping the app now")

@@ -40,7 +40,6 @@ import (
 
 	"github.com/caarlos0/env/v11"
 
-	"github.com/drainit/drainit/internal/budget"
 	"github.com/drainit/drainit/internal/logline"
 	"github.com/drainit/drainit/signals"
 )
@@ -153,9 +152,9 @@ func (c *Config) OptionName(flag string) string {
 }
 
 // Budget is the stop's time budget under this configuration.
-func (c *Config) Budget() budget.Budget {
-	return budget.New(budget.Options{Grace: c.GracePeriod, KillMargin: c.KillMargin, DrainDelay: c.DrainDelay,
-		DrainMax: c.DrainMax, Adaptive: c.Adaptive, HookOverrun: budget.HookOverrun, LastHookOverrun: budget.LastHookOverrun})
+func (c *Config) Budget() Budget {
+	return NewBudget(BudgetOptions{Grace: c.GracePeriod, KillMargin: c.KillMargin, DrainDelay: c.DrainDelay,
+		DrainMax: c.DrainMax, Adaptive: c.Adaptive, HookOverrun: HookOverrun, LastHookOverrun: LastHookOverrun})
 }
 
 // Warnings lists, for the log at start-up, what was given but dropped (a value the flag

@@ -331,7 +331,7 @@ func TestHookOptionsAndWarnings(t *testing.T) {
 	if !strings.Contains(w, "post-stop hook timeout 10s exceeds what a stop can leave it (grace 15s - drain 5s - 500ms for drainit's exit = 9.5s)") {
 		t.Errorf("warnings %q do not flag the post-stop timeout", w)
 	}
-	// The warnings follow the supervisor's budget (package budget), not a sum of their own.
+	// The warnings follow the supervisor's budget (Budget), not a sum of their own.
 	// Before, the offline one left out the 2s kept for the app to stop (12s + 5s + 2s < 20s, yet
 	// the stop signal is due at 16s, and the drain was cut by 1s with no warning), and the
 	// post-stop one took the kill margin for time the hooks do not get (they run to 500ms

@@ -11,9 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/drainit/drainit/internal/config"
 	"github.com/drainit/drainit/internal/proc"
-	"golang.org/x/sys/unix"
 )
 
 // procRoot is where proc is mounted. /proc/net is the network namespace of the reader:

@@ -1,7 +1,14 @@
-// Package budget works out the stop sequence's time budget once, from drainit's options: the
+package config
+
+import (
+	"math"
+	"time"
+)
+
+// The stop sequence's time budget (Budget), worked out once from drainit's options: the
 // latest stop signal, the kill point, when each stage of hooks must end, and when drainit must
 // be gone. The supervisor runs the stop by it; drainit's start-up warnings and drainit check
-// judge a configuration by it. It is arithmetic on durations only: no clock, no dependency.
+// judge a configuration by it. It is arithmetic on durations only: no clock.
 //
 // Every instant is a duration since t0, the stop's first trigger, and follows from the grace
 // period, the kill margin and the drain's worst case:
@@ -31,16 +38,10 @@
 // drainit's exit, which keeps 200 ms to log the summary and write the termination log. drainit is
 // gone 100 ms before the deadline: drainit's t0 (a /prestop's arrival, a signal's delivery) comes
 // a little after the runtime's, 1-40 ms after the kubelet's.
-package budget
 
-import (
-	"math"
-	"time"
-)
-
-// Options are the values the budget is worked out from: drainit's options, as parsed, and how
+// BudgetOptions are the values the budget is worked out from: drainit's options, as parsed, and how
 // long a hook outlives its context. A negative value counts as 0.
-type Options struct {
+type BudgetOptions struct {
 	Grace      time.Duration // --grace-period
 	KillMargin time.Duration // --kill-margin
 	DrainDelay time.Duration // --drain-delay
@@ -77,7 +78,7 @@ type Budget struct {
 	// Drain + the kill margin. drainit check compares the grace a probe failure gets with it.
 	MinGrace time.Duration
 
-	opts Options // what it was worked out from, for Shortened
+	opts BudgetOptions // what it was worked out from, for Shortened
 }
 
 // MinGraceAfterSignal is the least time the kubelet gives the runtime from the stop signal to
@@ -103,8 +104,8 @@ const (
 	exitSlack = 100 * time.Millisecond
 )
 
-// New works out the budget for o.
-func New(o Options) Budget {
+// NewBudget works out the budget for o.
+func NewBudget(o BudgetOptions) Budget {
 	for _, d := range []*time.Duration{&o.Grace, &o.KillMargin, &o.DrainDelay, &o.DrainMax, &o.HookOverrun, &o.LastHookOverrun} {
 		*d = max(*d, 0)
 	}
@@ -147,5 +148,5 @@ func (b Budget) Shortened(elapsed, left time.Duration) Budget {
 	}
 	o.Grace = min(o.Grace, end)
 	o.KillMargin = min(o.KillMargin, max(o.Grace-elapsed, 0)/2)
-	return New(o)
+	return NewBudget(o)
 }
