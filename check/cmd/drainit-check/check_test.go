@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -553,5 +555,29 @@ func TestCheckCmdTooLarge(t *testing.T) {
 	code, out, errOut = runCheck(t, "", filepath.Join(dir, "k8s"))
 	if code != 2 || strings.Count(out, "\n") != 1 || !strings.Contains(errOut, huge+": larger than 64 MiB: not read\n") {
 		t.Errorf("found: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
+// The manifest check is its own product: of the init's packages it links only what both must
+// agree on (the options and the time budget, the signals' names, the log's escaping, the
+// version), never the parts that run an app (hooks, the supervisor, the drain watcher, the
+// start-up entry point, the HTTP client and server).
+func TestLinksNothingThatRunsAnApp(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command lists the packages: %v", err)
+	}
+	cmd := exec.Command(goTool, "list", "-deps", "-f", "{{.ImportPath}}", ".")
+	cmd.Env = append(os.Environ(), "GOOS=linux", "CGO_ENABLED=0")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	shared := []string{"internal/config", "signals", "internal/logline", "internal/buildinfo"}
+	for pkg := range strings.FieldsSeq(string(out)) {
+		own, ok := strings.CutPrefix(pkg, "github.com/drainit/drainit/")
+		if ok && !strings.HasPrefix(own, "check") && !slices.Contains(shared, own) {
+			t.Errorf("drainit-check links %s, a package of the init's", pkg)
+		}
 	}
 }
