@@ -1,7 +1,8 @@
 // Package startsig is drainit's ELF entry point, which runs before the Go runtime: it records
 // which signals were ignored when the process started, before the runtime can hide it, it
 // catches the stop signals until drainit can take them (Caught), and it holds the process on
-// one CPU for its start (Unpin ends that).
+// one CPU for its start (Unpin ends that). Children start from here too: the app with the signal
+// mask drainit started with (StartInherited), exec hooks with none blocked (StartUnblocked).
 //
 // POSIX exec keeps an ignored signal ignored, and an init such as drainit must keep it so for
 // the program it runs. But the Go runtime installs its own handler for most signals

@@ -5,7 +5,10 @@
 // configuration), so that a signal sent in drainit's first milliseconds finds drainit listening.
 //
 // Only cmd/drainit imports it: importing it changes how the process handles signals. The run
-// subcommand takes the registration (Take); the other subcommands give it back (Release).
+// subcommand takes the registration (Take); the other subcommands give it back (Release). The
+// rest of what drainit does to its own dispositions is here too: the ignores it inherited and
+// keeps for the app (InheritedIgnored), the discard of the signals Go cannot catch
+// (DiscardUncatchable), and dying by a signal (DieBy).
 //
 // Until the registration, a signal finds one of two things:
 //   - Before the Go runtime installs its own handlers, in the first tens of microseconds after
