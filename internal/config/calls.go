@@ -18,8 +18,8 @@ import (
 // internal/http1 reads; the control server's token must fit in it (MaxTokenBytes).
 const MaxHeaderBytes = 8 << 10
 
-// CheckURL reports whether u is a URL drainit can call (internal/http1.Do): http scheme, a host, a port (if any) from 1 to
-// 65535, no user info.
+// CheckURL reports whether u is a URL drainit can call (internal/http1.Do): http scheme, a host,
+// a port (if any) from 1 to 65535, no user info.
 func CheckURL(u string) (*url.URL, error) {
 	p, err := url.Parse(u)
 	if ue := (*url.Error)(nil); errors.As(err, &ue) {
