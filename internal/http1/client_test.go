@@ -13,8 +13,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/drainit/drainit/internal/config"
 )
 
 // Answers as real servers send them (Go's net/http, nginx, Python's http.server), and how drainit
@@ -265,20 +263,4 @@ func FuzzReadResponse(f *testing.F) {
 			t.Fatalf("%q: drainit read %d %q, net/http %d %q", data, res.Status, res.Body, std.StatusCode, body)
 		}
 	})
-}
-
-// A space in a URL's query would end the request line early (url.Parse keeps a query as
-// written), and the server would answer 400: refused when the URL is read. A space in the path
-// is escaped, as the request line needs.
-func TestCheckURLSpaces(t *testing.T) {
-	if _, err := config.CheckURL("http://127.0.0.1:1/?x=a b"); err == nil || !strings.Contains(err.Error(), "space in the URL's query") {
-		t.Errorf("a space in the query: %v, want it refused", err)
-	}
-	u, err := config.CheckURL("http://127.0.0.1:1/a b?x=a%20b+c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := u.RequestURI(); strings.Contains(got, " ") {
-		t.Errorf("request target %q has a space", got)
-	}
 }
