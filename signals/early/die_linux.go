@@ -15,8 +15,10 @@ import (
 // program as they end any other: the runtime would ignore USR1 or ALRM, and answer QUIT with a
 // goroutine dump and exit 2.
 func Terminating() []os.Signal {
-	sigs := []os.Signal{unix.SIGHUP, unix.SIGINT, unix.SIGQUIT, unix.SIGILL, unix.SIGTRAP, unix.SIGABRT, unix.SIGBUS, unix.SIGFPE, unix.SIGUSR1, unix.SIGSEGV,
-		unix.SIGUSR2, unix.SIGPIPE, unix.SIGALRM, unix.SIGTERM, unix.SIGSTKFLT, unix.SIGXCPU, unix.SIGXFSZ, unix.SIGVTALRM, unix.SIGIO, unix.SIGPWR, unix.SIGSYS}
+	sigs := []os.Signal{signals.SIGHUP, signals.SIGINT, signals.SIGQUIT, signals.SIGILL, signals.SIGTRAP,
+		signals.SIGABRT, signals.SIGBUS, signals.SIGFPE, signals.SIGUSR1, signals.SIGSEGV, signals.SIGUSR2,
+		signals.SIGPIPE, signals.SIGALRM, signals.SIGTERM, signals.SIGSTKFLT, signals.SIGXCPU, signals.SIGXFSZ,
+		signals.SIGVTALRM, signals.SIGIO, signals.SIGPWR, signals.SIGSYS}
 	for s := unix.Signal(35); s <= signals.MaxSignal; s++ {
 		sigs = append(sigs, s)
 	}

@@ -75,8 +75,8 @@ func Keepable(sig unix.Signal) bool {
 		return false
 	}
 	switch sig {
-	case unix.SIGKILL, unix.SIGSTOP, unix.SIGCHLD, unix.SIGCONT, unix.SIGURG, unix.SIGPROF,
-		unix.SIGILL, unix.SIGTRAP, unix.SIGBUS, unix.SIGFPE, unix.SIGSEGV, unix.SIGSTKFLT, unix.SIGSYS,
+	case signals.SIGKILL, signals.SIGSTOP, signals.SIGCHLD, signals.SIGCONT, signals.SIGURG, signals.SIGPROF,
+		signals.SIGILL, signals.SIGTRAP, signals.SIGBUS, signals.SIGFPE, signals.SIGSEGV, signals.SIGSTKFLT, signals.SIGSYS,
 		32, 33, 34:
 		return false
 	}
