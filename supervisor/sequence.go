@@ -32,7 +32,7 @@ import (
 //	done       the post-stop hooks' end         exit with the app's status       -                        -
 //
 // Any phase: the app's exit leads to cleanup (or straight to post-stop when it left nothing);
-// a trigger after the app's exit sets the deadline without draining (lateTrigger). The offline
+// a trigger after the app's exit sets the deadline without draining (its onTrigger). The offline
 // hooks run once for an app that may have been in service, however it ends: a trigger starts
 // them, and so does an exit before any trigger (appExit); an exit while they run does not cut
 // them short. What the app left behind is ended after them (a signal to everything would reach
@@ -58,11 +58,12 @@ const (
 )
 
 // phaseSpec is a phase's row of the table above, in code: its name, whether the app is still
-// before its stop signal (serving: a second Ctrl-C skips to it) and what its timer does (nil:
-// the phase sets none).
+// before its stop signal (serving: a second Ctrl-C skips to it), what the first trigger does in it
+// (onTrigger: it starts the sequence there) and what its timer does (nil: nothing).
 type phaseSpec struct {
 	name       string
 	beforeStop bool
+	onTrigger  func(*machine, time.Time) []action
 	onWake     func(*machine, time.Time) []action
 }
 
@@ -70,15 +71,15 @@ type phaseSpec struct {
 // methods that log the phase's name.)
 func (p Phase) spec() phaseSpec {
 	return [...]phaseSpec{
-		PhaseRunning:  {"running", true, nil},
-		PhaseOffline:  {"offline", true, (*machine).offlineOverdue},
-		PhaseDraining: {"draining", true, (*machine).drainTimer},
-		PhaseDrained:  {"drained", true, (*machine).enterStopping},
-		PhaseStopping: {"stopping", false, (*machine).enterKilling},
-		PhaseCleanup:  {"cleanup", false, (*machine).killLeftovers},
-		PhaseKilling:  {"killing", false, (*machine).giveUpReaping},
-		PhasePostStop: {"post-stop", false, nil},
-		PhaseDone:     {"done", false, nil},
+		PhaseRunning:  {name: "running", beforeStop: true, onTrigger: (*machine).enterOffline},
+		PhaseOffline:  {name: "offline", beforeStop: true, onTrigger: (*machine).boundOffline, onWake: (*machine).offlineOverdue},
+		PhaseDraining: {name: "draining", beforeStop: true, onWake: (*machine).drainTimer},
+		PhaseDrained:  {name: "drained", beforeStop: true, onWake: (*machine).enterStopping},
+		PhaseStopping: {name: "stopping", onWake: (*machine).enterKilling},
+		PhaseCleanup:  {name: "cleanup", onTrigger: (*machine).boundCleanup, onWake: (*machine).killLeftovers},
+		PhaseKilling:  {name: "killing", onWake: (*machine).giveUpReaping},
+		PhasePostStop: {name: "post-stop", onTrigger: (*machine).boundPostStop},
+		PhaseDone:     {name: "done"},
 	}[p]
 }
 
@@ -227,7 +228,7 @@ func (m *machine) signal(now time.Time, sig unix.Signal) []action {
 		switch {
 		case !m.triggers[sig]:
 		case m.t0.IsZero():
-			acts = append(acts, m.lateTrigger(now, sig)...)
+			acts = append(acts, m.startSequence(now, sig)...)
 		case sig == unix.SIGINT && m.phase == PhaseOffline:
 			// Ctrl-C again while the offline hooks run on for an app that has gone: as with the
 			// drain, the second skips them.
@@ -243,8 +244,7 @@ func (m *machine) signal(now time.Time, sig unix.Signal) []action {
 		return m.forwardSig(now, sig)
 	}
 	if m.t0.IsZero() {
-		m.startSequence(now, sig, "trigger").Str("signal", signals.Name(sig)).Msg("stop sequence started")
-		return m.enterOffline(now)
+		return m.startSequence(now, sig)
 	}
 	if m.trigger == 0 {
 		// The kubelet's signal after a /prestop: the drain has happened (or is happening) already;
@@ -290,15 +290,24 @@ func (m *machine) signal(now time.Time, sig unix.Signal) []action {
 	return nil
 }
 
-// startSequence starts the stop sequence at now (t0), for the trigger signal sig (0: a /prestop
-// alone), a SIGINT being the first Ctrl-C. It returns the sequence's first event, named what and
-// with its deadline, for the caller to finish.
-func (m *machine) startSequence(now time.Time, sig unix.Signal, what string) *zerolog.Event {
+// startSequence starts the stop sequence at now (t0) for the trigger sig (0: a /prestop alone),
+// a SIGINT being the first Ctrl-C. What follows is the phase's onTrigger: the offline hooks for
+// a running app; after the app's own exit there is nothing to drain, but the runtime's grace
+// period has begun, and what still runs must end by the kill point, as had the trigger come first.
+func (m *machine) startSequence(now time.Time, sig unix.Signal) []action {
 	m.t0, m.trigger = now, sig
 	if sig == unix.SIGINT {
 		m.sigints = 1
 	}
-	return m.event(now, zerolog.InfoLevel, what).Time("deadline", m.deadline().UTC())
+	var acts []action
+	if m.appExited {
+		acts = m.markDrained()
+	}
+	m.logStart(now, sig)
+	if onTrigger := m.phase.spec().onTrigger; onTrigger != nil {
+		acts = append(acts, onTrigger(m, now)...)
+	}
+	return acts
 }
 
 // preStopWaitOver handles the kubelet's stop signal arriving while its /prestop call still waits
@@ -341,44 +350,28 @@ func (m *machine) prestop(now time.Time, kubelet bool) []action {
 		// whether the app still runs or not, and the answer is due at once.
 		return []action{actDrained{}}
 	}
-	if m.appExited {
-		return m.lateTrigger(now, 0)
-	}
 	if !m.t0.IsZero() {
 		return nil
 	}
-	m.startSequence(now, 0, "trigger /prestop").Msg("stop sequence started by /prestop")
-	return m.enterOffline(now)
+	return m.startSequence(now, 0)
 }
 
-// lateTrigger handles a trigger (a stop signal, or /prestop with sig 0) that comes after the app
-// exited on its own, while drainit ends what the app left behind or runs the post-stop hooks.
-// There is nothing to drain, but the runtime's grace period has begun: what still runs must end
-// by the kill point, as it would have had the trigger come first.
-func (m *machine) lateTrigger(now time.Time, sig unix.Signal) []action {
-	acts := m.markDrained()
-	if !m.t0.IsZero() {
-		return acts
-	}
-	what := "/prestop"
-	if sig != 0 {
-		what = signals.Name(sig)
-	}
-	m.startSequence(now, sig, "trigger "+what+" (app already exited)").Str("trigger", what).
-		Msg("stop requested after the app exited: finishing by the deadline")
-	switch m.phase {
-	case PhaseOffline:
-		// Started by the app's exit, with no deadline: they must now end by the kill point, as
-		// after any trigger.
-		acts = append(acts, actHooksDeadline{config.StageOffline, m.at(m.budget.LateHooksDeadline)})
-		m.wake = m.killAt() // the hooks' backstop (offlineOverdue)
-	case PhaseCleanup:
-		m.wake = earlier(m.wake, m.killAt())
-	case PhasePostStop:
-		acts = append(acts, actHooksDeadline{config.StagePostStop, m.postStopDeadline()})
-	}
-	// PhaseKilling waits for the reaper until the deadline at most already.
-	return acts
+// boundOffline: the first trigger comes while the offline hooks run for the app's own exit, with
+// no deadline: they must now end by the kill point, as after any trigger.
+func (m *machine) boundOffline(time.Time) []action {
+	m.wake = m.killAt() // the hooks' backstop (offlineOverdue)
+	return []action{actHooksDeadline{config.StageOffline, m.at(m.budget.LateHooksDeadline)}}
+}
+
+// boundCleanup: the first trigger comes while what the app left behind is being ended.
+func (m *machine) boundCleanup(time.Time) []action {
+	m.wake = earlier(m.wake, m.killAt())
+	return nil
+}
+
+// boundPostStop: the first trigger comes while the post-stop hooks run with no deadline.
+func (m *machine) boundPostStop(time.Time) []action {
+	return []action{actHooksDeadline{config.StagePostStop, m.postStopDeadline()}}
 }
 
 // markDrained ends the drain for the /prestop callers, once.
@@ -427,7 +420,7 @@ func (m *machine) enterOffline(now time.Time) []action {
 }
 
 // offlineOverdue goes on without offline hooks still running at their stage's end (enterOffline,
-// lateTrigger): to the drain, which then ends at once (the stop signal by stopBy), or after the
+// boundOffline): to the drain, which then ends at once (the stop signal by stopBy), or after the
 // app's exit to what it left behind.
 func (m *machine) offlineOverdue(now time.Time) []action {
 	m.line(now, zerolog.WarnLevel).Msg("offline hooks still running at their deadline: going on without them")
@@ -647,7 +640,7 @@ func (m *machine) appExit(now time.Time, ws unix.WaitStatus) []action {
 		// A crash leaves a registration pointing at a dead app (until the restarted app
 		// registers again, or for good when the pod is deleted meanwhile): the offline hooks
 		// take it out. No trigger has set a deadline: each hook's own timeout bounds them, and a
-		// trigger that comes while they run bounds them by its kill point (lateTrigger).
+		// trigger that comes while they run bounds them by its kill point (boundOffline).
 		m.phase = PhaseOffline
 		m.event(now, zerolog.InfoLevel, "offline hooks (app exited)").
 			Msg("the app exited on its own after it may have been put in service: running offline hooks")

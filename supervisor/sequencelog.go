@@ -36,6 +36,26 @@ func (m *machine) line(now time.Time, level zerolog.Level) *zerolog.Event {
 	return e
 }
 
+// logStart logs the stop sequence's first event, for the trigger sig (0: a /prestop), with its
+// deadline.
+func (m *machine) logStart(now time.Time, sig unix.Signal) {
+	what := "/prestop"
+	if sig != 0 {
+		what = signals.Name(sig)
+	}
+	switch {
+	case m.appExited:
+		m.event(now, zerolog.InfoLevel, "trigger "+what+" (app already exited)").Time("deadline", m.deadline().UTC()).
+			Str("trigger", what).Msg("stop requested after the app exited: finishing by the deadline")
+	case sig == 0:
+		m.event(now, zerolog.InfoLevel, "trigger /prestop").Time("deadline", m.deadline().UTC()).
+			Msg("stop sequence started by /prestop")
+	default:
+		m.event(now, zerolog.InfoLevel, "trigger").Time("deadline", m.deadline().UTC()).
+			Str("signal", what).Msg("stop sequence started")
+	}
+}
+
 // summary is the one-line timeline: each mark with its offset from t0 (or from the app's start
 // when there was no trigger). A trigger after the app's exit makes the marks before it negative
 // (app exited 3 -1.2s; trigger SIGTERM (app already exited) +0s): they are shown so, where they
