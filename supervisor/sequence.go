@@ -58,28 +58,40 @@ const (
 )
 
 // phaseSpec is a phase's row of the table above, in code: its name, whether the app is still
-// before its stop signal (serving: a second Ctrl-C skips to it), what the first trigger does in it
-// (onTrigger: it starts the sequence there) and what its timer does (nil: nothing).
+// before its stop signal (serving: a second Ctrl-C skips to it), and what each input does in it
+// (nil: nothing): the first trigger (it starts the sequence there), the app's exit, the end of
+// the phase's hooks (the stage of the phase's name), no child left, and its timer.
 type phaseSpec struct {
-	name       string
-	beforeStop bool
-	onTrigger  func(*machine, time.Time) []action
-	onWake     func(*machine, time.Time) []action
+	name         string
+	beforeStop   bool
+	onTrigger    func(*machine, time.Time) []action
+	onAppExit    func(*machine, time.Time) []action
+	onHooksDone  func(*machine, time.Time) []action
+	onNoChildren func(*machine, time.Time) []action
+	onWake       func(*machine, time.Time) []action
 }
 
 // spec returns the phase's row. (A function rather than a package variable: the rows refer to
 // methods that log the phase's name.)
 func (p Phase) spec() phaseSpec {
 	return [...]phaseSpec{
-		PhaseRunning:  {name: "running", beforeStop: true, onTrigger: (*machine).enterOffline},
-		PhaseOffline:  {name: "offline", beforeStop: true, onTrigger: (*machine).boundOffline, onWake: (*machine).offlineOverdue},
-		PhaseDraining: {name: "draining", beforeStop: true, onWake: (*machine).drainTimer},
-		PhaseDrained:  {name: "drained", beforeStop: true, onWake: (*machine).enterStopping},
-		PhaseStopping: {name: "stopping", onWake: (*machine).enterKilling},
-		PhaseCleanup:  {name: "cleanup", onTrigger: (*machine).boundCleanup, onWake: (*machine).killLeftovers},
-		PhaseKilling:  {name: "killing", onWake: (*machine).giveUpReaping},
-		PhasePostStop: {name: "post-stop", onTrigger: (*machine).boundPostStop},
-		PhaseDone:     {name: "done"},
+		PhaseRunning: {name: "running", beforeStop: true,
+			onTrigger: (*machine).enterOffline, onAppExit: (*machine).crashed},
+		PhaseOffline: {name: "offline", beforeStop: true, // an exit lets them run on
+			onTrigger: (*machine).boundOffline, onHooksDone: (*machine).afterOffline, onWake: (*machine).offlineOverdue},
+		PhaseDraining: {name: "draining", beforeStop: true,
+			onAppExit: (*machine).endLeftovers, onWake: (*machine).drainTimer},
+		PhaseDrained: {name: "drained", beforeStop: true,
+			onAppExit: (*machine).endLeftovers, onWake: (*machine).enterStopping},
+		PhaseStopping: {name: "stopping",
+			onAppExit: (*machine).endLeftovers, onWake: (*machine).enterKilling},
+		PhaseCleanup: {name: "cleanup",
+			onTrigger: (*machine).boundCleanup, onNoChildren: (*machine).allGone, onWake: (*machine).killLeftovers},
+		PhaseKilling: {name: "killing", // a trigger: it waits for the reaper until the deadline at most already
+			onAppExit: (*machine).allGone, onNoChildren: (*machine).allGone, onWake: (*machine).giveUpReaping},
+		PhasePostStop: {name: "post-stop",
+			onTrigger: (*machine).boundPostStop, onHooksDone: (*machine).finish},
+		PhaseDone: {name: "done"},
 	}[p]
 }
 
@@ -424,11 +436,15 @@ func (m *machine) enterOffline(now time.Time) []action {
 // app's exit to what it left behind.
 func (m *machine) offlineOverdue(now time.Time) []action {
 	m.line(now, zerolog.WarnLevel).Msg("offline hooks still running at their deadline: going on without them")
-	acts := m.cancelOffline(now)
+	return append(m.cancelOffline(now), m.afterOffline(now)...)
+}
+
+// afterOffline follows the offline hooks: the drain, or after the app's exit what it left behind.
+func (m *machine) afterOffline(now time.Time) []action {
 	if m.appExited {
-		return append(acts, m.endLeftovers(now)...)
+		return m.endLeftovers(now)
 	}
-	return append(acts, m.enterDraining(now)...)
+	return m.enterDraining(now)
 }
 
 // cancelOffline stops offline hooks still running, when the sequence moves past them.
@@ -617,7 +633,7 @@ func (m *machine) survivorsLogged(now time.Time) []action { return m.enterPostSt
 // send, is then taken for the OOM killer's.
 func (m *machine) oomKilled(n uint64) { m.oomKills = n }
 
-// appExit handles the reaper's report that the app itself has exited.
+// appExit handles the reaper's report that the app itself has exited: the phase's onAppExit.
 func (m *machine) appExit(now time.Time, ws unix.WaitStatus) []action {
 	if m.appExited {
 		// The app's status is final once known (or once drainit gave up on it): nothing may
@@ -631,22 +647,24 @@ func (m *machine) appExit(now time.Time, ws unix.WaitStatus) []action {
 		acts = m.markDrained() // no app left to drain
 	}
 	m.logAppExit(now, ws)
-	if m.phase == PhaseOffline {
-		// A stop's offline hooks (a deregistration) run on; what the app left behind is ended
-		// once they have (hooksDone).
-		return acts
+	if onAppExit := m.phase.spec().onAppExit; onAppExit != nil {
+		acts = append(acts, onAppExit(m, now)...)
 	}
-	if m.t0.IsZero() && m.inService && m.hasHooks[config.StageOffline] {
-		// A crash leaves a registration pointing at a dead app (until the restarted app
-		// registers again, or for good when the pod is deleted meanwhile): the offline hooks
-		// take it out. No trigger has set a deadline: each hook's own timeout bounds them, and a
-		// trigger that comes while they run bounds them by its kill point (boundOffline).
-		m.phase = PhaseOffline
-		m.event(now, zerolog.InfoLevel, "offline hooks (app exited)").
-			Msg("the app exited on its own after it may have been put in service: running offline hooks")
-		return append(acts, actRunHooks{config.StageOffline, time.Time{}})
+	return acts
+}
+
+// crashed is the app's exit before any trigger. A crash leaves a registration pointing at a dead
+// app (until the restarted app registers again, or for good when the pod is deleted meanwhile):
+// the offline hooks take it out. No trigger has set a deadline: each hook's own timeout bounds
+// them, and a trigger that comes while they run bounds them by its kill point (boundOffline).
+func (m *machine) crashed(now time.Time) []action {
+	if !m.inService || !m.hasHooks[config.StageOffline] {
+		return m.endLeftovers(now)
 	}
-	return append(acts, m.endLeftovers(now)...)
+	m.phase = PhaseOffline
+	m.event(now, zerolog.InfoLevel, "offline hooks (app exited)").
+		Msg("the app exited on its own after it may have been put in service: running offline hooks")
+	return []action{actRunHooks{config.StageOffline, time.Time{}}}
 }
 
 // endLeftovers follows the app's exit, and the offline hooks that ran after it: SIGTERM to what
@@ -654,10 +672,6 @@ func (m *machine) appExit(now time.Time, ws unix.WaitStatus) []action {
 func (m *machine) endLeftovers(now time.Time) []action {
 	if !m.hasChildren {
 		return m.enterPostStop(now)
-	}
-	if m.phase == PhaseKilling {
-		// Everything already has SIGKILL; only the reaper is left to wait for.
-		return nil
 	}
 	m.phase = PhaseCleanup
 	m.wake = now.Add(m.timing.CleanupWait)
@@ -676,14 +690,22 @@ func (m *machine) putInService() {
 	}
 }
 
-// noChildren handles the reaper's report that drainit has no child left at all. When one reap
-// both collects the app and finds no other child, the loop calls noChildren first, so that appExit
-// goes straight to the post-stop hooks instead of hunting for leftovers that do not exist.
+// noChildren handles the reaper's report that drainit has no child left at all: the phase's
+// onNoChildren. When one reap both collects the app and finds no other child, the loop calls
+// noChildren first, so that appExit goes straight to the post-stop hooks instead of hunting for
+// leftovers that do not exist.
 func (m *machine) noChildren(now time.Time) []action {
 	m.hasChildren = false
-	postStopStarted := m.phase == PhasePostStop || m.phase == PhaseDone
-	if !m.appExited || postStopStarted || m.phase == PhaseOffline {
-		return nil // the offline hooks' end goes on to the post-stop hooks (endLeftovers)
+	if onNoChildren := m.phase.spec().onNoChildren; onNoChildren != nil {
+		return onNoChildren(m, now)
+	}
+	return nil
+}
+
+// allGone goes on to the post-stop hooks once the app has exited and left nothing running.
+func (m *machine) allGone(now time.Time) []action {
+	if !m.appExited || m.hasChildren {
+		return nil
 	}
 	return m.enterPostStop(now)
 }
@@ -703,21 +725,16 @@ func (m *machine) enterPostStop(now time.Time) []action {
 }
 
 // hooksDone handles the end of a stage's hooks (each hook logs its own outcome; outcome sums
-// them up for the summary).
+// them up for the summary): the phase's onHooksDone. A stage's hooks run exactly while the machine
+// is in the phase of the stage's name (each is entered once); at another phase's, they were
+// cancelled and the sequence has moved on.
 func (m *machine) hooksDone(now time.Time, stage config.HookStage, outcome string) []action {
-	// A stage's hooks run exactly while the machine is in its phase (each is entered once).
-	switch {
-	case stage == config.StageOffline && m.phase == PhaseOffline:
-		m.timeline = append(m.timeline, mark{now, stage.String() + " hooks: " + outcome})
-		if m.appExited {
-			return m.endLeftovers(now)
-		}
-		return m.enterDraining(now)
-	case stage == config.StagePostStop && m.phase == PhasePostStop:
-		m.timeline = append(m.timeline, mark{now, stage.String() + " hooks: " + outcome})
-		return m.finish(now)
+	onHooksDone := m.phase.spec().onHooksDone
+	if onHooksDone == nil || stage.String() != m.phase.String() {
+		return nil
 	}
-	return nil // cancelled and already moved on
+	m.timeline = append(m.timeline, mark{now, stage.String() + " hooks: " + outcome})
+	return onHooksDone(m, now)
 }
 
 // tick handles the timer the machine asked for with wake: the phase's onWake in the table.
