@@ -57,14 +57,16 @@ const (
 	PhaseDone                  // drainit exits
 )
 
-// phaseSpec is a phase's row of the table above, in code: its name, whether the app is still
-// before its stop signal (serving: a second Ctrl-C skips to it), and what each input does in it
-// (nil: nothing): the first trigger (it starts the sequence there), the app's exit, the end of
-// the phase's hooks (the stage of the phase's name), no child left, and its timer.
+// phaseSpec is a phase's row of the table above, in code: its name and what each input does in
+// it (nil: nothing): the first trigger (it starts the sequence there), the kubelet's signal after
+// a /prestop alone (with its log line to finish), Ctrl-C pressed again (nil, or what it returns,
+// when it only joins), the app's exit, the end of the phase's hooks (the stage of the phase's
+// name), no child left, and its timer.
 type phaseSpec struct {
 	name         string
-	beforeStop   bool
 	onTrigger    func(*machine, time.Time) []action
+	onSignal     func(*machine, time.Time, *zerolog.Event) []action
+	onCtrlC      func(*machine, time.Time) []action
 	onAppExit    func(*machine, time.Time) []action
 	onHooksDone  func(*machine, time.Time) []action
 	onNoChildren func(*machine, time.Time) []action
@@ -75,15 +77,18 @@ type phaseSpec struct {
 // methods that log the phase's name.)
 func (p Phase) spec() phaseSpec {
 	return [...]phaseSpec{
-		PhaseRunning: {name: "running", beforeStop: true,
+		PhaseRunning: {name: "running",
 			onTrigger: (*machine).enterOffline, onAppExit: (*machine).crashed},
-		PhaseOffline: {name: "offline", beforeStop: true, // an exit lets them run on
-			onTrigger: (*machine).boundOffline, onHooksDone: (*machine).afterOffline, onWake: (*machine).offlineOverdue},
-		PhaseDraining: {name: "draining", beforeStop: true,
-			onAppExit: (*machine).endLeftovers, onWake: (*machine).drainTimer},
-		PhaseDrained: {name: "drained", beforeStop: true,
+		PhaseOffline: {name: "offline", // an exit lets them run on
+			onTrigger: (*machine).boundOffline, onCtrlC: (*machine).skipOffline,
+			onHooksDone: (*machine).afterOffline, onWake: (*machine).offlineOverdue},
+		PhaseDraining: {name: "draining",
+			onCtrlC: (*machine).skipDrain, onAppExit: (*machine).endLeftovers, onWake: (*machine).drainTimer},
+		PhaseDrained: {name: "drained",
+			onSignal: (*machine).stopAfterPrestop, onCtrlC: (*machine).skipDrain,
 			onAppExit: (*machine).endLeftovers, onWake: (*machine).enterStopping},
 		PhaseStopping: {name: "stopping",
+			onSignal: (*machine).backToKillPoint, onCtrlC: (*machine).killNow,
 			onAppExit: (*machine).endLeftovers, onWake: (*machine).enterKilling},
 		PhaseCleanup: {name: "cleanup",
 			onTrigger: (*machine).boundCleanup, onNoChildren: (*machine).allGone, onWake: (*machine).killLeftovers},
@@ -232,74 +237,103 @@ func newMachine(c *config.Config, hasOffline, hasPostStop bool, start time.Time,
 	return m
 }
 
-// signal handles a signal drainit received.
+// signal handles a signal drainit received. A trigger's step is its phase's: the first one's
+// onTrigger, the kubelet's after a /prestop alone onSignal, a Ctrl-C pressed again onCtrlC.
 func (m *machine) signal(now time.Time, sig unix.Signal) []action {
-	if m.appExited {
-		// The app is gone; forwarding still reaches what it left behind, which is being ended.
-		acts := m.forwardSig(now, sig)
-		switch {
-		case !m.triggers[sig]:
-		case m.t0.IsZero():
-			acts = append(acts, m.startSequence(now, sig)...)
-		case sig == unix.SIGINT && m.phase == PhaseOffline:
-			// Ctrl-C again while the offline hooks run on for an app that has gone: as with the
-			// drain, the second skips them.
-			if m.sigints++; m.sigints >= 2 {
-				m.event(now, zerolog.WarnLevel, "second SIGINT").Msg("second SIGINT: skipping the rest of the offline hooks")
-				acts = append(acts, m.cancelOffline(now)...)
-				acts = append(acts, m.endLeftovers(now)...)
-			}
-		}
+	var acts []action
+	if m.appExited || !m.triggers[sig] {
+		// Once the app is gone, forwarding still reaches what it left behind, which is being ended.
+		acts = m.forwardSig(now, sig)
+	}
+	switch {
+	case !m.triggers[sig]:
 		return acts
-	}
-	if !m.triggers[sig] {
-		return m.forwardSig(now, sig)
-	}
-	if m.t0.IsZero() {
-		return m.startSequence(now, sig)
-	}
-	if m.trigger == 0 {
-		// The kubelet's signal after a /prestop: the drain has happened (or is happening) already;
-		// the stop step follows as soon as it is over.
-		m.trigger = sig
-		if sig == unix.SIGINT {
-			m.sigints = 1 // the first Ctrl-C, though not the first trigger
-		}
-		if !m.drained && m.kubeletWaits {
-			return m.preStopWaitOver(now, sig)
-		}
-		e := m.event(now, zerolog.InfoLevel, "signal "+signals.Name(sig)).Str("signal", signals.Name(sig))
-		switch m.phase {
-		case PhaseDrained:
-			e.Msg("stop signal after /prestop")
-			return m.enterStopping(now)
-		case PhaseStopping:
-			// drainit stopped the app itself, no signal having come by the kill point, and gave
-			// it until the deadline as if no runtime were counting. This signal says one is: the
-			// runtime's preStop wait ended when the drain did, at the kill point, and its SIGKILL
-			// comes at the deadline, where drainit's own would race it and the post-stop hooks
-			// and the summary would be lost. Back to the kill point, as on every other path.
-			m.wake = m.killAt()
-			e.Time("kill_at", m.wake.UTC()).Msg("stop signal after /prestop")
-			return nil
-		}
-		e.Msg("stop signal after /prestop")
-		return nil
+	case m.t0.IsZero():
+		return append(acts, m.startSequence(now, sig)...)
+	case m.trigger == 0 && !m.appExited:
+		return m.afterPrestop(now, sig)
 	}
 	// A repeated trigger joins the sequence under way; only Ctrl-C pressed again means "faster".
-	if sig == unix.SIGINT {
-		m.sigints++
-		switch {
-		case m.sigints == 2 && m.phase.spec().beforeStop:
-			m.event(now, zerolog.WarnLevel, "second SIGINT").Msg("second SIGINT: skipping the rest of the drain")
-			return m.enterStopping(now)
-		case m.sigints >= 3 && !m.killed: // the app runs on: killed only ever comes with PhaseKilling
-			m.event(now, zerolog.WarnLevel, "third SIGINT").Msg("third SIGINT: killing the app")
-			return m.enterKilling(now)
+	if onCtrlC := m.phase.spec().onCtrlC; sig == unix.SIGINT {
+		if m.sigints++; onCtrlC != nil {
+			if hurried := onCtrlC(m, now); hurried != nil {
+				return append(acts, hurried...)
+			}
 		}
 	}
-	m.debug(now).Str("signal", signals.Name(sig)).Msg("trigger repeated; joining the stop sequence under way")
+	if !m.appExited {
+		m.debug(now).Str("signal", signals.Name(sig)).Msg("trigger repeated; joining the stop sequence under way")
+	}
+	return acts
+}
+
+// afterPrestop handles the kubelet's signal after a /prestop alone: the drain has happened (or is
+// happening) already; the stop step follows as soon as it is over.
+func (m *machine) afterPrestop(now time.Time, sig unix.Signal) []action {
+	m.trigger = sig
+	if sig == unix.SIGINT {
+		m.sigints = 1 // the first Ctrl-C, though not the first trigger
+	}
+	if !m.drained && m.kubeletWaits {
+		return m.preStopWaitOver(now, sig)
+	}
+	e := m.event(now, zerolog.InfoLevel, "signal "+signals.Name(sig)).Str("signal", signals.Name(sig))
+	if onSignal := m.phase.spec().onSignal; onSignal != nil {
+		return onSignal(m, now, e)
+	}
+	e.Msg(msgAfterPrestop)
 	return nil
+}
+
+// msgAfterPrestop is the log line of the kubelet's signal after a /prestop.
+const msgAfterPrestop = "stop signal after /prestop"
+
+// stopAfterPrestop: the kubelet's signal has come after the drain: the stop step.
+func (m *machine) stopAfterPrestop(now time.Time, e *zerolog.Event) []action {
+	e.Msg(msgAfterPrestop)
+	return m.enterStopping(now)
+}
+
+// backToKillPoint: drainit stopped the app itself, no signal having come by the kill point, and
+// gave it until the deadline as if no runtime were counting. This signal says one is: the
+// runtime's preStop wait ended when the drain did, at the kill point, and its SIGKILL comes at
+// the deadline, where drainit's own would race it and the post-stop hooks and the summary would
+// be lost. Back to the kill point, as on every other path.
+func (m *machine) backToKillPoint(_ time.Time, e *zerolog.Event) []action {
+	m.wake = m.killAt()
+	e.Time("kill_at", m.wake.UTC()).Msg(msgAfterPrestop)
+	return nil
+}
+
+// skipOffline: the second Ctrl-C skips the rest of the offline hooks, and the drain; after the
+// app's exit, on to what it left behind.
+func (m *machine) skipOffline(now time.Time) []action {
+	if !m.appExited {
+		return m.skipDrain(now)
+	}
+	if m.sigints != 2 {
+		return nil
+	}
+	m.event(now, zerolog.WarnLevel, "second SIGINT").Msg("second SIGINT: skipping the rest of the offline hooks")
+	return append(m.cancelOffline(now), m.endLeftovers(now)...)
+}
+
+// skipDrain: the second Ctrl-C skips the rest of the drain.
+func (m *machine) skipDrain(now time.Time) []action {
+	if m.sigints != 2 {
+		return nil
+	}
+	m.event(now, zerolog.WarnLevel, "second SIGINT").Msg("second SIGINT: skipping the rest of the drain")
+	return m.enterStopping(now)
+}
+
+// killNow: the third Ctrl-C kills the app.
+func (m *machine) killNow(now time.Time) []action {
+	if m.sigints < 3 {
+		return nil
+	}
+	m.event(now, zerolog.WarnLevel, "third SIGINT").Msg("third SIGINT: killing the app")
+	return m.enterKilling(now)
 }
 
 // startSequence starts the stop sequence at now (t0) for the trigger sig (0: a /prestop alone),
@@ -539,7 +573,7 @@ func (m *machine) enterStopping(now time.Time) []action {
 	acts := m.cancelOffline(now)
 	acts = append(acts, m.markDrained()...)
 	m.wake = m.killAt()
-	if m.phase == PhaseDrained && m.trigger == 0 {
+	if m.trigger == 0 {
 		// No signal came after /prestop: stop the app ourselves, leaving it the kill margin.
 		m.wake = m.deadline()
 		m.event(now, zerolog.WarnLevel, "no signal").Msg("no stop signal arrived after /prestop; stopping the app")
