@@ -12,42 +12,13 @@ import (
 	"github.com/drainit/drainit/signals"
 )
 
-// The stop sequence, phase by phase: what starts each phase, what it does, its timer (the
-// machine's wake, and what the timer does) and where it goes next. t0 is the first trigger; the
-// deadline, killAt (the kill point) and stopBy (the latest stop signal) are the stop's budget
-// (package budget) counted from it. The methods below follow the table.
-//
-//	phase      started by                       does                             timer                    next
-//	running    the app's start                  forward signals                  -                        offline, on a trigger
-//	offline    the first trigger (t0)           offline hooks, until stopBy      stopBy (a backstop)      draining, when they end or at the timer
-//	           or the app's exit (in service)   (no deadline before a trigger,   none; killAt once a      (after the exit: cleanup)
-//	                                            killAt after one)                trigger comes
-//	draining   offline (no hooks: the trigger)  the drain: fixed or adaptive     the drain's end (stopBy) stopping (drained after /prestop alone)
-//	drained    the drain, after /prestop alone  wait for the kubelet's signal    killAt                   stopping, on the signal or the timer
-//	stopping   the drain's end, 2nd Ctrl-C      the stop signal to the app       killAt                   killing
-//	cleanup    the app's exit, leftovers run    SIGTERM to what is left          cleanup wait (≤ killAt)  killing
-//	killing    killAt, 3rd Ctrl-C               SIGKILL to everything, again at  deadline (≥ reapWait)    post-stop
-//	                                            each reap that leaves any
-//	post-stop  nothing left running             post-stop hooks, until deadline  -                        done, when they end
-//	done       the post-stop hooks' end         exit with the app's status       -                        -
-//
-// Any phase: the app's exit leads to cleanup (or straight to post-stop when it left nothing);
-// a trigger after the app's exit sets the deadline without draining (its onTrigger). The offline
-// hooks run once for an app that may have been in service, however it ends: a trigger starts
-// them, and so does an exit before any trigger (appExit); an exit while they run does not cut
-// them short. What the app left behind is ended after them (a signal to everything would reach
-// the hooks' own processes), and the post-stop hooks follow. When no
-// signal has followed a /prestop by killAt, drainit stops the app itself and its stopping timer
-// is the deadline, until a signal comes and brings it back to killAt.
-
 // Phase is where the supervisor is in the app's life.
 type Phase int
 
-// The phases, in the order the stop sequence goes through them: cleanup, which starts when the
-// app exits on its own, comes before killing, which ends what survives it.
+// The phases, in the order the stop sequence goes through them (Phase.spec).
 const (
 	PhaseRunning  Phase = iota // the app runs; no trigger yet
-	PhaseOffline               // trigger seen; offline hooks run
+	PhaseOffline               // trigger seen, or the app's exit: offline hooks run
 	PhaseDraining              // the drain wait: the app still serves
 	PhaseDrained               // drained after a /prestop; waiting for the kubelet's signal
 	PhaseStopping              // stop signal sent; waiting for the app to exit
@@ -57,11 +28,11 @@ const (
 	PhaseDone                  // drainit exits
 )
 
-// phaseSpec is a phase's row of the table above, in code: its name and what each input does in
-// it (nil: nothing): the first trigger (it starts the sequence there), the kubelet's signal after
+// phaseSpec is a phase's row of the stop sequence: its name and what each input does in it
+// (nil: nothing): the first trigger (it starts the sequence there), the kubelet's signal after
 // a /prestop alone (with its log line to finish), Ctrl-C pressed again (nil, or what it returns,
 // when it only joins), the app's exit, the end of the phase's hooks (the stage of the phase's
-// name), no child left, and its timer.
+// name), no child left, and its timer (the machine's wake).
 type phaseSpec struct {
 	name         string
 	onTrigger    func(*machine, time.Time) []action
@@ -73,29 +44,46 @@ type phaseSpec struct {
 	onWake       func(*machine, time.Time) []action
 }
 
-// spec returns the phase's row. (A function rather than a package variable: the rows refer to
-// methods that log the phase's name.)
+// spec returns the phase's row of the stop sequence, each row's comment saying what entering the
+// phase does. t0 is the first trigger; the deadline, killAt (the kill point) and stopBy (the
+// latest stop signal) are the stop's budget (package budget) counted from it. The offline hooks
+// run once for an app that may have been in service, however it ends, and an exit while they run
+// does not cut them short: what the app left behind is ended after them (a signal to everything
+// would reach the hooks' own processes). (A function rather than a package variable: the rows
+// refer to methods that log the phase's name.)
 func (p Phase) spec() phaseSpec {
 	return [...]phaseSpec{
+		// Signals are forwarded to the app.
 		PhaseRunning: {name: "running",
 			onTrigger: (*machine).enterOffline, onAppExit: (*machine).crashed},
-		PhaseOffline: {name: "offline", // an exit lets them run on
-			onTrigger: (*machine).boundOffline, onCtrlC: (*machine).skipOffline,
+		// The offline hooks, until stopBy, their timer a backstop; after the app's exit, with no
+		// deadline until a trigger brings the kill point.
+		PhaseOffline: {name: "offline",
+			onTrigger: (*machine).boundOffline, onCtrlC: (*machine).skipDrain,
 			onHooksDone: (*machine).afterOffline, onWake: (*machine).offlineOverdue},
+		// The drain, fixed or adaptive, until its end (by stopBy); drained after a /prestop alone.
 		PhaseDraining: {name: "draining",
 			onCtrlC: (*machine).skipDrain, onAppExit: (*machine).endLeftovers, onWake: (*machine).drainTimer},
+		// Waiting for the kubelet's signal until killAt, where drainit stops the app itself.
 		PhaseDrained: {name: "drained",
 			onSignal: (*machine).stopAfterPrestop, onCtrlC: (*machine).skipDrain,
 			onAppExit: (*machine).endLeftovers, onWake: (*machine).enterStopping},
+		// The stop signal to the app, SIGKILL at killAt (at the deadline while no signal has
+		// followed a /prestop).
 		PhaseStopping: {name: "stopping",
 			onSignal: (*machine).backToKillPoint, onCtrlC: (*machine).killNow,
 			onAppExit: (*machine).endLeftovers, onWake: (*machine).enterKilling},
+		// SIGTERM to what the app left, SIGKILL at the cleanup wait's end (by killAt).
 		PhaseCleanup: {name: "cleanup",
 			onTrigger: (*machine).boundCleanup, onNoChildren: (*machine).allGone, onWake: (*machine).killLeftovers},
-		PhaseKilling: {name: "killing", // a trigger: it waits for the reaper until the deadline at most already
+		// SIGKILL to everything, again at each reap that leaves any, until the deadline (reapWait
+		// at least; a trigger changes nothing).
+		PhaseKilling: {name: "killing",
 			onAppExit: (*machine).allGone, onNoChildren: (*machine).allGone, onWake: (*machine).giveUpReaping},
+		// The post-stop hooks, until the deadline.
 		PhasePostStop: {name: "post-stop",
 			onTrigger: (*machine).boundPostStop, onHooksDone: (*machine).finish},
+		// drainit exits with the app's status.
 		PhaseDone: {name: "done"},
 	}[p]
 }
@@ -255,10 +243,9 @@ func (m *machine) signal(now time.Time, sig unix.Signal) []action {
 	}
 	// A repeated trigger joins the sequence under way; only Ctrl-C pressed again means "faster".
 	if onCtrlC := m.phase.spec().onCtrlC; sig == unix.SIGINT {
-		if m.sigints++; onCtrlC != nil {
-			if hurried := onCtrlC(m, now); hurried != nil {
-				return append(acts, hurried...)
-			}
+		m.sigints++
+		if hurried := m.do(onCtrlC, now); hurried != nil {
+			return append(acts, hurried...)
 		}
 	}
 	if !m.appExited {
@@ -305,23 +292,15 @@ func (m *machine) backToKillPoint(_ time.Time, e *zerolog.Event) []action {
 	return nil
 }
 
-// skipOffline: the second Ctrl-C skips the rest of the offline hooks, and the drain; after the
-// app's exit, on to what it left behind.
-func (m *machine) skipOffline(now time.Time) []action {
-	if !m.appExited {
-		return m.skipDrain(now)
-	}
-	if m.sigints != 2 {
-		return nil
-	}
-	m.event(now, zerolog.WarnLevel, "second SIGINT").Msg("second SIGINT: skipping the rest of the offline hooks")
-	return append(m.cancelOffline(now), m.endLeftovers(now)...)
-}
-
-// skipDrain: the second Ctrl-C skips the rest of the drain.
+// skipDrain: the second Ctrl-C skips the rest of the offline hooks and of the drain; after the
+// app's exit, which leaves only the offline hooks running on, to what it left behind.
 func (m *machine) skipDrain(now time.Time) []action {
 	if m.sigints != 2 {
 		return nil
+	}
+	if m.appExited {
+		m.event(now, zerolog.WarnLevel, "second SIGINT").Msg("second SIGINT: skipping the rest of the offline hooks")
+		return append(m.cancelOffline(now), m.endLeftovers(now)...)
 	}
 	m.event(now, zerolog.WarnLevel, "second SIGINT").Msg("second SIGINT: skipping the rest of the drain")
 	return m.enterStopping(now)
@@ -350,10 +329,7 @@ func (m *machine) startSequence(now time.Time, sig unix.Signal) []action {
 		acts = m.markDrained()
 	}
 	m.logStart(now, sig)
-	if onTrigger := m.phase.spec().onTrigger; onTrigger != nil {
-		acts = append(acts, onTrigger(m, now)...)
-	}
-	return acts
+	return append(acts, m.do(m.phase.spec().onTrigger, now)...)
 }
 
 // preStopWaitOver handles the kubelet's stop signal arriving while its /prestop call still waits
@@ -570,8 +546,7 @@ func earlier(t, bound time.Time) time.Time {
 }
 
 func (m *machine) enterStopping(now time.Time) []action {
-	acts := m.cancelOffline(now)
-	acts = append(acts, m.markDrained()...)
+	acts := append(m.cancelOffline(now), m.markDrained()...)
 	m.wake = m.killAt()
 	if m.trigger == 0 {
 		// No signal came after /prestop: stop the app ourselves, leaving it the kill margin.
@@ -602,8 +577,7 @@ func (m *machine) enterStopping(now time.Time) []action {
 
 // enterKilling is the kill point (or a third Ctrl-C) with the app still running.
 func (m *machine) enterKilling(now time.Time) []action {
-	acts := m.cancelOffline(now)
-	acts = append(acts, m.markDrained()...)
+	acts := append(m.cancelOffline(now), m.markDrained()...)
 	acts = append(acts, m.killEverything(now)...)
 	m.event(now, zerolog.WarnLevel, "SIGKILL").Msg("app still running: SIGKILL to everything")
 	return acts
@@ -681,10 +655,7 @@ func (m *machine) appExit(now time.Time, ws unix.WaitStatus) []action {
 		acts = m.markDrained() // no app left to drain
 	}
 	m.logAppExit(now, ws)
-	if onAppExit := m.phase.spec().onAppExit; onAppExit != nil {
-		acts = append(acts, onAppExit(m, now)...)
-	}
-	return acts
+	return append(acts, m.do(m.phase.spec().onAppExit, now)...)
 }
 
 // crashed is the app's exit before any trigger. A crash leaves a registration pointing at a dead
@@ -730,10 +701,7 @@ func (m *machine) putInService() {
 // leftovers that do not exist.
 func (m *machine) noChildren(now time.Time) []action {
 	m.hasChildren = false
-	if onNoChildren := m.phase.spec().onNoChildren; onNoChildren != nil {
-		return onNoChildren(m, now)
-	}
-	return nil
+	return m.do(m.phase.spec().onNoChildren, now)
 }
 
 // allGone goes on to the post-stop hooks once the app has exited and left nothing running.
@@ -777,10 +745,15 @@ func (m *machine) tick(now time.Time) []action {
 		return nil
 	}
 	m.wake = time.Time{}
-	if onWake := m.phase.spec().onWake; onWake != nil {
-		return onWake(m, now)
+	return m.do(m.phase.spec().onWake, now)
+}
+
+// do is the step an input takes in the phase's row; nil does nothing.
+func (m *machine) do(step func(*machine, time.Time) []action, now time.Time) []action {
+	if step == nil {
+		return nil
 	}
-	return nil
+	return step(m, now)
 }
 
 func (m *machine) finish(now time.Time) []action {
@@ -827,17 +800,13 @@ type Mark struct {
 
 // snapshot is the machine's state now.
 func (m *machine) snapshot(now time.Time, pid int) Snapshot {
-	base := m.t0
-	if base.IsZero() {
-		base = m.start
-	}
 	st := Snapshot{
 		Phase: m.phase, AppPID: pid, Uptime: now.Sub(m.start),
 		Running: !m.appExited, Ready: m.ready, Draining: !m.t0.IsZero(), Drained: m.drained,
 		Timeline: make([]Mark, 0, len(m.timeline)),
 	}
 	for _, mk := range m.timeline {
-		st.Timeline = append(st.Timeline, Mark{What: mk.what, Elapsed: mk.at.Sub(base)})
+		st.Timeline = append(st.Timeline, Mark{What: mk.what, Elapsed: mk.at.Sub(m.base())})
 	}
 	return st
 }

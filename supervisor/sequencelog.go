@@ -61,10 +61,7 @@ func (m *machine) logStart(now time.Time, sig unix.Signal) {
 // (app exited 3 -1.2s; trigger SIGTERM (app already exited) +0s): they are shown so, where they
 // were shown as +0s, as if they had come with the trigger.
 func (m *machine) summary(now time.Time) string {
-	base := m.t0
-	if base.IsZero() {
-		base = m.start
-	}
+	base := m.base()
 	var b strings.Builder
 	for i, mk := range m.timeline {
 		if i > 0 {
@@ -77,6 +74,14 @@ func (m *machine) summary(now time.Time) string {
 	}
 	fmt.Fprintf(&b, "; exit %d %s", m.exitMap.Apply(m.appStatus), offset(now.Sub(base)))
 	return b.String()
+}
+
+// base is what the timeline's marks are counted from: t0, or the app's start before a trigger.
+func (m *machine) base() time.Time {
+	if m.t0.IsZero() {
+		return m.start
+	}
+	return m.t0
 }
 
 // offset is a mark's time from the summary's base, signed, to the millisecond: +1.5s, -200ms.
