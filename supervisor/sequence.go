@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"cmp"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -15,24 +16,23 @@ import (
 // Phase is where the supervisor is in the app's life.
 type Phase int
 
-// The phases, in the order the stop sequence goes through them (Phase.spec).
+// The phases, in the order the stop sequence goes through them (Phase.spec: what each input does).
 const (
-	PhaseRunning  Phase = iota // the app runs; no trigger yet
-	PhaseOffline               // trigger seen, or the app's exit: offline hooks run
-	PhaseDraining              // the drain wait: the app still serves
-	PhaseDrained               // drained after a /prestop; waiting for the kubelet's signal
-	PhaseStopping              // stop signal sent; waiting for the app to exit
-	PhaseCleanup               // the app has exited; what it left behind is being ended
-	PhaseKilling               // SIGKILL sent to everything; waiting for the reaper
-	PhasePostStop              // post-stop hooks run
-	PhaseDone                  // drainit exits
+	PhaseRunning  Phase = iota // the app runs, its signals forwarded; no trigger yet
+	PhaseOffline               // a trigger, or the app's exit: offline hooks run (an exit does not cut them short)
+	PhaseDraining              // the drain, fixed or adaptive, until stopBy at most: the app still serves
+	PhaseDrained               // drained after a /prestop alone: waiting for the kubelet's signal, until killAt
+	PhaseStopping              // stop signal sent; waiting for the app to exit, until killAt
+	PhaseCleanup               // the app has exited: SIGTERM to what it left behind, SIGKILL after the cleanup wait
+	PhaseKilling               // SIGKILL sent to everything, again at each reap; waiting for the reaper
+	PhasePostStop              // post-stop hooks run, until the deadline
+	PhaseDone                  // drainit exits with the app's status
 )
 
-// phaseSpec is a phase's row of the stop sequence: its name and what each input does in it
-// (nil: nothing): the first trigger (it starts the sequence there), the kubelet's signal after
-// a /prestop alone (with its log line to finish), Ctrl-C pressed again (nil, or what it returns,
-// when it only joins), the app's exit, the end of the phase's hooks (the stage of the phase's
-// name), no child left, and its timer (the machine's wake).
+// phaseSpec is a phase's row of the stop sequence: its name and each input's step in it (nil:
+// nothing): the first trigger (it starts the sequence there), the kubelet's signal after a
+// /prestop alone (its log line to finish), Ctrl-C again (nil when it only joins), the app's exit,
+// the end of the hooks of the phase's name, no child left, and the timer (the machine's wake).
 type phaseSpec struct {
 	name         string
 	onTrigger    func(*machine, time.Time) []action
@@ -44,46 +44,32 @@ type phaseSpec struct {
 	onWake       func(*machine, time.Time) []action
 }
 
-// spec returns the phase's row of the stop sequence, each row's comment saying what entering the
-// phase does. t0 is the first trigger; the deadline, killAt (the kill point) and stopBy (the
-// latest stop signal) are the stop's budget (package budget) counted from it. The offline hooks
-// run once for an app that may have been in service, however it ends, and an exit while they run
-// does not cut them short: what the app left behind is ended after them (a signal to everything
-// would reach the hooks' own processes). (A function rather than a package variable: the rows
-// refer to methods that log the phase's name.)
+// spec returns the phase's row. t0 is the first trigger; the deadline, killAt (the kill point)
+// and stopBy (the latest stop signal) are the stop's budget counted from it. The offline hooks
+// run once for an app that may have been in service, however it ends; what it left behind is
+// ended after them (a signal to everything would reach the hooks' own processes). (A function,
+// not a variable: the rows' methods log the name.)
 func (p Phase) spec() phaseSpec {
 	return [...]phaseSpec{
-		// Signals are forwarded to the app.
 		PhaseRunning: {name: "running",
 			onTrigger: (*machine).enterOffline, onAppExit: (*machine).crashed},
-		// The offline hooks, until stopBy, their timer a backstop; after the app's exit, with no
-		// deadline until a trigger brings the kill point.
 		PhaseOffline: {name: "offline",
 			onTrigger: (*machine).boundOffline, onCtrlC: (*machine).skipDrain,
 			onHooksDone: (*machine).afterOffline, onWake: (*machine).offlineOverdue},
-		// The drain, fixed or adaptive, until its end (by stopBy); drained after a /prestop alone.
 		PhaseDraining: {name: "draining",
 			onCtrlC: (*machine).skipDrain, onAppExit: (*machine).endLeftovers, onWake: (*machine).drainTimer},
-		// Waiting for the kubelet's signal until killAt, where drainit stops the app itself.
 		PhaseDrained: {name: "drained",
 			onSignal: (*machine).stopAfterPrestop, onCtrlC: (*machine).skipDrain,
 			onAppExit: (*machine).endLeftovers, onWake: (*machine).enterStopping},
-		// The stop signal to the app, SIGKILL at killAt (at the deadline while no signal has
-		// followed a /prestop).
 		PhaseStopping: {name: "stopping",
 			onSignal: (*machine).backToKillPoint, onCtrlC: (*machine).killNow,
 			onAppExit: (*machine).endLeftovers, onWake: (*machine).enterKilling},
-		// SIGTERM to what the app left, SIGKILL at the cleanup wait's end (by killAt).
 		PhaseCleanup: {name: "cleanup",
 			onTrigger: (*machine).boundCleanup, onNoChildren: (*machine).allGone, onWake: (*machine).killLeftovers},
-		// SIGKILL to everything, again at each reap that leaves any, until the deadline (reapWait
-		// at least; a trigger changes nothing).
 		PhaseKilling: {name: "killing",
 			onAppExit: (*machine).allGone, onNoChildren: (*machine).allGone, onWake: (*machine).giveUpReaping},
-		// The post-stop hooks, until the deadline.
 		PhasePostStop: {name: "post-stop",
 			onTrigger: (*machine).boundPostStop, onHooksDone: (*machine).finish},
-		// drainit exits with the app's status.
 		PhaseDone: {name: "done"},
 	}[p]
 }
@@ -168,7 +154,6 @@ type machine struct {
 	budget     budget.Budget // the stop's instants, since t0
 	triggers   map[unix.Signal]bool
 	stopSignal unix.Signal
-	forward    config.Forward
 	rewrite    signals.Rewrite
 	exitMap    signals.ExitMap
 	hasHooks   [stageCount]bool
@@ -205,13 +190,10 @@ type mark struct {
 
 func newMachine(c *config.Config, hasOffline, hasPostStop bool, start time.Time, log zerolog.Logger) *machine {
 	m := &machine{
-		timing: Timing{
-			DrainDelay: c.DrainDelay, CleanupWait: c.CleanupWait, Adaptive: c.Adaptive, DrainMin: c.DrainMin, DrainMax: c.DrainMax,
-		},
+		timing:      Timing{c.DrainDelay, c.Adaptive, c.DrainMin, c.DrainMax, c.CleanupWait},
 		budget:      c.Budget(),
 		triggers:    map[unix.Signal]bool{},
 		stopSignal:  c.StopSignal,
-		forward:     c.Forward,
 		rewrite:     c.Rewrite,
 		exitMap:     c.ExitMap,
 		hasHooks:    [stageCount]bool{config.StageOffline: hasOffline, config.StagePostStop: hasPostStop},
@@ -367,15 +349,15 @@ func (m *machine) prestop(now time.Time, kubelet bool) []action {
 	if kubelet && !m.drained && !m.appExited {
 		m.kubeletWaits = true
 	}
-	if m.drained {
+	switch {
+	case m.drained:
 		// A retry, or a second caller: the drain is over (drained comes only after a trigger),
 		// whether the app still runs or not, and the answer is due at once.
 		return []action{actDrained{}}
+	case m.t0.IsZero():
+		return m.startSequence(now, 0)
 	}
-	if !m.t0.IsZero() {
-		return nil
-	}
-	return m.startSequence(now, 0)
+	return nil
 }
 
 // boundOffline: the first trigger comes while the offline hooks run for the app's own exit, with
@@ -559,11 +541,7 @@ func (m *machine) enterStopping(now time.Time) []action {
 		// With no signal after /prestop, drainit stops the app as the runtime's SIGTERM would
 		// have: through --rewrite too, or the app would get TERM or QUIT (nginx's fast or
 		// graceful stop) depending on which came first, the kubelet's SIGTERM or the kill point.
-		trigger := m.trigger
-		if trigger == 0 {
-			trigger = unix.SIGTERM
-		}
-		sig, ok = m.rewrite.Apply(trigger)
+		sig, ok = m.rewrite.Apply(cmp.Or(m.trigger, unix.SIGTERM))
 	}
 	if !ok {
 		m.event(now, zerolog.WarnLevel, "stop").Time("kill_at", m.wake.UTC()).

@@ -39,21 +39,20 @@ func (m *machine) line(now time.Time, level zerolog.Level) *zerolog.Event {
 // logStart logs the stop sequence's first event, for the trigger sig (0: a /prestop), with its
 // deadline.
 func (m *machine) logStart(now time.Time, sig unix.Signal) {
-	what := "/prestop"
+	name, what, msg := "/prestop", "trigger /prestop", "stop sequence started by /prestop"
 	if sig != 0 {
-		what = signals.Name(sig)
+		name, what, msg = signals.Name(sig), "trigger", "stop sequence started"
 	}
-	switch {
-	case m.appExited:
-		m.event(now, zerolog.InfoLevel, "trigger "+what+" (app already exited)").Time("deadline", m.deadline().UTC()).
-			Str("trigger", what).Msg("stop requested after the app exited: finishing by the deadline")
-	case sig == 0:
-		m.event(now, zerolog.InfoLevel, "trigger /prestop").Time("deadline", m.deadline().UTC()).
-			Msg("stop sequence started by /prestop")
-	default:
-		m.event(now, zerolog.InfoLevel, "trigger").Time("deadline", m.deadline().UTC()).
-			Str("signal", what).Msg("stop sequence started")
+	if m.appExited {
+		what, msg = "trigger "+name+" (app already exited)", "stop requested after the app exited: finishing by the deadline"
 	}
+	e := m.event(now, zerolog.InfoLevel, what).Time("deadline", m.deadline().UTC())
+	if m.appExited {
+		e = e.Str("trigger", name)
+	} else if sig != 0 {
+		e = e.Str("signal", name)
+	}
+	e.Msg(msg)
 }
 
 // summary is the one-line timeline: each mark with its offset from t0 (or from the app's start
