@@ -51,26 +51,15 @@ type phaseSpec struct {
 // not a variable: the rows' methods log the name.)
 func (p Phase) spec() phaseSpec {
 	return [...]phaseSpec{
-		PhaseRunning: {name: "running",
-			onTrigger: (*machine).enterOffline, onAppExit: (*machine).crashed},
-		PhaseOffline: {name: "offline",
-			onTrigger: (*machine).boundOffline, onCtrlC: (*machine).skipDrain,
-			onHooksDone: (*machine).afterOffline, onWake: (*machine).offlineOverdue},
-		PhaseDraining: {name: "draining",
-			onCtrlC: (*machine).skipDrain, onAppExit: (*machine).endLeftovers, onWake: (*machine).drainTimer},
-		PhaseDrained: {name: "drained",
-			onSignal: (*machine).stopAfterPrestop, onCtrlC: (*machine).skipDrain,
-			onAppExit: (*machine).endLeftovers, onWake: (*machine).enterStopping},
-		PhaseStopping: {name: "stopping",
-			onSignal: (*machine).backToKillPoint, onCtrlC: (*machine).killNow,
-			onAppExit: (*machine).endLeftovers, onWake: (*machine).enterKilling},
-		PhaseCleanup: {name: "cleanup",
-			onTrigger: (*machine).boundCleanup, onNoChildren: (*machine).allGone, onWake: (*machine).killLeftovers},
-		PhaseKilling: {name: "killing",
-			onAppExit: (*machine).allGone, onNoChildren: (*machine).allGone, onWake: (*machine).giveUpReaping},
-		PhasePostStop: {name: "post-stop",
-			onTrigger: (*machine).boundPostStop, onHooksDone: (*machine).finish},
-		PhaseDone: {name: "done"},
+		PhaseRunning:  {name: "running", onTrigger: (*machine).enterOffline, onAppExit: (*machine).crashed},
+		PhaseOffline:  {name: "offline", onTrigger: (*machine).boundOffline, onCtrlC: (*machine).skipDrain, onHooksDone: (*machine).afterOffline, onWake: (*machine).offlineOverdue},
+		PhaseDraining: {name: "draining", onCtrlC: (*machine).skipDrain, onAppExit: (*machine).endLeftovers, onWake: (*machine).drainTimer},
+		PhaseDrained:  {name: "drained", onSignal: (*machine).stopAfterPrestop, onCtrlC: (*machine).skipDrain, onAppExit: (*machine).endLeftovers, onWake: (*machine).enterStopping},
+		PhaseStopping: {name: "stopping", onSignal: (*machine).backToKillPoint, onCtrlC: (*machine).killNow, onAppExit: (*machine).endLeftovers, onWake: (*machine).enterKilling},
+		PhaseCleanup:  {name: "cleanup", onTrigger: (*machine).boundCleanup, onNoChildren: (*machine).allGone, onWake: (*machine).killLeftovers},
+		PhaseKilling:  {name: "killing", onAppExit: (*machine).allGone, onNoChildren: (*machine).allGone, onWake: (*machine).giveUpReaping},
+		PhasePostStop: {name: "post-stop", onTrigger: (*machine).boundPostStop, onHooksDone: (*machine).finish},
+		PhaseDone:     {name: "done"},
 	}[p]
 }
 
