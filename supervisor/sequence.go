@@ -204,18 +204,21 @@ func (m *machine) signal(now time.Time, sig unix.Signal) []action {
 		// Once the app is gone, forwarding still reaches what it left behind, which is being ended.
 		acts = m.forwardSig(now, sig)
 	}
-	switch {
-	case !m.triggers[sig]:
+	if !m.triggers[sig] {
 		return acts
+	}
+	if sig == unix.SIGINT {
+		m.sigints++ // the first Ctrl-C may follow another trigger, or a /prestop
+	}
+	switch {
 	case m.t0.IsZero():
 		return append(acts, m.startSequence(now, sig)...)
 	case m.trigger == 0 && !m.appExited:
 		return m.afterPrestop(now, sig)
 	}
 	// A repeated trigger joins the sequence under way; only Ctrl-C pressed again means "faster".
-	if onCtrlC := m.phase.spec().onCtrlC; sig == unix.SIGINT {
-		m.sigints++
-		if hurried := m.do(onCtrlC, now); hurried != nil {
+	if sig == unix.SIGINT {
+		if hurried := m.do(m.phase.spec().onCtrlC, now); hurried != nil {
 			return append(acts, hurried...)
 		}
 	}
@@ -229,9 +232,6 @@ func (m *machine) signal(now time.Time, sig unix.Signal) []action {
 // happening) already; the stop step follows as soon as it is over.
 func (m *machine) afterPrestop(now time.Time, sig unix.Signal) []action {
 	m.trigger = sig
-	if sig == unix.SIGINT {
-		m.sigints = 1 // the first Ctrl-C, though not the first trigger
-	}
 	if !m.drained && m.kubeletWaits {
 		return m.preStopWaitOver(now, sig)
 	}
@@ -286,15 +286,12 @@ func (m *machine) killNow(now time.Time) []action {
 	return m.enterKilling(now)
 }
 
-// startSequence starts the stop sequence at now (t0) for the trigger sig (0: a /prestop alone),
-// a SIGINT being the first Ctrl-C. What follows is the phase's onTrigger: the offline hooks for
+// startSequence starts the stop sequence at now (t0) for the trigger sig (0: a /prestop alone).
+// What follows is the phase's onTrigger: the offline hooks for
 // a running app; after the app's own exit there is nothing to drain, but the runtime's grace
 // period has begun, and what still runs must end by the kill point, as had the trigger come first.
 func (m *machine) startSequence(now time.Time, sig unix.Signal) []action {
 	m.t0, m.trigger = now, sig
-	if sig == unix.SIGINT {
-		m.sigints = 1
-	}
 	var acts []action
 	if m.appExited {
 		acts = m.markDrained()
