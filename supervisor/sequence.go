@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"cmp"
+	"slices"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -126,27 +127,14 @@ func (actSurvivors) isAction()     {}
 // drainit cannot help and must not hang on.
 const reapWait = time.Second
 
-// Timing is the drain's and the cleanup's part of the configuration; the budget has the rest.
-type Timing struct {
-	DrainDelay  time.Duration
-	Adaptive    bool // the drain ends when traffic stops (drainWatched), at DrainMax at most
-	DrainMin    time.Duration
-	DrainMax    time.Duration
-	CleanupWait time.Duration
-}
-
 // machine is the stop sequence as a pure state machine: every input carries the time it
 // happened, every output is a list of actions, and it never sleeps, reads a clock or touches a
 // process. The supervisor loop owns it; tests drive it with made-up times.
 type machine struct {
-	timing     Timing
-	budget     budget.Budget // the stop's instants, since t0
-	triggers   map[unix.Signal]bool
-	stopSignal unix.Signal
-	rewrite    signals.Rewrite
-	exitMap    signals.ExitMap
-	hasHooks   [stageCount]bool
-	log        zerolog.Logger
+	cfg      *config.Config // the run's configuration, which nothing changes
+	budget   budget.Budget  // the stop's instants, since t0
+	hasHooks [stageCount]bool
+	log      zerolog.Logger
 
 	phase        Phase
 	start        time.Time   // the app's start
@@ -178,33 +166,26 @@ type mark struct {
 }
 
 func newMachine(c *config.Config, hasOffline, hasPostStop bool, start time.Time, log zerolog.Logger) *machine {
-	m := &machine{
-		timing:      Timing{c.DrainDelay, c.Adaptive, c.DrainMin, c.DrainMax, c.CleanupWait},
+	return &machine{
+		cfg:         c,
 		budget:      c.Budget(),
-		triggers:    map[unix.Signal]bool{},
-		stopSignal:  c.StopSignal,
-		rewrite:     c.Rewrite,
-		exitMap:     c.ExitMap,
 		hasHooks:    [stageCount]bool{config.StageOffline: hasOffline, config.StagePostStop: hasPostStop},
 		log:         log,
 		start:       start,
 		hasChildren: true,
 	}
-	for _, s := range c.Triggers {
-		m.triggers[s] = true
-	}
-	return m
 }
 
 // signal handles a signal drainit received. A trigger's step is its phase's: the first one's
 // onTrigger, the kubelet's after a /prestop alone onSignal, a Ctrl-C pressed again onCtrlC.
 func (m *machine) signal(now time.Time, sig unix.Signal) []action {
 	var acts []action
-	if m.appExited || !m.triggers[sig] {
+	trigger := slices.Contains(m.cfg.Triggers, sig)
+	if m.appExited || !trigger {
 		// Once the app is gone, forwarding still reaches what it left behind, which is being ended.
 		acts = m.forwardSig(now, sig)
 	}
-	if !m.triggers[sig] {
+	if !trigger {
 		return acts
 	}
 	if sig == unix.SIGINT {
@@ -387,7 +368,7 @@ func (m *machine) endDrain(now time.Time) []action {
 }
 
 func (m *machine) forwardSig(now time.Time, sig unix.Signal) []action {
-	out, ok := m.rewrite.Apply(sig)
+	out, ok := m.cfg.Rewrite.Apply(sig)
 	if !ok {
 		m.debug(now).Str("signal", signals.Name(sig)).Msg("signal dropped by --rewrite")
 		return nil
@@ -438,10 +419,10 @@ func (m *machine) cancelOffline(now time.Time) []action {
 func (m *machine) enterDraining(now time.Time) []action {
 	m.phase = PhaseDraining
 	m.drainAt = now
-	if !m.timing.Adaptive {
-		return m.fixedDrain(now, m.timing.DrainDelay, "")
+	if !m.cfg.Adaptive {
+		return m.fixedDrain(now, m.cfg.DrainDelay, "")
 	}
-	end := earlier(now.Add(m.timing.DrainMax), m.stopBy())
+	end := earlier(now.Add(m.cfg.DrainMax), m.stopBy())
 	if !end.After(now) {
 		return m.endDrain(now)
 	}
@@ -451,7 +432,7 @@ func (m *machine) enterDraining(now time.Time) []action {
 		Msg("draining until no new connections arrive: the app keeps serving")
 	// The kill point comes before --drain-min too when the grace period is that short: the
 	// minimum gives way (a watcher told min > max would refuse to run at all).
-	return []action{actWatchDrain{min(m.timing.DrainMin, end.Sub(now)), end.Sub(now)}}
+	return []action{actWatchDrain{min(m.cfg.DrainMin, end.Sub(now)), end.Sub(now)}}
 }
 
 // drainTimer ends the drain at its timer: the fixed drain's end, or the backstop of an adaptive
@@ -479,12 +460,12 @@ func (m *machine) fixedDrain(now time.Time, d time.Duration, why string) []actio
 // but never beyond --drain-max, which the configuration fits in the grace period with time for
 // the app to stop; --drain-delay, checked only for the fixed drain, may not fit (the default 5 s
 // in a 6 s grace period put the stop signal and the SIGKILL in the same millisecond).
-func (m *machine) fallbackDelay() time.Duration { return min(m.timing.DrainDelay, m.timing.DrainMax) }
+func (m *machine) fallbackDelay() time.Duration { return min(m.cfg.DrainDelay, m.cfg.DrainMax) }
 
 // drainWatched handles the adaptive drain's watcher reporting that the drain should end: when
 // it could not watch, the fixed drain follows.
 func (m *machine) drainWatched(now time.Time, r drainwatch.Result) []action {
-	if m.phase != PhaseDraining || !m.timing.Adaptive {
+	if m.phase != PhaseDraining || !m.cfg.Adaptive {
 		return nil // the drain already ended another way
 	}
 	if r.Reason == drainwatch.ReasonUnavailable {
@@ -522,12 +503,12 @@ func (m *machine) enterStopping(now time.Time) []action {
 		m.event(now, zerolog.WarnLevel, "no signal").Msg("no stop signal arrived after /prestop; stopping the app")
 	}
 	m.phase = PhaseStopping
-	sig, ok := m.stopSignal, true
+	sig, ok := m.cfg.StopSignal, true
 	if sig == 0 {
 		// With no signal after /prestop, drainit stops the app as the runtime's SIGTERM would
 		// have: through --rewrite too, or the app would get TERM or QUIT (nginx's fast or
 		// graceful stop) depending on which came first, the kubelet's SIGTERM or the kill point.
-		sig, ok = m.rewrite.Apply(cmp.Or(m.trigger, unix.SIGTERM))
+		sig, ok = m.cfg.Rewrite.Apply(cmp.Or(m.trigger, unix.SIGTERM))
 	}
 	if !ok {
 		m.event(now, zerolog.WarnLevel, "stop").Time("kill_at", m.wake.UTC()).
@@ -643,7 +624,7 @@ func (m *machine) endLeftovers(now time.Time) []action {
 		return m.enterPostStop(now)
 	}
 	m.phase = PhaseCleanup
-	m.wake = now.Add(m.timing.CleanupWait)
+	m.wake = now.Add(m.cfg.CleanupWait)
 	if !m.t0.IsZero() {
 		m.wake = earlier(m.wake, m.killAt())
 	}
@@ -723,7 +704,7 @@ func (m *machine) do(step func(*machine, time.Time) []action, now time.Time) []a
 func (m *machine) finish(now time.Time) []action {
 	m.phase = PhaseDone
 	m.wake = time.Time{}
-	code := m.exitMap.Apply(m.appStatus)
+	code := m.cfg.ExitMap.Apply(m.appStatus)
 	m.summaryLine = m.summary(now)
 	m.line(now, zerolog.InfoLevel).Int("status", code).Str("summary", m.summaryLine).Msg("drainit exiting")
 	return []action{actExit{code}}

@@ -71,7 +71,7 @@ func (m *machine) summary(now time.Time) string {
 	if m.killed {
 		b.WriteString("; drainit had to SIGKILL")
 	}
-	fmt.Fprintf(&b, "; exit %d %s", m.exitMap.Apply(m.appStatus), offset(now.Sub(base)))
+	fmt.Fprintf(&b, "; exit %d %s", m.cfg.ExitMap.Apply(m.appStatus), offset(now.Sub(base)))
 	return b.String()
 }
 
@@ -95,7 +95,7 @@ func offset(d time.Duration) string {
 // drainWatching logs what the adaptive drain watches, once its watcher has found it: the
 // operator's one view of which listeners decide when the pod stops.
 func (m *machine) drainWatching(now time.Time, st drainwatch.Setup) {
-	if m.phase != PhaseDraining || !m.timing.Adaptive {
+	if m.phase != PhaseDraining || !m.cfg.Adaptive {
 		return
 	}
 	ev := m.line(now, zerolog.InfoLevel).Strs("watched", listenerStrings(st.Watched)).
