@@ -209,106 +209,6 @@ func (m *machine) signal(now time.Time, sig unix.Signal) []action {
 	return acts
 }
 
-// afterPrestop handles the kubelet's signal after a /prestop alone: the drain has happened (or is
-// happening) already; the stop step follows as soon as it is over.
-func (m *machine) afterPrestop(now time.Time, sig unix.Signal) []action {
-	m.trigger = sig
-	if !m.drained && m.kubeletWaits {
-		return m.preStopWaitOver(now, sig)
-	}
-	e := m.event(now, zerolog.InfoLevel, "signal "+signals.Name(sig)).Str("signal", signals.Name(sig))
-	if onSignal := m.phase.spec().onSignal; onSignal != nil {
-		return onSignal(m, now, e)
-	}
-	e.Msg(msgAfterPrestop)
-	return nil
-}
-
-// msgAfterPrestop is the log line of the kubelet's signal after a /prestop.
-const msgAfterPrestop = "stop signal after /prestop"
-
-// stopAfterPrestop: the kubelet's signal has come after the drain: the stop step.
-func (m *machine) stopAfterPrestop(now time.Time, e *zerolog.Event) []action {
-	e.Msg(msgAfterPrestop)
-	return m.enterStopping(now)
-}
-
-// backToKillPoint: drainit stopped the app itself, no signal having come by the kill point, and
-// gave it until the deadline as if no runtime were counting. This signal says one is: the
-// runtime's preStop wait ended when the drain did, at the kill point, and its SIGKILL comes at
-// the deadline, where drainit's own would race it and the post-stop hooks and the summary would
-// be lost. Back to the kill point, as on every other path.
-func (m *machine) backToKillPoint(_ time.Time, e *zerolog.Event) []action {
-	m.wake = m.killAt()
-	e.Time("kill_at", m.wake.UTC()).Msg(msgAfterPrestop)
-	return nil
-}
-
-// skipDrain: the second Ctrl-C skips the rest of the offline hooks and of the drain; after the
-// app's exit, which leaves only the offline hooks running on, to what it left behind.
-func (m *machine) skipDrain(now time.Time) []action {
-	if m.sigints != 2 {
-		return nil
-	}
-	if m.appExited {
-		m.event(now, zerolog.WarnLevel, "second SIGINT").Msg("second SIGINT: skipping the rest of the offline hooks")
-		return append(m.cancelOffline(now), m.endLeftovers(now)...)
-	}
-	m.event(now, zerolog.WarnLevel, "second SIGINT").Msg("second SIGINT: skipping the rest of the drain")
-	return m.enterStopping(now)
-}
-
-// killNow: the third Ctrl-C kills the app.
-func (m *machine) killNow(now time.Time) []action {
-	if m.sigints < 3 {
-		return nil
-	}
-	m.event(now, zerolog.WarnLevel, "third SIGINT").Msg("third SIGINT: killing the app")
-	return m.enterKilling(now)
-}
-
-// startSequence starts the stop sequence at now (t0) for the trigger sig (0: a /prestop alone).
-// What follows is the phase's onTrigger: the offline hooks for
-// a running app; after the app's own exit there is nothing to drain, but the runtime's grace
-// period has begun, and what still runs must end by the kill point, as had the trigger come first.
-func (m *machine) startSequence(now time.Time, sig unix.Signal) []action {
-	m.t0, m.trigger = now, sig
-	var acts []action
-	if m.appExited {
-		acts = m.markDrained()
-	}
-	m.logStart(now, sig)
-	return append(acts, m.do(m.phase.spec().onTrigger, now)...)
-}
-
-// preStopWaitOver handles the kubelet's stop signal arriving while its /prestop call still waits
-// for the drain. The kubelet waits for a preStop hook for the pod's grace period at most, and
-// signals only once the hook has answered or that wait is over: drainit had not answered, so the
-// pod's grace period has run out, shorter than drainit's (`kubectl delete --grace-period`, an
-// eviction, a node's shutdown, or terminationGracePeriodSeconds below --grace-period), and the
-// runtime's SIGKILL follows in budget.MinGraceAfterSignal. Draining on, as drainit did, let that SIGKILL
-// end the app before it had its stop signal, every request in flight with it, and drainit before
-// its post-stop hooks and its summary. The app gets its stop signal now and the time left is
-// shared out: half of it to the app, the kill margin at most, and the rest to the post-stop
-// hooks and the exit.
-func (m *machine) preStopWaitOver(now time.Time, sig unix.Signal) []action {
-	m.budget = m.budget.Shortened(now.Sub(m.t0), budget.MinGraceAfterSignal)
-	m.event(now, zerolog.WarnLevel, "signal "+signals.Name(sig)+": the pod's grace period is over").
-		Str("signal", signals.Name(sig)).Dur("drained", now.Sub(m.t0)).Time("deadline", m.deadline().UTC()).
-		Msg("the kubelet's stop signal came while its preStop call still waited for the drain: the pod's grace period is over, shorter than drainit's --grace-period (kubectl delete --grace-period, an eviction, a node's shutdown?), and the runtime's SIGKILL follows in 2 s; stopping the app now")
-	return m.enterStopping(now)
-}
-
-// kubeletGone records that the kubelet's /prestop calls, the drain not over, wait no longer:
-// each gave up (`drainit prestop --timeout`) or went with its caller (an exec hook killed, a
-// kubelet restarting), and the kubelet then signals with the grace period left, which may be
-// most of it. A signal that follows says nothing of the grace period (preStopWaitOver): the
-// drain goes on. A call that comes later waits again.
-func (m *machine) kubeletGone(now time.Time) {
-	m.kubeletWaits = false
-	m.debug(now).Msg("the kubelet's /prestop calls have given up waiting for the drain: a stop signal now does not say that the pod's grace period is over")
-}
-
 // prestop handles a /prestop request: it starts the sequence (t0 = now) or joins the one under way.
 // The caller's answer is due at the next actDrained, or at once when drained is already true.
 // kubelet says the caller is the kubelet's preStop hook (see preStopWaitOver).
@@ -327,22 +227,174 @@ func (m *machine) prestop(now time.Time, kubelet bool) []action {
 	return nil
 }
 
-// boundOffline: the first trigger comes while the offline hooks run for the app's own exit, with
-// no deadline: they must now end by the kill point, as after any trigger.
-func (m *machine) boundOffline(time.Time) []action {
-	m.wake = m.killAt() // the hooks' backstop (offlineOverdue)
-	return []action{actHooksDeadline{config.StageOffline, m.at(m.budget.LateHooksDeadline)}}
+// startSequence starts the stop sequence at now (t0) for the trigger sig (0: a /prestop alone).
+// What follows is the phase's onTrigger: the offline hooks for a running app; after the app's own
+// exit there is nothing to drain, but the runtime's grace period has begun, and what still runs
+// must end by the kill point, as had the trigger come first.
+func (m *machine) startSequence(now time.Time, sig unix.Signal) []action {
+	m.t0, m.trigger = now, sig
+	var acts []action
+	if m.appExited {
+		acts = m.markDrained()
+	}
+	m.logStart(now, sig)
+	return append(acts, m.do(m.phase.spec().onTrigger, now)...)
 }
 
-// boundCleanup: the first trigger comes while what the app left behind is being ended.
-func (m *machine) boundCleanup(time.Time) []action {
-	m.wake = earlier(m.wake, m.killAt())
+// afterPrestop handles the kubelet's signal after a /prestop alone: the drain has happened (or is
+// happening) already; the stop step follows as soon as it is over.
+func (m *machine) afterPrestop(now time.Time, sig unix.Signal) []action {
+	m.trigger = sig
+	if !m.drained && m.kubeletWaits {
+		return m.preStopWaitOver(now, sig)
+	}
+	e := m.event(now, zerolog.InfoLevel, "signal "+signals.Name(sig)).Str("signal", signals.Name(sig))
+	if onSignal := m.phase.spec().onSignal; onSignal != nil {
+		return onSignal(m, now, e)
+	}
+	e.Msg(msgAfterPrestop)
 	return nil
 }
 
-// boundPostStop: the first trigger comes while the post-stop hooks run with no deadline.
-func (m *machine) boundPostStop(time.Time) []action {
-	return []action{actHooksDeadline{config.StagePostStop, m.postStopDeadline()}}
+// appExit handles the reaper's report that the app itself has exited: the phase's onAppExit.
+func (m *machine) appExit(now time.Time, ws unix.WaitStatus) []action {
+	if m.appExited {
+		// The app's status is final once known (or once drainit gave up on it): nothing may
+		// change it, restart the cleanup or signal everything again.
+		return nil
+	}
+	m.appExited = true
+	m.appStatus = signals.ExitCode(ws)
+	var acts []action
+	if !m.t0.IsZero() {
+		acts = m.markDrained() // no app left to drain
+	}
+	m.logAppExit(now, ws)
+	return append(acts, m.do(m.phase.spec().onAppExit, now)...)
+}
+
+// noChildren handles the reaper's report that drainit has no child left at all: the phase's
+// onNoChildren. When one reap both collects the app and finds no other child, the loop calls
+// noChildren first, so that appExit goes straight to the post-stop hooks instead of hunting for
+// leftovers that do not exist.
+func (m *machine) noChildren(now time.Time) []action {
+	m.hasChildren = false
+	return m.do(m.phase.spec().onNoChildren, now)
+}
+
+// hooksDone handles the end of a stage's hooks (each hook logs its own outcome; outcome sums
+// them up for the summary): the phase's onHooksDone. A stage's hooks run exactly while the machine
+// is in the phase of the stage's name (each is entered once); at another phase's, they were
+// cancelled and the sequence has moved on.
+func (m *machine) hooksDone(now time.Time, stage config.HookStage, outcome string) []action {
+	onHooksDone := m.phase.spec().onHooksDone
+	if onHooksDone == nil || stage.String() != m.phase.String() {
+		return nil
+	}
+	m.timeline = append(m.timeline, mark{now, stage.String() + " hooks: " + outcome})
+	return onHooksDone(m, now)
+}
+
+// tick handles the timer the machine asked for with wake: the phase's onWake in the table.
+func (m *machine) tick(now time.Time) []action {
+	if m.wake.IsZero() || now.Before(m.wake) {
+		return nil
+	}
+	m.wake = time.Time{}
+	return m.do(m.phase.spec().onWake, now)
+}
+
+// do is the step an input takes in the phase's row; nil does nothing.
+func (m *machine) do(step func(*machine, time.Time) []action, now time.Time) []action {
+	if step == nil {
+		return nil
+	}
+	return step(m, now)
+}
+
+// drainWatched handles the adaptive drain's watcher reporting that the drain should end: when
+// it could not watch, the fixed drain follows.
+func (m *machine) drainWatched(now time.Time, r drainwatch.Result) []action {
+	if m.phase != PhaseDraining || !m.cfg.Adaptive {
+		return nil // the drain already ended another way
+	}
+	if r.Reason == drainwatch.ReasonUnavailable {
+		return m.fixedDrain(now, m.fallbackDelay(), m.logWatchUnavailable(now, r))
+	}
+	m.logDrainOver(now, r)
+	return m.endDrain(now)
+}
+
+// reapedSome handles the reaper's collecting exits while children remain. While killing, what is
+// left gets SIGKILL again. As a subreaper drainit finds its descendants by walking /proc, and a
+// process that forks on and on, each parent exiting, has a new pid by the time the walk's
+// SIGKILL comes: three walks missed it, and drainit gave up after reapWait with it still forking.
+// Each of its exits brings drainit here, and each walk is another chance to catch it.
+func (m *machine) reapedSome(now time.Time) []action {
+	if m.phase != PhaseKilling {
+		return nil
+	}
+	m.debug(now).Msg("reaped, and processes are left: SIGKILL to everything again")
+	return []action{actSignal{toEverything, unix.SIGKILL}}
+}
+
+// survivorsLogged goes on after giveUpReaping, once the loop has logged the survivors.
+func (m *machine) survivorsLogged(now time.Time) []action { return m.enterPostStop(now) }
+
+// kubeletGone records that the kubelet's /prestop calls, the drain not over, wait no longer:
+// each gave up (`drainit prestop --timeout`) or went with its caller (an exec hook killed, a
+// kubelet restarting), and the kubelet then signals with the grace period left, which may be
+// most of it. A signal that follows says nothing of the grace period (preStopWaitOver): the
+// drain goes on. A call that comes later waits again.
+func (m *machine) kubeletGone(now time.Time) {
+	m.kubeletWaits = false
+	m.debug(now).Msg("the kubelet's /prestop calls have given up waiting for the drain: a stop signal now does not say that the pod's grace period is over")
+}
+
+// putInService records that the app may be put in service from now on (its probe has passed and
+// the online hooks are about to run), so that an exit of its own runs the offline hooks.
+func (m *machine) putInService() {
+	if m.t0.IsZero() && !m.appExited {
+		m.inService = true
+	}
+}
+
+// setReady records that the app is ready (probe passed, online hooks done) or, once it was, that
+// its probe has stopped passing or passes again; nothing changes once the app is on its way out.
+// Only the first readiness is an event of the timeline: a flapping probe must not grow it.
+func (m *machine) setReady(now time.Time, ready bool) {
+	if !m.t0.IsZero() || m.appExited || ready == m.ready {
+		return
+	}
+	m.ready = ready
+	if ready && !m.wasReady {
+		m.wasReady = true
+		m.event(now, zerolog.InfoLevel, "ready").Msg("app ready")
+	}
+}
+
+// oomKilled records, before appExit, that the kernel's OOM killer has killed n processes in
+// drainit's cgroup since the app started: a SIGKILL that ends the app, and that drainit did not
+// send, is then taken for the OOM killer's.
+func (m *machine) oomKilled(n uint64) { m.oomKills = n }
+
+// at is the instant d after t0: one of the budget's.
+func (m *machine) at(d time.Duration) time.Time { return m.t0.Add(d) }
+
+// deadline is where the runtime's SIGKILL lands; killAt is the kill point, where drainit SIGKILLs
+// whatever still runs so that the runtime's never has to; stopBy is the latest stop signal;
+// postStopDeadline ends the post-stop hooks' context.
+func (m *machine) deadline() time.Time         { return m.at(m.budget.Deadline) }
+func (m *machine) killAt() time.Time           { return m.at(m.budget.KillAt) }
+func (m *machine) stopBy() time.Time           { return m.at(m.budget.StopBy) }
+func (m *machine) postStopDeadline() time.Time { return m.at(m.budget.PostStopDeadline) }
+
+// earlier returns the earlier of t and bound: a time capped at the kill point or at stopBy.
+func earlier(t, bound time.Time) time.Time {
+	if t.After(bound) {
+		return bound
+	}
+	return t
 }
 
 // markDrained ends the drain for the /prestop callers, once.
@@ -354,19 +406,6 @@ func (m *machine) markDrained() []action {
 	return []action{actDrained{}}
 }
 
-// endDrain is the end of the drain wait: the stop step, or, when only a /prestop started the
-// sequence, waiting for the kubelet's signal (bounded by the kill point).
-func (m *machine) endDrain(now time.Time) []action {
-	acts := m.markDrained()
-	if m.trigger != 0 {
-		return append(acts, m.enterStopping(now)...)
-	}
-	m.phase = PhaseDrained
-	m.wake = m.killAt()
-	m.event(now, zerolog.InfoLevel, "drained").Msg("drained; waiting for the stop signal")
-	return acts
-}
-
 func (m *machine) forwardSig(now time.Time, sig unix.Signal) []action {
 	out, ok := m.cfg.Rewrite.Apply(sig)
 	if !ok {
@@ -375,6 +414,8 @@ func (m *machine) forwardSig(now time.Time, sig unix.Signal) []action {
 	}
 	return []action{actSignal{toApp, out}}
 }
+
+// The table's steps, in the order of the phases they enter or act in.
 
 func (m *machine) enterOffline(now time.Time) []action {
 	m.phase = PhaseOffline
@@ -390,12 +431,39 @@ func (m *machine) enterOffline(now time.Time) []action {
 	return []action{actRunHooks{config.StageOffline, m.at(m.budget.HooksDeadline)}}
 }
 
-// offlineOverdue goes on without offline hooks still running at their stage's end (enterOffline,
-// boundOffline): to the drain, which then ends at once (the stop signal by stopBy), or after the
-// app's exit to what it left behind.
-func (m *machine) offlineOverdue(now time.Time) []action {
-	m.line(now, zerolog.WarnLevel).Msg("offline hooks still running at their deadline: going on without them")
-	return append(m.cancelOffline(now), m.afterOffline(now)...)
+// crashed is the app's exit before any trigger. A crash leaves a registration pointing at a dead
+// app (until the restarted app registers again, or for good when the pod is deleted meanwhile):
+// the offline hooks take it out. No trigger has set a deadline: each hook's own timeout bounds
+// them, and a trigger that comes while they run bounds them by its kill point (boundOffline).
+func (m *machine) crashed(now time.Time) []action {
+	if !m.inService || !m.hasHooks[config.StageOffline] {
+		return m.endLeftovers(now)
+	}
+	m.phase = PhaseOffline
+	m.event(now, zerolog.InfoLevel, "offline hooks (app exited)").
+		Msg("the app exited on its own after it may have been put in service: running offline hooks")
+	return []action{actRunHooks{config.StageOffline, time.Time{}}}
+}
+
+// boundOffline: the first trigger comes while the offline hooks run for the app's own exit, with
+// no deadline: they must now end by the kill point, as after any trigger.
+func (m *machine) boundOffline(time.Time) []action {
+	m.wake = m.killAt() // the hooks' backstop (offlineOverdue)
+	return []action{actHooksDeadline{config.StageOffline, m.at(m.budget.LateHooksDeadline)}}
+}
+
+// skipDrain: the second Ctrl-C skips the rest of the offline hooks and of the drain; after the
+// app's exit, which leaves only the offline hooks running on, to what it left behind.
+func (m *machine) skipDrain(now time.Time) []action {
+	if m.sigints != 2 {
+		return nil
+	}
+	if m.appExited {
+		m.event(now, zerolog.WarnLevel, "second SIGINT").Msg("second SIGINT: skipping the rest of the offline hooks")
+		return append(m.cancelOffline(now), m.endLeftovers(now)...)
+	}
+	m.event(now, zerolog.WarnLevel, "second SIGINT").Msg("second SIGINT: skipping the rest of the drain")
+	return m.enterStopping(now)
 }
 
 // afterOffline follows the offline hooks: the drain, or after the app's exit what it left behind.
@@ -404,6 +472,14 @@ func (m *machine) afterOffline(now time.Time) []action {
 		return m.endLeftovers(now)
 	}
 	return m.enterDraining(now)
+}
+
+// offlineOverdue goes on without offline hooks still running at their stage's end (enterOffline,
+// boundOffline): to the drain, which then ends at once (the stop signal by stopBy), or after the
+// app's exit to what it left behind.
+func (m *machine) offlineOverdue(now time.Time) []action {
+	m.line(now, zerolog.WarnLevel).Msg("offline hooks still running at their deadline: going on without them")
+	return append(m.cancelOffline(now), m.afterOffline(now)...)
 }
 
 // cancelOffline stops offline hooks still running, when the sequence moves past them.
@@ -462,36 +538,44 @@ func (m *machine) fixedDrain(now time.Time, d time.Duration, why string) []actio
 // in a 6 s grace period put the stop signal and the SIGKILL in the same millisecond).
 func (m *machine) fallbackDelay() time.Duration { return min(m.cfg.DrainDelay, m.cfg.DrainMax) }
 
-// drainWatched handles the adaptive drain's watcher reporting that the drain should end: when
-// it could not watch, the fixed drain follows.
-func (m *machine) drainWatched(now time.Time, r drainwatch.Result) []action {
-	if m.phase != PhaseDraining || !m.cfg.Adaptive {
-		return nil // the drain already ended another way
+// endDrain is the end of the drain wait: the stop step, or, when only a /prestop started the
+// sequence, waiting for the kubelet's signal (bounded by the kill point).
+func (m *machine) endDrain(now time.Time) []action {
+	acts := m.markDrained()
+	if m.trigger != 0 {
+		return append(acts, m.enterStopping(now)...)
 	}
-	if r.Reason == drainwatch.ReasonUnavailable {
-		return m.fixedDrain(now, m.fallbackDelay(), m.logWatchUnavailable(now, r))
-	}
-	m.logDrainOver(now, r)
-	return m.endDrain(now)
+	m.phase = PhaseDrained
+	m.wake = m.killAt()
+	m.event(now, zerolog.InfoLevel, "drained").Msg("drained; waiting for the stop signal")
+	return acts
 }
 
-// at is the instant d after t0: one of the budget's.
-func (m *machine) at(d time.Duration) time.Time { return m.t0.Add(d) }
+// msgAfterPrestop is the log line of the kubelet's signal after a /prestop.
+const msgAfterPrestop = "stop signal after /prestop"
 
-// deadline is where the runtime's SIGKILL lands; killAt is the kill point, where drainit SIGKILLs
-// whatever still runs so that the runtime's never has to; stopBy is the latest stop signal;
-// postStopDeadline ends the post-stop hooks' context.
-func (m *machine) deadline() time.Time         { return m.at(m.budget.Deadline) }
-func (m *machine) killAt() time.Time           { return m.at(m.budget.KillAt) }
-func (m *machine) stopBy() time.Time           { return m.at(m.budget.StopBy) }
-func (m *machine) postStopDeadline() time.Time { return m.at(m.budget.PostStopDeadline) }
+// stopAfterPrestop: the kubelet's signal has come after the drain: the stop step.
+func (m *machine) stopAfterPrestop(now time.Time, e *zerolog.Event) []action {
+	e.Msg(msgAfterPrestop)
+	return m.enterStopping(now)
+}
 
-// earlier returns the earlier of t and bound: a time capped at the kill point or at stopBy.
-func earlier(t, bound time.Time) time.Time {
-	if t.After(bound) {
-		return bound
-	}
-	return t
+// preStopWaitOver handles the kubelet's stop signal arriving while its /prestop call still waits
+// for the drain. The kubelet waits for a preStop hook for the pod's grace period at most, and
+// signals only once the hook has answered or that wait is over: drainit had not answered, so the
+// pod's grace period has run out, shorter than drainit's (`kubectl delete --grace-period`, an
+// eviction, a node's shutdown, or terminationGracePeriodSeconds below --grace-period), and the
+// runtime's SIGKILL follows in budget.MinGraceAfterSignal. Draining on, as drainit did, let that SIGKILL
+// end the app before it had its stop signal, every request in flight with it, and drainit before
+// its post-stop hooks and its summary. The app gets its stop signal now and the time left is
+// shared out: half of it to the app, the kill margin at most, and the rest to the post-stop
+// hooks and the exit.
+func (m *machine) preStopWaitOver(now time.Time, sig unix.Signal) []action {
+	m.budget = m.budget.Shortened(now.Sub(m.t0), budget.MinGraceAfterSignal)
+	m.event(now, zerolog.WarnLevel, "signal "+signals.Name(sig)+": the pod's grace period is over").
+		Str("signal", signals.Name(sig)).Dur("drained", now.Sub(m.t0)).Time("deadline", m.deadline().UTC()).
+		Msg("the kubelet's stop signal came while its preStop call still waited for the drain: the pod's grace period is over, shorter than drainit's --grace-period (kubectl delete --grace-period, an eviction, a node's shutdown?), and the runtime's SIGKILL follows in 2 s; stopping the app now")
+	return m.enterStopping(now)
 }
 
 func (m *machine) enterStopping(now time.Time) []action {
@@ -520,12 +604,53 @@ func (m *machine) enterStopping(now time.Time) []action {
 	return append(acts, actSignal{toAppStop, sig})
 }
 
+// backToKillPoint: drainit stopped the app itself, no signal having come by the kill point, and
+// gave it until the deadline as if no runtime were counting. This signal says one is: the
+// runtime's preStop wait ended when the drain did, at the kill point, and its SIGKILL comes at
+// the deadline, where drainit's own would race it and the post-stop hooks and the summary would
+// be lost. Back to the kill point, as on every other path.
+func (m *machine) backToKillPoint(_ time.Time, e *zerolog.Event) []action {
+	m.wake = m.killAt()
+	e.Time("kill_at", m.wake.UTC()).Msg(msgAfterPrestop)
+	return nil
+}
+
+// killNow: the third Ctrl-C kills the app.
+func (m *machine) killNow(now time.Time) []action {
+	if m.sigints < 3 {
+		return nil
+	}
+	m.event(now, zerolog.WarnLevel, "third SIGINT").Msg("third SIGINT: killing the app")
+	return m.enterKilling(now)
+}
+
 // enterKilling is the kill point (or a third Ctrl-C) with the app still running.
 func (m *machine) enterKilling(now time.Time) []action {
 	acts := append(m.cancelOffline(now), m.markDrained()...)
 	acts = append(acts, m.killEverything(now)...)
 	m.event(now, zerolog.WarnLevel, "SIGKILL").Msg("app still running: SIGKILL to everything")
 	return acts
+}
+
+// endLeftovers follows the app's exit, and the offline hooks that ran after it: SIGTERM to what
+// the app left behind, or the post-stop hooks when it left nothing.
+func (m *machine) endLeftovers(now time.Time) []action {
+	if !m.hasChildren {
+		return m.enterPostStop(now)
+	}
+	m.phase = PhaseCleanup
+	m.wake = now.Add(m.cfg.CleanupWait)
+	if !m.t0.IsZero() {
+		m.wake = earlier(m.wake, m.killAt())
+	}
+	m.event(now, zerolog.InfoLevel, "cleanup").Msg("the app left processes behind: SIGTERM to them")
+	return []action{actSignal{toEverything, unix.SIGTERM}}
+}
+
+// boundCleanup: the first trigger comes while what the app left behind is being ended.
+func (m *machine) boundCleanup(time.Time) []action {
+	m.wake = earlier(m.wake, m.killAt())
+	return nil
 }
 
 // killLeftovers is the end of the cleanup wait: what the app left behind survived SIGTERM.
@@ -551,19 +676,6 @@ func (m *machine) killEverything(now time.Time) []action {
 	return []action{actSignal{toEverything, unix.SIGKILL}}
 }
 
-// reapedSome handles the reaper's collecting exits while children remain. While killing, what is
-// left gets SIGKILL again. As a subreaper drainit finds its descendants by walking /proc, and a
-// process that forks on and on, each parent exiting, has a new pid by the time the walk's
-// SIGKILL comes: three walks missed it, and drainit gave up after reapWait with it still forking.
-// Each of its exits brings drainit here, and each walk is another chance to catch it.
-func (m *machine) reapedSome(now time.Time) []action {
-	if m.phase != PhaseKilling {
-		return nil
-	}
-	m.debug(now).Msg("reaped, and processes are left: SIGKILL to everything again")
-	return []action{actSignal{toEverything, unix.SIGKILL}}
-}
-
 // giveUpReaping is the end of the wait for the reaper after SIGKILL: what is left cannot end or
 // cannot be collected (stuck in uninterruptible sleep, its exit held by a tracer, not drainit's
 // to kill), and drainit goes on without it. The loop logs each survivor and why (actSurvivors),
@@ -576,77 +688,6 @@ func (m *machine) giveUpReaping(now time.Time) []action {
 		m.appExited, m.appStatus = true, 128+int(unix.SIGKILL)
 	}
 	return []action{actSurvivors{}}
-}
-
-// survivorsLogged goes on after giveUpReaping, once the loop has logged the survivors.
-func (m *machine) survivorsLogged(now time.Time) []action { return m.enterPostStop(now) }
-
-// oomKilled records, before appExit, that the kernel's OOM killer has killed n processes in
-// drainit's cgroup since the app started: a SIGKILL that ends the app, and that drainit did not
-// send, is then taken for the OOM killer's.
-func (m *machine) oomKilled(n uint64) { m.oomKills = n }
-
-// appExit handles the reaper's report that the app itself has exited: the phase's onAppExit.
-func (m *machine) appExit(now time.Time, ws unix.WaitStatus) []action {
-	if m.appExited {
-		// The app's status is final once known (or once drainit gave up on it): nothing may
-		// change it, restart the cleanup or signal everything again.
-		return nil
-	}
-	m.appExited = true
-	m.appStatus = signals.ExitCode(ws)
-	var acts []action
-	if !m.t0.IsZero() {
-		acts = m.markDrained() // no app left to drain
-	}
-	m.logAppExit(now, ws)
-	return append(acts, m.do(m.phase.spec().onAppExit, now)...)
-}
-
-// crashed is the app's exit before any trigger. A crash leaves a registration pointing at a dead
-// app (until the restarted app registers again, or for good when the pod is deleted meanwhile):
-// the offline hooks take it out. No trigger has set a deadline: each hook's own timeout bounds
-// them, and a trigger that comes while they run bounds them by its kill point (boundOffline).
-func (m *machine) crashed(now time.Time) []action {
-	if !m.inService || !m.hasHooks[config.StageOffline] {
-		return m.endLeftovers(now)
-	}
-	m.phase = PhaseOffline
-	m.event(now, zerolog.InfoLevel, "offline hooks (app exited)").
-		Msg("the app exited on its own after it may have been put in service: running offline hooks")
-	return []action{actRunHooks{config.StageOffline, time.Time{}}}
-}
-
-// endLeftovers follows the app's exit, and the offline hooks that ran after it: SIGTERM to what
-// the app left behind, or the post-stop hooks when it left nothing.
-func (m *machine) endLeftovers(now time.Time) []action {
-	if !m.hasChildren {
-		return m.enterPostStop(now)
-	}
-	m.phase = PhaseCleanup
-	m.wake = now.Add(m.cfg.CleanupWait)
-	if !m.t0.IsZero() {
-		m.wake = earlier(m.wake, m.killAt())
-	}
-	m.event(now, zerolog.InfoLevel, "cleanup").Msg("the app left processes behind: SIGTERM to them")
-	return []action{actSignal{toEverything, unix.SIGTERM}}
-}
-
-// putInService records that the app may be put in service from now on (its probe has passed and
-// the online hooks are about to run), so that an exit of its own runs the offline hooks.
-func (m *machine) putInService() {
-	if m.t0.IsZero() && !m.appExited {
-		m.inService = true
-	}
-}
-
-// noChildren handles the reaper's report that drainit has no child left at all: the phase's
-// onNoChildren. When one reap both collects the app and finds no other child, the loop calls
-// noChildren first, so that appExit goes straight to the post-stop hooks instead of hunting for
-// leftovers that do not exist.
-func (m *machine) noChildren(now time.Time) []action {
-	m.hasChildren = false
-	return m.do(m.phase.spec().onNoChildren, now)
 }
 
 // allGone goes on to the post-stop hooks once the app has exited and left nothing running.
@@ -671,34 +712,9 @@ func (m *machine) enterPostStop(now time.Time) []action {
 	return []action{actRunHooks{config.StagePostStop, deadline}}
 }
 
-// hooksDone handles the end of a stage's hooks (each hook logs its own outcome; outcome sums
-// them up for the summary): the phase's onHooksDone. A stage's hooks run exactly while the machine
-// is in the phase of the stage's name (each is entered once); at another phase's, they were
-// cancelled and the sequence has moved on.
-func (m *machine) hooksDone(now time.Time, stage config.HookStage, outcome string) []action {
-	onHooksDone := m.phase.spec().onHooksDone
-	if onHooksDone == nil || stage.String() != m.phase.String() {
-		return nil
-	}
-	m.timeline = append(m.timeline, mark{now, stage.String() + " hooks: " + outcome})
-	return onHooksDone(m, now)
-}
-
-// tick handles the timer the machine asked for with wake: the phase's onWake in the table.
-func (m *machine) tick(now time.Time) []action {
-	if m.wake.IsZero() || now.Before(m.wake) {
-		return nil
-	}
-	m.wake = time.Time{}
-	return m.do(m.phase.spec().onWake, now)
-}
-
-// do is the step an input takes in the phase's row; nil does nothing.
-func (m *machine) do(step func(*machine, time.Time) []action, now time.Time) []action {
-	if step == nil {
-		return nil
-	}
-	return step(m, now)
+// boundPostStop: the first trigger comes while the post-stop hooks run with no deadline.
+func (m *machine) boundPostStop(time.Time) []action {
+	return []action{actHooksDeadline{config.StagePostStop, m.postStopDeadline()}}
 }
 
 func (m *machine) finish(now time.Time) []action {
@@ -708,18 +724,4 @@ func (m *machine) finish(now time.Time) []action {
 	m.summaryLine = m.summary(now)
 	m.line(now, zerolog.InfoLevel).Int("status", code).Str("summary", m.summaryLine).Msg("drainit exiting")
 	return []action{actExit{code}}
-}
-
-// setReady records that the app is ready (probe passed, online hooks done) or, once it was, that
-// its probe has stopped passing or passes again; nothing changes once the app is on its way out.
-// Only the first readiness is an event of the timeline: a flapping probe must not grow it.
-func (m *machine) setReady(now time.Time, ready bool) {
-	if !m.t0.IsZero() || m.appExited || ready == m.ready {
-		return
-	}
-	m.ready = ready
-	if ready && !m.wasReady {
-		m.wasReady = true
-		m.event(now, zerolog.InfoLevel, "ready").Msg("app ready")
-	}
 }
