@@ -33,7 +33,8 @@ const (
 // phaseSpec is a phase's row of the stop sequence: its name and each input's step in it (nil:
 // nothing): the first trigger (it starts the sequence there), the kubelet's signal after a
 // /prestop alone (its log line to finish), Ctrl-C again (nil when it only joins), the app's exit,
-// the end of the hooks of the phase's name, no child left, and the timer (the machine's wake).
+// the end of the hooks of the phase's name, no child left, a reap that leaves some, and the timer
+// (the machine's wake).
 type phaseSpec struct {
 	name         string
 	onTrigger    func(*machine, time.Time) []action
@@ -42,6 +43,7 @@ type phaseSpec struct {
 	onAppExit    func(*machine, time.Time) []action
 	onHooksDone  func(*machine, time.Time) []action
 	onNoChildren func(*machine, time.Time) []action
+	onReaped     func(*machine, time.Time) []action
 	onWake       func(*machine, time.Time) []action
 }
 
@@ -58,7 +60,7 @@ func (p Phase) spec() phaseSpec {
 		PhaseDrained:  {name: "drained", onSignal: (*machine).stopAfterPrestop, onCtrlC: (*machine).skipDrain, onAppExit: (*machine).endLeftovers, onWake: (*machine).enterStopping},
 		PhaseStopping: {name: "stopping", onSignal: (*machine).backToKillPoint, onCtrlC: (*machine).killNow, onAppExit: (*machine).endLeftovers, onWake: (*machine).enterKilling},
 		PhaseCleanup:  {name: "cleanup", onTrigger: (*machine).boundCleanup, onNoChildren: (*machine).allGone, onWake: (*machine).killLeftovers},
-		PhaseKilling:  {name: "killing", onAppExit: (*machine).allGone, onNoChildren: (*machine).allGone, onWake: (*machine).giveUpReaping},
+		PhaseKilling:  {name: "killing", onAppExit: (*machine).allGone, onNoChildren: (*machine).allGone, onReaped: (*machine).killAgain, onWake: (*machine).giveUpReaping},
 		PhasePostStop: {name: "post-stop", onTrigger: (*machine).boundPostStop, onHooksDone: (*machine).finish},
 		PhaseDone:     {name: "done"},
 	}[p]
@@ -325,18 +327,8 @@ func (m *machine) drainWatched(now time.Time, r drainwatch.Result) []action {
 	return m.endDrain(now)
 }
 
-// reapedSome handles the reaper's collecting exits while children remain. While killing, what is
-// left gets SIGKILL again. As a subreaper drainit finds its descendants by walking /proc, and a
-// process that forks on and on, each parent exiting, has a new pid by the time the walk's
-// SIGKILL comes: three walks missed it, and drainit gave up after reapWait with it still forking.
-// Each of its exits brings drainit here, and each walk is another chance to catch it.
-func (m *machine) reapedSome(now time.Time) []action {
-	if m.phase != PhaseKilling {
-		return nil
-	}
-	m.debug(now).Msg("reaped, and processes are left: SIGKILL to everything again")
-	return []action{actSignal{toEverything, unix.SIGKILL}}
-}
+// reapedSome handles the reaper's collecting exits while children remain: the phase's onReaped.
+func (m *machine) reapedSome(now time.Time) []action { return m.do(m.phase.spec().onReaped, now) }
 
 // survivorsLogged goes on after giveUpReaping, once the loop has logged the survivors.
 func (m *machine) survivorsLogged(now time.Time) []action { return m.enterPostStop(now) }
@@ -688,6 +680,16 @@ func (m *machine) giveUpReaping(now time.Time) []action {
 		m.appExited, m.appStatus = true, 128+int(unix.SIGKILL)
 	}
 	return []action{actSurvivors{}}
+}
+
+// killAgain: while killing, what a reap leaves gets SIGKILL again. As a subreaper drainit finds its
+// descendants by walking /proc, and a process that forks on and on, each parent exiting, has a
+// new pid by the time the walk's SIGKILL comes: three walks missed it, and drainit gave up after
+// reapWait with it still forking. Each of its exits brings drainit here, and each walk is another
+// chance to catch it.
+func (m *machine) killAgain(now time.Time) []action {
+	m.debug(now).Msg("reaped, and processes are left: SIGKILL to everything again")
+	return []action{actSignal{toEverything, unix.SIGKILL}}
 }
 
 // allGone goes on to the post-stop hooks once the app has exited and left nothing running.
