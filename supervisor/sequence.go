@@ -66,6 +66,7 @@ func (p Phase) spec() phaseSpec {
 	}[p]
 }
 
+// String is the phase's name, as the log and /status show it.
 func (p Phase) String() string { return p.spec().name }
 
 // stageCount sizes the per-stage arrays: config.HookStage values index them. The machine runs
