@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"sync/atomic"
+	"time"
 
 	"github.com/drainit/drainit/internal/control"
 )
@@ -78,4 +79,36 @@ func (l *countingListener) Accept() (net.Conn, error) {
 		l.n.Add(1)
 	}
 	return c, err
+}
+
+// Snapshot is the supervisor's state as the control server reports it.
+type Snapshot struct {
+	Phase    Phase
+	AppPID   int
+	Uptime   time.Duration
+	Running  bool // the app has not exited
+	Ready    bool
+	Draining bool // a trigger has been seen
+	Drained  bool // the drain is over
+	// Timeline is what happened so far, each since t0 (since the app's start before a trigger).
+	Timeline []Mark
+}
+
+// Mark is one entry of a snapshot's timeline.
+type Mark struct {
+	What    string
+	Elapsed time.Duration
+}
+
+// snapshot is the machine's state now.
+func (m *machine) snapshot(now time.Time, pid int) Snapshot {
+	st := Snapshot{
+		Phase: m.phase, AppPID: pid, Uptime: now.Sub(m.start),
+		Running: !m.appExited, Ready: m.ready, Draining: !m.t0.IsZero(), Drained: m.drained,
+		Timeline: make([]Mark, 0, len(m.timeline)),
+	}
+	for _, mk := range m.timeline {
+		st.Timeline = append(st.Timeline, Mark{What: mk.what, Elapsed: mk.at.Sub(m.base())})
+	}
+	return st
 }

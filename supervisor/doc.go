@@ -6,8 +6,8 @@
 //
 //   - sequence.go: the stop sequence as a pure state machine (machine). Every input carries the
 //     time it happened, every output is a list of actions; it never sleeps, reads a clock or
-//     touches a process. Its header is the stop sequence as a table: each phase, what starts it,
-//     what it does, its timer and where it goes next.
+//     touches a process. Its table (Phase.spec) is the stop sequence: a row per phase, in
+//     order, with each input's step there.
 //   - sequencelog.go: how the machine's steps are logged: its lines, its timeline, the summary.
 //   - loop.go: the Supervisor and its loop, the one goroutine that owns the machine. Signals,
 //     reaped exits, timers, hook results and control-server calls reach it through channels; it
@@ -15,8 +15,8 @@
 //   - process_linux.go: process control behind a small interface (processes): start the app,
 //     signal it or everything, reap, and say what survives SIGKILL. The loop's tests use a fake.
 //   - spawn_linux.go, reap_linux.go: the Linux implementation's fork+exec and wait4 loop.
-//   - control.go: the control server's view of the loop (/prestop, /status), and the count of
-//     its connections the adaptive drain leaves out.
+//   - control.go: the control server's view of the loop (/prestop, /status, the machine's
+//     Snapshot), and the count of its connections the adaptive drain leaves out.
 //   - terminal.go: job control when the app has the terminal (Ctrl-Z, fg).
 //   - termination.go: the summary in the termination log, where Kubernetes shows it.
 //

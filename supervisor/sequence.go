@@ -1,6 +1,8 @@
 package supervisor
 
 import (
+	"cmp"
+	"slices"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -11,76 +13,59 @@ import (
 	"github.com/drainit/drainit/signals"
 )
 
-// The stop sequence, phase by phase: what starts each phase, what it does, its timer (the
-// machine's wake, and what the timer does) and where it goes next. t0 is the first trigger; the
-// deadline, killAt (the kill point) and stopBy (the latest stop signal) are the stop's budget
-// (config.Budget) counted from it. The methods below follow the table.
-//
-//	phase      started by                       does                             timer                    next
-//	running    the app's start                  forward signals                  -                        offline, on a trigger
-//	offline    the first trigger (t0)           offline hooks, until stopBy      stopBy (a backstop)      draining, when they end or at the timer
-//	           or the app's exit (in service)   (no deadline before a trigger,   none; killAt once a      (after the exit: cleanup)
-//	                                            killAt after one)                trigger comes
-//	draining   offline (no hooks: the trigger)  the drain: fixed or adaptive     the drain's end (stopBy) stopping (drained after /prestop alone)
-//	drained    the drain, after /prestop alone  wait for the kubelet's signal    killAt                   stopping, on the signal or the timer
-//	stopping   the drain's end, 2nd Ctrl-C      the stop signal to the app       killAt                   killing
-//	cleanup    the app's exit, leftovers run    SIGTERM to what is left          cleanup wait (≤ killAt)  killing
-//	killing    killAt, 3rd Ctrl-C               SIGKILL to everything, again at  deadline (≥ reapWait)    post-stop
-//	                                            each reap that leaves any
-//	post-stop  nothing left running             post-stop hooks, until deadline  -                        done, when they end
-//	done       the post-stop hooks' end         exit with the app's status       -                        -
-//
-// Any phase: the app's exit leads to cleanup (or straight to post-stop when it left nothing);
-// a trigger after the app's exit sets the deadline without draining (lateTrigger). The offline
-// hooks run once for an app that may have been in service, however it ends: a trigger starts
-// them, and so does an exit before any trigger (appExit); an exit while they run does not cut
-// them short. What the app left behind is ended after them (a signal to everything would reach
-// the hooks' own processes), and the post-stop hooks follow. When no
-// signal has followed a /prestop by killAt, drainit stops the app itself and its stopping timer
-// is the deadline, until a signal comes and brings it back to killAt.
-
 // Phase is where the supervisor is in the app's life.
 type Phase int
 
-// The phases, in the order the stop sequence goes through them: cleanup, which starts when the
-// app exits on its own, comes before killing, which ends what survives it.
+// The phases, in the order the stop sequence goes through them (Phase.spec: what each input does).
 const (
-	PhaseRunning  Phase = iota // the app runs; no trigger yet
-	PhaseOffline               // trigger seen; offline hooks run
-	PhaseDraining              // the drain wait: the app still serves
-	PhaseDrained               // drained after a /prestop; waiting for the kubelet's signal
-	PhaseStopping              // stop signal sent; waiting for the app to exit
-	PhaseCleanup               // the app has exited; what it left behind is being ended
-	PhaseKilling               // SIGKILL sent to everything; waiting for the reaper
-	PhasePostStop              // post-stop hooks run
-	PhaseDone                  // drainit exits
+	PhaseRunning  Phase = iota // the app runs, its signals forwarded; no trigger yet
+	PhaseOffline               // a trigger, or the app's exit: offline hooks run (an exit does not cut them short)
+	PhaseDraining              // the drain, fixed or adaptive, until stopBy at most: the app still serves
+	PhaseDrained               // drained after a /prestop alone: waiting for the kubelet's signal, until killAt
+	PhaseStopping              // stop signal sent; waiting for the app to exit, until killAt
+	PhaseCleanup               // the app has exited: SIGTERM to what it left behind, SIGKILL after the cleanup wait
+	PhaseKilling               // SIGKILL sent to everything, again at each reap; waiting for the reaper
+	PhasePostStop              // post-stop hooks run, until the deadline
+	PhaseDone                  // drainit exits with the app's status
 )
 
-// phaseSpec is a phase's row of the table above, in code: its name, whether the app is still
-// before its stop signal (serving: a second Ctrl-C skips to it) and what its timer does (nil:
-// the phase sets none).
+// phaseSpec is a phase's row of the stop sequence: its name and each input's step in it (nil:
+// nothing): the first trigger (it starts the sequence there), the kubelet's signal after a
+// /prestop alone (its log line to finish), Ctrl-C again (nil when it only joins), the app's exit,
+// the end of the hooks of the phase's name, no child left, a reap that leaves some, and the timer
+// (the machine's wake).
 type phaseSpec struct {
-	name       string
-	beforeStop bool
-	onWake     func(*machine, time.Time) []action
+	name         string
+	onTrigger    func(*machine, time.Time) []action
+	onSignal     func(*machine, time.Time, *zerolog.Event) []action
+	onCtrlC      func(*machine, time.Time) []action
+	onAppExit    func(*machine, time.Time) []action
+	onHooksDone  func(*machine, time.Time) []action
+	onNoChildren func(*machine, time.Time) []action
+	onReaped     func(*machine, time.Time) []action
+	onWake       func(*machine, time.Time) []action
 }
 
-// spec returns the phase's row. (A function rather than a package variable: the rows refer to
-// methods that log the phase's name.)
+// spec returns the phase's row. t0 is the first trigger; the deadline, killAt (the kill point)
+// and stopBy (the latest stop signal) are the stop's budget counted from it. The offline hooks
+// run once for an app that may have been in service, however it ends; what it left behind is
+// ended after them (a signal to everything would reach the hooks' own processes). (A function,
+// not a variable: the rows' methods log the name.)
 func (p Phase) spec() phaseSpec {
 	return [...]phaseSpec{
-		PhaseRunning:  {"running", true, nil},
-		PhaseOffline:  {"offline", true, (*machine).offlineOverdue},
-		PhaseDraining: {"draining", true, (*machine).drainTimer},
-		PhaseDrained:  {"drained", true, (*machine).enterStopping},
-		PhaseStopping: {"stopping", false, (*machine).enterKilling},
-		PhaseCleanup:  {"cleanup", false, (*machine).killLeftovers},
-		PhaseKilling:  {"killing", false, (*machine).giveUpReaping},
-		PhasePostStop: {"post-stop", false, nil},
-		PhaseDone:     {"done", false, nil},
+		PhaseRunning:  {name: "running", onTrigger: (*machine).enterOffline, onAppExit: (*machine).crashed},
+		PhaseOffline:  {name: "offline", onTrigger: (*machine).boundOffline, onCtrlC: (*machine).skipDrain, onHooksDone: (*machine).afterOffline, onWake: (*machine).offlineOverdue},
+		PhaseDraining: {name: "draining", onCtrlC: (*machine).skipDrain, onAppExit: (*machine).endLeftovers, onWake: (*machine).drainTimer},
+		PhaseDrained:  {name: "drained", onSignal: (*machine).stopAfterPrestop, onCtrlC: (*machine).skipDrain, onAppExit: (*machine).endLeftovers, onWake: (*machine).enterStopping},
+		PhaseStopping: {name: "stopping", onSignal: (*machine).backToKillPoint, onCtrlC: (*machine).killNow, onAppExit: (*machine).endLeftovers, onWake: (*machine).enterKilling},
+		PhaseCleanup:  {name: "cleanup", onTrigger: (*machine).boundCleanup, onNoChildren: (*machine).allGone, onWake: (*machine).killLeftovers},
+		PhaseKilling:  {name: "killing", onAppExit: (*machine).allGone, onNoChildren: (*machine).allGone, onReaped: (*machine).killAgain, onWake: (*machine).giveUpReaping},
+		PhasePostStop: {name: "post-stop", onTrigger: (*machine).boundPostStop, onHooksDone: (*machine).finish},
+		PhaseDone:     {name: "done"},
 	}[p]
 }
 
+// String is the phase's name, as the log and /status show it.
 func (p Phase) String() string { return p.spec().name }
 
 // stageCount sizes the per-stage arrays: config.HookStage values index them. The machine runs
@@ -144,28 +129,14 @@ func (actSurvivors) isAction()     {}
 // drainit cannot help and must not hang on.
 const reapWait = time.Second
 
-// Timing is the drain's and the cleanup's part of the configuration; the budget has the rest.
-type Timing struct {
-	DrainDelay  time.Duration
-	Adaptive    bool // the drain ends when traffic stops (drainWatched), at DrainMax at most
-	DrainMin    time.Duration
-	DrainMax    time.Duration
-	CleanupWait time.Duration
-}
-
 // machine is the stop sequence as a pure state machine: every input carries the time it
 // happened, every output is a list of actions, and it never sleeps, reads a clock or touches a
 // process. The supervisor loop owns it; tests drive it with made-up times.
 type machine struct {
-	timing     Timing
-	budget     config.Budget // the stop's instants, since t0
-	triggers   map[unix.Signal]bool
-	stopSignal unix.Signal
-	forward    config.Forward
-	rewrite    signals.Rewrite
-	exitMap    signals.ExitMap
-	hasHooks   [stageCount]bool
-	log        zerolog.Logger
+	cfg      *config.Config // the run's configuration, which nothing changes
+	budget   config.Budget  // the stop's instants, since t0
+	hasHooks [stageCount]bool
+	log      zerolog.Logger
 
 	phase        Phase
 	start        time.Time   // the app's start
@@ -197,126 +168,170 @@ type mark struct {
 }
 
 func newMachine(c *config.Config, hasOffline, hasPostStop bool, start time.Time, log zerolog.Logger) *machine {
-	m := &machine{
-		timing: Timing{
-			DrainDelay: c.DrainDelay, CleanupWait: c.CleanupWait, Adaptive: c.Adaptive, DrainMin: c.DrainMin, DrainMax: c.DrainMax,
-		},
+	return &machine{
+		cfg:         c,
 		budget:      c.Budget(),
-		triggers:    map[unix.Signal]bool{},
-		stopSignal:  c.StopSignal,
-		forward:     c.Forward,
-		rewrite:     c.Rewrite,
-		exitMap:     c.ExitMap,
 		hasHooks:    [stageCount]bool{config.StageOffline: hasOffline, config.StagePostStop: hasPostStop},
 		log:         log,
 		start:       start,
 		hasChildren: true,
 	}
-	for _, s := range c.Triggers {
-		m.triggers[s] = true
-	}
-	return m
 }
 
-// signal handles a signal drainit received.
+// signal handles a signal drainit received. A trigger's step is its phase's: the first one's
+// onTrigger, the kubelet's after a /prestop alone onSignal, a Ctrl-C pressed again onCtrlC.
 func (m *machine) signal(now time.Time, sig unix.Signal) []action {
-	if m.appExited {
-		// The app is gone; forwarding still reaches what it left behind, which is being ended.
-		acts := m.forwardSig(now, sig)
-		switch {
-		case !m.triggers[sig]:
-		case m.t0.IsZero():
-			acts = append(acts, m.lateTrigger(now, sig)...)
-		case sig == unix.SIGINT && m.phase == PhaseOffline:
-			// Ctrl-C again while the offline hooks run on for an app that has gone: as with the
-			// drain, the second skips them.
-			if m.sigints++; m.sigints >= 2 {
-				m.event(now, zerolog.WarnLevel, "second SIGINT").Msg("second SIGINT: skipping the rest of the offline hooks")
-				acts = append(acts, m.cancelOffline(now)...)
-				acts = append(acts, m.endLeftovers(now)...)
-			}
-		}
+	var acts []action
+	trigger := slices.Contains(m.cfg.Triggers, sig)
+	if m.appExited || !trigger {
+		// Once the app is gone, forwarding still reaches what it left behind, which is being ended.
+		acts = m.forwardSig(now, sig)
+	}
+	if !trigger {
 		return acts
 	}
-	if !m.triggers[sig] {
-		return m.forwardSig(now, sig)
+	if sig == unix.SIGINT {
+		m.sigints++ // the first Ctrl-C may follow another trigger, or a /prestop
 	}
-	if m.t0.IsZero() {
-		m.startSequence(now, sig, "trigger").Str("signal", signals.Name(sig)).Msg("stop sequence started")
-		return m.enterOffline(now)
-	}
-	if m.trigger == 0 {
-		// The kubelet's signal after a /prestop: the drain has happened (or is happening) already;
-		// the stop step follows as soon as it is over.
-		m.trigger = sig
-		if sig == unix.SIGINT {
-			m.sigints = 1 // the first Ctrl-C, though not the first trigger
-		}
-		if !m.drained && m.kubeletWaits {
-			return m.preStopWaitOver(now, sig)
-		}
-		e := m.event(now, zerolog.InfoLevel, "signal "+signals.Name(sig)).Str("signal", signals.Name(sig))
-		switch m.phase {
-		case PhaseDrained:
-			e.Msg("stop signal after /prestop")
-			return m.enterStopping(now)
-		case PhaseStopping:
-			// drainit stopped the app itself, no signal having come by the kill point, and gave
-			// it until the deadline as if no runtime were counting. This signal says one is: the
-			// runtime's preStop wait ended when the drain did, at the kill point, and its SIGKILL
-			// comes at the deadline, where drainit's own would race it and the post-stop hooks
-			// and the summary would be lost. Back to the kill point, as on every other path.
-			m.wake = m.killAt()
-			e.Time("kill_at", m.wake.UTC()).Msg("stop signal after /prestop")
-			return nil
-		}
-		e.Msg("stop signal after /prestop")
-		return nil
+	switch {
+	case m.t0.IsZero():
+		return append(acts, m.startSequence(now, sig)...)
+	case m.trigger == 0 && !m.appExited:
+		return m.afterPrestop(now, sig)
 	}
 	// A repeated trigger joins the sequence under way; only Ctrl-C pressed again means "faster".
 	if sig == unix.SIGINT {
-		m.sigints++
-		switch {
-		case m.sigints == 2 && m.phase.spec().beforeStop:
-			m.event(now, zerolog.WarnLevel, "second SIGINT").Msg("second SIGINT: skipping the rest of the drain")
-			return m.enterStopping(now)
-		case m.sigints >= 3 && !m.killed: // the app runs on: killed only ever comes with PhaseKilling
-			m.event(now, zerolog.WarnLevel, "third SIGINT").Msg("third SIGINT: killing the app")
-			return m.enterKilling(now)
+		if hurried := m.do(m.phase.spec().onCtrlC, now); hurried != nil {
+			return append(acts, hurried...)
 		}
 	}
-	m.debug(now).Str("signal", signals.Name(sig)).Msg("trigger repeated; joining the stop sequence under way")
+	if !m.appExited {
+		m.debug(now).Str("signal", signals.Name(sig)).Msg("trigger repeated; joining the stop sequence under way")
+	}
+	return acts
+}
+
+// prestop handles a /prestop request: it starts the sequence (t0 = now) or joins the one under way.
+// The caller's answer is due at the next actDrained, or at once when drained is already true.
+// kubelet says the caller is the kubelet's preStop hook (see preStopWaitOver).
+func (m *machine) prestop(now time.Time, kubelet bool) []action {
+	if kubelet && !m.drained && !m.appExited {
+		m.kubeletWaits = true
+	}
+	switch {
+	case m.drained:
+		// A retry, or a second caller: the drain is over (drained comes only after a trigger),
+		// whether the app still runs or not, and the answer is due at once.
+		return []action{actDrained{}}
+	case m.t0.IsZero():
+		return m.startSequence(now, 0)
+	}
 	return nil
 }
 
-// startSequence starts the stop sequence at now (t0), for the trigger signal sig (0: a /prestop
-// alone), a SIGINT being the first Ctrl-C. It returns the sequence's first event, named what and
-// with its deadline, for the caller to finish.
-func (m *machine) startSequence(now time.Time, sig unix.Signal, what string) *zerolog.Event {
+// startSequence starts the stop sequence at now (t0) for the trigger sig (0: a /prestop alone).
+// What follows is the phase's onTrigger: the offline hooks for a running app; after the app's own
+// exit there is nothing to drain, but the runtime's grace period has begun, and what still runs
+// must end by the kill point, as had the trigger come first.
+func (m *machine) startSequence(now time.Time, sig unix.Signal) []action {
 	m.t0, m.trigger = now, sig
-	if sig == unix.SIGINT {
-		m.sigints = 1
+	var acts []action
+	if m.appExited {
+		acts = m.markDrained()
 	}
-	return m.event(now, zerolog.InfoLevel, what).Time("deadline", m.deadline().UTC())
+	m.logStart(now, sig)
+	return append(acts, m.do(m.phase.spec().onTrigger, now)...)
 }
 
-// preStopWaitOver handles the kubelet's stop signal arriving while its /prestop call still waits
-// for the drain. The kubelet waits for a preStop hook for the pod's grace period at most, and
-// signals only once the hook has answered or that wait is over: drainit had not answered, so the
-// pod's grace period has run out, shorter than drainit's (`kubectl delete --grace-period`, an
-// eviction, a node's shutdown, or terminationGracePeriodSeconds below --grace-period), and the
-// runtime's SIGKILL follows in config.MinGraceAfterSignal. Draining on, as drainit did, let that SIGKILL
-// end the app before it had its stop signal, every request in flight with it, and drainit before
-// its post-stop hooks and its summary. The app gets its stop signal now and the time left is
-// shared out: half of it to the app, the kill margin at most, and the rest to the post-stop
-// hooks and the exit.
-func (m *machine) preStopWaitOver(now time.Time, sig unix.Signal) []action {
-	m.budget = m.budget.Shortened(now.Sub(m.t0), config.MinGraceAfterSignal)
-	m.event(now, zerolog.WarnLevel, "signal "+signals.Name(sig)+": the pod's grace period is over").
-		Str("signal", signals.Name(sig)).Dur("drained", now.Sub(m.t0)).Time("deadline", m.deadline().UTC()).
-		Msg("the kubelet's stop signal came while its preStop call still waited for the drain: the pod's grace period is over, shorter than drainit's --grace-period (kubectl delete --grace-period, an eviction, a node's shutdown?), and the runtime's SIGKILL follows in 2 s; stopping the app now")
-	return m.enterStopping(now)
+// afterPrestop handles the kubelet's signal after a /prestop alone: the drain has happened (or is
+// happening) already; the stop step follows as soon as it is over.
+func (m *machine) afterPrestop(now time.Time, sig unix.Signal) []action {
+	m.trigger = sig
+	if !m.drained && m.kubeletWaits {
+		return m.preStopWaitOver(now, sig)
+	}
+	e := m.event(now, zerolog.InfoLevel, "signal "+signals.Name(sig)).Str("signal", signals.Name(sig))
+	if onSignal := m.phase.spec().onSignal; onSignal != nil {
+		return onSignal(m, now, e)
+	}
+	e.Msg(msgAfterPrestop)
+	return nil
 }
+
+// appExit handles the reaper's report that the app itself has exited: the phase's onAppExit.
+func (m *machine) appExit(now time.Time, ws unix.WaitStatus) []action {
+	if m.appExited {
+		// The app's status is final once known (or once drainit gave up on it): nothing may
+		// change it, restart the cleanup or signal everything again.
+		return nil
+	}
+	m.appExited = true
+	m.appStatus = signals.ExitCode(ws)
+	var acts []action
+	if !m.t0.IsZero() {
+		acts = m.markDrained() // no app left to drain
+	}
+	m.logAppExit(now, ws)
+	return append(acts, m.do(m.phase.spec().onAppExit, now)...)
+}
+
+// noChildren handles the reaper's report that drainit has no child left at all: the phase's
+// onNoChildren. When one reap both collects the app and finds no other child, the loop calls
+// noChildren first, so that appExit goes straight to the post-stop hooks instead of hunting for
+// leftovers that do not exist.
+func (m *machine) noChildren(now time.Time) []action {
+	m.hasChildren = false
+	return m.do(m.phase.spec().onNoChildren, now)
+}
+
+// hooksDone handles the end of a stage's hooks (each hook logs its own outcome; outcome sums
+// them up for the summary): the phase's onHooksDone. A stage's hooks run exactly while the machine
+// is in the phase of the stage's name (each is entered once); at another phase's, they were
+// cancelled and the sequence has moved on.
+func (m *machine) hooksDone(now time.Time, stage config.HookStage, outcome string) []action {
+	onHooksDone := m.phase.spec().onHooksDone
+	if onHooksDone == nil || stage.String() != m.phase.String() {
+		return nil
+	}
+	m.timeline = append(m.timeline, mark{now, stage.String() + " hooks: " + outcome})
+	return onHooksDone(m, now)
+}
+
+// tick handles the timer the machine asked for with wake: the phase's onWake in the table.
+func (m *machine) tick(now time.Time) []action {
+	if m.wake.IsZero() || now.Before(m.wake) {
+		return nil
+	}
+	m.wake = time.Time{}
+	return m.do(m.phase.spec().onWake, now)
+}
+
+// do is the step an input takes in the phase's row; nil does nothing.
+func (m *machine) do(step func(*machine, time.Time) []action, now time.Time) []action {
+	if step == nil {
+		return nil
+	}
+	return step(m, now)
+}
+
+// drainWatched handles the adaptive drain's watcher reporting that the drain should end: when
+// it could not watch, the fixed drain follows.
+func (m *machine) drainWatched(now time.Time, r drainwatch.Result) []action {
+	if m.phase != PhaseDraining || !m.cfg.Adaptive {
+		return nil // the drain already ended another way
+	}
+	if r.Reason == drainwatch.ReasonUnavailable {
+		return m.fixedDrain(now, m.fallbackDelay(), m.logWatchUnavailable(now, r))
+	}
+	m.logDrainOver(now, r)
+	return m.endDrain(now)
+}
+
+// reapedSome handles the reaper's collecting exits while children remain: the phase's onReaped.
+func (m *machine) reapedSome(now time.Time) []action { return m.do(m.phase.spec().onReaped, now) }
+
+// survivorsLogged goes on after giveUpReaping, once the loop has logged the survivors.
+func (m *machine) survivorsLogged(now time.Time) []action { return m.enterPostStop(now) }
 
 // kubeletGone records that the kubelet's /prestop calls, the drain not over, wait no longer:
 // each gave up (`drainit prestop --timeout`) or went with its caller (an exec hook killed, a
@@ -328,56 +343,50 @@ func (m *machine) kubeletGone(now time.Time) {
 	m.debug(now).Msg("the kubelet's /prestop calls have given up waiting for the drain: a stop signal now does not say that the pod's grace period is over")
 }
 
-// prestop handles a /prestop request: it starts the sequence (t0 = now) or joins the one under way.
-// The caller's answer is due at the next actDrained, or at once when drained is already true.
-// kubelet says the caller is the kubelet's preStop hook (see preStopWaitOver).
-func (m *machine) prestop(now time.Time, kubelet bool) []action {
-	if kubelet && !m.drained && !m.appExited {
-		m.kubeletWaits = true
+// putInService records that the app may be put in service from now on (its probe has passed and
+// the online hooks are about to run), so that an exit of its own runs the offline hooks.
+func (m *machine) putInService() {
+	if m.t0.IsZero() && !m.appExited {
+		m.inService = true
 	}
-	if m.drained {
-		// A retry, or a second caller: the drain is over (drained comes only after a trigger),
-		// whether the app still runs or not, and the answer is due at once.
-		return []action{actDrained{}}
-	}
-	if m.appExited {
-		return m.lateTrigger(now, 0)
-	}
-	if !m.t0.IsZero() {
-		return nil
-	}
-	m.startSequence(now, 0, "trigger /prestop").Msg("stop sequence started by /prestop")
-	return m.enterOffline(now)
 }
 
-// lateTrigger handles a trigger (a stop signal, or /prestop with sig 0) that comes after the app
-// exited on its own, while drainit ends what the app left behind or runs the post-stop hooks.
-// There is nothing to drain, but the runtime's grace period has begun: what still runs must end
-// by the kill point, as it would have had the trigger come first.
-func (m *machine) lateTrigger(now time.Time, sig unix.Signal) []action {
-	acts := m.markDrained()
-	if !m.t0.IsZero() {
-		return acts
+// setReady records that the app is ready (probe passed, online hooks done) or, once it was, that
+// its probe has stopped passing or passes again; nothing changes once the app is on its way out.
+// Only the first readiness is an event of the timeline: a flapping probe must not grow it.
+func (m *machine) setReady(now time.Time, ready bool) {
+	if !m.t0.IsZero() || m.appExited || ready == m.ready {
+		return
 	}
-	what := "/prestop"
-	if sig != 0 {
-		what = signals.Name(sig)
+	m.ready = ready
+	if ready && !m.wasReady {
+		m.wasReady = true
+		m.event(now, zerolog.InfoLevel, "ready").Msg("app ready")
 	}
-	m.startSequence(now, sig, "trigger "+what+" (app already exited)").Str("trigger", what).
-		Msg("stop requested after the app exited: finishing by the deadline")
-	switch m.phase {
-	case PhaseOffline:
-		// Started by the app's exit, with no deadline: they must now end by the kill point, as
-		// after any trigger.
-		acts = append(acts, actHooksDeadline{config.StageOffline, m.at(m.budget.LateHooksDeadline)})
-		m.wake = m.killAt() // the hooks' backstop (offlineOverdue)
-	case PhaseCleanup:
-		m.wake = earlier(m.wake, m.killAt())
-	case PhasePostStop:
-		acts = append(acts, actHooksDeadline{config.StagePostStop, m.postStopDeadline()})
+}
+
+// oomKilled records, before appExit, that the kernel's OOM killer has killed n processes in
+// drainit's cgroup since the app started: a SIGKILL that ends the app, and that drainit did not
+// send, is then taken for the OOM killer's.
+func (m *machine) oomKilled(n uint64) { m.oomKills = n }
+
+// at is the instant d after t0: one of the budget's.
+func (m *machine) at(d time.Duration) time.Time { return m.t0.Add(d) }
+
+// deadline is where the runtime's SIGKILL lands; killAt is the kill point, where drainit SIGKILLs
+// whatever still runs so that the runtime's never has to; stopBy is the latest stop signal;
+// postStopDeadline ends the post-stop hooks' context.
+func (m *machine) deadline() time.Time         { return m.at(m.budget.Deadline) }
+func (m *machine) killAt() time.Time           { return m.at(m.budget.KillAt) }
+func (m *machine) stopBy() time.Time           { return m.at(m.budget.StopBy) }
+func (m *machine) postStopDeadline() time.Time { return m.at(m.budget.PostStopDeadline) }
+
+// earlier returns the earlier of t and bound: a time capped at the kill point or at stopBy.
+func earlier(t, bound time.Time) time.Time {
+	if t.After(bound) {
+		return bound
 	}
-	// PhaseKilling waits for the reaper until the deadline at most already.
-	return acts
+	return t
 }
 
 // markDrained ends the drain for the /prestop callers, once.
@@ -389,27 +398,16 @@ func (m *machine) markDrained() []action {
 	return []action{actDrained{}}
 }
 
-// endDrain is the end of the drain wait: the stop step, or, when only a /prestop started the
-// sequence, waiting for the kubelet's signal (bounded by the kill point).
-func (m *machine) endDrain(now time.Time) []action {
-	acts := m.markDrained()
-	if m.trigger != 0 {
-		return append(acts, m.enterStopping(now)...)
-	}
-	m.phase = PhaseDrained
-	m.wake = m.killAt()
-	m.event(now, zerolog.InfoLevel, "drained").Msg("drained; waiting for the stop signal")
-	return acts
-}
-
 func (m *machine) forwardSig(now time.Time, sig unix.Signal) []action {
-	out, ok := m.rewrite.Apply(sig)
+	out, ok := m.cfg.Rewrite.Apply(sig)
 	if !ok {
 		m.debug(now).Str("signal", signals.Name(sig)).Msg("signal dropped by --rewrite")
 		return nil
 	}
 	return []action{actSignal{toApp, out}}
 }
+
+// The table's steps, in the order of the phases they enter or act in.
 
 func (m *machine) enterOffline(now time.Time) []action {
 	m.phase = PhaseOffline
@@ -425,16 +423,55 @@ func (m *machine) enterOffline(now time.Time) []action {
 	return []action{actRunHooks{config.StageOffline, m.at(m.budget.HooksDeadline)}}
 }
 
+// crashed is the app's exit before any trigger. A crash leaves a registration pointing at a dead
+// app (until the restarted app registers again, or for good when the pod is deleted meanwhile):
+// the offline hooks take it out. No trigger has set a deadline: each hook's own timeout bounds
+// them, and a trigger that comes while they run bounds them by its kill point (boundOffline).
+func (m *machine) crashed(now time.Time) []action {
+	if !m.inService || !m.hasHooks[config.StageOffline] {
+		return m.endLeftovers(now)
+	}
+	m.phase = PhaseOffline
+	m.event(now, zerolog.InfoLevel, "offline hooks (app exited)").
+		Msg("the app exited on its own after it may have been put in service: running offline hooks")
+	return []action{actRunHooks{config.StageOffline, time.Time{}}}
+}
+
+// boundOffline: the first trigger comes while the offline hooks run for the app's own exit, with
+// no deadline: they must now end by the kill point, as after any trigger.
+func (m *machine) boundOffline(time.Time) []action {
+	m.wake = m.killAt() // the hooks' backstop (offlineOverdue)
+	return []action{actHooksDeadline{config.StageOffline, m.at(m.budget.LateHooksDeadline)}}
+}
+
+// skipDrain: the second Ctrl-C skips the rest of the offline hooks and of the drain; after the
+// app's exit, which leaves only the offline hooks running on, to what it left behind.
+func (m *machine) skipDrain(now time.Time) []action {
+	if m.sigints != 2 {
+		return nil
+	}
+	if m.appExited {
+		m.event(now, zerolog.WarnLevel, "second SIGINT").Msg("second SIGINT: skipping the rest of the offline hooks")
+		return append(m.cancelOffline(now), m.endLeftovers(now)...)
+	}
+	m.event(now, zerolog.WarnLevel, "second SIGINT").Msg("second SIGINT: skipping the rest of the drain")
+	return m.enterStopping(now)
+}
+
+// afterOffline follows the offline hooks: the drain, or after the app's exit what it left behind.
+func (m *machine) afterOffline(now time.Time) []action {
+	if m.appExited {
+		return m.endLeftovers(now)
+	}
+	return m.enterDraining(now)
+}
+
 // offlineOverdue goes on without offline hooks still running at their stage's end (enterOffline,
-// lateTrigger): to the drain, which then ends at once (the stop signal by stopBy), or after the
+// boundOffline): to the drain, which then ends at once (the stop signal by stopBy), or after the
 // app's exit to what it left behind.
 func (m *machine) offlineOverdue(now time.Time) []action {
 	m.line(now, zerolog.WarnLevel).Msg("offline hooks still running at their deadline: going on without them")
-	acts := m.cancelOffline(now)
-	if m.appExited {
-		return append(acts, m.endLeftovers(now)...)
-	}
-	return append(acts, m.enterDraining(now)...)
+	return append(m.cancelOffline(now), m.afterOffline(now)...)
 }
 
 // cancelOffline stops offline hooks still running, when the sequence moves past them.
@@ -450,10 +487,10 @@ func (m *machine) cancelOffline(now time.Time) []action {
 func (m *machine) enterDraining(now time.Time) []action {
 	m.phase = PhaseDraining
 	m.drainAt = now
-	if !m.timing.Adaptive {
-		return m.fixedDrain(now, m.timing.DrainDelay, "")
+	if !m.cfg.Adaptive {
+		return m.fixedDrain(now, m.cfg.DrainDelay, "")
 	}
-	end := earlier(now.Add(m.timing.DrainMax), m.stopBy())
+	end := earlier(now.Add(m.cfg.DrainMax), m.stopBy())
 	if !end.After(now) {
 		return m.endDrain(now)
 	}
@@ -463,7 +500,7 @@ func (m *machine) enterDraining(now time.Time) []action {
 		Msg("draining until no new connections arrive: the app keeps serving")
 	// The kill point comes before --drain-min too when the grace period is that short: the
 	// minimum gives way (a watcher told min > max would refuse to run at all).
-	return []action{actWatchDrain{min(m.timing.DrainMin, end.Sub(now)), end.Sub(now)}}
+	return []action{actWatchDrain{min(m.cfg.DrainMin, end.Sub(now)), end.Sub(now)}}
 }
 
 // drainTimer ends the drain at its timer: the fixed drain's end, or the backstop of an adaptive
@@ -491,60 +528,63 @@ func (m *machine) fixedDrain(now time.Time, d time.Duration, why string) []actio
 // but never beyond --drain-max, which the configuration fits in the grace period with time for
 // the app to stop; --drain-delay, checked only for the fixed drain, may not fit (the default 5 s
 // in a 6 s grace period put the stop signal and the SIGKILL in the same millisecond).
-func (m *machine) fallbackDelay() time.Duration { return min(m.timing.DrainDelay, m.timing.DrainMax) }
+func (m *machine) fallbackDelay() time.Duration { return min(m.cfg.DrainDelay, m.cfg.DrainMax) }
 
-// drainWatched handles the adaptive drain's watcher reporting that the drain should end: when
-// it could not watch, the fixed drain follows.
-func (m *machine) drainWatched(now time.Time, r drainwatch.Result) []action {
-	if m.phase != PhaseDraining || !m.timing.Adaptive {
-		return nil // the drain already ended another way
+// endDrain is the end of the drain wait: the stop step, or, when only a /prestop started the
+// sequence, waiting for the kubelet's signal (bounded by the kill point).
+func (m *machine) endDrain(now time.Time) []action {
+	acts := m.markDrained()
+	if m.trigger != 0 {
+		return append(acts, m.enterStopping(now)...)
 	}
-	if r.Reason == drainwatch.ReasonUnavailable {
-		return m.fixedDrain(now, m.fallbackDelay(), m.logWatchUnavailable(now, r))
-	}
-	m.logDrainOver(now, r)
-	return m.endDrain(now)
+	m.phase = PhaseDrained
+	m.wake = m.killAt()
+	m.event(now, zerolog.InfoLevel, "drained").Msg("drained; waiting for the stop signal")
+	return acts
 }
 
-// at is the instant d after t0: one of the budget's.
-func (m *machine) at(d time.Duration) time.Time { return m.t0.Add(d) }
+// msgAfterPrestop is the log line of the kubelet's signal after a /prestop.
+const msgAfterPrestop = "stop signal after /prestop"
 
-// deadline is where the runtime's SIGKILL lands; killAt is the kill point, where drainit SIGKILLs
-// whatever still runs so that the runtime's never has to; stopBy is the latest stop signal;
-// postStopDeadline ends the post-stop hooks' context.
-func (m *machine) deadline() time.Time         { return m.at(m.budget.Deadline) }
-func (m *machine) killAt() time.Time           { return m.at(m.budget.KillAt) }
-func (m *machine) stopBy() time.Time           { return m.at(m.budget.StopBy) }
-func (m *machine) postStopDeadline() time.Time { return m.at(m.budget.PostStopDeadline) }
+// stopAfterPrestop: the kubelet's signal has come after the drain: the stop step.
+func (m *machine) stopAfterPrestop(now time.Time, e *zerolog.Event) []action {
+	e.Msg(msgAfterPrestop)
+	return m.enterStopping(now)
+}
 
-// earlier returns the earlier of t and bound: a time capped at the kill point or at stopBy.
-func earlier(t, bound time.Time) time.Time {
-	if t.After(bound) {
-		return bound
-	}
-	return t
+// preStopWaitOver handles the kubelet's stop signal arriving while its /prestop call still waits
+// for the drain. The kubelet waits for a preStop hook for the pod's grace period at most, and
+// signals only once the hook has answered or that wait is over: drainit had not answered, so the
+// pod's grace period has run out, shorter than drainit's (`kubectl delete --grace-period`, an
+// eviction, a node's shutdown, or terminationGracePeriodSeconds below --grace-period), and the
+// runtime's SIGKILL follows in config.MinGraceAfterSignal. Draining on, as drainit did, let that SIGKILL
+// end the app before it had its stop signal, every request in flight with it, and drainit before
+// its post-stop hooks and its summary. The app gets its stop signal now and the time left is
+// shared out: half of it to the app, the kill margin at most, and the rest to the post-stop
+// hooks and the exit.
+func (m *machine) preStopWaitOver(now time.Time, sig unix.Signal) []action {
+	m.budget = m.budget.Shortened(now.Sub(m.t0), config.MinGraceAfterSignal)
+	m.event(now, zerolog.WarnLevel, "signal "+signals.Name(sig)+": the pod's grace period is over").
+		Str("signal", signals.Name(sig)).Dur("drained", now.Sub(m.t0)).Time("deadline", m.deadline().UTC()).
+		Msg("the kubelet's stop signal came while its preStop call still waited for the drain: the pod's grace period is over, shorter than drainit's --grace-period (kubectl delete --grace-period, an eviction, a node's shutdown?), and the runtime's SIGKILL follows in 2 s; stopping the app now")
+	return m.enterStopping(now)
 }
 
 func (m *machine) enterStopping(now time.Time) []action {
-	acts := m.cancelOffline(now)
-	acts = append(acts, m.markDrained()...)
+	acts := append(m.cancelOffline(now), m.markDrained()...)
 	m.wake = m.killAt()
-	if m.phase == PhaseDrained && m.trigger == 0 {
+	if m.trigger == 0 {
 		// No signal came after /prestop: stop the app ourselves, leaving it the kill margin.
 		m.wake = m.deadline()
 		m.event(now, zerolog.WarnLevel, "no signal").Msg("no stop signal arrived after /prestop; stopping the app")
 	}
 	m.phase = PhaseStopping
-	sig, ok := m.stopSignal, true
+	sig, ok := m.cfg.StopSignal, true
 	if sig == 0 {
 		// With no signal after /prestop, drainit stops the app as the runtime's SIGTERM would
 		// have: through --rewrite too, or the app would get TERM or QUIT (nginx's fast or
 		// graceful stop) depending on which came first, the kubelet's SIGTERM or the kill point.
-		trigger := m.trigger
-		if trigger == 0 {
-			trigger = unix.SIGTERM
-		}
-		sig, ok = m.rewrite.Apply(trigger)
+		sig, ok = m.cfg.Rewrite.Apply(cmp.Or(m.trigger, unix.SIGTERM))
 	}
 	if !ok {
 		m.event(now, zerolog.WarnLevel, "stop").Time("kill_at", m.wake.UTC()).
@@ -556,13 +596,53 @@ func (m *machine) enterStopping(now time.Time) []action {
 	return append(acts, actSignal{toAppStop, sig})
 }
 
+// backToKillPoint: drainit stopped the app itself, no signal having come by the kill point, and
+// gave it until the deadline as if no runtime were counting. This signal says one is: the
+// runtime's preStop wait ended when the drain did, at the kill point, and its SIGKILL comes at
+// the deadline, where drainit's own would race it and the post-stop hooks and the summary would
+// be lost. Back to the kill point, as on every other path.
+func (m *machine) backToKillPoint(_ time.Time, e *zerolog.Event) []action {
+	m.wake = m.killAt()
+	e.Time("kill_at", m.wake.UTC()).Msg(msgAfterPrestop)
+	return nil
+}
+
+// killNow: the third Ctrl-C kills the app.
+func (m *machine) killNow(now time.Time) []action {
+	if m.sigints < 3 {
+		return nil
+	}
+	m.event(now, zerolog.WarnLevel, "third SIGINT").Msg("third SIGINT: killing the app")
+	return m.enterKilling(now)
+}
+
 // enterKilling is the kill point (or a third Ctrl-C) with the app still running.
 func (m *machine) enterKilling(now time.Time) []action {
-	acts := m.cancelOffline(now)
-	acts = append(acts, m.markDrained()...)
+	acts := append(m.cancelOffline(now), m.markDrained()...)
 	acts = append(acts, m.killEverything(now)...)
 	m.event(now, zerolog.WarnLevel, "SIGKILL").Msg("app still running: SIGKILL to everything")
 	return acts
+}
+
+// endLeftovers follows the app's exit, and the offline hooks that ran after it: SIGTERM to what
+// the app left behind, or the post-stop hooks when it left nothing.
+func (m *machine) endLeftovers(now time.Time) []action {
+	if !m.hasChildren {
+		return m.enterPostStop(now)
+	}
+	m.phase = PhaseCleanup
+	m.wake = now.Add(m.cfg.CleanupWait)
+	if !m.t0.IsZero() {
+		m.wake = earlier(m.wake, m.killAt())
+	}
+	m.event(now, zerolog.InfoLevel, "cleanup").Msg("the app left processes behind: SIGTERM to them")
+	return []action{actSignal{toEverything, unix.SIGTERM}}
+}
+
+// boundCleanup: the first trigger comes while what the app left behind is being ended.
+func (m *machine) boundCleanup(time.Time) []action {
+	m.wake = earlier(m.wake, m.killAt())
+	return nil
 }
 
 // killLeftovers is the end of the cleanup wait: what the app left behind survived SIGTERM.
@@ -588,19 +668,6 @@ func (m *machine) killEverything(now time.Time) []action {
 	return []action{actSignal{toEverything, unix.SIGKILL}}
 }
 
-// reapedSome handles the reaper's collecting exits while children remain. While killing, what is
-// left gets SIGKILL again. As a subreaper drainit finds its descendants by walking /proc, and a
-// process that forks on and on, each parent exiting, has a new pid by the time the walk's
-// SIGKILL comes: three walks missed it, and drainit gave up after reapWait with it still forking.
-// Each of its exits brings drainit here, and each walk is another chance to catch it.
-func (m *machine) reapedSome(now time.Time) []action {
-	if m.phase != PhaseKilling {
-		return nil
-	}
-	m.debug(now).Msg("reaped, and processes are left: SIGKILL to everything again")
-	return []action{actSignal{toEverything, unix.SIGKILL}}
-}
-
 // giveUpReaping is the end of the wait for the reaper after SIGKILL: what is left cannot end or
 // cannot be collected (stuck in uninterruptible sleep, its exit held by a tracer, not drainit's
 // to kill), and drainit goes on without it. The loop logs each survivor and why (actSurvivors),
@@ -615,81 +682,20 @@ func (m *machine) giveUpReaping(now time.Time) []action {
 	return []action{actSurvivors{}}
 }
 
-// survivorsLogged goes on after giveUpReaping, once the loop has logged the survivors.
-func (m *machine) survivorsLogged(now time.Time) []action { return m.enterPostStop(now) }
+// killAgain: while killing, what a reap leaves gets SIGKILL again. As a subreaper drainit finds its
+// descendants by walking /proc, and a process that forks on and on, each parent exiting, has a
+// new pid by the time the walk's SIGKILL comes: three walks missed it, and drainit gave up after
+// reapWait with it still forking. Each of its exits brings drainit here, and each walk is another
+// chance to catch it.
+func (m *machine) killAgain(now time.Time) []action {
+	m.debug(now).Msg("reaped, and processes are left: SIGKILL to everything again")
+	return []action{actSignal{toEverything, unix.SIGKILL}}
+}
 
-// oomKilled records, before appExit, that the kernel's OOM killer has killed n processes in
-// drainit's cgroup since the app started: a SIGKILL that ends the app, and that drainit did not
-// send, is then taken for the OOM killer's.
-func (m *machine) oomKilled(n uint64) { m.oomKills = n }
-
-// appExit handles the reaper's report that the app itself has exited.
-func (m *machine) appExit(now time.Time, ws unix.WaitStatus) []action {
-	if m.appExited {
-		// The app's status is final once known (or once drainit gave up on it): nothing may
-		// change it, restart the cleanup or signal everything again.
+// allGone goes on to the post-stop hooks once the app has exited and left nothing running.
+func (m *machine) allGone(now time.Time) []action {
+	if !m.appExited || m.hasChildren {
 		return nil
-	}
-	m.appExited = true
-	m.appStatus = signals.ExitCode(ws)
-	var acts []action
-	if !m.t0.IsZero() {
-		acts = m.markDrained() // no app left to drain
-	}
-	m.logAppExit(now, ws)
-	if m.phase == PhaseOffline {
-		// A stop's offline hooks (a deregistration) run on; what the app left behind is ended
-		// once they have (hooksDone).
-		return acts
-	}
-	if m.t0.IsZero() && m.inService && m.hasHooks[config.StageOffline] {
-		// A crash leaves a registration pointing at a dead app (until the restarted app
-		// registers again, or for good when the pod is deleted meanwhile): the offline hooks
-		// take it out. No trigger has set a deadline: each hook's own timeout bounds them, and a
-		// trigger that comes while they run bounds them by its kill point (lateTrigger).
-		m.phase = PhaseOffline
-		m.event(now, zerolog.InfoLevel, "offline hooks (app exited)").
-			Msg("the app exited on its own after it may have been put in service: running offline hooks")
-		return append(acts, actRunHooks{config.StageOffline, time.Time{}})
-	}
-	return append(acts, m.endLeftovers(now)...)
-}
-
-// endLeftovers follows the app's exit, and the offline hooks that ran after it: SIGTERM to what
-// the app left behind, or the post-stop hooks when it left nothing.
-func (m *machine) endLeftovers(now time.Time) []action {
-	if !m.hasChildren {
-		return m.enterPostStop(now)
-	}
-	if m.phase == PhaseKilling {
-		// Everything already has SIGKILL; only the reaper is left to wait for.
-		return nil
-	}
-	m.phase = PhaseCleanup
-	m.wake = now.Add(m.timing.CleanupWait)
-	if !m.t0.IsZero() {
-		m.wake = earlier(m.wake, m.killAt())
-	}
-	m.event(now, zerolog.InfoLevel, "cleanup").Msg("the app left processes behind: SIGTERM to them")
-	return []action{actSignal{toEverything, unix.SIGTERM}}
-}
-
-// putInService records that the app may be put in service from now on (its probe has passed and
-// the online hooks are about to run), so that an exit of its own runs the offline hooks.
-func (m *machine) putInService() {
-	if m.t0.IsZero() && !m.appExited {
-		m.inService = true
-	}
-}
-
-// noChildren handles the reaper's report that drainit has no child left at all. When one reap
-// both collects the app and finds no other child, the loop calls noChildren first, so that appExit
-// goes straight to the post-stop hooks instead of hunting for leftovers that do not exist.
-func (m *machine) noChildren(now time.Time) []action {
-	m.hasChildren = false
-	postStopStarted := m.phase == PhasePostStop || m.phase == PhaseDone
-	if !m.appExited || postStopStarted || m.phase == PhaseOffline {
-		return nil // the offline hooks' end goes on to the post-stop hooks (endLeftovers)
 	}
 	return m.enterPostStop(now)
 }
@@ -708,91 +714,16 @@ func (m *machine) enterPostStop(now time.Time) []action {
 	return []action{actRunHooks{config.StagePostStop, deadline}}
 }
 
-// hooksDone handles the end of a stage's hooks (each hook logs its own outcome; outcome sums
-// them up for the summary).
-func (m *machine) hooksDone(now time.Time, stage config.HookStage, outcome string) []action {
-	// A stage's hooks run exactly while the machine is in its phase (each is entered once).
-	switch {
-	case stage == config.StageOffline && m.phase == PhaseOffline:
-		m.timeline = append(m.timeline, mark{now, stage.String() + " hooks: " + outcome})
-		if m.appExited {
-			return m.endLeftovers(now)
-		}
-		return m.enterDraining(now)
-	case stage == config.StagePostStop && m.phase == PhasePostStop:
-		m.timeline = append(m.timeline, mark{now, stage.String() + " hooks: " + outcome})
-		return m.finish(now)
-	}
-	return nil // cancelled and already moved on
-}
-
-// tick handles the timer the machine asked for with wake: the phase's onWake in the table.
-func (m *machine) tick(now time.Time) []action {
-	if m.wake.IsZero() || now.Before(m.wake) {
-		return nil
-	}
-	m.wake = time.Time{}
-	if onWake := m.phase.spec().onWake; onWake != nil {
-		return onWake(m, now)
-	}
-	return nil
+// boundPostStop: the first trigger comes while the post-stop hooks run with no deadline.
+func (m *machine) boundPostStop(time.Time) []action {
+	return []action{actHooksDeadline{config.StagePostStop, m.postStopDeadline()}}
 }
 
 func (m *machine) finish(now time.Time) []action {
 	m.phase = PhaseDone
 	m.wake = time.Time{}
-	code := m.exitMap.Apply(m.appStatus)
+	code := m.cfg.ExitMap.Apply(m.appStatus)
 	m.summaryLine = m.summary(now)
 	m.line(now, zerolog.InfoLevel).Int("status", code).Str("summary", m.summaryLine).Msg("drainit exiting")
 	return []action{actExit{code}}
-}
-
-// setReady records that the app is ready (probe passed, online hooks done) or, once it was, that
-// its probe has stopped passing or passes again; nothing changes once the app is on its way out.
-// Only the first readiness is an event of the timeline: a flapping probe must not grow it.
-func (m *machine) setReady(now time.Time, ready bool) {
-	if !m.t0.IsZero() || m.appExited || ready == m.ready {
-		return
-	}
-	m.ready = ready
-	if ready && !m.wasReady {
-		m.wasReady = true
-		m.event(now, zerolog.InfoLevel, "ready").Msg("app ready")
-	}
-}
-
-// Snapshot is the supervisor's state as the control server reports it.
-type Snapshot struct {
-	Phase    Phase
-	AppPID   int
-	Uptime   time.Duration
-	Running  bool // the app has not exited
-	Ready    bool
-	Draining bool // a trigger has been seen
-	Drained  bool // the drain is over
-	// Timeline is what happened so far, each since t0 (since the app's start before a trigger).
-	Timeline []Mark
-}
-
-// Mark is one entry of a snapshot's timeline.
-type Mark struct {
-	What    string
-	Elapsed time.Duration
-}
-
-// snapshot is the machine's state now.
-func (m *machine) snapshot(now time.Time, pid int) Snapshot {
-	base := m.t0
-	if base.IsZero() {
-		base = m.start
-	}
-	st := Snapshot{
-		Phase: m.phase, AppPID: pid, Uptime: now.Sub(m.start),
-		Running: !m.appExited, Ready: m.ready, Draining: !m.t0.IsZero(), Drained: m.drained,
-		Timeline: make([]Mark, 0, len(m.timeline)),
-	}
-	for _, mk := range m.timeline {
-		st.Timeline = append(st.Timeline, Mark{What: mk.what, Elapsed: mk.at.Sub(base)})
-	}
-	return st
 }

@@ -1001,3 +1001,45 @@ func TestAppKilledBySIGKILLSaysWhose(t *testing.T) {
 		t.Errorf("summary %q, want app exited 137 and no more", s)
 	}
 }
+
+// TestPhaseTable walks the phase table: a row per phase with a name of its own, the hooks' end a
+// step only in the phase named after its stage, and the end of the other stage's hooks (cancelled,
+// or not the phase's) nothing in any phase.
+func TestPhaseTable(t *testing.T) {
+	stages := []config.HookStage{config.StageOffline, config.StagePostStop}
+	names := map[string]bool{}
+	for p := PhaseRunning; p <= PhaseDone; p++ {
+		row := p.spec()
+		if row.name == "" || names[row.name] || p.String() != row.name {
+			t.Errorf("phase %d: name %q, empty or not its own", p, row.name)
+		}
+		names[row.name] = true
+		ownStage := slices.ContainsFunc(stages, func(st config.HookStage) bool { return st.String() == row.name })
+		if ownStage != (row.onHooksDone != nil) {
+			t.Errorf("%s: a step for the hooks' end %v, a hook stage of its name %v", p, row.onHooksDone != nil, ownStage)
+		}
+		for _, st := range stages {
+			if st.String() == row.name {
+				continue
+			}
+			m := newTestMachine(true, true)
+			m.phase = p
+			want(t, m.hooksDone(at(1), st, "1 ok"))
+			wantPhase(t, m, p)
+		}
+	}
+}
+
+// TestOnlyCtrlCHurries: a repeated trigger other than SIGINT joins, whatever the count of
+// Ctrl-Cs so far; the third Ctrl-C still kills.
+func TestOnlyCtrlCHurries(t *testing.T) {
+	m := newTestMachine(false, false)
+	m.signal(at(0), unix.SIGINT)
+	want(t, m.tick(at(5)), actSignal{toAppStop, unix.SIGINT})
+	want(t, m.signal(at(6), unix.SIGINT)) // the second, past the drain: nothing to skip
+	want(t, m.signal(at(7), unix.SIGTERM))
+	want(t, m.signal(at(8), unix.SIGTERM))
+	wantPhase(t, m, PhaseStopping)
+	want(t, m.signal(at(9), unix.SIGINT), actSignal{toEverything, unix.SIGKILL})
+	wantPhase(t, m, PhaseKilling)
+}

@@ -36,15 +36,31 @@ func (m *machine) line(now time.Time, level zerolog.Level) *zerolog.Event {
 	return e
 }
 
+// logStart logs the stop sequence's first event, for the trigger sig (0: a /prestop), with its
+// deadline.
+func (m *machine) logStart(now time.Time, sig unix.Signal) {
+	name, what, msg := "/prestop", "trigger /prestop", "stop sequence started by /prestop"
+	if sig != 0 {
+		name, what, msg = signals.Name(sig), "trigger", "stop sequence started"
+	}
+	if m.appExited {
+		what, msg = "trigger "+name+" (app already exited)", "stop requested after the app exited: finishing by the deadline"
+	}
+	e := m.event(now, zerolog.InfoLevel, what).Time("deadline", m.deadline().UTC())
+	if m.appExited {
+		e = e.Str("trigger", name)
+	} else if sig != 0 {
+		e = e.Str("signal", name)
+	}
+	e.Msg(msg)
+}
+
 // summary is the one-line timeline: each mark with its offset from t0 (or from the app's start
 // when there was no trigger). A trigger after the app's exit makes the marks before it negative
 // (app exited 3 -1.2s; trigger SIGTERM (app already exited) +0s): they are shown so, where they
 // were shown as +0s, as if they had come with the trigger.
 func (m *machine) summary(now time.Time) string {
-	base := m.t0
-	if base.IsZero() {
-		base = m.start
-	}
+	base := m.base()
 	var b strings.Builder
 	for i, mk := range m.timeline {
 		if i > 0 {
@@ -55,8 +71,16 @@ func (m *machine) summary(now time.Time) string {
 	if m.killed {
 		b.WriteString("; drainit had to SIGKILL")
 	}
-	fmt.Fprintf(&b, "; exit %d %s", m.exitMap.Apply(m.appStatus), offset(now.Sub(base)))
+	fmt.Fprintf(&b, "; exit %d %s", m.cfg.ExitMap.Apply(m.appStatus), offset(now.Sub(base)))
 	return b.String()
+}
+
+// base is what the timeline's marks are counted from: t0, or the app's start before a trigger.
+func (m *machine) base() time.Time {
+	if m.t0.IsZero() {
+		return m.start
+	}
+	return m.t0
 }
 
 // offset is a mark's time from the summary's base, signed, to the millisecond: +1.5s, -200ms.
@@ -71,7 +95,7 @@ func offset(d time.Duration) string {
 // drainWatching logs what the adaptive drain watches, once its watcher has found it: the
 // operator's one view of which listeners decide when the pod stops.
 func (m *machine) drainWatching(now time.Time, st drainwatch.Setup) {
-	if m.phase != PhaseDraining || !m.timing.Adaptive {
+	if m.phase != PhaseDraining || !m.cfg.Adaptive {
 		return
 	}
 	ev := m.line(now, zerolog.InfoLevel).Strs("watched", listenerStrings(st.Watched)).
