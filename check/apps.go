@@ -202,10 +202,10 @@ func envKnown(env envMap, name string) (v EnvVar, shown, maybe bool) {
 	switch {
 	case !ok:
 		return v, false, env.envFrom
-	case !v.Known || unseen(env.expandK8sUnseen(v.Value)):
+	case !v.Known || unseen(env.expandK8s(v.Value, true)):
 		return v, false, true
 	}
-	v.Value = env.expandK8s(v.Value)
+	v.Value = env.expandK8s(v.Value, false)
 	return v, true, false
 }
 

@@ -197,7 +197,7 @@ func checkContainer(w *Workload, c *Container) []Finding {
 // before's, and says when the container's stop may end, for the sidecars that wait for it.
 func checkContainerAfter(w *Workload, c *Container, before stopBefore) ([]Finding, time.Duration) {
 	env := newEnvMap(c)
-	words := argv(c, env)
+	words := argv(c, env, false)
 	k := &containerCheck{c: c, grace: w.Grace, hostNet: w.HostNetwork}
 	k.dc = findDrainit(c, env)
 	k.ps = analyzePreStop(c, env, k.dc)

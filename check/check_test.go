@@ -565,7 +565,7 @@ func TestExpandShell(t *testing.T) {
 	for in, want := range map[string]string{
 		"$(D)": "5", "$$(D)": "$(D)", "$(S)": "$(S)", "$(NOPE)": "$(NOPE)", "a$(D)b": "a5b", "$(": "$(", "$": "$",
 	} {
-		if got := env.expandK8s(in); got != want {
+		if got := env.expandK8s(in, false); got != want {
 			t.Errorf("expandK8s(%q) = %q, want %q", in, got, want)
 		}
 	}

@@ -59,8 +59,8 @@ func dotnetStop(c *Container, words []word, env envMap) *appStop {
 		if !ok {
 			return dotnetSetting{}, false
 		}
-		s := dotnetSetting{src: v.Name, value: env.expandK8s(v.Value), line: v.Line, shown: v.Known}
-		if unseen(env.expandK8sUnseen(v.Value)) {
+		s := dotnetSetting{src: v.Name, value: env.expandK8s(v.Value, false), line: v.Line, shown: v.Known}
+		if unseen(env.expandK8s(v.Value, true)) {
 			s.shown = false
 		}
 		return s, true

@@ -86,13 +86,7 @@ type configError struct {
 // binary is in command or args (directly or in a shell script), or DRAINIT_* variables are set
 // (drainit is then presumably the image's ENTRYPOINT). nil when neither.
 func findDrainit(c *Container, env envMap) *drainitConf {
-	var words []word
-	for i, s := range c.Command {
-		words = append(words, word{env.expandK8sUnseen(s), c.CommandLines[i]})
-	}
-	for i, s := range c.Args {
-		words = append(words, word{env.expandK8sUnseen(s), c.ArgsLines[i]})
-	}
+	words := argv(c, env, true)
 	args, line, whole, found := drainitArgs(words, env)
 	if !found {
 		for _, v := range c.Env {
@@ -255,7 +249,7 @@ func drainitEnv(c *Container, env envMap) map[string]string {
 		if strings.HasPrefix(v.Name, config.EnvPrefix) {
 			val := config.Unseen
 			if v.Known {
-				val = before.expandK8sUnseen(v.Value)
+				val = before.expandK8s(v.Value, true)
 			}
 			out[v.Name] = val
 		}

@@ -85,61 +85,11 @@ func isName(s string) bool {
 }
 
 // expandK8s replaces $(NAME) in a container's command and args as the kubelet does: defined
-// names are replaced, $$ is a literal $, anything else stays as written.
-func (m envMap) expandK8s(s string) string {
-	if !strings.Contains(s, "$") {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] != '$' || i+1 >= len(s) {
-			b.WriteByte(s[i])
-			continue
-		}
-		switch s[i+1] {
-		case '$':
-			b.WriteByte('$')
-			i++
-			continue
-		case '(':
-			if end := strings.IndexByte(s[i+2:], ')'); end >= 0 {
-				name := s[i+2 : i+2+end]
-				if v, ok := m.vars[name]; ok && v.Known {
-					b.WriteString(v.Value)
-					i += 2 + end
-					continue
-				}
-			}
-		}
-		b.WriteByte('$')
-	}
-	return b.String()
-}
-
-// word is one element of a container's command line, after $(VAR) expansion, with its line.
-type word struct {
-	s    string
-	line int
-}
-
-// argv returns the container's command and args as the kubelet passes them (when command is
-// unset, only the args are known: the image's ENTRYPOINT comes first).
-func argv(c *Container, env envMap) []word {
-	var out []word
-	for i, s := range c.Command {
-		out = append(out, word{env.expandK8s(s), c.CommandLines[i]})
-	}
-	for i, s := range c.Args {
-		out = append(out, word{env.expandK8s(s), c.ArgsLines[i]})
-	}
-	return out
-}
-
-// expandK8sUnseen is expandK8s for reading drainit's own settings: a $(NAME) whose value the
-// manifest does not show (a Secret, a ConfigMap, a field; or any name not listed while envFrom
-// is set) becomes config.Unseen instead of staying as written, so that drainit's parser skips
-// the value rather than refusing the reference's text.
-func (m envMap) expandK8sUnseen(s string) string {
+// names are replaced, $$ is a literal $, anything else stays as written. With unseen, for
+// reading drainit's own settings, a $(NAME) whose value the manifest does not show (a Secret, a
+// ConfigMap, a field; or any name not listed while envFrom is set) becomes config.Unseen
+// instead, so that drainit's parser skips the value rather than refusing the reference's text.
+func (m envMap) expandK8s(s string, unseen bool) string {
 	if !strings.Contains(s, "$") {
 		return s
 	}
@@ -160,10 +110,10 @@ func (m envMap) expandK8sUnseen(s string) string {
 				switch {
 				case ok && v.Known:
 					b.WriteString(v.Value)
-				case ok || m.envFrom:
+				case unseen && (ok || m.envFrom):
 					b.WriteString(config.Unseen)
 				default:
-					// Not defined: the kubelet leaves it as written.
+					// Not defined, or its value not shown: the kubelet leaves it as written.
 					b.WriteString(s[i : i+3+end])
 				}
 				i += 2 + end
@@ -173,6 +123,25 @@ func (m envMap) expandK8sUnseen(s string) string {
 		b.WriteByte('$')
 	}
 	return b.String()
+}
+
+// word is one element of a container's command line, after $(VAR) expansion, with its line.
+type word struct {
+	s    string
+	line int
+}
+
+// argv returns the container's command and args as the kubelet passes them (when command is
+// unset, only the args are known: the image's ENTRYPOINT comes first), expanded by expandK8s.
+func argv(c *Container, env envMap, unseen bool) []word {
+	var out []word
+	for i, s := range c.Command {
+		out = append(out, word{env.expandK8s(s, unseen), c.CommandLines[i]})
+	}
+	for i, s := range c.Args {
+		out = append(out, word{env.expandK8s(s, unseen), c.ArgsLines[i]})
+	}
+	return out
 }
 
 // expandShellUnseen expands a shell word's $NAME and ${NAME} from the container's environment,

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"net/url"
 	"slices"
 	"strconv"
 	"time"
@@ -45,36 +44,20 @@ type Probe interface {
 // app next to drainit.
 func ParseProbe(spec string) (Probe, error) {
 	p, err := config.ParseProbe(spec)
-	switch {
-	case err != nil:
+	if err != nil {
 		return nil, err
-	case p.URL != nil:
-		return httpProbe{url: p.URL}, nil
 	}
-	return tcpProbe{addr: p.TCP}, nil
-}
-
-// ProbeAddr is the HOST:PORT a probe made by ParseProbe connects to (an http:// URL's port 80
-// made explicit); false for any other Probe.
-func ProbeAddr(p Probe) (string, bool) {
-	switch p := p.(type) {
-	case tcpProbe:
-		return p.addr, true
-	case httpProbe:
-		return config.Addr(p.url), true
-	}
-	return "", false
+	return probe{p}, nil
 }
 
 // LocalTarget is the address probe p (made by ParseProbe) connects to when it is in this network
 // namespace: an empty host, localhost or an unspecified address (the loopback), a loopback
 // address, or an address of one of the interfaces. Other hosts, names included, are not looked at.
 func LocalTarget(p Probe) (netip.AddrPort, bool) {
-	hostport, ok := ProbeAddr(p)
-	if !ok {
-		return netip.AddrPort{}, false
+	if p, ok := p.(probe); ok {
+		return localTarget(p.Addr())
 	}
-	return localTarget(hostport)
+	return netip.AddrPort{}, false
 }
 
 func localTarget(hostport string) (netip.AddrPort, bool) {
@@ -112,26 +95,25 @@ func localTarget(hostport string) (netip.AddrPort, bool) {
 	return netip.AddrPortFrom(a, uint16(n)), true
 }
 
-// tcpProbe is ready when it can connect.
-type tcpProbe struct{ addr string }
+// probe is ready when it can connect (tcp://), or on a 2xx answer to a GET (http://).
+type probe struct{ config.Probe }
 
-func (p tcpProbe) String() string { return "tcp://" + p.addr }
-
-func (p tcpProbe) Check(ctx context.Context) error {
-	c, err := http1.Dial(ctx, p.addr)
-	if err != nil {
-		return err
+func (p probe) String() string {
+	if p.URL != nil {
+		return p.URL.Redacted()
 	}
-	return c.Close()
+	return "tcp://" + p.TCP
 }
 
-// httpProbe is ready on a 2xx answer to a GET.
-type httpProbe struct{ url *url.URL }
-
-func (p httpProbe) String() string { return p.url.Redacted() }
-
-func (p httpProbe) Check(ctx context.Context) error {
-	res, err := http1.Do(ctx, http1.Call{Method: "GET", URL: p.url.String(), SuccessHeadOnly: true})
+func (p probe) Check(ctx context.Context) error {
+	if p.URL == nil {
+		c, err := http1.Dial(ctx, p.TCP)
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	}
+	res, err := http1.Do(ctx, http1.Call{Method: "GET", URL: p.URL.String(), SuccessHeadOnly: true})
 	if err != nil {
 		return err
 	}
