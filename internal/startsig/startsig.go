@@ -38,17 +38,13 @@
 // thread that starts it: as a request for every CPU where the start's CPUs were all its cpuset
 // allowed, so that the app follows a cpuset that grows later (Unpin has why). Why:
 //
-//   - The start is faster. Each os/signal registration is a round trip between two threads,
-//     and drainit makes ~15 before its app runs; in a VM, waking a thread on another CPU costs
-//     an interrupt between CPUs, on the same one a context switch. On the 2-vCPU VM of
-//     bench/STARTUP.md: start-up -0.28 ms (2.60 -> 2.32 ms), the launch to the app's first
-//     instruction -0.23 ms.
-//   - The memory is the node's size no more. The runtime sizes itself to the CPUs it counts:
-//     each P is a 16 KiB structure and an allocation cache, and a garbage collection starts a
-//     mark worker thread for up to a quarter of them. Unpinned, with a pod of no CPU limit on a
-//     96-CPU node (GOMAXPROCS=96 on the VM), idle drainit had 2.6 MiB of anonymous memory
-//     instead of 1.05, and after one collection 30 threads and 4.2 MiB, where a pids limit
-//     counts every thread. Pinned: 852-887 KiB on any node.
+//   - The start is faster: each of the ~15 os/signal registrations before the app runs is a
+//     round trip between two threads, and in a VM waking a thread on another CPU costs an
+//     interrupt between CPUs, on the same one a context switch.
+//   - The memory is the node's size no more: the runtime sizes itself to the CPUs it counts (a
+//     P and an allocation cache each, a mark worker thread for up to a quarter of them), and a
+//     pod with no CPU limit on a big node paid for them in memory and in threads, which a pids
+//     limit counts. bench/STARTUP.md has both measurements.
 //   - drainit needs no more than one P: like tini's, its work is one loop of signals, children
 //     and timers; the drain's polls take milliseconds every 100 ms.
 //

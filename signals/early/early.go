@@ -31,8 +31,8 @@
 // # Four signals here, the rest on a goroutine of its own while drainit starts
 //
 // Each signal.Notify of a signal not yet caught is a round trip between two threads through the
-// runtime's signal-mask thread (40–100 µs each in a VM with 2 vCPUs, the first one more as it
-// starts that thread), and during package initialisation the runtime keeps the main goroutine
+// runtime's signal-mask thread (the first one more, as it starts that thread), and during
+// package initialisation the runtime keeps the main goroutine
 // locked to the main thread, which makes each round trip hand the processor over once more.
 // Registering every early signal here took ~1.1 ms of drainit's start, before anything else.
 //
@@ -54,10 +54,8 @@
 // once the app runs; TSTP, TTIN and TTOU stop a drainit that is not PID 1 (a shell's job), as
 // they always could before their registration.
 //
-// Registering all of them from that goroutine was measured on two CPUs, and saved ~0.5 ms, but
-// the goroutine started 120–170 µs after this package's initialisation (the runtime wakes a
-// thread on the other vCPU for it), and TERM's window grew by as much; on one P it would start
-// only once the main goroutine waits. bench/STARTUP.md has the measurements.
+// Registering all of them from that goroutine starts drainit sooner, but the goroutine itself
+// starts late, and TERM's window grows by as much (bench/STARTUP.md has the measurements).
 package early
 
 import (
