@@ -4,10 +4,11 @@
 //
 // The package, file by file:
 //
-//   - sequence.go: the stop sequence as a pure state machine (machine). Every input carries the
-//     time it happened, every output is a list of actions; it never sleeps, reads a clock or
-//     touches a process. Its table (Phase.spec) is the stop sequence: a row per phase, in
-//     order, with each input's step there.
+//   - sequence.go: the stop sequence. Its table (Phase.spec) is a row per phase, in order, with
+//     each input's step there; the steps follow, in the order of the phases.
+//   - machine.go: the pure state machine the table drives (machine): its state, its inputs and
+//     the actions it asks of the loop. Every input carries the time it happened, every output
+//     is a list of actions; it never sleeps, reads a clock or touches a process.
 //   - sequencelog.go: how the machine's steps are logged: its lines, its timeline, the summary.
 //   - loop.go: the Supervisor and its loop, the one goroutine that owns the machine. Signals,
 //     reaped exits, timers, hook results and control-server calls reach it through channels; it
