@@ -14,13 +14,15 @@
 // rules between values, and the forms of the values the run later hands to other packages: the
 // hooks' commands and calls and the ready probe (hookspec.go, which package hooks builds on),
 // --drain-ports (endpoint.go, for package drainwatch), the HTTP forms drainit's own client and
-// server speak by (calls.go, for internal/http1 and internal/control).
+// server speak by (calls.go, for internal/http1 and internal/control). Parse is drainit's start;
+// Validate is the same reading for drainit check, which sees a configuration in a manifest,
+// wants every mistake at once, and marks what the manifest does not show as Unseen so that no
+// rule is applied to it.
 //
-// The manifest check links this package, so it imports nothing of the init's running parts: of
-// drainit's own packages only the pure ones (signals' names, the budget, logline's escaping).
-// Parse is drainit's start; Validate is the same reading for drainit check, which sees a
-// configuration in a manifest, wants every mistake at once, and marks what the manifest does not
-// show as Unseen so that no rule is applied to it.
+// The stop's time budget is here too (budget.go), worked out once from the options for the
+// supervisor, the start-up warnings and drainit check. The check links this package, so it
+// imports nothing of the init's running parts: of drainit's own packages only the pure ones
+// (signals' names, logline's escaping).
 package config
 
 import (
