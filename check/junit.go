@@ -7,51 +7,45 @@ package check
 // below the threshold, and ignored ones, do not fail it: they are in the testcase's
 // <system-out>, where the CI shows them beside the passing test. A file that could not be
 // checked is a testsuite whose one testcase is an <error>.
-//
-// The XML is written here, not by encoding/xml: this package is linked into drainit, which
-// initialises every linked package before it starts its app, and encoding/xml's initialisation
-// builds its HTML entity tables (18.8 KiB, kept for good in an idle drainit) for a subcommand
-// that a container never runs. The output is what encoding/xml's Encoder, indented by two
-// spaces, wrote (FuzzJUnitXML compares the two).
 
 import (
 	"bytes"
+	"encoding/xml"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
-	"unicode/utf8"
 )
 
 type junitSuites struct {
-	Name     string
-	Tests    int
-	Failures int
-	Errors   int
-	Suites   []junitSuite
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
 }
 
 type junitSuite struct {
-	Name     string
-	Tests    int
-	Failures int
-	Errors   int
-	Skipped  int
-	Cases    []junitCase
+	Name     string      `xml:"name,attr"`
+	Tests    int         `xml:"tests,attr"`
+	Failures int         `xml:"failures,attr"`
+	Errors   int         `xml:"errors,attr"`
+	Skipped  int         `xml:"skipped,attr"`
+	Cases    []junitCase `xml:"testcase"`
 }
 
 type junitCase struct {
-	Classname string
-	Name      string
-	Failure   *junitProblem // omitted when nil
-	Error     *junitProblem // omitted when nil
-	SystemOut string        // omitted when empty
+	Classname string        `xml:"classname,attr"`
+	Name      string        `xml:"name,attr"`
+	Failure   *junitProblem `xml:"failure,omitempty"`
+	Error     *junitProblem `xml:"error,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
 }
 
 type junitProblem struct {
-	Message string
-	Type    string
-	Text    string
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
+	Text    string `xml:",chardata"`
 }
 
 // WriteJUnit writes the pod templates' results, and the files that could not be checked, as
@@ -120,136 +114,18 @@ func WriteJUnit(w io.Writer, ws []Template, rs []Result, problems []Problem, thr
 		out.Failures += s.Failures
 		out.Errors += s.Errors
 	}
-	if _, err := w.Write(out.xml()); err != nil {
+	var b bytes.Buffer
+	b.WriteString(xml.Header)
+	enc := xml.NewEncoder(&b)
+	enc.Indent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return fmt.Errorf("JUnit XML: %w", err)
+	}
+	b.WriteByte('\n')
+	if _, err := w.Write(b.Bytes()); err != nil {
 		return fmt.Errorf("write JUnit: %w", err)
 	}
 	return nil
-}
-
-// xml is the document: the XML declaration, the elements indented by two spaces, a newline.
-func (out junitSuites) xml() []byte {
-	var x xmlWriter
-	x.b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n")
-	itoa := strconv.Itoa
-	x.start("testsuites", "name", out.Name, "tests", itoa(out.Tests), "failures", itoa(out.Failures), "errors", itoa(out.Errors))
-	for _, s := range out.Suites {
-		x.start("testsuite", "name", s.Name, "tests", itoa(s.Tests), "failures", itoa(s.Failures), "errors", itoa(s.Errors),
-			"skipped", itoa(s.Skipped))
-		for _, c := range s.Cases {
-			x.start("testcase", "classname", c.Classname, "name", c.Name)
-			for _, p := range []struct {
-				tag string
-				p   *junitProblem
-			}{{"failure", c.Failure}, {"error", c.Error}} {
-				if p.p != nil {
-					x.start(p.tag, "message", p.p.Message, "type", p.p.Type)
-					x.text(p.p.Text)
-					x.end(p.tag)
-				}
-			}
-			if c.SystemOut != "" {
-				x.start("system-out")
-				x.text(c.SystemOut)
-				x.end("system-out")
-			}
-			x.end("testcase")
-		}
-		x.end("testsuite")
-	}
-	x.end("testsuites")
-	x.b.WriteByte('\n')
-	return x.b.Bytes()
-}
-
-// xmlWriter writes elements as encoding/xml's Encoder does with Indent("", "  "): each start
-// tag on a line of its own, indented by its depth; an end tag on the same line as its start
-// tag when the element holds no element (text or nothing), on a line of its own otherwise.
-type xmlWriter struct {
-	b       bytes.Buffer
-	depth   int
-	started bool // a start tag has been written: the next one goes on a new line
-	inner   bool // the last tag written is a start tag: the element holds no element yet
-}
-
-func (x *xmlWriter) indent() {
-	if x.started {
-		x.b.WriteByte('\n')
-	}
-	x.started = true
-	for range x.depth {
-		x.b.WriteString("  ")
-	}
-}
-
-// start writes <tag name="value" ...>; attrs are name, value pairs.
-func (x *xmlWriter) start(tag string, attrs ...string) {
-	x.indent()
-	x.b.WriteString("<" + tag)
-	for i := 0; i+1 < len(attrs); i += 2 {
-		x.b.WriteString(" " + attrs[i] + `="`)
-		xmlEscape(&x.b, attrs[i+1])
-		x.b.WriteByte('"')
-	}
-	x.b.WriteByte('>')
-	x.depth++
-	x.inner = true
-}
-
-// text writes character data inside the element just started.
-func (x *xmlWriter) text(s string) { xmlEscape(&x.b, s) }
-
-func (x *xmlWriter) end(tag string) {
-	x.depth--
-	if !x.inner {
-		x.indent()
-	}
-	x.inner = false
-	x.b.WriteString("</" + tag + ">")
-}
-
-// xmlEscape writes s as XML text or an attribute's value, as encoding/xml's EscapeText does:
-// the five markup characters and tab, newline and carriage return as character references, and
-// what XML cannot hold (control characters, invalid UTF-8) as U+FFFD.
-func xmlEscape(b *bytes.Buffer, s string) {
-	last := 0
-	for i := 0; i < len(s); {
-		r, width := utf8.DecodeRuneInString(s[i:])
-		i += width
-		var esc string
-		switch r {
-		case '"':
-			esc = "&#34;"
-		case '\'':
-			esc = "&#39;"
-		case '&':
-			esc = "&amp;"
-		case '<':
-			esc = "&lt;"
-		case '>':
-			esc = "&gt;"
-		case '\t':
-			esc = "&#x9;"
-		case '\n':
-			esc = "&#xA;"
-		case '\r':
-			esc = "&#xD;"
-		default:
-			if xmlChar(r) && !(r == utf8.RuneError && width == 1) {
-				continue
-			}
-			esc = "\uFFFD"
-		}
-		b.WriteString(s[last : i-width])
-		b.WriteString(esc)
-		last = i
-	}
-	b.WriteString(s[last:])
-}
-
-// xmlChar says whether XML 1.0 can hold r (its Char production).
-func xmlChar(r rune) bool {
-	return r == 0x09 || r == 0x0A || r == 0x0D || r >= 0x20 && r <= 0xD7FF || r >= 0xE000 && r <= 0xFFFD ||
-		r >= 0x10000 && r <= 0x10FFFF
 }
 
 // filterContainer picks the results about one container ("" for the pod-level ones).
