@@ -228,13 +228,17 @@ func (m *machine) noChildren(now time.Time) []action {
 	return m.do(m.phase.spec().onNoChildren, now)
 }
 
+// stagePhase is the phase a stage's hooks run in (the online hooks run before any stop: in
+// running, which takes no onHooksDone).
+var stagePhase = [stageCount]Phase{config.StageOffline: PhaseOffline, config.StagePostStop: PhasePostStop}
+
 // hooksDone handles the end of a stage's hooks (each hook logs its own outcome; outcome sums
 // them up for the summary): the phase's onHooksDone. A stage's hooks run exactly while the machine
-// is in the phase of the stage's name (each is entered once); at another phase's, they were
-// cancelled and the sequence has moved on.
+// is in the stage's phase (each is entered once); in another, they were cancelled and the
+// sequence has moved on.
 func (m *machine) hooksDone(now time.Time, stage config.HookStage, outcome string) []action {
 	onHooksDone := m.phase.spec().onHooksDone
-	if onHooksDone == nil || stage.String() != m.phase.String() {
+	if onHooksDone == nil || stage < 0 || int(stage) >= stageCount || stagePhase[stage] != m.phase {
 		return nil
 	}
 	m.timeline = append(m.timeline, mark{now, stage.String() + " hooks: " + outcome})
