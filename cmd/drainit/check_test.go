@@ -114,17 +114,7 @@ func TestCheckWithoutDrainitCheck(t *testing.T) {
 // regexp (whose Unicode tables unicode's initialisation then builds). Go initialises every
 // package a binary links before main, on every container start (bench/STARTUP.md).
 func TestStartPathLinksNoCheck(t *testing.T) {
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("the go command lists the packages: %v", err)
-	}
-	cmd := exec.Command(goTool, "list", "-deps", "-f", "{{.ImportPath}}", ".")
-	cmd.Env = append(os.Environ(), "GOOS=linux", "CGO_ENABLED=0")
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list -deps: %v", err)
-	}
-	for pkg := range strings.FieldsSeq(string(out)) {
+	for _, pkg := range testenv.LinuxDeps(t) {
 		switch {
 		case strings.HasPrefix(pkg, "github.com/drainit/drainit/check"),
 			strings.Contains(pkg, "yaml"),

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 )
@@ -70,6 +71,23 @@ func LookPath(name string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%s not in PATH nor in /usr/sbin", name)
+}
+
+// LinuxDeps lists the import paths a static Linux build of the package in the test's directory
+// links (go list -deps), for the tests that keep a binary's dependencies in bounds.
+func LinuxDeps(t testing.TB) []string {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command lists the packages: %v", err)
+	}
+	cmd := exec.Command(goTool, "list", "-deps", "-f", "{{.ImportPath}}", ".")
+	cmd.Env = append(os.Environ(), "GOOS=linux", "CGO_ENABLED=0")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	return strings.Fields(string(out))
 }
 
 // FreeLoopbackAddr is a loopback address (127.0.0.1:PORT) with a port nobody listens on now,

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -563,18 +562,8 @@ func TestCheckCmdTooLarge(t *testing.T) {
 // version), never the parts that run an app (hooks, the supervisor, the drain watcher, the
 // start-up entry point, the HTTP client and server).
 func TestLinksNothingThatRunsAnApp(t *testing.T) {
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("the go command lists the packages: %v", err)
-	}
-	cmd := exec.Command(goTool, "list", "-deps", "-f", "{{.ImportPath}}", ".")
-	cmd.Env = append(os.Environ(), "GOOS=linux", "CGO_ENABLED=0")
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list -deps: %v", err)
-	}
 	shared := []string{"internal/config", "signals", "internal/logline", "internal/buildinfo"}
-	for pkg := range strings.FieldsSeq(string(out)) {
+	for _, pkg := range testenv.LinuxDeps(t) {
 		own, ok := strings.CutPrefix(pkg, "github.com/drainit/drainit/")
 		if ok && !strings.HasPrefix(own, "check") && !slices.Contains(shared, own) {
 			t.Errorf("drainit-check links %s, a package of the init's", pkg)
