@@ -63,13 +63,7 @@ func init() {
 		}
 	}
 	if mode == "child" {
-		out, err := exec.Command("grep", "^SigIgn:", "/proc/self/status").Output()
-		if err != nil {
-			fmt.Println(err)
-			os.Exit(3)
-		}
-		fmt.Print(string(out))
-		os.Exit(0)
+		printChildSigIgn()
 	}
 	// A fatal signal at its default action ends the whole process as it is sent (the kernel
 	// turns it into a group exit at once); a discarded one returns from its handler.
@@ -118,10 +112,7 @@ func TestDiscardUncatchableLeavesChildAsInherited(t *testing.T) {
 		if err != nil {
 			t.Fatalf("helper, ignoring %q: %v\n%s", c.ignore, err, out)
 		}
-		mask, err := strconv.ParseUint(strings.TrimSpace(strings.TrimPrefix(out, "SigIgn:")), 16, 64)
-		if err != nil {
-			t.Fatalf("reading %q: %v", out, err)
-		}
+		mask := parseSigIgn(t, out)
 		if got := mask & (1<<31 | 1<<33); got != c.want {
 			t.Errorf("started with %q ignored, the child has SigIgn %016x: of 32 and 34 %016x ignored, want %016x", c.ignore, mask, got, c.want)
 		}

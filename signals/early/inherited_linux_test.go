@@ -27,6 +27,12 @@ func init() {
 			signal.Ignore(sig)
 		}
 	}
+	printChildSigIgn()
+}
+
+// printChildSigIgn starts a child as drainit starts the app (os/exec: the Go runtime's fork, then
+// exec), prints its SigIgn line and exits: the helper processes' last step.
+func printChildSigIgn() {
 	out, err := exec.Command("grep", "^SigIgn:", "/proc/self/status").Output()
 	if err != nil {
 		fmt.Println(err)
@@ -34,6 +40,16 @@ func init() {
 	}
 	fmt.Print(string(out))
 	os.Exit(0)
+}
+
+// parseSigIgn reads the mask of a SigIgn line printChildSigIgn printed.
+func parseSigIgn(t *testing.T, out string) uint64 {
+	t.Helper()
+	mask, err := strconv.ParseUint(strings.TrimSpace(strings.TrimPrefix(out, "SigIgn:")), 16, 64)
+	if err != nil {
+		t.Fatalf("reading %q: %v", out, err)
+	}
+	return mask
 }
 
 // Every signal Keepable names can really be kept ignored for the app: the Go runtime lets
@@ -46,10 +62,7 @@ func TestKeepable(t *testing.T) {
 	if err != nil {
 		t.Fatalf("helper: %v\n%s", err, out)
 	}
-	mask, err := strconv.ParseUint(strings.TrimSpace(strings.TrimPrefix(string(out), "SigIgn:")), 16, 64)
-	if err != nil {
-		t.Fatalf("reading %q: %v", out, err)
-	}
+	mask := parseSigIgn(t, string(out))
 	for sig := syscall.Signal(1); sig <= signals.MaxSignal; sig++ {
 		if Keepable(sig) && mask&(1<<(sig-1)) == 0 {
 			t.Errorf("%s is Keepable, but the child of a process that ignored it has it at its default (SigIgn %016x)", signals.Name(sig), mask)
