@@ -1105,19 +1105,16 @@ func (p *parsed) check() *Validation {
 			bad(spec.Flag(), h, err)
 		}
 	}
-	if r.ReadyProbe != "" {
-		if _, err := ParseProbe(r.ReadyProbe); err != nil {
-			bad("ready-probe", r.ReadyProbe, err)
-		}
+	probe, probeErr := ParseProbe(r.ReadyProbe)
+	if r.ReadyProbe != "" && probeErr != nil {
+		bad("ready-probe", r.ReadyProbe, probeErr)
 	}
 	if r.HTTPAddr != "" {
 		if err := checkListenAddr(r.HTTPAddr); err != nil {
 			bad("http-addr", r.HTTPAddr, err)
-		} else if p, err := ParseProbe(r.ReadyProbe); err == nil && r.ReadyProbe != "" {
-			if reachesListener(p.Addr(), r.HTTPAddr) {
-				bad("ready-probe", r.ReadyProbe, fmt.Errorf("that is drainit's own control server (%s %q), not the app",
-					c.OptionName("http-addr"), r.HTTPAddr))
-			}
+		} else if r.ReadyProbe != "" && probeErr == nil && reachesListener(probe.Addr(), r.HTTPAddr) {
+			bad("ready-probe", r.ReadyProbe, fmt.Errorf("that is drainit's own control server (%s %q), not the app",
+				c.OptionName("http-addr"), r.HTTPAddr))
 		}
 	}
 	if usable("http-token") {
