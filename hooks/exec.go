@@ -3,30 +3,22 @@ package hooks
 import (
 	"bufio"
 	"bytes"
-	"fmt"
 	"io"
 	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/rs/zerolog"
-
-	"github.com/drainit/drainit/internal/config"
 )
 
-// ParseExec reads an exec hook's command (config.ParseCommand). A command without a slash is
-// looked up in PATH when the hook runs; the hook inherits drainit's environment and working
-// directory.
+// NewExec is the exec hook named name that runs argv (config.ParseCommand). A command without a
+// slash is looked up in PATH when the hook runs; the hook inherits drainit's environment and
+// working directory.
 //
 // children starts the hook's process and learns its exit from the program's reaper (see the
-// package doc). With nil children, Run fails at once and starts nothing: a hook parsed only to
-// check a configuration needs none.
-func ParseExec(name, spec string, children *Children) (Hook, error) {
-	argv, err := config.ParseCommand(spec)
-	if err != nil {
-		return nil, fmt.Errorf("exec hook %q: %w", name, err)
-	}
-	return &execHook{name: name, argv: argv, children: children}, nil
+// package doc). With nil children, Run fails at once and starts nothing.
+func NewExec(name string, argv []string, children *Children) Hook {
+	return &execHook{name: name, argv: argv, children: children}
 }
 
 // maxLine bounds one line of a hook's output: what is longer is logged in pieces of maxLine

@@ -34,7 +34,7 @@ type hookProcess struct {
 // returns nil when it exits with status 0, an error naming the status otherwise. When ctx ends
 // first, the group is stopped (SIGTERM, then SIGKILL after termGrace) and the error wraps ctx's
 // cause. Run never waits for the process itself: the status comes through the Children given to
-// ParseExec. No output line is logged after Run returns.
+// NewExec. No output line is logged after Run returns.
 func (h *execHook) Run(ctx context.Context) error {
 	if h.children == nil {
 		return fmt.Errorf("exec hook %q: not started: no Children to learn its exit from", h.name)

@@ -33,7 +33,7 @@ func helperHook(t *testing.T, name string, args ...string) Hook {
 		t.Fatal(err)
 	}
 	spec, _ := json.Marshal(append([]string{self, "hooks-helper"}, args...))
-	h, err := ParseExec(name, string(spec), children())
+	h, err := parseExec(name, string(spec), children())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestExecFailureStatus(t *testing.T) {
 	}
 
 	// A bare name is looked up in PATH, like a shell does.
-	h, err := ParseExec("by-signal", `["sh", "-c", "kill -KILL $$"]`, children())
+	h, err := parseExec("by-signal", `["sh", "-c", "kill -KILL $$"]`, children())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestExecMissingBinary(t *testing.T) {
 		dir + "/bad-interp":              dir + "/bad-interp: no such file or directory: the interpreter its #! line names, /nonexistent/interp, does not exist",
 		dir + "/bad-format":              dir + "/bad-format: exec format error: not a program, and no #! line says what runs it",
 	} {
-		h, err := ParseExec("offline-exec", spec, children())
+		h, err := parseExec("offline-exec", spec, children())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,7 +168,7 @@ func TestExecMissingBinary(t *testing.T) {
 
 func TestExecWithoutChildrenStartsNothing(t *testing.T) {
 	t.Parallel()
-	h, err := ParseExec("checked-only", "/bin/true", nil)
+	h, err := parseExec("checked-only", "/bin/true", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/drainit/drainit/internal/config"
 )
 
 // helper is the program exec hooks run in the tests. It runs in its own process, so it may use
@@ -110,7 +112,7 @@ func helper(args []string) int {
 		}
 		os.Unsetenv("NO_PROXY")
 		os.Unsetenv("no_proxy")
-		h, err := ParseHTTP("proxied", "POST "+args[2])
+		h, err := parseHTTP("proxied", "POST "+args[2])
 		if err == nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			err = h.Run(ctx)
@@ -123,4 +125,30 @@ func helper(args []string) int {
 		return 0
 	}
 	return 2
+}
+
+// parseExec, parseHTTP and parseProbe build a hook or probe from a spec as drainit's run does:
+// read by package config, then made here.
+func parseExec(name, spec string, children *Children) (Hook, error) {
+	argv, err := config.ParseCommand(spec)
+	if err != nil {
+		return nil, err
+	}
+	return NewExec(name, argv, children), nil
+}
+
+func parseHTTP(name, spec string) (Hook, error) {
+	c, err := config.ParseCall(spec)
+	if err != nil {
+		return nil, err
+	}
+	return NewHTTP(name, c), nil
+}
+
+func parseProbe(spec string) (Probe, error) {
+	p, err := config.ParseProbe(spec)
+	if err != nil {
+		return nil, err
+	}
+	return NewProbe(p), nil
 }

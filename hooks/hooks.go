@@ -8,7 +8,7 @@
 // drainit has one reaper, the supervisor's wait4(-1) loop, and nothing else may wait for a
 // child: a second waiter could steal the app's status, and the reaper would steal a hook's. So
 // an exec hook never calls wait. It starts its process through the [Children] given to
-// [ParseExec] and learns how the process ended from it; the reaper hands every status it
+// [NewExec] and learns how the process ended from it; the reaper hands every status it
 // collects to [Children.Exited]. The pid is registered under the same lock the fork runs under,
 // so a hook that exits before the fork has even returned to its caller is still routed to it.
 //

@@ -20,7 +20,7 @@ import (
 // errSnippet bounds how much of a failed response's body goes into the error.
 const errSnippet = 256
 
-// ParseHTTP reads an HTTP hook (config.ParseCall).
+// NewHTTP is the HTTP hook named name that makes request c (config.ParseCall).
 //
 // Only plain http:// is spoken (drainit's own small HTTP/1.1, see internal/http1: net/http would
 // triple the binary); reach a TLS endpoint from an exec hook. The hook succeeds on a 2xx status;
@@ -28,12 +28,8 @@ const errSnippet = 256
 // the pod network, and a container's HTTP_PROXY is for the app's own traffic. Run is bounded by
 // its context only; it returns as soon as a 2xx answer's head has come (the body is not waited
 // for), and keeps at most a few hundred bytes of a failed response's body.
-func ParseHTTP(name, spec string) (Hook, error) {
-	c, err := config.ParseCall(spec)
-	if err != nil {
-		return nil, fmt.Errorf("http hook %q: %w", name, err)
-	}
-	return &httpHook{name: name, method: c.Method, url: c.URL, headers: c.Header, body: c.Body}, nil
+func NewHTTP(name string, c config.Call) Hook {
+	return &httpHook{name: name, method: c.Method, url: c.URL, headers: c.Header, body: c.Body}
 }
 
 // httpHook makes one request.

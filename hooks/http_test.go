@@ -47,7 +47,7 @@ func closedAddr(t *testing.T) (addr string, listen func()) {
 
 func mustHTTP(t *testing.T, spec string) Hook {
 	t.Helper()
-	h, err := ParseHTTP("offline-http", spec)
+	h, err := parseHTTP("offline-http", spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +214,7 @@ func TestHTTPSuccessNotHeldByItsBody(t *testing.T) {
 		"no length, kept open": "HTTP/1.1 200 OK\r\nConnection: keep-alive\r\n\r\nab",
 	} {
 		u := holdingServer(t, answer)
-		probe, err := ParseProbe(u)
+		probe, err := parseProbe(u)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -274,11 +274,11 @@ func TestStatusInErrors(t *testing.T) {
 			w.Header().Set("Location", "/elsewhere")
 			w.WriteHeader(code)
 		}))
-		p, err := ParseProbe(srv.URL + "/")
+		p, err := parseProbe(srv.URL + "/")
 		if err != nil {
 			t.Fatal(err)
 		}
-		h, err := ParseHTTP("online-http", srv.URL+"/")
+		h, err := parseHTTP("online-http", srv.URL+"/")
 		if err != nil {
 			t.Fatal(err)
 		}

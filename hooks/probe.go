@@ -40,17 +40,11 @@ type Probe interface {
 	String() string
 }
 
-// ParseProbe reads a ready probe (config.ParseProbe). Probes never use a proxy: they check the
-// app next to drainit.
-func ParseProbe(spec string) (Probe, error) {
-	p, err := config.ParseProbe(spec)
-	if err != nil {
-		return nil, err
-	}
-	return probe{p}, nil
-}
+// NewProbe is ready probe p (config.ParseProbe). Probes never use a proxy: they check the app
+// next to drainit.
+func NewProbe(p config.Probe) Probe { return probe{p} }
 
-// LocalTarget is the address probe p (made by ParseProbe) connects to when it is in this network
+// LocalTarget is the address probe p (made by NewProbe) connects to when it is in this network
 // namespace: an empty host, localhost or an unspecified address (the loopback), a loopback
 // address, or an address of one of the interfaces. Other hosts, names included, are not looked at.
 func LocalTarget(p Probe) (netip.AddrPort, bool) {
@@ -97,13 +91,6 @@ func localTarget(hostport string) (netip.AddrPort, bool) {
 
 // probe is ready when it can connect (tcp://), or on a 2xx answer to a GET (http://).
 type probe struct{ config.Probe }
-
-func (p probe) String() string {
-	if p.URL != nil {
-		return p.URL.Redacted()
-	}
-	return "tcp://" + p.TCP
-}
 
 func (p probe) Check(ctx context.Context) error {
 	if p.URL == nil {

@@ -31,7 +31,7 @@ func notReadyYet(t *testing.T, buf *logBuf, done <-chan error) {
 func TestWaitReadyTCP(t *testing.T) {
 	t.Parallel()
 	addr, listen := closedAddr(t)
-	p, err := ParseProbe("tcp://" + addr)
+	p, err := parseProbe("tcp://" + addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestWaitReadyHTTP(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	p, err := ParseProbe(srv.URL + "/healthz")
+	p, err := parseProbe(srv.URL + "/healthz")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestWaitReadyHTTP(t *testing.T) {
 func TestWaitReadyGivesUpWithCtx(t *testing.T) {
 	t.Parallel()
 	addr, _ := closedAddr(t)
-	p, err := ParseProbe("tcp://" + addr)
+	p, err := parseProbe("tcp://" + addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestProbeLocalhostWithoutLookup(t *testing.T) {
 		probes = append(probes, "tcp://drainit-probe.localhost:"+strconv.Itoa(ln6.Addr().(*net.TCPAddr).Port))
 	}
 	for _, spec := range probes {
-		p, err := ParseProbe(spec)
+		p, err := parseProbe(spec)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,7 +123,7 @@ func TestProbeLocalhostWithoutLookup(t *testing.T) {
 func TestWaitReadyWarns(t *testing.T) {
 	t.Parallel()
 	addr, _ := closedAddr(t)
-	p, err := ParseProbe("tcp://" + addr)
+	p, err := parseProbe("tcp://" + addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +225,7 @@ func TestReached(t *testing.T) {
 	defer srv.Close()
 	for spec, want := range map[string]bool{"tcp://" + addr: false, "http://" + addr + "/": false,
 		"http://" + srv.Listener.Addr().String() + "/": true, "tcp://" + srv.Listener.Addr().String(): true} {
-		p, err := ParseProbe(spec)
+		p, err := parseProbe(spec)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,9 +18,8 @@ import (
 // repeatable (a deregistering command, then a call).
 var hookOrder = []config.HookKind{config.HookExec, config.HookHTTP}
 
-// buildOptions turns the hook, ready-probe and control-server options into the supervisor's
-// Options. config.Parse has already refused every value these parsers refuse; what can still
-// fail here is what depends on this system: an exec hook's program that is missing or not
+// buildOptions turns the hook, ready-probe and control-server options, as config.Parse has read
+// them, into the supervisor's Options. What can still fail here is what depends on this system: an exec hook's program that is missing or not
 // executable, and opening the control server's listener (the port is taken, the host does not
 // resolve). Both are checked before the app starts so that the mistake is reported, like
 // config.Parse's, naming the option and the value, and drainit exits 2 without starting the app.
@@ -39,30 +38,18 @@ func buildOptions(cfg *config.Config) (supervisor.Options, error) {
 			if !ok {
 				continue
 			}
-			var h hooks.Hook
-			var err error
-			switch kind {
-			case config.HookExec:
-				if h, err = hooks.ParseExec(spec.Flag(), v, opts.Children); err == nil {
-					err = hooks.CheckProgram(h)
+			h := hooks.NewHTTP(spec.Flag(), v.Call)
+			if kind == config.HookExec {
+				h = hooks.NewExec(spec.Flag(), v.Argv, opts.Children)
+				if err := hooks.CheckProgram(h); err != nil {
+					return opts, &config.Error{Option: cfg.OptionName(spec.Flag()), Flag: spec.Flag(), Value: v.Spec, Err: err}
 				}
-			case config.HookHTTP:
-				h, err = hooks.ParseHTTP(spec.Flag(), v)
-			default:
-				err = fmt.Errorf("no hook of kind %v", kind)
-			}
-			if err != nil {
-				return opts, &config.Error{Option: cfg.OptionName(spec.Flag()), Flag: spec.Flag(), Value: v, Err: err}
 			}
 			*st.hooks = append(*st.hooks, h)
 		}
 	}
-	if cfg.ReadyProbe != "" {
-		p, err := hooks.ParseProbe(cfg.ReadyProbe)
-		if err != nil {
-			return opts, &config.Error{Option: cfg.OptionName("ready-probe"), Flag: "ready-probe", Value: cfg.ReadyProbe, Err: err}
-		}
-		opts.Probe = p
+	if cfg.Probe != nil {
+		opts.Probe = hooks.NewProbe(*cfg.Probe)
 	}
 	if cfg.HTTPAddr != "" {
 		if err := descriptorsForListener(); err != nil {

@@ -168,18 +168,11 @@ func TestBuildOptionsErrors(t *testing.T) {
 	if !errors.As(err, &ce) || ce.Option != "DRAINIT_HTTP_ADDR" || ce.Value != addr || !strings.Contains(err.Error(), "address already in use") {
 		t.Errorf("port taken: %v", err)
 	}
-	// Values config.Parse refuses (a Config built by hand gets here): the same form.
+	// A value config.Parse refuses (a Config built by hand gets here): the same form.
 	for _, c := range []struct {
 		set  func(*config.Config)
 		want string
 	}{
-		{func(c *config.Config) {
-			c.Hooks = map[config.HookSpec]string{{Stage: config.StageOffline, Kind: config.HookHTTP}: "nope"}
-		}, `--offline-http "nope": http hook "offline-http"`},
-		{func(c *config.Config) {
-			c.Hooks = map[config.HookSpec]string{{Stage: config.StagePostStop, Kind: config.HookExec}: `"x`}
-		}, `--post-stop-exec "\"x": exec hook "post-stop-exec"`},
-		{func(c *config.Config) { c.ReadyProbe = "ftp://x" }, `--ready-probe "ftp://x": ready probe: URL "ftp://x": scheme "ftp" not supported`},
 		{func(c *config.Config) { c.HTTPAddr = "8099" }, `--http-addr "8099": listen tcp: address 8099: missing port in address`},
 	} {
 		cfg := &config.Config{}

@@ -132,8 +132,9 @@ type Config struct {
 	Rewrite        signals.Rewrite
 	ExitMap        signals.ExitMap
 	HookTimeout    time.Duration
-	Hooks          map[HookSpec]string // the hook options that are set, by kind
+	Hooks          map[HookSpec]Hook // the hook options that are set, by kind
 	ReadyProbe     string
+	Probe          *Probe // ReadyProbe as read; nil without one
 	HTTPAddr       string
 	HTTPToken      string
 	LogFormat      string // "json" or "console"; "" decides by the terminal
@@ -926,10 +927,10 @@ func (p *parsed) check() *Validation {
 			bad("drain-ports", r.DrainPorts, err)
 		}
 	}
-	c.Hooks = map[HookSpec]string{}
+	c.Hooks = map[HookSpec]Hook{}
 	for _, spec := range hookSpecs {
 		if h := *r.field(spec.Flag()); strings.TrimSpace(h) != "" {
-			c.Hooks[spec] = h
+			c.Hooks[spec] = Hook{Spec: h}
 		}
 	}
 	c.ReadyProbe, c.HTTPAddr, c.HTTPToken = r.ReadyProbe, r.HTTPAddr, r.HTTPToken
@@ -1078,9 +1079,9 @@ func (p *parsed) check() *Validation {
 		v.Errors = append(v.Errors, &Error{Err: ErrNoCommand})
 	}
 
-	// The values the run reads with the hooks package: parsed here as well, so that a mistake is
-	// refused with the others and drainit check finds it too. A hook option given twice is
-	// refused whatever its values (even unseen ones): which one would run is the mistake.
+	// The values the run hands to the hooks package, read here, so that a mistake is refused
+	// with the others and drainit check finds it too. A hook option given twice is refused
+	// whatever its values (even unseen ones): which one would run is the mistake.
 	for _, spec := range hookSpecs {
 		if vs := p.given[spec.Flag()]; len(vs) > 1 {
 			bad(spec.Flag(), vs[len(vs)-1], fmt.Errorf(
@@ -1093,26 +1094,28 @@ func (p *parsed) check() *Validation {
 		}
 		var err error
 		if spec.Kind == HookExec {
-			if _, err = ParseCommand(h); err != nil {
+			if h.Argv, err = ParseCommand(h.Spec); err != nil {
 				err = fmt.Errorf("exec hook %q: %w", spec.Flag(), err)
 			}
-		} else {
-			if _, err = ParseCall(h); err != nil {
-				err = fmt.Errorf("http hook %q: %w", spec.Flag(), err)
-			}
+		} else if h.Call, err = ParseCall(h.Spec); err != nil {
+			err = fmt.Errorf("http hook %q: %w", spec.Flag(), err)
 		}
 		if err != nil {
-			bad(spec.Flag(), h, err)
+			bad(spec.Flag(), h.Spec, err)
 		}
+		c.Hooks[spec] = h
 	}
-	probe, probeErr := ParseProbe(r.ReadyProbe)
-	if r.ReadyProbe != "" && probeErr != nil {
-		bad("ready-probe", r.ReadyProbe, probeErr)
+	if r.ReadyProbe != "" {
+		if probe, err := ParseProbe(r.ReadyProbe); err != nil {
+			bad("ready-probe", r.ReadyProbe, err)
+		} else {
+			c.Probe = &probe
+		}
 	}
 	if r.HTTPAddr != "" {
 		if err := checkListenAddr(r.HTTPAddr); err != nil {
 			bad("http-addr", r.HTTPAddr, err)
-		} else if r.ReadyProbe != "" && probeErr == nil && reachesListener(probe.Addr(), r.HTTPAddr) {
+		} else if c.Probe != nil && reachesListener(c.Probe.Addr(), r.HTTPAddr) {
 			bad("ready-probe", r.ReadyProbe, fmt.Errorf("that is drainit's own control server (%s %q), not the app",
 				c.OptionName("http-addr"), r.HTTPAddr))
 		}

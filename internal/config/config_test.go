@@ -316,8 +316,8 @@ func TestHookOptionsAndWarnings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := c.Hooks[HookSpec{StageOffline, HookExec}]; got != `["/bin/deregister"]` {
-		t.Errorf("offline exec = %q", got)
+	if got := c.Hooks[HookSpec{StageOffline, HookExec}]; got.Spec != `["/bin/deregister"]` || !slices.Equal(got.Argv, []string{"/bin/deregister"}) {
+		t.Errorf("offline exec = %+v", got)
 	}
 	if c.OptionName("offline-exec") != "DRAINIT_OFFLINE_EXEC" || c.OptionName("post-stop-http") != "--post-stop-http" {
 		t.Errorf("option names: %q %q", c.OptionName("offline-exec"), c.OptionName("post-stop-http"))

@@ -13,6 +13,14 @@ import (
 // The hooks' and the ready probe's values: read here, so that drainit refuses a mistake at start
 // with the other options and drainit check finds it too; package hooks runs what they say.
 
+// Hook is a hook option's value: as given (Spec, for messages), and as read, an exec hook's
+// command (Argv) or an HTTP hook's request (Call).
+type Hook struct {
+	Spec string
+	Argv []string
+	Call Call
+}
+
 // ParseCommand reads an exec hook's command, given either as a JSON array of strings
 // (["/bin/deregister","--id","x"]) or as words separated by white space (/bin/deregister --id x).
 // The plain form is not a shell: quotes and backslashes are refused rather than taken literally
@@ -152,6 +160,14 @@ func (p Probe) Addr() string {
 		return Addr(p.URL)
 	}
 	return p.TCP
+}
+
+// String is the probe as the log shows it: tcp://HOST:PORT, or the URL with its password masked.
+func (p Probe) String() string {
+	if p.URL != nil {
+		return p.URL.Redacted()
+	}
+	return "tcp://" + p.TCP
 }
 
 // ParseProbe reads a ready probe: tcp://HOST:PORT (ready once a TCP connection is accepted; an

@@ -59,8 +59,10 @@ func TestHookStages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Hooks[HookSpec{StageOnline, HookHTTP}] != "http://127.0.0.1:1/up" || c.Hooks[HookSpec{StagePostStop, HookExec}] != "/bin/true" || len(c.Hooks) != 2 {
-		t.Errorf("hooks: %v", c.Hooks)
+	online, post := c.Hooks[HookSpec{StageOnline, HookHTTP}], c.Hooks[HookSpec{StagePostStop, HookExec}]
+	if online.Spec != "http://127.0.0.1:1/up" || online.Call.Method != "GET" || online.Call.URL.String() != online.Spec ||
+		post.Spec != "/bin/true" || !slices.Equal(post.Argv, []string{"/bin/true"}) || len(c.Hooks) != 2 {
+		t.Errorf("hooks: %+v", c.Hooks)
 	}
 }
 
@@ -258,7 +260,7 @@ func TestValidate(t *testing.T) {
 		v.Settings["grace-period"].Seen {
 		t.Errorf(`"--" as a value: %+v`, v)
 	}
-	if c, err := parse(t, []string{"--offline-exec=--", "app"}, nil); err != nil || c.Hooks[HookSpec{Stage: StageOffline, Kind: HookExec}] != "--" {
+	if c, err := parse(t, []string{"--offline-exec=--", "app"}, nil); err != nil || !slices.Equal(c.Hooks[HookSpec{Stage: StageOffline, Kind: HookExec}].Argv, []string{"--"}) {
 		t.Errorf(`--offline-exec=-- (the value given as such): %v`, err)
 	}
 	// A command line that cannot be read: that one mistake, and nothing known.
