@@ -131,21 +131,31 @@ func TestAllTriggersIgnoredWarns(t *testing.T) {
 
 // The exceptions drainit cannot keep ignored, which the app then gets at their default: CHLD,
 // which drainit must catch to learn the app's exit status (ignored, the kernel would reap the
-// app itself), and URG, which the Go runtime preempts its threads with. Started with both
-// ignored, drainit still reports the app's exit status.
+// app itself), URG, which the Go runtime preempts its threads with, and SEGV, one of the
+// runtime's fault handlers. Started with them ignored, drainit still reports the app's exit
+// status, and says at start, in one line, which ignores the app does not get: tini keeps SEGV
+// ignored, and drainit dropped it without a word.
 func TestIgnoredChildSignalStillReaped(t *testing.T) {
+	lost := []syscall.Signal{syscall.SIGSEGV, syscall.SIGCHLD, syscall.SIGURG}
 	eachMode(t, func(t *testing.T, m mode) {
-		d := start(t, spec{mode: m, ignore: []syscall.Signal{syscall.SIGCHLD, syscall.SIGURG},
-			app: []string{"sh", "-c", "grep ^SigIgn: /proc/$$/status; exit 7"}})
+		d := start(t, spec{mode: m, ignore: lost, app: []string{"sh", "-c", "grep ^SigIgn: /proc/$$/status; exit 7"}})
 		line := d.stdout.AwaitLine(t, waitTimeout, "the app's SigIgn line", lines.Containing("SigIgn:")).Text
 		if got := d.wait(waitTimeout); got != (exitStatus{code: 7}) {
 			t.Fatalf("drainit: %v, want the app's exit 7\n%s", got, d.dump())
 		}
 		mask := parseSigIgn(t, line)
-		for _, sig := range []syscall.Signal{syscall.SIGCHLD, syscall.SIGURG} {
+		for _, sig := range lost {
 			if ignored(mask, sig) {
 				t.Errorf("the app has %v ignored (SigIgn %016x), which drainit cannot keep", sig, mask)
 			}
+		}
+		// (CHLD is not among them as PID 1: unshare --fork, which makes the namespace, puts it
+		// back to the default to wait for drainit.)
+		if n := d.stderr.Count(func(s string) bool {
+			return strings.Contains(s, "that the app gets at their default action") && strings.Contains(s, `"SIGSEGV"`) &&
+				strings.Contains(s, `"SIGURG"`)
+		}); n != 1 {
+			t.Errorf("%d lines saying the app gets SEGV and URG at their default, want 1\n%s", n, d.dump())
 		}
 	})
 }

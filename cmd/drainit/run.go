@@ -115,7 +115,7 @@ func runCmd(args []string, stdout io.Writer, stderr *os.File) int {
 	for _, w := range cfg.Warnings() {
 		log.Warn().Msg(w)
 	}
-	logIgnored(log, cfg, reg.Ignored, reg.AllSeen)
+	logIgnored(log, cfg, reg.Ignored, reg.Lost, reg.AllSeen)
 	logBlocked(log, cfg, startsig.StartBlocked())
 	log.Debug().Int("gomaxprocs", runtime.GOMAXPROCS(0)).Int("gomaxprocs_at_start", procsAtStart).Msg("drainit's Go code runs on one P")
 	sup := supervisor.New(cfg, opts, log, reg.Sigs, reg.Chld)
@@ -189,7 +189,7 @@ func notifyEach(c chan<- os.Signal, sigs []os.Signal) {
 // allSeen is false when drainit was linked without its entry point (startsig.EntryFlag): then
 // an ignored TERM, QUIT, PIPE, USR1… went unseen and reaches the app at its default, the start's
 // mask is unknown, and a stop signal before the registration is lost (package startsig).
-func logIgnored(log zerolog.Logger, cfg *config.Config, ignored []unix.Signal, allSeen bool) {
+func logIgnored(log zerolog.Logger, cfg *config.Config, ignored, lost []unix.Signal, allSeen bool) {
 	if allSeen {
 		log.Debug().Bool("entry_point", true).Msg("ignored signals read at drainit's entry point: every one it can keep is kept")
 	} else {
@@ -198,6 +198,11 @@ func logIgnored(log zerolog.Logger, cfg *config.Config, ignored []unix.Signal, a
 		log.Warn().Bool("entry_point", false).
 			Msg("drainit was built without its entry point (-ldflags " + startsig.EntryFlag + "): a stop signal in its first milliseconds can be lost, " +
 				"and of the signals ignored or blocked when it started some reach the app at their default (docs/design.md)")
+	}
+	if len(lost) > 0 {
+		// Info, not a warning: a make(1) recipe starts its commands with 33 ignored.
+		log.Info().Strs("signals", signalNames(lost)).
+			Msg("signals ignored when drainit started that the app gets at their default action: drainit cannot keep them ignored (docs/design.md)")
 	}
 	if len(ignored) == 0 {
 		return

@@ -87,6 +87,9 @@ type Registration struct {
 	// they are not registered and stay ignored, so that the app inherits them ignored as exec
 	// would have it.
 	Ignored []unix.Signal
+	// Lost are the other signals ignored when drainit started, which the app gets at their
+	// default (InheritedIgnored), for the log.
+	Lost []unix.Signal
 	// AllSeen is whether drainit could see every ignored signal (its own entry point ran) or
 	// only HUP, INT, TSTP, TTIN and TTOU, for the log.
 	AllSeen bool
@@ -158,7 +161,7 @@ func register() *Registration {
 // prepare reads the inherited dispositions, ignores what must stay ignored and makes the
 // channels; it returns the early signals to register.
 func (r *Registration) prepare() []os.Signal {
-	r.Ignored, r.AllSeen = InheritedIgnored()
+	r.Ignored, r.Lost, r.AllSeen = InheritedIgnored()
 	// The signals Go cannot catch would otherwise end drainit at their default action.
 	r.Err = DiscardUncatchable()
 	r.Sigs = make(chan os.Signal, 2*signals.MaxSignal)

@@ -11,9 +11,11 @@ import (
 
 // InheritedIgnored lists the signals that were ignored when drainit started and that drainit
 // keeps ignored (Keepable), so that the app inherits them ignored across exec; drainit forwards
-// none of them (none reaches drainit). all reports whether every signal could be seen. It must
-// be called before drainit registers any of them (os/signal's Notify installs a handler and
-// forgets the inherited disposition).
+// none of them (none reaches drainit). lost lists the others ignored at start, which the app
+// gets at their default action (Keepable says why), for the log: an init that drops an ignore
+// its caller set must say so. all reports whether every signal could be seen (lost is then
+// complete). It must be called before drainit registers any of them (os/signal's Notify
+// installs a handler and forgets the inherited disposition).
 //
 // POSIX exec keeps ignored signals ignored, and `nohup`, `trap "" PIPE`, or a script's
 // background job (INT and QUIT ignored) rely on it for the whole process tree; tini keeps it.
@@ -26,14 +28,18 @@ import (
 // then sees every signal (all is true). A binary linked without that entry point (a plain
 // `go build` or `go install`, without startsig.EntryFlag) sees only HUP, INT, TSTP, TTIN and
 // TTOU, and every other inherited SIG_IGN reaches the app as the default action.
-func InheritedIgnored() (ignored []unix.Signal, all bool) {
+func InheritedIgnored() (ignored, lost []unix.Signal, all bool) {
 	if mask, ok := startsig.Ignored(); ok {
 		for sig := unix.Signal(1); sig <= signals.MaxSignal; sig++ {
-			if mask&(1<<(sig-1)) != 0 && Keepable(sig) {
+			switch {
+			case mask&(1<<(sig-1)) == 0:
+			case Keepable(sig):
 				ignored = append(ignored, sig)
+			case sig != 32 && sig != 34: // those two stay as they were (Keepable)
+				lost = append(lost, sig)
 			}
 		}
-		return ignored, true
+		return ignored, lost, true
 	}
 	for _, sig := range []unix.Signal{unix.SIGHUP, unix.SIGINT} {
 		if signal.Ignored(sig) {
@@ -45,7 +51,7 @@ func InheritedIgnored() (ignored []unix.Signal, all bool) {
 			ignored = append(ignored, sig)
 		}
 	}
-	return ignored, false
+	return ignored, nil, false
 }
 
 // Keepable reports whether drainit can keep sig ignored for the app when it was ignored at
