@@ -19,10 +19,11 @@ import (
 var hookOrder = []config.HookKind{config.HookExec, config.HookHTTP}
 
 // buildOptions turns the hook, ready-probe and control-server options, as config.Parse has read
-// them, into the supervisor's Options. What can still fail here is what depends on this system: an exec hook's program that is missing or not
-// executable, and opening the control server's listener (the port is taken, the host does not
-// resolve). Both are checked before the app starts so that the mistake is reported, like
-// config.Parse's, naming the option and the value, and drainit exits 2 without starting the app.
+// them, into the supervisor's Options. What can still fail here is what depends on this system:
+// an exec hook's program that is missing or not executable, and opening the control server's
+// listener (the port is taken, the host does not resolve). Both are checked before the app
+// starts so that the mistake is reported, like config.Parse's, naming the option and the value,
+// and drainit exits 2 without starting the app.
 func buildOptions(cfg *config.Config) (supervisor.Options, error) {
 	opts := supervisor.Options{HookTimeout: cfg.HookTimeout, ControlToken: cfg.HTTPToken, Children: &hooks.Children{}}
 	stages := []struct {
@@ -38,12 +39,13 @@ func buildOptions(cfg *config.Config) (supervisor.Options, error) {
 			if !ok {
 				continue
 			}
-			h := hooks.NewHTTP(spec.Flag(), v.Call)
-			if kind == config.HookExec {
-				h = hooks.NewExec(spec.Flag(), v.Argv, opts.Children)
-				if err := hooks.CheckProgram(h); err != nil {
-					return opts, &config.Error{Option: cfg.OptionName(spec.Flag()), Flag: spec.Flag(), Value: v.Spec, Err: err}
-				}
+			if kind == config.HookHTTP {
+				*st.hooks = append(*st.hooks, hooks.NewHTTP(spec.Flag(), v.Call))
+				continue
+			}
+			h := hooks.NewExec(spec.Flag(), v.Argv, opts.Children)
+			if err := hooks.CheckProgram(h); err != nil {
+				return opts, &config.Error{Option: cfg.OptionName(spec.Flag()), Flag: spec.Flag(), Value: v.Spec, Err: err}
 			}
 			*st.hooks = append(*st.hooks, h)
 		}
