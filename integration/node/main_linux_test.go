@@ -117,7 +117,7 @@ func setUp() node {
 	n.sock = filepath.Join(n.dir, "containerd.sock")
 	n.containerdLog = filepath.Join(n.dir, "containerd.log")
 	n.kubeletLog = filepath.Join(n.dir, "kubelet.log")
-	for _, d := range []string{"manifests", "staging", "pod-logs", "context", "podman"} {
+	for _, d := range []string{"manifests", "staging", "pod-logs", "context", "p"} {
 		if err := os.MkdirAll(filepath.Join(n.dir, d), 0o755); err != nil {
 			n.err = fmt.Errorf("creating %s: %w", d, err)
 			return n
@@ -257,10 +257,13 @@ func (n *node) buildImages(podman, runc string) error {
 		// The pod sandbox only has to exist until the kubelet removes it (with SIGKILL).
 		imagePause: "FROM scratch\nCOPY testapp /\nENTRYPOINT [\"/testapp\", \"sleep\", \"876000h\"]\n",
 	}
-	store := filepath.Join(n.dir, "podman")
-	pm := []string{"--root", filepath.Join(store, "storage"), "--runroot", filepath.Join(store, "run"),
+	// podman's own store, in one-letter directories: podman refuses a --runroot longer than 50
+	// characters, which /tmp/drainit-node-NNNNNNNNNN/podman/run came within 11 of (a TMPDIR of
+	// /work/scratch/tmp passed it).
+	store := filepath.Join(n.dir, "p")
+	pm := []string{"--root", filepath.Join(store, "s"), "--runroot", filepath.Join(store, "r"),
 		"--storage-driver", "overlay", "--cgroup-manager", "cgroupfs", "--runtime", runc,
-		"--events-backend", "none", "--tmpdir", filepath.Join(store, "tmp")}
+		"--events-backend", "none", "--tmpdir", filepath.Join(store, "t")}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	for _, image := range []string{imageTerm, imageQuit, imagePause} {
