@@ -759,7 +759,10 @@ func TestRealAppWorkerOfAnotherUser(t *testing.T) {
 // again from the master, and some died of the second ("terminated due to signal 15": 2 to 7 of
 // 9 workers a stop). drainit warns of it as it sends the stop signal; with --forward child there
 // is no warning and no worker dies of a signal. An app whose children run another program, the
-// stop signal caught by the app alone, gets no warning.
+// stop signal caught by the app alone, gets no warning. Under --forward group gunicorn may also
+// not stop at all (seen once in CI: its master respawned a worker that drainit's signal killed
+// before the master took its own, then waited past the kill point): the harm the warning names,
+// so there drainit's SIGKILL at the kill point is an outcome too.
 func TestPreForkMasterWarned(t *testing.T) {
 	const warning = "the app looks like a pre-fork master"
 	gunicorn := lookProgram(t, "gunicorn", "gunicorn")
@@ -803,8 +806,8 @@ func TestPreForkMasterWarned(t *testing.T) {
 			// runs its parent's program until its exec).
 			waitUntil(t, waitTimeout, "the children a second old", func() bool { return time.Since(last) > 1100*time.Millisecond })
 			d.signal(syscall.SIGTERM)
-			if st := d.wait(waitTimeout); st != (exitStatus{code: 0}) {
-				t.Fatalf("drainit: %v, want exit 0\n%s", st, d.dump())
+			if st := d.wait(waitTimeout); st != (exitStatus{code: 0}) && (!c.warned || st != exitStatus{code: 137}) {
+				t.Fatalf("drainit: %v, want exit 0 (or 137, warned)\n%s", st, d.dump())
 			}
 			warned := false
 			for _, e := range d.logs() {
