@@ -154,9 +154,11 @@ func findDrainit(c *Container, env envMap) *drainitConf {
 	dc.grace = dc.duration("grace-period", cfg.GracePeriod)
 	dc.margin = dc.duration("kill-margin", cfg.KillMargin)
 	dc.delay = dc.duration("drain-delay", cfg.DrainDelay)
-	// The drain's worst case is the supervisor's (config.Budget), from the values as read here.
-	b := config.NewBudget(config.BudgetOptions{Grace: dc.grace.d, KillMargin: dc.margin.d, DrainDelay: dc.delay.d,
-		DrainMax: dc.duration("drain-max", cfg.DrainMax).d, Adaptive: cfg.Adaptive})
+	// The stop's budget is the supervisor's (Config.Budget), from the values as read here.
+	read := *cfg
+	read.GracePeriod, read.KillMargin, read.DrainDelay = dc.grace.d, dc.margin.d, dc.delay.d
+	read.DrainMax = dc.duration("drain-max", cfg.DrainMax).d
+	b := read.Budget()
 	dc.budget = b
 	dc.drain = dc.duration(b.DrainFlag, b.Drain)
 	dc.drain.known = dc.drain.known && dc.settings["drain"].known
