@@ -23,14 +23,14 @@
 //
 // # Stopping
 //
-// When its context ends, an exec hook's process group gets SIGTERM, then SIGKILL one second
-// later unless everything is gone by then: the group's every member, and every process holding
-// the hook's output (one that left the group with setsid can only be waited for). Run returns
-// once the hook's process has been reaped and every process holding its output has exited, or
-// at most config.HookOverrun after the context ended; at the last deadline ([ErrLastDeadline])
-// the group gets SIGKILL at once, and Run returns config.LastHookOverrun after it at most. A hook that exits on its
-// own but leaves processes behind is not waited for: its output is read for one more second, and
-// they are left to the supervisor.
+// When its context ends, an exec hook's process group gets SIGTERM, then SIGKILL one second later
+// unless everything is gone by then: the group's every member, and every process holding the hook's
+// output (one that left the group with setsid can only be waited for). Run returns once the hook's
+// process has been reaped and every process holding its output has exited, or at most
+// config.HookOverrun after the context ended; at the last deadline ([ErrLastDeadline]) the group
+// gets SIGKILL at once, and Run returns config.LastHookOverrun after it at most. A hook that exits
+// on its own but leaves processes behind is not waited for: its output is read for one more second,
+// and they are left to the supervisor.
 //
 // The group is signalled through the leader's pidfd, never by its number alone: once the leader
 // is reaped and the group's last member gone, the number is anyone's (see group in
@@ -63,13 +63,13 @@ const (
 // deadline closely and every moment before it is the hook's: an exec hook then still running is
 // SIGKILLed at once, without the SIGTERM grace, and Run outlives its context by lastKillWait at
 // most. It is the post-stop hooks' deadline, which without it would have to leave termGrace +
-// killWait (2 s) unused: after drainit had to SIGKILL the app, the default kill margin of 2 s would leave them
-// nothing.
+// killWait (2 s) unused: after drainit had to SIGKILL the app, the default kill margin of 2 s would
+// leave them nothing.
 var ErrLastDeadline = errors.New("the stop's deadline is near")
 
 // Hook is one action. Run returns when the action is done, failed, or ctx ended; it must not
-// outlive ctx by more than the time it takes to kill what it started (config.HookOverrun at most). It logs
-// what it has to say (an exec hook's output) on zerolog.Ctx(ctx).
+// outlive ctx by more than the time it takes to kill what it started (config.HookOverrun at most).
+// It logs what it has to say (an exec hook's output) on zerolog.Ctx(ctx).
 type Hook interface {
 	// Name identifies the hook in the log ("offline-exec", "post-stop-http").
 	Name() string

@@ -395,12 +395,12 @@ func deadlineCause(st config.HookStage) error {
 }
 
 // runStage runs a stage's hooks once the stage before it (after, named afterName) has ended. A
-// trigger or the app's exit cancels the online hooks, but a cancelled exec hook runs on for up
-// to config.HookOverrun while its processes are stopped, and an HTTP hook's request may be under way:
+// trigger or the app's exit cancels the online hooks, but a cancelled exec hook runs on for up to
+// config.HookOverrun while its processes are stopped, and an HTTP hook's request may be under way:
 // an offline hook (deregister) started at once could finish before the online hook (register) it
-// undoes, and leave a stopped pod registered. Post-stop hooks wait for offline hooks that the
-// app's exit left running. The wait is bounded by the earlier stage's own bounds, and by ctx,
-// which this stage's deadline ends.
+// undoes, and leave a stopped pod registered. Post-stop hooks wait for offline hooks that the app's
+// exit left running. The wait is bounded by the earlier stage's own bounds, and by ctx, which this
+// stage's deadline ends.
 func (s *Supervisor) runStage(ctx context.Context, st config.HookStage, hs []hooks.Hook, after <-chan struct{}, afterName string, t0 time.Time) hooks.Outcome {
 	log := s.log.With().Str("phase", st.String()).Logger().Hook(elapsedHook{t0})
 	select {

@@ -216,11 +216,11 @@ func (m *machine) stopAfterPrestop(now time.Time, e *zerolog.Event) []action {
 // signals only once the hook has answered or that wait is over: drainit had not answered, so the
 // pod's grace period has run out, shorter than drainit's (`kubectl delete --grace-period`, an
 // eviction, a node's shutdown, or terminationGracePeriodSeconds below --grace-period), and the
-// runtime's SIGKILL follows in config.MinGraceAfterSignal. Draining on, as drainit did, let that SIGKILL
-// end the app before it had its stop signal, every request in flight with it, and drainit before
-// its post-stop hooks and its summary. The app gets its stop signal now and the time left is
-// shared out: half of it to the app, the kill margin at most, and the rest to the post-stop
-// hooks and the exit.
+// runtime's SIGKILL follows in config.MinGraceAfterSignal. Draining on, as drainit did, let that
+// SIGKILL end the app before it had its stop signal, every request in flight with it, and drainit
+// before its post-stop hooks and its summary. The app gets its stop signal now and the time left is
+// shared out: half of it to the app, the kill margin at most, and the rest to the post-stop hooks
+// and the exit.
 func (m *machine) preStopWaitOver(now time.Time, sig unix.Signal) []action {
 	m.budget = m.budget.Shortened(now.Sub(m.t0), config.MinGraceAfterSignal)
 	m.event(now, zerolog.WarnLevel, "signal "+signals.Name(sig)+": the pod's grace period is over").

@@ -14,8 +14,8 @@ import (
 	"github.com/drainit/drainit/signals"
 )
 
-// How the stop sequence is logged: the machine (sequence.go, machine.go) decides what happens, and the
-// functions here compose its log lines, its timeline's marks and the summary.
+// How the stop sequence is logged: the machine (sequence.go, machine.go) decides what happens, and
+// the functions here compose its log lines, its timeline's marks and the summary.
 
 // event logs a step of the stop sequence with its phase and the time since t0, and keeps it for
 // the summary.

@@ -13,7 +13,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/drainit/drainit/integration/testenv"
-
 	"github.com/drainit/drainit/signals"
 )
 
