@@ -578,6 +578,19 @@ func (e logEntry) strs(key string) []string {
 	return out
 }
 
+// listeners returns a field of listeners grouped by why ({"why": ["tcp …", …]}, drainit's
+// not_watched and unwatchable), each as "tcp …: why".
+func (e logEntry) listeners(key string) []string {
+	byWhy, _ := e[key].(map[string]any)
+	var out []string
+	for why, list := range byWhy {
+		for _, l := range (logEntry{"l": list}).strs("l") {
+			out = append(out, l+": "+why)
+		}
+	}
+	return out
+}
+
 // int returns a numeric field, and whether it is there.
 func (e logEntry) int(key string) (int, bool) {
 	f, ok := e[key].(float64)

@@ -690,7 +690,7 @@ func TestRealAppWorkerOfAnotherUser(t *testing.T) {
 		// haproxy's own port is held by its worker alone, which drainit may not read: the
 		// warning names it, the worker and why, beside the master's CLI socket (a UNIX one).
 		var why string
-		for _, l := range fallback.strs("unwatchable") {
+		for _, l := range fallback.listeners("unwatchable") {
 			if strings.Contains(l, addr) {
 				why = l
 			}
@@ -737,7 +737,7 @@ func TestRealAppWorkerOfAnotherUser(t *testing.T) {
 		// Among the host's listeners (the other tests' too) the warning can pass a log line's
 		// 4096 bytes, and the line is then cut, its longest strings first (logline.Cut): a
 		// listener emptied so says nothing, and one whole must say why.
-		ls := fallback.strs("unwatchable")
+		ls := fallback.listeners("unwatchable")
 		if !slices.ContainsFunc(ls, func(l string) bool {
 			return strings.Contains(l, "may not read") && strings.Contains(l, "CAP_SYS_PTRACE")
 		}) {

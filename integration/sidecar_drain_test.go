@@ -119,7 +119,7 @@ func TestAdaptiveAutoBesideASidecar(t *testing.T) {
 		if a.name == "haproxy" {
 			why = ": not in --drain-ports"
 		}
-		if n := found.strs("not_watched"); !slices.ContainsFunc(n, func(s string) bool { return strings.Contains(s, ":"+port+why) }) {
+		if n := found.listeners("not_watched"); !slices.ContainsFunc(n, func(s string) bool { return strings.Contains(s, ":"+port+why) }) {
 			t.Errorf("not watched %q, want the sidecar's port %s%s", n, port, why)
 		}
 		stopAt, err := stop.time()

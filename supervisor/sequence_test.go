@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"net/netip"
 	"reflect"
@@ -802,11 +803,11 @@ func TestAdaptiveDrainUnwatchableFallsBackToFixed(t *testing.T) {
 		{"udp", []drainwatch.Listener{
 			{Proto: "udp", Endpoint: config.Endpoint{Addr: netip.IPv6Unspecified(), Port: 53}, PID: 7, Command: "dns", Why: "UDP: no counts"},
 			{Proto: "udp", Endpoint: config.Endpoint{Addr: netip.MustParseAddr("10.0.0.5"), Port: 443}, PID: 8, Command: "quic", Why: "UDP: no counts"},
-		}, []string{`"unwatchable":["udp [::]:53 (pid 7 dns): UDP: no counts","udp 10.0.0.5:443 (pid 8 quic): UDP: no counts"]`}, "drain (fixed, serves UDP) +10ms"},
+		}, []string{`"unwatchable":{"UDP: no counts":["udp [::]:53 (pid 7 dns)","udp 10.0.0.5:443 (pid 8 quic)"]}`}, "drain (fixed, serves UDP) +10ms"},
 		{"unix and udp", []drainwatch.Listener{
 			{Proto: "unix", Path: "/run/app.sock", PID: 7, Command: "gunicorn", Why: "a UNIX socket"},
 			{Proto: "udp", Endpoint: config.Endpoint{Port: 53}, PID: 7, Command: "gunicorn", Why: "UDP"},
-		}, []string{`"unwatchable":["unix \"/run/app.sock\" (pid 7 gunicorn): a UNIX socket","udp 53 (pid 7 gunicorn): UDP"]`}, "drain (fixed, UNIX socket, serves UDP) +10ms"},
+		}, []string{`"unwatchable":{"a UNIX socket":["unix \"/run/app.sock\" (pid 7 gunicorn)"],"UDP":["udp 53 (pid 7 gunicorn)"]}`}, "drain (fixed, UNIX socket, serves UDP) +10ms"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
@@ -840,6 +841,42 @@ func TestAdaptiveDrainUnwatchableFallsBackToFixed(t *testing.T) {
 	}
 }
 
+// On a host with many listeners that no readable process holds, the warning still names every
+// one within a log line's 4096 bytes (a pipe write, which drainit cuts to): the long reason is
+// said once, not beside each listener.
+func TestUnwatchableWarningKeepsEveryListener(t *testing.T) {
+	why := "held by no process drainit may read; it may be held by pid 12, 13 of the app's tree, whose sockets drainit may not read (another user's, which takes CAP_SYS_PTRACE, or a process that is not dumpable: setuid, setcap)"
+	var ls []drainwatch.Listener
+	for port := range uint16(100) {
+		ls = append(ls, drainwatch.Listener{Proto: "tcp", Endpoint: config.Endpoint{Addr: netip.IPv4Unspecified(), Port: 10000 + port}, Why: why})
+	}
+	ls = append(ls, drainwatch.Listener{Proto: "udp", Endpoint: config.Endpoint{Port: 53}, PID: 7, Command: "dns", Why: "UDP"})
+	var buf bytes.Buffer
+	m := newTestMachine(false, false, adaptive)
+	m.log = zerolog.New(&buf)
+	m.signal(at(0), unix.SIGTERM)
+	m.drainWatched(at(0.01), drainwatch.Result{Reason: drainwatch.ReasonUnavailable, Unwatchable: ls, Err: &drainwatch.UnwatchableError{Listeners: ls}})
+	var line string
+	for l := range strings.SplitSeq(buf.String(), "\n") {
+		if strings.Contains(l, `"level":"warn"`) {
+			line = l
+		}
+	}
+	if len(line) >= 4096 {
+		t.Errorf("the warning takes %d bytes, more than a log line keeps (4096)", len(line))
+	}
+	var e struct{ Unwatchable map[string][]string }
+	if err := json.Unmarshal([]byte(line), &e); err != nil {
+		t.Fatalf("the warning %q: %v", line, err)
+	}
+	if got := e.Unwatchable[why]; len(got) != 100 || got[0] != "tcp 0.0.0.0:10000" || got[99] != "tcp 0.0.0.0:10099" {
+		t.Errorf("the warning's listeners held by no readable process: %q, want the 100", got)
+	}
+	if got := e.Unwatchable["UDP"]; !slices.Equal(got, []string{"udp 53 (pid 7 dns)"}) {
+		t.Errorf("the warning's UDP listeners: %q, want the one", got)
+	}
+}
+
 // What the drain watches is one info line at its start: each watched listener with its owner,
 // each other one with why not.
 func TestAdaptiveDrainNamesListeners(t *testing.T) {
@@ -861,7 +898,7 @@ func TestAdaptiveDrainNamesListeners(t *testing.T) {
 	if len(found) != 1 {
 		t.Fatalf("%d lines naming the listeners, want 1:\n%s", len(found), buf.String())
 	}
-	for _, w := range []string{`"level":"info"`, `"watched":["tcp 0.0.0.0:8080 (pid 7 nginx)"]`, `"not_watched":["tcp 0.0.0.0:15006: not the app's"]`, `"method":"sock-diag"`} {
+	for _, w := range []string{`"level":"info"`, `"watched":["tcp 0.0.0.0:8080 (pid 7 nginx)"]`, `"not_watched":{"not the app's":["tcp 0.0.0.0:15006"]}`, `"method":"sock-diag"`} {
 		if !strings.Contains(found[0], w) {
 			t.Errorf("the line lacks %s: %s", w, found[0])
 		}

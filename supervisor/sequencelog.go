@@ -99,7 +99,7 @@ func (m *machine) drainWatching(now time.Time, st drainwatch.Setup) {
 		return
 	}
 	ev := m.line(now, zerolog.InfoLevel).Strs("watched", listenerStrings(st.Watched)).
-		Strs("not_watched", listenerStrings(st.Unwatched))
+		Dict("not_watched", listenersByWhy(st.Unwatched))
 	if st.Method != "" {
 		ev = ev.Str("method", string(st.Method))
 	}
@@ -113,6 +113,16 @@ func listenerStrings(ls []drainwatch.Listener) []string {
 		out[i] = l.String()
 	}
 	return out
+}
+
+// listenersByWhy is ls for a log field that says each reason once: {"why": ["tcp …", …], …}.
+func listenersByWhy(ls []drainwatch.Listener) *zerolog.Event {
+	d := zerolog.Dict()
+	whys, where := drainwatch.ByWhy(ls)
+	for i, why := range whys {
+		d = d.Strs(why, where[i])
+	}
+	return d
 }
 
 // unwatchableKinds names what kinds of listener made the drain fixed, for the summary: "serves
@@ -167,7 +177,7 @@ func (m *machine) logWatchUnavailable(now time.Time, r drainwatch.Result) string
 	if len(r.Unwatchable) > 0 {
 		// Not a failure of the watch: the app takes traffic in where the watch cannot see it
 		// end, and a watch of the rest would prove nothing.
-		m.line(now, zerolog.WarnLevel).Strs("unwatchable", listenerStrings(r.Unwatchable)).
+		m.line(now, zerolog.WarnLevel).Dict("unwatchable", listenersByWhy(r.Unwatchable)).
 			Dur("drain_delay", m.fallbackDelay()).
 			Msg("the adaptive drain cannot watch all the app's listeners: falling back to the fixed drain delay; --drain-ports names the TCP ports traffic is routed to")
 		return " (fixed, " + unwatchableKinds(r.Unwatchable) + ")"

@@ -3,6 +3,7 @@ package drainwatch
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -33,6 +34,14 @@ const (
 // String is the listener for a log line: "tcp 0.0.0.0:8080 (pid 12 nginx)", with ": why" for
 // one that is not watched.
 func (l Listener) String() string {
+	if l.Why == "" {
+		return l.Where()
+	}
+	return l.Where() + ": " + l.Why
+}
+
+// Where is the listener without why: "tcp 0.0.0.0:8080 (pid 12 nginx)", `unix "/run/app.sock"`.
+func (l Listener) Where() string {
 	var b strings.Builder
 	b.WriteString(l.Proto)
 	b.WriteByte(' ')
@@ -47,11 +56,22 @@ func (l Listener) String() string {
 	case l.PID > 0:
 		fmt.Fprintf(&b, " (pid %d)", l.PID)
 	}
-	if l.Why != "" {
-		b.WriteString(": ")
-		b.WriteString(l.Why)
-	}
 	return b.String()
+}
+
+// ByWhy groups ls by why, in the order each why first comes: a reason is ~200 bytes where an
+// unreadable process holds the socket, and said once for all its listeners a log line keeps every
+// one of them within its 4096 bytes (logline.Cut) on a host with hundreds.
+func ByWhy(ls []Listener) (whys []string, where [][]string) {
+	for _, l := range ls {
+		i := slices.Index(whys, l.Why)
+		if i < 0 {
+			i = len(whys)
+			whys, where = append(whys, l.Why), append(where, nil)
+		}
+		where[i] = append(where[i], l.Where())
+	}
+	return whys, where
 }
 
 // Setup is what a drain watches, found at its start: the method, the app's listeners it
@@ -72,9 +92,10 @@ type UnwatchableError struct {
 }
 
 func (e *UnwatchableError) Error() string {
-	parts := make([]string, len(e.Listeners))
-	for i, l := range e.Listeners {
-		parts[i] = l.String()
+	whys, where := ByWhy(e.Listeners)
+	parts := make([]string, len(whys))
+	for i, why := range whys {
+		parts[i] = strings.Join(where[i], ", ") + ": " + why
 	}
 	return "the adaptive drain cannot see all the app's traffic: " + strings.Join(parts, "; ")
 }
