@@ -802,20 +802,6 @@ func (r *Runner) Run(ctx context.Context, s Scenario, c Cell, rep int) (Result, 
 	return res, nil
 }
 
-// CompareDrains runs the adaptive drains beside fixed 5 s and 10 s drains (DrainKeys) in each
-// cell, repeat times, and returns the stop duration at zero failures per scenario and cell, the
-// checks (nothing lost; the adaptive drains within their bounds), and the runs. It is what `make
-// bench` reports; WriteDrainTable prints it.
-func (r *Runner) CompareDrains(ctx context.Context, cells []Cell, repeat int) ([]DrainStat, []Check, []Result, error) {
-	scenarios, err := Lookup(DrainKeys())
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	results, err := r.RunCells(ctx, scenarios, cells, repeat)
-	claims := ClaimsFor(scenarios)
-	return DrainStats(results, claims), Checks(Summarize(results, claims)), results, err
-}
-
 // Job is one run of RunJobs.
 type Job struct {
 	Scenario Scenario
@@ -827,35 +813,6 @@ type Job struct {
 // its drain, and the load runs at least until the propagation delay is over.
 func (j Job) estimate() time.Duration {
 	return max(j.Scenario.drain(j.Cell.Propagation), j.Cell.Propagation)
-}
-
-// Cells are the cells of propagation delays props, at the load of Config.Rate.
-func Cells(props []time.Duration) []Cell {
-	out := make([]Cell, len(props))
-	for i, p := range props {
-		out[i] = Cell{Propagation: p}
-	}
-	return out
-}
-
-// RunAll runs every scenario at every propagation delay, repeat times (RunCells of Cells).
-func (r *Runner) RunAll(ctx context.Context, scenarios []Scenario, props []time.Duration, repeat int) ([]Result, error) {
-	return r.RunCells(ctx, scenarios, Cells(props), repeat)
-}
-
-// RunCells runs every scenario in every cell, repeat times, Config.Parallel runs at once, and
-// returns the results in that order (cell, scenario, repetition). Runs that failed are left out
-// and their errors joined; the others are still returned.
-func (r *Runner) RunCells(ctx context.Context, scenarios []Scenario, cells []Cell, repeat int) ([]Result, error) {
-	var jobs []Job
-	for _, c := range cells {
-		for _, s := range scenarios {
-			for rep := 1; rep <= repeat; rep++ {
-				jobs = append(jobs, Job{s, c, rep})
-			}
-		}
-	}
-	return r.RunJobs(ctx, jobs)
 }
 
 // RunJobs runs jobs, Config.Parallel at once, and returns the results in the jobs' order. Runs

@@ -33,7 +33,6 @@ type Client struct {
 	stop  chan struct{}
 	wg    sync.WaitGroup
 	dials atomic.Int64
-	open  atomic.Int64
 	fails atomic.Int64
 }
 
@@ -56,10 +55,6 @@ func Start(cfg Config) *Client {
 
 // Dials is how many connections have been opened so far, re-opened ones included.
 func (c *Client) Dials() int64 { return c.dials.Load() }
-
-// Open is how many connections are open now, as the client sees them (a connection the server
-// has not accepted yet, still in its listen backlog, counts).
-func (c *Client) Open() int64 { return c.open.Load() }
 
 // DialErrors is how many connection attempts failed.
 func (c *Client) DialErrors() int64 { return c.fails.Load() }
@@ -104,9 +99,7 @@ func (c *Client) hold(trickle bool) {
 			continue
 		}
 		c.dials.Add(1)
-		c.open.Add(1)
 		c.slow(conn, trickle)
-		c.open.Add(-1)
 		conn.Close()
 	}
 }
