@@ -7,15 +7,6 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Every package of the workspace (go.work): the init's module, and the manifest check's in check/,
 # which ./... at the root does not reach.
 PKGS    := ./... ./check/...
-# drainit's own ELF entry point reads the signals ignored and blocked when it starts, before the
-# Go runtime hides them, catches a stop signal until drainit can take it, and holds the start on
-# one CPU (internal/startsig).
-# It is written for ENTRY_ARCHS on Linux; elsewhere drainit builds without it, and says so when
-# it starts. The one other place that links it is .goreleaser.yaml (a test keeps them in step).
-ENTRY_ARCHS := linux/amd64 linux/arm64 linux/arm linux/ppc64le linux/s390x linux/riscv64
-# Expanded where a build uses it, not at every make: one `go env` then.
-ENTRY    = $(if $(filter $(ENTRY_ARCHS),$(shell $(GO) env GOOS GOARCH | paste -sd/ -)),-E=github.com/drainit/drainit/internal/startsig.entry)
-
 .PHONY: build drainit test unit kubelet lint bench demo fuzz clean release
 
 ## demo: build drainit and the test app, then stop pods under load side by side: bare, tini,
@@ -31,7 +22,7 @@ build: drainit
 
 ## drainit: bin/drainit alone (BIN=path to put it elsewhere), as the releases build it
 drainit:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS) $(ENTRY)' -o $(BIN) ./cmd/drainit
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/drainit
 
 ## cross: drainit and drainit-check for macOS and Windows (amd64, arm64) in bin/cross/, for
 ## `drainit check` where the manifests are; there only check, version, sleep and prestop work

@@ -38,11 +38,11 @@ func main() {
 	var o options
 	flag.BoolVar(&o.quick, "quick", false, "a short run: fewer repetitions (numbers are indicative only)")
 	flag.StringVar(&o.ns, "ns", "unshare", "how to make the PID namespace: unshare (the unshare(1) command, with --mount-proc) or clone (CLONE_NEWPID from the benchmark itself)")
-	flag.StringVar(&o.drainit, "drainit", "", "drainit binary to measure (default: build one as it ships: CGO_ENABLED=0 -trimpath -ldflags='-s -w' and its entry point, startsig.EntryFlag)")
+	flag.StringVar(&o.drainit, "drainit", "", "drainit binary to measure (default: build one as it ships: CGO_ENABLED=0 -trimpath -ldflags='-s -w')")
 	flag.StringVar(&o.out, "out", "bench/RESULTS.md", "file to write the results to (relative to the module root; empty: none)")
 	flag.IntVar(&o.orphans, "orphans", 2000, "orphans to reap per round")
 	flag.BoolVar(&o.ref, "ref", true, "also measure mininit, a minimal Go init: the Go floor the targets are relative to")
-	flag.BoolVar(&o.entry, "entry", true, "also measure drainit linked the other way: with its own ELF entry point (startsig.EntryFlag) if the one measured is not, or without")
+	flag.BoolVar(&o.entry, "entry", true, "also measure drainit built the other way: with its own ELF entry point (package startsig/entry) if the one measured has none, or without (-tags noentrypoint)")
 	extra := flag.String("extra", "", "more inits to measure as reference points, NAME=PATH [ARG...],... (run as PATH ARG... -- APP; e.g. a drainit variant)")
 	only := flag.String("only", "", "run only these phases, comma-separated: startup, exec, signals, reap, control (for investigating; the table then has gaps)")
 	flag.Parse()

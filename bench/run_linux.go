@@ -23,7 +23,6 @@ import (
 	"github.com/drainit/drainit/integration/pod"
 	"github.com/drainit/drainit/integration/testenv"
 	"github.com/drainit/drainit/internal/proc"
-	"github.com/drainit/drainit/internal/startsig"
 )
 
 // initSpec is one init under test. An empty path is the bare case: the app alone as PID 1.
@@ -105,8 +104,7 @@ func run(o options) error {
 	drainitBin := o.drainit
 	if drainitBin == "" {
 		drainitBin = filepath.Join(tmp, "drainit")
-		// As it ships: with its own entry point (the Makefile's build target).
-		if err := goBuildFlags(root, drainitBin, "./cmd/drainit", "-s -w "+startsig.EntryFlag); err != nil {
+		if err := goBuild(root, drainitBin, "./cmd/drainit"); err != nil {
 			return err
 		}
 	} else if drainitBin, err = filepath.Abs(drainitBin); err != nil {
@@ -225,8 +223,8 @@ func moduleRoot() (string, error) {
 	return filepath.Dir(mod), nil
 }
 
-// otherEntry finds out whether the drainit measured was linked with its own ELF entry point
-// (startsig.EntryFlag; drainit says so in its debug log) and builds drainit the other way, as a
+// otherEntry finds out whether the drainit measured starts at its own ELF entry point (package
+// startsig/entry; drainit says so in its debug log) and builds drainit the other way, as a
 // reference column.
 func (b *bench) otherEntry(root, tmp, drainitBin string) error {
 	entry, err := hasEntryPoint(drainitBin)
@@ -234,14 +232,14 @@ func (b *bench) otherEntry(root, tmp, drainitBin string) error {
 		b.note(fmt.Sprintf("cannot tell how drainit was linked (%v); no entry-point variant.", err))
 		return nil
 	}
-	name, flags := "drainit -E", "-s -w "+startsig.EntryFlag
-	b.res.entry = "linked without its entry point; `drainit -E` below is linked with it (`" + startsig.EntryFlag + "`)"
+	name, tags := "drainit with entry point", ""
+	b.res.entry = "without its entry point; `drainit with entry point` below has it"
 	if entry {
-		name, flags = "drainit without -E", "-s -w"
-		b.res.entry = "linked with its entry point (`" + startsig.EntryFlag + "`); `drainit without -E` below is not"
+		name, tags = "drainit without entry point", "noentrypoint"
+		b.res.entry = "with its entry point; `drainit without entry point` below is built with `-tags noentrypoint`"
 	}
 	out := filepath.Join(tmp, "drainit-variant")
-	if err := goBuildFlags(root, out, "./cmd/drainit", flags); err != nil {
+	if err := goBuild(root, out, "./cmd/drainit", "-tags="+tags); err != nil {
 		return err
 	}
 	b.add(name, out, []string{"--"}, true, true)
@@ -268,12 +266,9 @@ func hasEntryPoint(drainitBin string) (bool, error) {
 	return false, errors.New(`no "entry_point" field in drainit's debug log`)
 }
 
-// goBuild builds a stripped static binary.
-func goBuild(root, out, pkg string) error { return goBuildFlags(root, out, pkg, "-s -w") }
-
-// goBuildFlags builds a static binary with these linker flags.
-func goBuildFlags(root, out, pkg, ldflags string) error {
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags="+ldflags, "-o", out, pkg)
+// goBuild builds a stripped static binary, with more flags for go build.
+func goBuild(root, out, pkg string, flags ...string) error {
+	cmd := exec.Command("go", append(append([]string{"build", "-trimpath", "-ldflags=-s -w", "-o", out}, flags...), pkg)...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if msg, err := cmd.CombinedOutput(); err != nil {

@@ -160,7 +160,8 @@ func TestIgnoredChildSignalStillReaped(t *testing.T) {
 	})
 }
 
-// Built without its entry point (a plain `go install`), drainit sees an inherited SIG_IGN only
+// Built without its entry point (-tags noentrypoint, as for an architecture it is not written
+// for: 386, loong64, mips…), drainit sees an inherited SIG_IGN only
 // where the Go runtime leaves one visible: HUP and INT, and TSTP, TTIN and TTOU. It keeps those;
 // PIPE, which the runtime hides, reaches the app at its default. Its debug log says which.
 func TestIgnoredSignalsWithoutEntryPoint(t *testing.T) {

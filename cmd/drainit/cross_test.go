@@ -96,9 +96,10 @@ func crossBuild(t *testing.T, goTool, goos, goarch string, wantCPU uint32, bin, 
 	}
 }
 
-// drainit builds, as `go install` builds it (no entry point), for every Linux architecture the
-// Go toolchain knows, including those the release does not ship: a signal constant that one of
-// them lacks (mips has no SIGSTKFLT) fails here.
+// drainit builds, as `go install` builds it (its entry point linked where it is written for), for
+// every Linux architecture the Go toolchain knows, including those the release does not ship: a
+// signal constant that one of them lacks (mips has no SIGSTKFLT) fails here, and so would an
+// entry point the linker refuses.
 func TestBuildsOnEveryLinuxArch(t *testing.T) {
 	testenv.SkipShort(t, "compiles drainit for every Linux GOARCH")
 	goTool, err := exec.LookPath("go")

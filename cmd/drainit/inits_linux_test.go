@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/drainit/drainit/integration/testenv"
-	"github.com/drainit/drainit/internal/startsig"
 )
 
 // maxOwnInitBytes is what a package of this module other than signals/early may allocate while
@@ -32,7 +31,7 @@ func TestStartPathInitsAreSmall(t *testing.T) {
 		t.Fatalf("the go command builds the binary under test: %v", err)
 	}
 	bin := filepath.Join(t.TempDir(), "drainit")
-	build := exec.Command(goTool, "build", "-trimpath", "-ldflags", "-s -w "+startsig.EntryFlag, "-o", bin, ".")
+	build := exec.Command(goTool, "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, ".")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

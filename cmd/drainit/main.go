@@ -15,6 +15,8 @@ import (
 	"github.com/drainit/drainit/signals/early"
 
 	"github.com/drainit/drainit/internal/startsig"
+	// Makes startsig's ELF entry point the binary's, however it is built: see the package.
+	_ "github.com/drainit/drainit/internal/startsig/entry"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".

@@ -186,17 +186,17 @@ func notifyEach(c chan<- os.Signal, sigs []os.Signal) {
 // is no warning (a script's background job has INT ignored, and TERM still triggers); all of them
 // ignored is, since then no signal starts the stop sequence.
 //
-// allSeen is false when drainit was linked without its entry point (startsig.EntryFlag): then
+// allSeen is false when drainit runs without its entry point (package startsig/entry: built with
+// -tags noentrypoint, or for an architecture it is not written for): then
 // an ignored TERM, QUIT, PIPE, USR1… went unseen and reaches the app at its default, the start's
 // mask is unknown, and a stop signal before the registration is lost (package startsig).
 func logIgnored(log zerolog.Logger, cfg *config.Config, ignored, lost []unix.Signal, allSeen bool) {
 	if allSeen {
 		log.Debug().Bool("entry_point", true).Msg("ignored signals read at drainit's entry point: every one it can keep is kept")
 	} else {
-		// Not silent: such a binary (go install, a plain go build) differs where no test of
-		// the user's would show it.
+		// Not silent: such a binary differs where no test of the user's would show it.
 		log.Warn().Bool("entry_point", false).
-			Msg("drainit was built without its entry point (-ldflags " + startsig.EntryFlag + "): a stop signal in its first milliseconds can be lost, " +
+			Msg("drainit runs without its entry point (built with -tags noentrypoint, or for an architecture it is not written for): a stop signal in its first milliseconds can be lost, " +
 				"and of the signals ignored or blocked when it started some reach the app at their default (docs/design.md)")
 	}
 	if len(lost) > 0 {

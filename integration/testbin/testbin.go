@@ -1,7 +1,6 @@
 // Package testbin builds the binaries the integration tests run — drainit, drainit-check beside
 // it (which `drainit check` runs) and the test app — once per test process, static
-// (CGO_ENABLED=0) and drainit with its entry point (startsig.EntryFlag) as they ship, into a
-// temporary directory.
+// (CGO_ENABLED=0) as they ship, into a temporary directory.
 package testbin
 
 import (
@@ -12,8 +11,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
-
-	"github.com/drainit/drainit/internal/startsig"
 )
 
 // Paths are the built binaries.
@@ -39,15 +36,13 @@ func Build() (Paths, error) {
 		}
 		paths = Paths{Drainit: filepath.Join(dir, "drainit"), DrainitCheck: filepath.Join(dir, "drainit-check"),
 			TestApp: filepath.Join(dir, "testapp")}
-		// drainit with its own entry point, as it ships (startsig.EntryFlag: without it drainit
-		// cannot see most inherited ignored signals); the test app as a plain Go program.
-		if err = goBuild(paths.Drainit, "./cmd/drainit", "-s -w "+startsig.EntryFlag); err != nil {
+		if err = goBuild(paths.Drainit, "./cmd/drainit"); err != nil {
 			return
 		}
-		if err = goBuild(paths.DrainitCheck, "./check/cmd/drainit-check", "-s -w"); err != nil {
+		if err = goBuild(paths.DrainitCheck, "./check/cmd/drainit-check"); err != nil {
 			return
 		}
-		err = goBuild(paths.TestApp, "./integration/testapp", "-s -w")
+		err = goBuild(paths.TestApp, "./integration/testapp")
 	})
 	return paths, err
 }
@@ -58,8 +53,8 @@ var (
 	plainErr  error
 )
 
-// DrainitWithoutEntry builds drainit as a plain `go build` or `go install` makes it, without
-// startsig.EntryFlag, next to Build's binaries (the first call; later calls return the same),
+// DrainitWithoutEntry builds drainit without its entry point (-tags noentrypoint, as for an
+// architecture it is not written for), next to Build's binaries (the first call; later calls return the same),
 // for the tests of what drainit does then. Build must have succeeded.
 func DrainitWithoutEntry() (string, error) {
 	plainOnce.Do(func() {
@@ -68,7 +63,7 @@ func DrainitWithoutEntry() (string, error) {
 			return
 		}
 		plain = filepath.Join(filepath.Dir(paths.Drainit), "drainit-without-entry")
-		plainErr = goBuild(plain, "./cmd/drainit", "-s -w")
+		plainErr = goBuild(plain, "./cmd/drainit", "-tags=noentrypoint")
 	})
 	return plain, plainErr
 }
@@ -95,9 +90,9 @@ func CopyInto(dir string) error {
 	return nil
 }
 
-// goBuild builds pkg (relative to the module's root) into out, static.
-func goBuild(out, pkg, ldflags string) error {
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags="+ldflags, "-o", out, pkg)
+// goBuild builds pkg (relative to the module's root) into out, static and stripped.
+func goBuild(out, pkg string, flags ...string) error {
+	cmd := exec.Command("go", append(append([]string{"build", "-trimpath", "-ldflags=-s -w", "-o", out}, flags...), pkg)...)
 	cmd.Dir = moduleRoot()
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {

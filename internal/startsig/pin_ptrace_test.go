@@ -27,7 +27,7 @@ import (
 // and nothing is pinned; the probe runs on.) A CPU past the 4096 of the mask pins nothing.
 func TestPinMaskForHighCPUs(t *testing.T) {
 	eachArch(t, func(t *testing.T, arch string, runner []string, probe string) {
-		build(t, arch, probe, EntryFlag)
+		build(t, arch, probe, true)
 		for _, cpu := range []uint32{9, 37, 70, 1000, 4095, 4096} {
 			mask, err := tracePin(append(runner, probe), cpu)
 			if errors.Is(err, unix.EPERM) {

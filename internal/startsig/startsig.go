@@ -10,23 +10,20 @@
 // tell an inherited SIG_IGN from a default disposition: os/signal's Ignored reports it for HUP
 // and INT only. So the package brings an ELF entry point of its own, in assembly for each Linux
 // architecture drainit ships for (amd64, arm64, arm, ppc64le, s390x, riscv64): it asks the
-// kernel for every signal's disposition (rt_sigaction without a new action) and then jumps to
-// the runtime's own entry point, leaving the stack, and with it argc, argv, the environment and
+// kernel for every signal's disposition (rt_sigaction without a new action) and then goes on as
+// the runtime's own entry point would, leaving the stack, and with it argc, argv, the environment and
 // the auxiliary vector, as the kernel made it.
 //
-// It runs only if the binary is linked with it as the entry point:
+// The assembly is in package entry, which a program imports to start there (cmd/drainit does):
+// entry/doc.go says how it takes the runtime's place with no linker flag, so that `go build`,
+// `go install …@latest` and the release start the same way. In a program that does not import
+// it, or built with -tags noentrypoint, nothing runs before the runtime, and Ignored says so.
 //
-//	go build -ldflags '-E github.com/drainit/drainit/internal/startsig.entry' ./cmd/drainit
-//
-// (EntryFlag). Without that flag (a plain `go install`) the code is linked but never runs, and
-// Ignored says so. With it, a build for another GOOS or GOARCH fails ("missing entry symbol"),
-// as does one of a program that does not import this package.
-//
-// What was checked, on Go 1.26: the linker keeps the entry symbol and what it jumps to (its
-// deadcode pass starts from the -E symbol), and readelf -h shows it as the entry address; a
-// PIE build works too on amd64 (the dynamic loader runs first, then this entry point). Under
-// qemu-user (how the tests run the other architectures) an ignored signal stays ignored for
-// the guest, but the real-time signals are renumbered: the guest's 38 is the host's 40.
+// What was checked, on Go 1.26: readelf -h shows the entry point's address as the binary's
+// entry on every architecture above, and a PIE build works too on amd64 (the dynamic loader
+// runs first, then this entry point). Under qemu-user (how the tests run the other
+// architectures) an ignored signal stays ignored for the guest, but the real-time signals are
+// renumbered: the guest's 38 is the host's 40.
 //
 // # The start on one CPU
 //
@@ -88,10 +85,6 @@ import (
 	"syscall"
 )
 
-// EntryFlag is the linker flag (for -ldflags) that makes this package's entry point the
-// program's.
-const EntryFlag = "-E=github.com/drainit/drainit/internal/startsig.entry"
-
 // sigaction has room for the kernel's struct sigaction on every architecture the entry point is
 // written for (32 bytes at most; 20 on arm); the handler comes first on all of them. It is
 // 32 bytes on all of them too, the stride the entry point steps by.
@@ -130,32 +123,6 @@ func Mask() (mask uint64, ok bool) {
 	return startMask, ran != 0
 }
 
-// The catch's data, which only the entry point's assembly uses (Go code reads armed and caught).
-var (
-	// catching[n] is 1 for each signal the entry point catches where it finds it at the
-	// default ("A stop signal before drainit can take it").
-	//lint:ignore U1000 the assembly uses it
-	catching = [65]uint8{1: 1, 2: 1, 3: 1, 15: 1}
-	// catchOrder is the order the entry point catches them in, first thing, TERM first (the
-	// stop signal of most runtimes), ending in 0.
-	//lint:ignore U1000 the assembly uses it
-	catchOrder = [5]uint8{15, 2, 3, 1}
-	// catchAct is catch's disposition, filled in by the entry point; query[n] is where catch
-	// asks the kernel for signal n's (one slot each: two signals may come at once).
-	//lint:ignore U1000 the assembly uses it
-	catchAct sigaction
-	//lint:ignore U1000 the assembly uses it
-	query [65]sigaction
-	// refusal[n] is what catch writes before it exits 128+n (for the signals the runtime dies
-	// by: a composite of constants, so it is in the binary's data before the runtime starts).
-	//lint:ignore U1000 the assembly uses it
-	refusal = [65]string{
-		1:  "drainit: SIGHUP came as drainit started, before it could handle it: exiting 129, the app not started\n",
-		2:  "drainit: SIGINT came as drainit started, before it could handle it: exiting 130, the app not started\n",
-		15: "drainit: SIGTERM came as drainit started, before it could handle it: exiting 143, the app not started\n",
-	}
-)
-
 var (
 	// armed is 1 until Caught; caught[n] is set by catch for a signal n it took.
 	armed  uint32
@@ -180,7 +147,8 @@ func Caught() []syscall.Signal {
 
 // Ignored returns the signals whose disposition was SIG_IGN when the process started, as a
 // mask with bit n-1 for signal n, and whether it knows: false when the entry point did not run
-// (the binary was linked without EntryFlag, or the architecture has none).
+// (the program does not import package entry, was built with -tags noentrypoint, or the
+// architecture has none).
 func Ignored() (mask uint64, ok bool) {
 	if ran == 0 {
 		return 0, false

@@ -34,12 +34,12 @@ var ignoredByShell = []syscall.Signal{syscall.SIGQUIT, syscall.SIGUSR1, syscall.
 
 // The entry point, on every architecture it is written for, sees the signals the process
 // started with ignored, and nothing else, and leaves the arguments and the environment where
-// the runtime finds them; without the linker flag it does not run, and says so. Each
+// the runtime finds them; built with -tags noentrypoint it does not run, and says so. Each
 // architecture but the machine's own runs under qemu-user (Debian's qemu-user-static): without
 // it that subtest skips, or fails under CI=true.
 func TestEntryPoint(t *testing.T) {
 	eachArch(t, func(t *testing.T, arch string, runner []string, probe string) {
-		build(t, arch, probe, EntryFlag)
+		build(t, arch, probe, true)
 		run := func(ignoring bool) string {
 			t.Helper()
 			script := `exec "$@"`
@@ -81,8 +81,8 @@ func TestEntryPoint(t *testing.T) {
 		}
 		check(fmt.Sprintf("started with %v ignored", ignoredByShell), true, true, base|mask)
 		check("started with nothing more ignored", false, true, base)
-		build(t, arch, probe, "")
-		check("linked without "+EntryFlag, true, false, 0)
+		build(t, arch, probe, false)
+		check("built with -tags noentrypoint", true, false, 0)
 	})
 }
 
@@ -121,10 +121,15 @@ func inherited(t *testing.T) uint64 {
 	return mask
 }
 
-// build builds the probe for arch into out, statically, with ldflags.
-func build(t *testing.T, arch, out, ldflags string) {
+// build builds the probe for arch into out, statically, as `go build` does (entry) or with
+// -tags noentrypoint.
+func build(t *testing.T, arch, out string, entry bool) {
 	t.Helper()
-	cmd := exec.Command("go", "build", "-ldflags="+ldflags, "-o", out, "./testdata/probe")
+	tags := ""
+	if !entry {
+		tags = "noentrypoint"
+	}
+	cmd := exec.Command("go", "build", "-tags="+tags, "-o", out, "./testdata/probe")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch, "GOARM=7")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build for %s: %v\n%s", arch, err, b)
@@ -133,7 +138,7 @@ func build(t *testing.T, arch, out, ldflags string) {
 
 // The entry point holds the start on one CPU, and Unpin gives every thread back the affinity
 // the process started with, on every architecture the entry point is written for, whatever
-// set it started with; without the linker flag nothing is pinned. Each architecture but the
+// set it started with; built with -tags noentrypoint nothing is pinned. Each architecture but the
 // machine's own runs under qemu-user, as in TestEntryPoint. (Only the CPUs of this machine are
 // run on; TestPinMaskForHighCPUs checks the mask for high ones.)
 func TestStartPinned(t *testing.T) {
@@ -149,7 +154,7 @@ func TestStartPinned(t *testing.T) {
 			t.Helper()
 			return runProbe(t, taskset, cpus, runner, probe)
 		}
-		build(t, arch, probe, EntryFlag)
+		build(t, arch, probe, true)
 		for _, set := range []string{given, last} {
 			numcpu, procs, start, unpin, after := run(set)
 			in := cpuList(t, start)
@@ -161,10 +166,10 @@ func TestStartPinned(t *testing.T) {
 				t.Errorf("started on CPUs %s: after Unpin (error %s) the threads are on CPUs %s, want all on %s", set, unpin, after, set)
 			}
 		}
-		build(t, arch, probe, "")
+		build(t, arch, probe, false)
 		if numcpu, _, start, unpin, after := run(given); numcpu != len(cpus) || start != given || unpin != "<nil>" || after != given {
-			t.Errorf("linked without %s, started on CPUs %s: the runtime counted %d CPUs, on CPUs %s, after Unpin (%s) %s; want %d, all on %s",
-				EntryFlag, given, numcpu, start, unpin, after, len(cpus), given)
+			t.Errorf("built with -tags noentrypoint, started on CPUs %s: the runtime counted %d CPUs, on CPUs %s, after Unpin (%s) %s; want %d, all on %s",
+				given, numcpu, start, unpin, after, len(cpus), given)
 		}
 	})
 }
@@ -209,7 +214,7 @@ func TestUnpinWithAnotherNamespacesProc(t *testing.T) {
 		t.Fatalf("unshare --pid --fork sh: %v, printed %q; want its PID 1 and /proc/self another", err, out)
 	}
 	probe := filepath.Join(t.TempDir(), "probe")
-	build(t, runtime.GOARCH, probe, EntryFlag)
+	build(t, runtime.GOARCH, probe, true)
 	_, _, start, unpin, after := runProbe(t, taskset, given, []string{unshare, "--pid", "--fork"}, probe)
 	if start == given || unpin != "<nil>" || after != given {
 		t.Errorf("started pinned to %s: after Unpin (error %s) the threads are on CPUs %s, want all on %s", start, unpin, after, given)
@@ -257,7 +262,7 @@ func cpuList(t *testing.T, s string) []int {
 // Each architecture but the machine's own runs under qemu-user, as in TestEntryPoint.
 func TestStopSignalAtStart(t *testing.T) {
 	eachArch(t, func(t *testing.T, arch string, runner []string, probe string) {
-		build(t, arch, probe, EntryFlag)
+		build(t, arch, probe, true)
 		start := func(mode string) (*exec.Cmd, *strings.Builder, *strings.Builder) {
 			t.Helper()
 			args := append(append([]string{}, runner...), probe)
@@ -332,7 +337,7 @@ func TestStopSignalAtStart(t *testing.T) {
 // The entry point reads the signal mask the process started with, TERM and HUP among it, which
 // the Go runtime unblocks before any Go code runs, on every architecture it is written for
 // (qemu-user keeps the mask for its guest, as it renumbers the real-time signals: the standard
-// ones only are compared). Without the linker flag Mask says it does not know.
+// ones only are compared). Built with -tags noentrypoint Mask says it does not know.
 func TestEntryPointMask(t *testing.T) {
 	blocked := []syscall.Signal{syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGTERM, syscall.SIGWINCH}
 	var want uint64
@@ -362,7 +367,7 @@ func TestEntryPointMask(t *testing.T) {
 			}
 			return strings.TrimSpace(string(out))
 		}
-		build(t, arch, probe, EntryFlag)
+		build(t, arch, probe, true)
 		var ran bool
 		var got uint64
 		if out := run(); func() bool { _, err := fmt.Sscanf(out, "ran=%t mask=%x", &ran, &got); return err != nil }() {
@@ -372,29 +377,9 @@ func TestEntryPointMask(t *testing.T) {
 		if !ran || got&std != want {
 			t.Errorf("started with %v blocked: ran=%t mask=%016x, want ran=true mask=%016x (signals 1-31)", blocked, ran, got&std, want)
 		}
-		build(t, arch, probe, "")
+		build(t, arch, probe, false)
 		if out := run(); out != "ran=false mask=0000000000000000" {
-			t.Errorf("linked without %s: the probe printed %q, want ran=false", EntryFlag, out)
+			t.Errorf("built with -tags noentrypoint: the probe printed %q, want ran=false", out)
 		}
 	})
-}
-
-// The entry point catches the signals of catchOrder first and skips those of catching in its
-// read of every other disposition: the two must name the same signals, or one would be read
-// after catch was put on it (and taken for inherited) or not be caught at all.
-func TestCatchTablesAgree(t *testing.T) {
-	var inOrder [65]uint8
-	for _, n := range catchOrder {
-		if n != 0 {
-			inOrder[n] = 1
-		}
-	}
-	if catchOrder[len(catchOrder)-1] != 0 || inOrder != catching {
-		t.Errorf("catchOrder %v (ending in 0) and catching %v name different signals", catchOrder, catching)
-	}
-	for n, s := range refusal {
-		if s != "" && catching[n] == 0 {
-			t.Errorf("a refusal for signal %d, which the entry point does not catch", n)
-		}
-	}
 }

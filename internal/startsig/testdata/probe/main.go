@@ -23,6 +23,7 @@ import (
 
 	"github.com/drainit/drainit/internal/proc"
 	"github.com/drainit/drainit/internal/startsig"
+	_ "github.com/drainit/drainit/internal/startsig/entry"
 )
 
 var term = os.Getenv("STARTSIG_TERM")

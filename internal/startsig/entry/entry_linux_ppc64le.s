@@ -1,11 +1,16 @@
-#include "textflag.h"
+//go:build !noentrypoint
 
-// The kernel starts the process here with R1 (SP) at argc; nothing may move it or touch the
-// stack, nor R13, which the runtime's entry reads as the TLS pointer. A dynamic loader (a PIE
-// build) passes argc, argv, envp and auxv in R3-R6, which the syscall takes: they are kept in
-// R17-R20 and put back. The syscall leaves R14-R31 alone
+#include "textflag.h"
+#include "startsig.h"
+
+// The runtime's entry (_rt0_ppc64le_linux, then its static _main<>, which sets the TLS pointer
+// and argc and argv) jumps here, to main, the symbol that on the other architectures it is
+// written for is only for external linking: here it is the first one this package can take
+// (doc.go). R1 (SP) is at argc; nothing may move it or touch the stack, nor R13, the TLS
+// pointer. R3-R6 hold argc, argv and what a dynamic loader passed (a PIE build), which the
+// syscall takes: they are kept in R17-R20 and put back. The syscall leaves R14-R31 alone
 // (R14-R16 and R21-R22 are free here).
-TEXT ·entry(SB),NOSPLIT|NOFRAME,$0
+TEXT main(SB),DUPOK|NOSPLIT|NOFRAME,$0
 	MOVD	R3, R17
 	MOVD	R4, R18
 	MOVD	R5, R19
@@ -14,11 +19,11 @@ TEXT ·entry(SB),NOSPLIT|NOFRAME,$0
 	// The mask the process started with.
 	MOVD	$0, R3			// SIG_BLOCK, with no set: the call only reads
 	MOVD	$0, R4
-	MOVD	$·startMask(SB), R5
+	MOVD	$startsig_startMask(SB), R5
 	MOVD	$8, R6
 	SYSCALL	$174			// SYS_rt_sigprocmask
 	MOVD	$1, R3
-	MOVW	R3, ·armed(SB)
+	MOVW	R3, startsig_armed(SB)
 	MOVD	$·catch(SB), R3
 	MOVD	R3, ·catchAct(SB)
 	// First the stop signals, in catchOrder: each one's disposition read into acts, and catch
@@ -28,7 +33,7 @@ first:
 	MOVBZ	(R16), R14
 	CMP	R14, $0
 	BEQ	rest
-	MOVD	$·acts(SB), R15
+	MOVD	$startsig_acts(SB), R15
 	SLD	$5, R14, R21
 	ADD	R21, R15, R15		// &acts[sig]
 	MOVD	R14, R3
@@ -49,7 +54,7 @@ kept:
 	BR	first
 rest:
 	MOVD	$1, R14			// signal number
-	MOVD	$·acts+32(SB), R15	// &acts[1]
+	MOVD	$startsig_acts+32(SB), R15	// &acts[1]
 loop:
 	MOVD	$·catching(SB), R3
 	ADD	R14, R3, R3
@@ -67,25 +72,25 @@ next:
 	CMP	R14, $65
 	BNE	loop
 	MOVD	$1, R3
-	MOVW	R3, ·ran(SB)
+	MOVW	R3, startsig_ran(SB)
 	// Hold the process on the CPU it runs on (startsig.go, "The start on one CPU"). A failed
 	// call sets CR0's summary overflow bit, and R3 to the (positive) errno.
 	MOVD	$0, R3			// pid 0: this thread
 	MOVD	$512, R4		// len(origMask)
-	MOVD	$·origMask(SB), R5
+	MOVD	$startsig_origMask(SB), R5
 	SYSCALL	$223			// SYS_sched_getaffinity
 	BVC	2(PC)
 	BR	done
 	CMP	R3, $0
 	BLE	done			// nothing written
-	MOVD	R3, ·origLen(SB)
-	MOVD	$·cpu(SB), R3
+	MOVD	R3, startsig_origLen(SB)
+	MOVD	$startsig_cpu(SB), R3
 	MOVD	$0, R4
 	MOVD	$0, R5
 	SYSCALL	$302			// SYS_getcpu
 	BVC	2(PC)
 	BR	done
-	MOVWZ	·cpu(SB), R14
+	MOVWZ	startsig_cpu(SB), R14
 	SRD	$12, R14, R15
 	CMP	R15, $0
 	BNE	done			// not in pinMask's 4096 bits
@@ -93,7 +98,7 @@ next:
 	SRD	$3, R14, R14		// the byte
 	MOVD	$1, R16
 	SLD	R15, R16, R16
-	MOVD	$·pinMask(SB), R21
+	MOVD	$startsig_pinMask(SB), R21
 	ADD	R14, R21, R22
 	MOVB	R16, 0(R22)
 	MOVD	$0, R3
@@ -103,20 +108,22 @@ next:
 	BVC	2(PC)
 	BR	done
 	MOVD	$1, R3
-	MOVW	R3, ·pinned(SB)
+	MOVW	R3, startsig_pinned(SB)
 done:
 	MOVD	R17, R3
 	MOVD	R18, R4
 	MOVD	R19, R5
 	MOVD	R20, R6
-	JMP	_rt0_ppc64le_linux(SB)
+	MOVD	$runtime·rt0_go(SB), R12
+	MOVD	R12, CTR
+	BR	(CTR)
 
 // catch(sig) is the handler of startsig.go's "A stop signal before drainit can take it", with
 // the C calling convention (R3: the signal), from the kernel or from the runtime's sigfwd. It
 // uses no stack, keeps what it needs across a syscall in R14-R16 (which Go code never expects
 // kept across a call) and leaves R1, R2, R13 and R30 (g) alone.
 TEXT ·catch(SB),NOSPLIT|NOFRAME,$0
-	MOVWZ	·armed(SB), R4
+	MOVWZ	startsig_armed(SB), R4
 	CMP	R4, $0
 	BEQ	back			// disarmed: the runtime's default follows
 	MOVD	R3, R14
@@ -133,7 +140,7 @@ TEXT ·catch(SB),NOSPLIT|NOFRAME,$0
 	MOVD	$·catch(SB), R5
 	CMP	R4, R5
 	BNE	refuse			// the runtime's handler is in place: it forwarded a signal it dies by
-	MOVD	$·caught(SB), R4
+	MOVD	$startsig_caught(SB), R4
 	ADD	R14, R4, R4
 	MOVD	$1, R5
 	MOVB	R5, (R4)

@@ -1,18 +1,21 @@
+//go:build !noentrypoint
+
 #include "textflag.h"
+#include "startsig.h"
 
 // The kernel starts the process here with SP at argc; nothing may move SP or touch the stack.
 // SYSCALL clobbers AX, CX and R11 only; the runtime's entry reads nothing but the stack
 // (BX, CX, DX, SI, DI, R10, R12 are free).
-TEXT ·entry(SB),NOSPLIT|NOFRAME,$0
+TEXT _rt0_amd64_linux(SB),DUPOK|NOSPLIT|NOFRAME,$0
 	// catch's disposition: x86-64 needs a restorer of its own (SA_RESTORER).
 	// The mask the process started with.
 	XORQ	DI, DI			// SIG_BLOCK, with no set: the call only reads
 	XORQ	SI, SI
-	LEAQ	·startMask(SB), DX
+	LEAQ	startsig_startMask(SB), DX
 	MOVQ	$8, R10
 	MOVQ	$14, AX			// SYS_rt_sigprocmask
 	SYSCALL
-	MOVL	$1, ·armed(SB)
+	MOVL	$1, startsig_armed(SB)
 	LEAQ	·catch(SB), AX
 	MOVQ	AX, ·catchAct(SB)
 	MOVQ	$0x04000000, ·catchAct+8(SB)
@@ -27,7 +30,7 @@ first:
 	JZ	rest
 	MOVQ	BX, R12
 	SHLQ	$5, R12
-	LEAQ	·acts(SB), AX
+	LEAQ	startsig_acts(SB), AX
 	ADDQ	AX, R12			// &acts[sig]
 	MOVQ	BX, DI
 	XORQ	SI, SI
@@ -48,7 +51,7 @@ kept:
 	JMP	first
 rest:
 	MOVQ	$1, BX			// signal number
-	LEAQ	·acts+32(SB), R12	// &acts[1]
+	LEAQ	startsig_acts+32(SB), R12	// &acts[1]
 loop:
 	LEAQ	·catching(SB), AX
 	MOVBLZX	(AX)(BX*1), AX
@@ -65,24 +68,24 @@ next:
 	INCQ	BX
 	CMPQ	BX, $65
 	JNE	loop
-	MOVL	$1, ·ran(SB)
+	MOVL	$1, startsig_ran(SB)
 	// Hold the process on the CPU it runs on (startsig.go, "The start on one CPU").
 	XORQ	DI, DI			// pid 0: this thread
 	MOVQ	$512, SI		// len(origMask)
-	LEAQ	·origMask(SB), DX
+	LEAQ	startsig_origMask(SB), DX
 	MOVQ	$204, AX		// SYS_sched_getaffinity
 	SYSCALL
 	CMPQ	AX, $0
 	JLE	done			// an error, or nothing written
-	MOVQ	AX, ·origLen(SB)
-	LEAQ	·cpu(SB), DI
+	MOVQ	AX, startsig_origLen(SB)
+	LEAQ	startsig_cpu(SB), DI
 	XORQ	SI, SI
 	XORQ	DX, DX
 	MOVQ	$309, AX		// SYS_getcpu
 	SYSCALL
 	CMPQ	AX, $0
 	JNE	done
-	MOVL	·cpu(SB), BX
+	MOVL	startsig_cpu(SB), BX
 	MOVL	BX, CX
 	SHRL	$12, CX
 	JNE	done			// not in pinMask's 4096 bits
@@ -91,7 +94,7 @@ next:
 	SHRL	$3, BX			// the byte
 	MOVL	$1, AX
 	SHLL	CX, AX
-	LEAQ	·pinMask(SB), DX
+	LEAQ	startsig_pinMask(SB), DX
 	MOVB	AL, (DX)(BX*1)
 	XORQ	DI, DI
 	MOVQ	$512, SI
@@ -99,15 +102,15 @@ next:
 	SYSCALL
 	CMPQ	AX, $0
 	JNE	done
-	MOVL	$1, ·pinned(SB)
+	MOVL	$1, startsig_pinned(SB)
 done:
-	JMP	_rt0_amd64_linux(SB)
+	JMP	_rt0_amd64(SB)
 
 // catch(sig) is the handler of startsig.go's "A stop signal before drainit can take it", with
 // the C calling convention (DI: the signal), from the kernel or from the runtime's sigfwd. It
 // uses no stack and only registers a C callee may clobber.
 TEXT ·catch(SB),NOSPLIT|NOFRAME,$0
-	MOVL	·armed(SB), AX
+	MOVL	startsig_armed(SB), AX
 	TESTL	AX, AX
 	JZ	back			// disarmed: the runtime's default follows
 	MOVQ	DI, R8
@@ -124,7 +127,7 @@ TEXT ·catch(SB),NOSPLIT|NOFRAME,$0
 	LEAQ	·catch(SB), AX
 	CMPQ	AX, (DX)
 	JNE	refuse			// the runtime's handler is in place: it forwarded a signal it dies by
-	LEAQ	·caught(SB), AX
+	LEAQ	startsig_caught(SB), AX
 	MOVB	$1, (AX)(R8*1)
 back:
 	RET

@@ -1,18 +1,21 @@
+//go:build !noentrypoint
+
 #include "textflag.h"
+#include "startsig.h"
 
 // The kernel starts the process here with R15 (SP) at argc; nothing may move it or touch the
 // stack. The syscall clobbers R2 only; the runtime's entry reads nothing but the stack.
-TEXT ·entry(SB),NOSPLIT|NOFRAME,$0
+TEXT _rt0_s390x_linux(SB),DUPOK|NOSPLIT|NOFRAME,$0
 	// catch's disposition (the kernel's vDSO trampoline returns from it: no SA_RESTORER).
 	// The mask the process started with.
 	MOVD	$0, R2			// SIG_BLOCK, with no set: the call only reads
 	MOVD	$0, R3
-	MOVD	$·startMask(SB), R4
+	MOVD	$startsig_startMask(SB), R4
 	MOVD	$8, R5
 	MOVW	$175, R1		// SYS_rt_sigprocmask
 	SYSCALL
 	MOVD	$1, R2
-	MOVW	R2, ·armed(SB)
+	MOVW	R2, startsig_armed(SB)
 	MOVD	$·catch(SB), R2
 	MOVD	R2, ·catchAct(SB)
 	// First the stop signals, in catchOrder: each one's disposition read into acts, and catch
@@ -22,7 +25,7 @@ first:
 	MOVBZ	(R10), R8
 	CMP	R8, $0
 	BEQ	rest
-	MOVD	$·acts(SB), R9
+	MOVD	$startsig_acts(SB), R9
 	SLD	$5, R8, R6
 	ADD	R6, R9			// &acts[sig]
 	MOVD	R8, R2
@@ -45,7 +48,7 @@ kept:
 	BR	first
 rest:
 	MOVD	$1, R8			// signal number
-	MOVD	$·acts+32(SB), R9	// &acts[1]
+	MOVD	$startsig_acts+32(SB), R9	// &acts[1]
 loop:
 	MOVD	$·catching(SB), R2
 	ADD	R8, R2
@@ -64,24 +67,24 @@ next:
 	CMP	R8, $65
 	BNE	loop
 	MOVD	$1, R2
-	MOVW	R2, ·ran(SB)
+	MOVW	R2, startsig_ran(SB)
 	// Hold the process on the CPU it runs on (startsig.go, "The start on one CPU").
 	MOVD	$0, R2			// pid 0: this thread
 	MOVD	$512, R3		// len(origMask)
-	MOVD	$·origMask(SB), R4
+	MOVD	$startsig_origMask(SB), R4
 	MOVW	$240, R1		// SYS_sched_getaffinity
 	SYSCALL
 	CMP	R2, $0
 	BLE	done			// an error, or nothing written
-	MOVD	R2, ·origLen(SB)
-	MOVD	$·cpu(SB), R2
+	MOVD	R2, startsig_origLen(SB)
+	MOVD	$startsig_cpu(SB), R2
 	MOVD	$0, R3
 	MOVD	$0, R4
 	MOVW	$311, R1		// SYS_getcpu
 	SYSCALL
 	CMP	R2, $0
 	BNE	done
-	MOVWZ	·cpu(SB), R8
+	MOVWZ	startsig_cpu(SB), R8
 	SRD	$12, R8, R9
 	CMP	R9, $0
 	BNE	done			// not in pinMask's 4096 bits
@@ -91,7 +94,7 @@ next:
 	XOR	$7, R8			// the byte: the mask is of 64-bit words, big-endian here
 	MOVD	$1, R5
 	SLD	R9, R5, R5
-	MOVD	$·pinMask(SB), R6
+	MOVD	$startsig_pinMask(SB), R6
 	ADD	R8, R6, R7
 	MOVB	R5, 0(R7)
 	MOVD	$0, R2
@@ -102,15 +105,17 @@ next:
 	CMP	R2, $0
 	BNE	done
 	MOVD	$1, R2
-	MOVW	R2, ·pinned(SB)
+	MOVW	R2, startsig_pinned(SB)
 done:
-	BR	_rt0_s390x_linux(SB)
+	MOVD	0(R15), R2		// argc
+	ADD	$8, R15, R3		// argv
+	BR	main(SB)
 
 // catch(sig) is the handler of startsig.go's "A stop signal before drainit can take it", with
 // the C calling convention (R2: the signal), from the kernel or from the runtime's sigfwd. It
 // uses no stack and leaves R13 (g), R14 (the return) and R15 alone.
 TEXT ·catch(SB),NOSPLIT|NOFRAME,$0
-	MOVWZ	·armed(SB), R3
+	MOVWZ	startsig_armed(SB), R3
 	CMP	R3, $0
 	BEQ	back			// disarmed: the runtime's default follows
 	MOVD	R2, R8
@@ -128,7 +133,7 @@ TEXT ·catch(SB),NOSPLIT|NOFRAME,$0
 	MOVD	$·catch(SB), R4
 	CMP	R3, R4
 	BNE	refuse			// the runtime's handler is in place: it forwarded a signal it dies by
-	MOVD	$·caught(SB), R3
+	MOVD	$startsig_caught(SB), R3
 	ADD	R8, R3
 	MOVD	$1, R4
 	MOVB	R4, (R3)

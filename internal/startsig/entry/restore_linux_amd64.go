@@ -1,4 +1,6 @@
-package startsig
+//go:build !noentrypoint
+
+package entry
 
 // restore is catch's way back to the kernel (entry_linux_amd64.s).
 //

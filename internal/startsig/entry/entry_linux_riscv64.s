@@ -1,18 +1,21 @@
+//go:build !noentrypoint
+
 #include "textflag.h"
+#include "startsig.h"
 
 // The kernel starts the process here with X2 (SP) at argc; nothing may move it or touch the
 // stack. ECALL clobbers A0 only; the runtime's entry reads nothing but the stack.
-TEXT ·entry(SB),NOSPLIT|NOFRAME,$0
+TEXT _rt0_riscv64_linux(SB),DUPOK|NOSPLIT|NOFRAME,$0
 	// catch's disposition (the kernel's vDSO trampoline returns from it).
 	// The mask the process started with.
 	MOV	ZERO, A0		// SIG_BLOCK, with no set: the call only reads
 	MOV	ZERO, A1
-	MOV	$·startMask(SB), A2
+	MOV	$startsig_startMask(SB), A2
 	MOV	$8, A3
 	MOV	$135, A7		// SYS_rt_sigprocmask
 	ECALL
 	MOV	$1, A0
-	MOVW	A0, ·armed(SB)
+	MOVW	A0, startsig_armed(SB)
 	MOV	$·catch(SB), A0
 	MOV	A0, ·catchAct(SB)
 	// First the stop signals, in catchOrder: each one's disposition read into acts, and catch
@@ -21,7 +24,7 @@ TEXT ·entry(SB),NOSPLIT|NOFRAME,$0
 first:
 	MOVBU	(X21), X18
 	BEQZ	X18, rest
-	MOV	$·acts(SB), X19
+	MOV	$startsig_acts(SB), X19
 	SLL	$5, X18, X22
 	ADD	X22, X19, X19		// &acts[sig]
 	MOV	X18, A0
@@ -43,7 +46,7 @@ kept:
 	JMP	first
 rest:
 	MOV	$1, X18			// signal number
-	MOV	$·acts+32(SB), X19	// &acts[1]
+	MOV	$startsig_acts+32(SB), X19	// &acts[1]
 	MOV	$65, X20
 loop:
 	MOV	$·catching(SB), A0
@@ -61,29 +64,29 @@ next:
 	ADD	$1, X18
 	BNE	X18, X20, loop
 	MOV	$1, A0
-	MOVW	A0, ·ran(SB)
+	MOVW	A0, startsig_ran(SB)
 	// Hold the process on the CPU it runs on (startsig.go, "The start on one CPU").
 	MOV	ZERO, A0		// pid 0: this thread
 	MOV	$512, A1		// len(origMask)
-	MOV	$·origMask(SB), A2
+	MOV	$startsig_origMask(SB), A2
 	MOV	$123, A7		// SYS_sched_getaffinity
 	ECALL
 	BLEZ	A0, done		// an error, or nothing written
-	MOV	A0, ·origLen(SB)
-	MOV	$·cpu(SB), A0
+	MOV	A0, startsig_origLen(SB)
+	MOV	$startsig_cpu(SB), A0
 	MOV	ZERO, A1
 	MOV	ZERO, A2
 	MOV	$168, A7		// SYS_getcpu
 	ECALL
 	BNEZ	A0, done
-	MOVWU	·cpu(SB), X21
+	MOVWU	startsig_cpu(SB), X21
 	SRL	$12, X21, X22
 	BNEZ	X22, done		// not in pinMask's 4096 bits
 	AND	$7, X21, X22		// the bit
 	SRL	$3, X21, X21		// the byte
 	MOV	$1, X23
 	SLL	X22, X23, X23
-	MOV	$·pinMask(SB), X22
+	MOV	$startsig_pinMask(SB), X22
 	ADD	X21, X22, X21
 	MOVB	X23, (X21)
 	MOV	ZERO, A0
@@ -93,15 +96,17 @@ next:
 	ECALL
 	BNEZ	A0, done
 	MOV	$1, A0
-	MOVW	A0, ·pinned(SB)
+	MOVW	A0, startsig_pinned(SB)
 done:
-	JMP	_rt0_riscv64_linux(SB)
+	MOV	0(X2), A0		// argc
+	ADD	$8, X2, A1		// argv
+	JMP	main(SB)
 
 // catch(sig) is the handler of startsig.go's "A stop signal before drainit can take it", with
 // the C calling convention (A0: the signal), from the kernel or from the runtime's sigfwd. It
 // uses no stack and only A0-A7 and T0-T2, which Go code never expects kept across a call.
 TEXT ·catch(SB),NOSPLIT|NOFRAME,$0
-	MOVWU	·armed(SB), T0
+	MOVWU	startsig_armed(SB), T0
 	BEQZ	T0, back		// disarmed: the runtime's default follows
 	MOV	A0, T0
 	MOV	$64, T1
@@ -117,7 +122,7 @@ TEXT ·catch(SB),NOSPLIT|NOFRAME,$0
 	MOV	(T1), T2
 	MOV	$·catch(SB), A1
 	BNE	T2, A1, refuse		// the runtime's handler is in place: it forwarded a signal it dies by
-	MOV	$·caught(SB), T1
+	MOV	$startsig_caught(SB), T1
 	ADD	T0, T1, T1
 	MOV	$1, T2
 	MOVB	T2, (T1)
