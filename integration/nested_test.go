@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/drainit/drainit/integration/testenv"
-	"github.com/drainit/drainit/internal/nesting"
+	"github.com/drainit/drainit/internal/proc"
 )
 
 // supervisorEnv is the variable a drainit sets for its app, naming itself (README, "drainit
@@ -108,7 +109,7 @@ func TestNestedStaleMarker(t *testing.T) {
 		{"not an ancestor", subreaper, marker(t, sibling.Process.Pid).String()},
 		// This process is drainit's ancestor, but its start time is not the variable's: a
 		// process that got the pid of a drainit long gone.
-		{"a reused pid", subreaper, nesting.Marker{PID: self.PID, PIDNS: self.PIDNS, Start: self.Start + 1}.String()},
+		{"a reused pid", subreaper, markerOf{self.pid, self.pidns, self.start + 1}.String()},
 		{"malformed", subreaper, "1"},
 	}
 	for _, c := range cases {
@@ -149,12 +150,32 @@ func TestSubcommandsUnderDrainit(t *testing.T) {
 	}
 }
 
-// marker is the variable's value naming pid, as drainit writes it.
-func marker(t *testing.T, pid int) nesting.Marker {
+// markerOf is the variable's value naming a process, as drainit writes it (README, "drainit under
+// drainit", docs/stop-sequence.md): its pid, the inode of its PID namespace and its start time
+// in clock ticks.
+type markerOf struct {
+	pid          int
+	pidns, start uint64
+}
+
+func (m markerOf) String() string {
+	return fmt.Sprintf("pid=%d pidns=%d start=%d", m.pid, m.pidns, m.start)
+}
+
+// marker is the marker naming pid, read from /proc.
+func marker(t *testing.T, pid int) markerOf {
 	t.Helper()
-	m, err := nesting.Self("/proc", pid)
+	ns, err := proc.PIDNamespaceInode("/proc", pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return m
+	line, err := proc.StatLine("/proc", pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start, err := proc.ParseStartTime(line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return markerOf{pid, ns, start}
 }

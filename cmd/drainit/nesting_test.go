@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/drainit/drainit/internal/config"
-	"github.com/drainit/drainit/internal/nesting"
 )
 
 // A drainit whose environment names a drainit above it (here: this test's parent, which runs
@@ -20,7 +19,7 @@ import (
 // cases (PID 1, a shell in between, a stale variable, podman) are in the integration tests.
 func TestNestedRefused(t *testing.T) {
 	defer signal.Reset()
-	parent, err := nesting.Self("/proc", os.Getppid())
+	parent, err := markerOf("/proc", os.Getppid())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +54,7 @@ func TestAppEnvironmentNamesDrainit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	self, err := nesting.Self("/proc", os.Getpid())
+	self, err := markerOf("/proc", os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,8 +23,6 @@ import (
 	"github.com/drainit/drainit/internal/cgroup"
 	"github.com/drainit/drainit/internal/config"
 	"github.com/drainit/drainit/internal/logline"
-	"github.com/drainit/drainit/internal/nesting"
-	"github.com/drainit/drainit/internal/spare"
 	"github.com/drainit/drainit/internal/startsig"
 	"github.com/drainit/drainit/signals"
 	"github.com/drainit/drainit/signals/early"
@@ -145,9 +143,9 @@ func runCmd(args []string, stdout io.Writer, stderr *os.File) int {
 // longer. bench/STARTUP.md has the measurements.
 const lateSignalsAfter = 100 * time.Millisecond
 
-// spareThreads is how many threads drainit has the Go runtime hold for it (package spare). On
+// spareThreads is how many threads drainit has the Go runtime hold for it (spare.go). On
 // its one P drainit has 7 threads once the app runs, 11-15 with these (10 runs). The abort they
-// guard against was measured with 10 in all (on two Ps, with 4 spares: package spare); on one P,
+// guard against was measured with 10 in all (on two Ps, with 4 spares: spare.go); on one P,
 // 4 made 9-11, and 9 once in CI.
 const spareThreads = 5
 
@@ -170,7 +168,7 @@ func reserveThreads(log zerolog.Logger, g cgroup.Group) {
 			Msg("the container's pids limit is all but reached: drainit takes no spare threads, and if the Go runtime wants one it cannot create, it aborts drainit (and the container with it)")
 		return
 	}
-	spare.Reserve(spareThreads)
+	startSpareThreads(spareThreads)
 }
 
 // notifyEach registers the signals one Notify call at a time, so that a signal that arrives
@@ -245,42 +243,6 @@ func signalNames(sigs []unix.Signal) []string {
 		names[i] = signals.Name(s)
 	}
 	return names
-}
-
-// outerDrainit is the pid of a drainit in run mode above this one, found from the marker it
-// set (package nesting), or 0 and why the marker names none (nil when there is no marker). A
-// drainit that is not nested reads nothing for it: the variable is absent.
-func outerDrainit(env map[string]string) (int, error) {
-	v, ok := env[config.SupervisorEnv]
-	if !ok {
-		return 0, nil
-	}
-	return nesting.Outer("/proc", v, os.Getpid())
-}
-
-// markEnvironment sets the marker naming this drainit (package nesting) in its environment,
-// which the app and the exec hooks inherit (both are started with os.Environ()), and returns
-// what puts the environment back, for a caller that outlives the run (the tests that run
-// runCmd in their own process). A marker inherited from above, stale since this drainit runs,
-// is replaced; when this drainit's own cannot be read (no /proc), it is removed, so that the
-// variable names the nearest drainit or none.
-func markEnvironment(log zerolog.Logger) (restore func()) {
-	prev, had := os.LookupEnv(config.SupervisorEnv)
-	restore = func() {
-		if had {
-			_ = os.Setenv(config.SupervisorEnv, prev)
-		} else {
-			_ = os.Unsetenv(config.SupervisorEnv)
-		}
-	}
-	m, err := nesting.Self("/proc", os.Getpid())
-	if err != nil {
-		log.Debug().Err(err).Msg("cannot name this drainit in the app's environment: a drainit started below it will not know it is nested")
-		_ = os.Unsetenv(config.SupervisorEnv)
-		return restore
-	}
-	_ = os.Setenv(config.SupervisorEnv, m.String())
-	return restore
 }
 
 // environ returns drainit's own variables (DRAINIT_…) of the environment as a map, for

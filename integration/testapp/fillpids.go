@@ -5,11 +5,11 @@ import (
 	"flag"
 	"os"
 	"os/signal"
+	"runtime"
+	"sync"
 	"syscall"
 	"time"
 	"unsafe"
-
-	"github.com/drainit/drainit/internal/spare"
 )
 
 // fillPids fills the container's pids limit after a while, as an app that leaks processes until
@@ -28,8 +28,21 @@ func fillPids(args []string) error {
 	signal.Ignore(syscall.SIGUSR1)
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)
-	// The Go runtime of this app too aborts when it wants a thread at the limit.
-	spare.Reserve(4)
+	// The Go runtime of this app too aborts when it wants a thread at the limit: four threads
+	// locked at once, then let go, stay for it (drainit does the same, cmd/drainit/spare.go).
+	var locked sync.WaitGroup
+	release := make(chan struct{})
+	locked.Add(4)
+	for range 4 {
+		go func() {
+			runtime.LockOSThread()
+			locked.Done()
+			<-release
+			runtime.UnlockOSThread()
+		}()
+	}
+	locked.Wait()
+	close(release)
 	say("ready app %d", os.Getpid())
 	select {
 	case <-time.After(*after):

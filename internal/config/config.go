@@ -50,7 +50,7 @@ import (
 const EnvPrefix = "DRAINIT_"
 
 // SupervisorEnv is the variable drainit sets, running an app, in the environment the app and
-// the exec hooks inherit: the marker of package nesting, by which a drainit started below it in
+// the exec hooks inherit: the marker of cmd/drainit/nesting.go, by which a drainit started below it in
 // run mode knows there is one above and refuses to start. It is drainit's own, not an option:
 // Strays does not warn about it.
 const SupervisorEnv = EnvPrefix + "SUPERVISOR"

@@ -1,11 +1,28 @@
-// Package nesting tells a drainit about to run an app whether another drainit, also running an
-// app, is already above it: the runtime's init (`podman run --init --init-path drainit`,
+//go:build linux
+
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/rs/zerolog"
+
+	"github.com/drainit/drainit/internal/config"
+	"github.com/drainit/drainit/internal/proc"
+)
+
+// A drainit under a drainit: a drainit about to run an app finds out whether another drainit,
+// also running an app, is already above it: the runtime's init (`podman run --init --init-path drainit`,
 // dockerd's init-path) in front of an image whose ENTRYPOINT is drainit, an entrypoint script
 // that runs drainit under a drainit, or `drainit -- drainit -- app`. Two stop sequences then run
 // one after the other: the outer drains, then signals the inner, which drains again from its
 // own start, so that its deadline falls after the runtime's SIGKILL.
 //
-// The outer marks its environment, which the app and the exec hooks inherit, with a Marker that
+// The outer marks its environment, which the app and the exec hooks inherit, with a marker that
 // names it: its pid, its PID namespace and its start time. A pid alone means nothing in another
 // PID namespace (a nested container, `unshare --pid`), and once its process is gone it can be
 // given to another; and the variable can be copied anywhere (a manifest written from `env`'s
@@ -20,39 +37,29 @@
 // read of one small file, plain syscalls (proc.StatLine), done while the early signals' registration
 // runs (cmd/drainit); start-up overhead p50 +0.02–0.07 ms in `go run ./bench -only
 // startup,exec` beside the build before, within the runs' own spread of about 0.1 ms.
-package nesting
 
-import (
-	"fmt"
-	"path/filepath"
-	"strconv"
-	"strings"
-
-	"github.com/drainit/drainit/internal/proc"
-)
-
-// Marker names the drainit that runs an app, in the variable it sets for the app (String's
+// marker names the drainit that runs an app, in the variable it sets for the app (String's
 // form).
-type Marker struct {
+type marker struct {
 	PID   int    // as its own PID namespace numbers it
 	PIDNS uint64 // the inode of its PID namespace (/proc/PID/ns/pid is "pid:[INODE]")
 	Start uint64 // its start time, in clock ticks after boot (/proc/PID/stat's field 22)
 }
 
 // String is the variable's value: "pid=1 pidns=4026532871 start=1753715".
-func (m Marker) String() string {
+func (m marker) String() string {
 	return fmt.Sprintf("pid=%d pidns=%d start=%d", m.PID, m.PIDNS, m.Start)
 }
 
-// Parse reads a marker written by String. Keys it does not know are skipped, so that a later
+// parseMarker reads a marker written by String. Keys it does not know are skipped, so that a later
 // drainit may add some; each of the three must be there once, as a number, and the pid above 0.
-func Parse(s string) (Marker, error) {
-	var m Marker
+func parseMarker(s string) (marker, error) {
+	var m marker
 	seen := map[string]bool{}
 	for _, f := range strings.Fields(s) {
 		k, v, ok := strings.Cut(f, "=")
 		if !ok {
-			return Marker{}, fmt.Errorf("%q is not KEY=VALUE", clip(f))
+			return marker{}, fmt.Errorf("%q is not KEY=VALUE", clipMarker(f))
 		}
 		var to *uint64
 		var pid uint64
@@ -67,33 +74,33 @@ func Parse(s string) (Marker, error) {
 			continue
 		}
 		if seen[k] {
-			return Marker{}, fmt.Errorf("%s given twice", k)
+			return marker{}, fmt.Errorf("%s given twice", k)
 		}
 		seen[k] = true
-		n, err := parseUint(v)
+		n, err := parseMarkerUint(v)
 		if err != nil {
-			return Marker{}, fmt.Errorf("%s: %w", k, err)
+			return marker{}, fmt.Errorf("%s: %w", k, err)
 		}
 		*to = n
 		if k == "pid" {
 			// A pid fits in 22 bits (PID_MAX_LIMIT); 0 is no process's.
 			if n == 0 || n > 1<<22 {
-				return Marker{}, fmt.Errorf("pid %d is no process's", n)
+				return marker{}, fmt.Errorf("pid %d is no process's", n)
 			}
 			m.PID = int(n)
 		}
 	}
 	for _, k := range []string{"pid", "pidns", "start"} {
 		if !seen[k] {
-			return Marker{}, fmt.Errorf("no %s", k)
+			return marker{}, fmt.Errorf("no %s", k)
 		}
 	}
 	return m, nil
 }
 
-// clip shortens a piece of the variable for an error: the variable can be anything, of any
+// clipMarker shortens a piece of the variable for an error: the variable can be anything, of any
 // length (a copy of something else), and the error goes to the log.
-func clip(s string) string {
+func clipMarker(s string) string {
 	const most = 40
 	if len(s) <= most {
 		return s
@@ -101,46 +108,46 @@ func clip(s string) string {
 	return strings.ToValidUTF8(s[:most], "") + "…"
 }
 
-// parseUint reads a decimal number: digits only, no sign.
-func parseUint(s string) (uint64, error) {
+// parseMarkerUint reads a decimal number: digits only, no sign.
+func parseMarkerUint(s string) (uint64, error) {
 	if s == "" || strings.Trim(s, "0123456789") != "" {
-		return 0, fmt.Errorf("%q is not a number", clip(s))
+		return 0, fmt.Errorf("%q is not a number", clipMarker(s))
 	}
 	n, err := strconv.ParseUint(s, 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("%q is too large", clip(s)) // strconv's error would quote it whole
+		return 0, fmt.Errorf("%q is too large", clipMarker(s)) // strconv's error would quote it whole
 	}
 	return n, nil
 }
 
-// Self is the marker of process pid, read from ROOT/PID (root is "/proc" but for tests): what a
+// markerOf is the marker of process pid, read from ROOT/PID (root is "/proc" but for tests): what a
 // drainit sets for its app.
-func Self(root string, pid int) (Marker, error) {
+func markerOf(root string, pid int) (marker, error) {
 	ns, err := proc.PIDNamespaceInode(root, pid)
 	if err != nil {
-		return Marker{}, err
+		return marker{}, err
 	}
 	b, err := proc.StatLine(root, pid)
 	if err != nil {
-		return Marker{}, err
+		return marker{}, err
 	}
 	start, err := proc.ParseStartTime(b)
 	if err != nil {
-		return Marker{}, fmt.Errorf("%s: %w", filepath.Join(root, strconv.Itoa(pid), "stat"), err)
+		return marker{}, fmt.Errorf("%s: %w", filepath.Join(root, strconv.Itoa(pid), "stat"), err)
 	}
-	return Marker{PID: pid, PIDNS: ns, Start: start}, nil
+	return marker{PID: pid, PIDNS: ns, Start: start}, nil
 }
 
-// MaxDepth bounds the walk up the process tree: a marker whose drainit is not among the first
-// MaxDepth ancestors is stale. A container's tree is a few levels deep (drainit, a shell, the
+// maxNestingDepth bounds the walk up the process tree: a marker whose drainit is not among the first
+// maxNestingDepth ancestors is stale. A container's tree is a few levels deep (drainit, a shell, the
 // app); a host's, a dozen.
-const MaxDepth = 64
+const maxNestingDepth = 64
 
-// Outer returns the pid of the drainit that the marker value names when it is an ancestor of
+// outerMarker returns the pid of the drainit that the marker value names when it is an ancestor of
 // process self in self's PID namespace, as ROOT shows it. Otherwise it returns 0 and why the
 // marker is stale, for a debug line: such a marker refuses nothing.
-func Outer(root, value string, self int) (int, error) {
-	m, err := Parse(value)
+func outerMarker(root, value string, self int) (int, error) {
+	m, err := parseMarker(value)
 	if err != nil {
 		return 0, fmt.Errorf("malformed: %w", err)
 	}
@@ -152,7 +159,7 @@ func Outer(root, value string, self int) (int, error) {
 		return 0, fmt.Errorf("pid %d of another PID namespace (pid:[%d]; this one is pid:[%d])", m.PID, m.PIDNS, ns)
 	}
 	pid := self
-	for range MaxDepth {
+	for range maxNestingDepth {
 		b, err := proc.StatLine(root, pid)
 		if err != nil {
 			return 0, fmt.Errorf("walking up from pid %d: %w", self, err)
@@ -177,5 +184,41 @@ func Outer(root, value string, self int) (int, error) {
 		}
 		pid = st.PPID
 	}
-	return 0, fmt.Errorf("pid %d is not among the first %d ancestors", m.PID, MaxDepth)
+	return 0, fmt.Errorf("pid %d is not among the first %d ancestors", m.PID, maxNestingDepth)
+}
+
+// outerDrainit is the pid of a drainit in run mode above this one, found from the marker it
+// set (above), or 0 and why the marker names none (nil when there is no marker). A
+// drainit that is not nested reads nothing for it: the variable is absent.
+func outerDrainit(env map[string]string) (int, error) {
+	v, ok := env[config.SupervisorEnv]
+	if !ok {
+		return 0, nil
+	}
+	return outerMarker("/proc", v, os.Getpid())
+}
+
+// markEnvironment sets the marker naming this drainit (above) in its environment,
+// which the app and the exec hooks inherit (both are started with os.Environ()), and returns
+// what puts the environment back, for a caller that outlives the run (the tests that run
+// runCmd in their own process). A marker inherited from above, stale since this drainit runs,
+// is replaced; when this drainit's own cannot be read (no /proc), it is removed, so that the
+// variable names the nearest drainit or none.
+func markEnvironment(log zerolog.Logger) (restore func()) {
+	prev, had := os.LookupEnv(config.SupervisorEnv)
+	restore = func() {
+		if had {
+			_ = os.Setenv(config.SupervisorEnv, prev)
+		} else {
+			_ = os.Unsetenv(config.SupervisorEnv)
+		}
+	}
+	m, err := markerOf("/proc", os.Getpid())
+	if err != nil {
+		log.Debug().Err(err).Msg("cannot name this drainit in the app's environment: a drainit started below it will not know it is nested")
+		_ = os.Unsetenv(config.SupervisorEnv)
+		return restore
+	}
+	_ = os.Setenv(config.SupervisorEnv, m.String())
+	return restore
 }

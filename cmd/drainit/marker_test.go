@@ -1,4 +1,6 @@
-package nesting
+//go:build linux
+
+package main
 
 import (
 	"fmt"
@@ -10,13 +12,13 @@ import (
 	"testing"
 )
 
-func TestParse(t *testing.T) {
-	m := Marker{PID: 1, PIDNS: 4026532871, Start: 1753715}
-	if got, err := Parse(m.String()); err != nil || got != m {
-		t.Errorf("Parse(%q) = %+v, %v; want %+v", m.String(), got, err, m)
+func TestParseMarker(t *testing.T) {
+	m := marker{PID: 1, PIDNS: 4026532871, Start: 1753715}
+	if got, err := parseMarker(m.String()); err != nil || got != m {
+		t.Errorf("parseMarker(%q) = %+v, %v; want %+v", m.String(), got, err, m)
 	}
 	// Keys a later drainit may add are skipped, wherever they are.
-	if got, err := Parse("  v=2 start=1753715 pidns=4026532871\tpid=1 host=web-1 "); err != nil || got != m {
+	if got, err := parseMarker("  v=2 start=1753715 pidns=4026532871\tpid=1 host=web-1 "); err != nil || got != m {
 		t.Errorf("with other keys: %+v, %v; want %+v", got, err, m)
 	}
 	for _, bad := range []string{
@@ -30,34 +32,34 @@ func TestParse(t *testing.T) {
 		"pid=1 pidns=4026532871 start=1753715 junk",  // not KEY=VALUE
 		"pid=1,pidns=4026532871,start=1753715",
 	} {
-		if got, err := Parse(bad); err == nil {
-			t.Errorf("Parse(%q) = %+v, want an error", bad, got)
+		if got, err := parseMarker(bad); err == nil {
+			t.Errorf("parseMarker(%q) = %+v, want an error", bad, got)
 		}
 	}
 	// The error goes to the log: a long value (a copy of something else) is not quoted whole.
 	for _, long := range []string{strings.Repeat("a", 100000), "pid=" + strings.Repeat("9", 100000) + " pidns=1 start=1"} {
-		if _, err := Parse(long); err == nil || len(err.Error()) > 200 {
-			t.Errorf("Parse of %d bytes: error of %d bytes, want one of at most 200", len(long), len(err.Error()))
+		if _, err := parseMarker(long); err == nil || len(err.Error()) > 200 {
+			t.Errorf("parseMarker of %d bytes: error of %d bytes, want one of at most 200", len(long), len(err.Error()))
 		}
 	}
 }
 
-// FuzzParse: whatever the variable holds (it can be set by hand, or copied), Parse does not
+// FuzzParseMarker: whatever the variable holds (it can be set by hand, or copied), parseMarker does not
 // panic, and a marker it accepts is written back as one that parses to the same.
-func FuzzParse(f *testing.F) {
+func FuzzParseMarker(f *testing.F) {
 	f.Add("pid=1 pidns=4026532871 start=1753715")
 	f.Add("pid=1 pidns=4026532871 start=1753715 v=2")
 	f.Add("pid=4194304 pidns=18446744073709551615 start=0")
 	f.Fuzz(func(t *testing.T, s string) {
-		m, err := Parse(s)
+		m, err := parseMarker(s)
 		if err != nil {
 			return
 		}
 		if m.PID <= 0 {
-			t.Fatalf("Parse(%q) = %+v: no process's pid", s, m)
+			t.Fatalf("parseMarker(%q) = %+v: no process's pid", s, m)
 		}
-		if again, err := Parse(m.String()); err != nil || again != m {
-			t.Fatalf("Parse(%q) = %+v, written back %q, read again %+v, %v", s, m, m.String(), again, err)
+		if again, err := parseMarker(m.String()); err != nil || again != m {
+			t.Fatalf("parseMarker(%q) = %+v, written back %q, read again %+v, %v", s, m, m.String(), again, err)
 		}
 	})
 }
@@ -88,7 +90,7 @@ func (p fakeProc) add(pid, ppid int, start, ns uint64) {
 	}
 }
 
-func TestOuter(t *testing.T) {
+func TestOuterMarker(t *testing.T) {
 	const ns, otherNS = 4026532871, 4026531836
 	p := newFakeProc(t)
 	// A container: drainit is PID 1 and runs sh, which runs drainit (9), not with exec; 8 is
@@ -98,15 +100,15 @@ func TestOuter(t *testing.T) {
 	p.add(9, 7, 520, ns)
 	p.add(8, 1, 512, ns)
 	p.add(20, 1, 530, ns)
-	outer := Marker{PID: 1, PIDNS: ns, Start: 500}
+	outer := marker{PID: 1, PIDNS: ns, Start: 500}
 	for _, self := range []int{8, 9} {
-		if got, err := Outer(p.root, outer.String(), self); got != 1 || err != nil {
-			t.Errorf("pid %d below drainit: Outer = %d, %v; want 1", self, got, err)
+		if got, err := outerMarker(p.root, outer.String(), self); got != 1 || err != nil {
+			t.Errorf("pid %d below drainit: outerMarker = %d, %v; want 1", self, got, err)
 		}
 	}
 	// A drainit one level down that is gone and whose pid went to sh: sh started later.
-	if got, err := Outer(p.root, Marker{PID: 7, PIDNS: ns, Start: 505}.String(), 9); got != 0 || !strings.Contains(fmt.Sprint(err), "started at tick 510, not 505") {
-		t.Errorf("a reused pid: Outer = %d, %v; want 0 and the start times", got, err)
+	if got, err := outerMarker(p.root, marker{PID: 7, PIDNS: ns, Start: 505}.String(), 9); got != 0 || !strings.Contains(fmt.Sprint(err), "started at tick 510, not 505") {
+		t.Errorf("a reused pid: outerMarker = %d, %v; want 0 and the start times", got, err)
 	}
 
 	stale := map[string]struct {
@@ -114,43 +116,43 @@ func TestOuter(t *testing.T) {
 		self  int
 		why   string // in the error
 	}{
-		"another namespace": {Marker{PID: 1, PIDNS: otherNS, Start: 500}.String(), 9, "another PID namespace"},
-		"not an ancestor":   {Marker{PID: 20, PIDNS: ns, Start: 530}.String(), 9, "pid 20 is not an ancestor"},
-		"no such process":   {Marker{PID: 55, PIDNS: ns, Start: 500}.String(), 9, "pid 55 is not an ancestor"},
-		"itself":            {Marker{PID: 9, PIDNS: ns, Start: 520}.String(), 9, "pid 9 is not an ancestor"},
+		"another namespace": {marker{PID: 1, PIDNS: otherNS, Start: 500}.String(), 9, "another PID namespace"},
+		"not an ancestor":   {marker{PID: 20, PIDNS: ns, Start: 530}.String(), 9, "pid 20 is not an ancestor"},
+		"no such process":   {marker{PID: 55, PIDNS: ns, Start: 500}.String(), 9, "pid 55 is not an ancestor"},
+		"itself":            {marker{PID: 9, PIDNS: ns, Start: 520}.String(), 9, "pid 9 is not an ancestor"},
 		"malformed":         {"pid=1", 9, "malformed"},
 		"self unreadable":   {outer.String(), 99, "no such file"},
 	}
 	for name, c := range stale {
-		if got, err := Outer(p.root, c.value, c.self); got != 0 || err == nil || !strings.Contains(err.Error(), c.why) {
-			t.Errorf("%s: Outer = %d, %v; want 0 and an error saying %q", name, got, err, c.why)
+		if got, err := outerMarker(p.root, c.value, c.self); got != 0 || err == nil || !strings.Contains(err.Error(), c.why) {
+			t.Errorf("%s: outerMarker = %d, %v; want 0 and an error saying %q", name, got, err, c.why)
 		}
 	}
 }
 
 // A tree /proc cannot show whole, or that changes under the walk: the walk ends, refusing
 // nothing.
-func TestOuterBrokenTrees(t *testing.T) {
+func TestOuterMarkerBrokenTrees(t *testing.T) {
 	const ns = 4026532871
 	p := newFakeProc(t)
 	// 40 and 41 are each other's parent (a pid reused while the parents are read one by one).
 	p.add(40, 41, 600, ns)
 	p.add(41, 40, 601, ns)
-	if got, err := Outer(p.root, Marker{PID: 1, PIDNS: ns, Start: 500}.String(), 40); got != 0 || !strings.Contains(fmt.Sprint(err), "first 64 ancestors") {
-		t.Errorf("a cycle: Outer = %d, %v; want 0 after MaxDepth", got, err)
+	if got, err := outerMarker(p.root, marker{PID: 1, PIDNS: ns, Start: 500}.String(), 40); got != 0 || !strings.Contains(fmt.Sprint(err), "first 64 ancestors") {
+		t.Errorf("a cycle: outerMarker = %d, %v; want 0 after maxNestingDepth", got, err)
 	}
 	// A parent whose stat has gone (exited meanwhile, or hidden by hidepid).
 	p.add(50, 51, 600, ns)
-	if got, err := Outer(p.root, Marker{PID: 1, PIDNS: ns, Start: 500}.String(), 50); got != 0 || err == nil {
-		t.Errorf("a parent gone: Outer = %d, %v; want 0 and an error", got, err)
+	if got, err := outerMarker(p.root, marker{PID: 1, PIDNS: ns, Start: 500}.String(), 50); got != 0 || err == nil {
+		t.Errorf("a parent gone: outerMarker = %d, %v; want 0 and an error", got, err)
 	}
 	// A stat line that is not one, and a namespace link of another shape.
 	p.add(60, 1, 600, ns)
 	if err := os.WriteFile(filepath.Join(p.root, "60", "stat"), []byte("60 (x) S 1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := Outer(p.root, Marker{PID: 1, PIDNS: ns, Start: 500}.String(), 60); got != 0 || err == nil {
-		t.Errorf("a cut stat line: Outer = %d, %v; want 0 and an error", got, err)
+	if got, err := outerMarker(p.root, marker{PID: 1, PIDNS: ns, Start: 500}.String(), 60); got != 0 || err == nil {
+		t.Errorf("a cut stat line: outerMarker = %d, %v; want 0 and an error", got, err)
 	}
 	dir := filepath.Join(p.root, "70", "ns")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -159,37 +161,37 @@ func TestOuterBrokenTrees(t *testing.T) {
 	if err := os.Symlink("net:[4026531840]", filepath.Join(dir, "pid")); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := Outer(p.root, Marker{PID: 1, PIDNS: ns, Start: 500}.String(), 70); got != 0 || !strings.Contains(fmt.Sprint(err), "is not pid:[INODE]") {
-		t.Errorf("a namespace link of another shape: Outer = %d, %v; want 0 and an error", got, err)
+	if got, err := outerMarker(p.root, marker{PID: 1, PIDNS: ns, Start: 500}.String(), 70); got != 0 || !strings.Contains(fmt.Sprint(err), "is not pid:[INODE]") {
+		t.Errorf("a namespace link of another shape: outerMarker = %d, %v; want 0 and an error", got, err)
 	}
 }
 
 // On the real /proc: the marker of this process names it to a child it starts, not to itself
 // nor, once copied, to a process of another PID namespace (checked in the integration tests,
 // which can make one).
-func TestLive(t *testing.T) {
+func TestMarkerLive(t *testing.T) {
 	self := os.Getpid()
-	m, err := Self("/proc", self)
+	m, err := markerOf("/proc", self)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if m.PID != self || m.PIDNS == 0 || m.Start == 0 {
-		t.Fatalf("Self = %+v", m)
+		t.Fatalf("markerOf = %+v", m)
 	}
 	cmd := exec.Command("sh", "-c", "sleep 30")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	if got, err := Outer("/proc", m.String(), cmd.Process.Pid); got != self || err != nil {
-		t.Errorf("a child: Outer = %d, %v; want this process, %d", got, err, self)
+	if got, err := outerMarker("/proc", m.String(), cmd.Process.Pid); got != self || err != nil {
+		t.Errorf("a child: outerMarker = %d, %v; want this process, %d", got, err, self)
 	}
-	if got, err := Outer("/proc", m.String(), self); got != 0 || err == nil {
-		t.Errorf("itself: Outer = %d, %v; want 0", got, err)
+	if got, err := outerMarker("/proc", m.String(), self); got != 0 || err == nil {
+		t.Errorf("itself: outerMarker = %d, %v; want 0", got, err)
 	}
 	later := m
 	later.Start++
-	if got, err := Outer("/proc", later.String(), cmd.Process.Pid); got != 0 || err == nil {
-		t.Errorf("another start time: Outer = %d, %v; want 0", got, err)
+	if got, err := outerMarker("/proc", later.String(), cmd.Process.Pid); got != 0 || err == nil {
+		t.Errorf("another start time: outerMarker = %d, %v; want 0", got, err)
 	}
 }

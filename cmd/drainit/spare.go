@@ -1,4 +1,13 @@
-// Package spare has the Go runtime start threads while it still can.
+//go:build linux
+
+package main
+
+import (
+	"runtime"
+	"sync"
+)
+
+// Spare threads: drainit has the Go runtime start threads while it still can.
 //
 // The Go runtime starts an OS thread whenever it wants one and has none idle (a goroutine blocked
 // in a system call, a hand-off between threads), and a thread is a task: it counts against a
@@ -9,25 +18,19 @@
 // leaves no task for that thread, and a stop sequence's bursts of work (a signal flood, hooks'
 // output) made the runtime want one: as PID 1 in a PID namespace at a pids limit of 40, with an
 // app filling it 0.5 s after its start and a stop under a flood of signals, 2 runs in 25
-// aborted so; with the threads Reserve(4) adds (10 in all, 7-9 before), none of 25 did. (That
-// was with two Ps; drainit now runs on one, with 7 threads: Reserve(5) keeps it at 11-15.)
+// aborted so; with the threads startSpareThreads(4) adds (10 in all, 7-9 before), none of 25 did. (That
+// was with two Ps; drainit now runs on one, with 7 threads: startSpareThreads(5) keeps it at 11-15.)
 //
 // Threads the runtime has started and that become idle stay: it never ends them (only a thread
 // whose locked goroutine exits ends).
-package spare
 
-import (
-	"runtime"
-	"sync"
-)
-
-// Reserve has the runtime start threads until n goroutines are locked to n threads at once,
-// then lets them go: every thread the runtime has then stays for the scheduler, idle until it
+// startSpareThreads has the runtime start threads until n goroutines are locked to n threads at
+// once, then lets them go: every thread the runtime has then stays for the scheduler, idle until it
 // needs it. Threads that were idle already count among the n; the runtime creates the rest. It
 // takes about 0.1-0.2 ms on 2 vCPUs (each locked goroutine hands its processor over to another
 // thread), so it is not for a start-up path. Calling it when the process limit leaves no room
-// aborts the program: see the package doc.
-func Reserve(n int) {
+// aborts the program: see above.
+func startSpareThreads(n int) {
 	var locked sync.WaitGroup
 	release := make(chan struct{})
 	locked.Add(n)
