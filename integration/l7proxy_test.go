@@ -197,9 +197,9 @@ func TestAdaptiveDrainBehindPoolingProxy(t *testing.T) {
 			over := only(t, n.drainit, "adaptive drain over")
 			if c.requests {
 				// Requests over the proxy's pooled connections are traffic: the drain ends a quiet
-				// period after the proxy stops routing to the pod, and nothing is lost. (That is when
-				// the removal is in effect, not when it was asked for: nginx's reload took up to a
-				// second on a loaded machine.)
+				// period after the proxy stops routing to the pod, and nothing is lost. (That is
+				// when the removal is in effect, not when it was asked for: nginx's reload took up
+				// to a second on a loaded machine.)
 				stopped := inEffect.Sub(t0)
 				if el := elapsedOf(t, over); over.str("reason") != "quiet" || el < propagation || el > stopped+quiet+dumpSlack {
 					t.Errorf("the adaptive drain ended %s after the trigger (%s), want its quiet period %s after the removal was in effect at %s (+%s)",

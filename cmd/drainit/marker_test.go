@@ -44,8 +44,8 @@ func TestParseMarker(t *testing.T) {
 	}
 }
 
-// FuzzParseMarker: whatever the variable holds (it can be set by hand, or copied), parseMarker does not
-// panic, and a marker it accepts is written back as one that parses to the same.
+// FuzzParseMarker: whatever the variable holds (it can be set by hand, or copied), parseMarker does
+// not panic, and a marker it accepts is written back as one that parses to the same.
 func FuzzParseMarker(f *testing.F) {
 	f.Add("pid=1 pidns=4026532871 start=1753715")
 	f.Add("pid=1 pidns=4026532871 start=1753715 v=2")

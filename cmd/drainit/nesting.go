@@ -15,12 +15,12 @@ import (
 	"github.com/drainit/drainit/internal/proc"
 )
 
-// A drainit under a drainit: a drainit about to run an app finds out whether another drainit,
-// also running an app, is already above it: the runtime's init (`podman run --init --init-path drainit`,
-// dockerd's init-path) in front of an image whose ENTRYPOINT is drainit, an entrypoint script
-// that runs drainit under a drainit, or `drainit -- drainit -- app`. Two stop sequences then run
-// one after the other: the outer drains, then signals the inner, which drains again from its
-// own start, so that its deadline falls after the runtime's SIGKILL.
+// A drainit under a drainit: a drainit about to run an app finds out whether another drainit, also
+// running an app, is already above it: the runtime's init (`podman run --init --init-path drainit`,
+// dockerd's init-path) in front of an image whose ENTRYPOINT is drainit, an entrypoint script that
+// runs drainit under a drainit, or `drainit -- drainit -- app`. Two stop sequences then run one
+// after the other: the outer drains, then signals the inner, which drains again from its own start,
+// so that its deadline falls after the runtime's SIGKILL.
 //
 // The outer marks its environment, which the app and the exec hooks inherit, with a marker that
 // names it: its pid, its PID namespace and its start time. A pid alone means nothing in another
@@ -32,11 +32,11 @@ import (
 // namespace, no such ancestor, one that started at another time, a /proc that cannot be read)
 // is a stale marker, and refuses nothing.
 //
-// The marker is read only when the variable is set, so a drainit that is not nested reads no
-// /proc file for it. Every drainit that runs an app marks its environment: a readlink and a
-// read of one small file, plain syscalls (proc.StatLine), done while the early signals' registration
-// runs (cmd/drainit); start-up overhead p50 +0.02–0.07 ms in `go run ./bench -only
-// startup,exec` beside the build before, within the runs' own spread of about 0.1 ms.
+// The marker is read only when the variable is set, so a drainit that is not nested reads no /proc
+// file for it. Every drainit that runs an app marks its environment: a readlink and a read of one
+// small file, plain syscalls (proc.StatLine), done while the early signals' registration runs
+// (cmd/drainit); start-up overhead p50 +0.02–0.07 ms in `go run ./bench -only startup,exec` beside
+// the build before, within the runs' own spread of about 0.1 ms.
 
 // marker names the drainit that runs an app, in the variable it sets for the app (String's
 // form).
@@ -138,9 +138,9 @@ func markerOf(root string, pid int) (marker, error) {
 	return marker{PID: pid, PIDNS: ns, Start: start}, nil
 }
 
-// maxNestingDepth bounds the walk up the process tree: a marker whose drainit is not among the first
-// maxNestingDepth ancestors is stale. A container's tree is a few levels deep (drainit, a shell, the
-// app); a host's, a dozen.
+// maxNestingDepth bounds the walk up the process tree: a marker whose drainit is not among the
+// first maxNestingDepth ancestors is stale. A container's tree is a few levels deep (drainit, a
+// shell, the app); a host's, a dozen.
 const maxNestingDepth = 64
 
 // outerMarker returns the pid of the drainit that the marker value names when it is an ancestor of

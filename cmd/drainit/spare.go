@@ -11,15 +11,15 @@ import (
 //
 // The Go runtime starts an OS thread whenever it wants one and has none idle (a goroutine blocked
 // in a system call, a hand-off between threads), and a thread is a task: it counts against a
-// cgroup's pids.max like a process. When clone fails with EAGAIN the runtime tries again for
-// 210 ms and then aborts the program ("runtime: failed to create new OS thread", "fatal error:
-// newosproc"). For drainit as PID 1 that ends the container: every process SIGKILLed, no drain.
-// An app that has filled the container's pids limit (a process leak, a fork bomb the limit caps)
+// cgroup's pids.max like a process. When clone fails with EAGAIN the runtime tries again for 210 ms
+// and then aborts the program ("runtime: failed to create new OS thread", "fatal error:
+// newosproc"). For drainit as PID 1 that ends the container: every process SIGKILLed, no drain. An
+// app that has filled the container's pids limit (a process leak, a fork bomb the limit caps)
 // leaves no task for that thread, and a stop sequence's bursts of work (a signal flood, hooks'
-// output) made the runtime want one: as PID 1 in a PID namespace at a pids limit of 40, with an
-// app filling it 0.5 s after its start and a stop under a flood of signals, 2 runs in 25
-// aborted so; with the threads startSpareThreads(4) adds (10 in all, 7-9 before), none of 25 did. (That
-// was with two Ps; drainit now runs on one, with 7 threads: startSpareThreads(5) keeps it at 11-15.)
+// output) made the runtime want one: as PID 1 in a PID namespace at a pids limit of 40, with an app
+// filling it 0.5 s after its start and a stop under a flood of signals, 2 runs in 25 aborted so;
+// with the threads startSpareThreads(4) adds (10 in all, 7-9 before), none of 25 did. (That was
+// with two Ps; drainit now runs on one, with 7 threads: startSpareThreads(5) keeps it at 11-15.)
 //
 // Threads the runtime has started and that become idle stay: it never ends them (only a thread
 // whose locked goroutine exits ends).

@@ -21,8 +21,8 @@ func threadCount(t *testing.T) int {
 }
 
 // startSpareThreads(n) leaves at least n threads besides the runtime's monitor, and a garbage
-// collection and another call later end none of them: the runtime keeps idle threads, and takes them before
-// it creates new ones.
+// collection and another call later end none of them: the runtime keeps idle threads, and takes
+// them before it creates new ones.
 func TestSpareThreadsStay(t *testing.T) {
 	n := threadCount(t) + 4
 	startSpareThreads(n)

@@ -54,8 +54,8 @@ var (
 )
 
 // DrainitWithoutEntry builds drainit without its entry point (-tags noentrypoint, as for an
-// architecture it is not written for), next to Build's binaries (the first call; later calls return the same),
-// for the tests of what drainit does then. Build must have succeeded.
+// architecture it is not written for), next to Build's binaries (the first call; later calls return
+// the same), for the tests of what drainit does then. Build must have succeeded.
 func DrainitWithoutEntry() (string, error) {
 	plainOnce.Do(func() {
 		if paths.Drainit == "" {

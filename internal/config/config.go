@@ -49,8 +49,8 @@ import (
 // EnvPrefix is the prefix of every environment variable drainit reads.
 const EnvPrefix = "DRAINIT_"
 
-// SupervisorEnv is the variable drainit sets, running an app, in the environment the app and
-// the exec hooks inherit: the marker of cmd/drainit/nesting.go, by which a drainit started below it in
+// SupervisorEnv is the variable drainit sets, running an app, in the environment the app and the
+// exec hooks inherit: the marker of cmd/drainit/nesting.go, by which a drainit started below it in
 // run mode knows there is one above and refuses to start. It is drainit's own, not an option:
 // Strays does not warn about it.
 const SupervisorEnv = EnvPrefix + "SUPERVISOR"

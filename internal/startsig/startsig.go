@@ -4,14 +4,14 @@
 // one CPU for its start (Unpin ends that). Children start from here too: the app with the signal
 // mask drainit started with (StartInherited), exec hooks with none blocked (StartUnblocked).
 //
-// POSIX exec keeps an ignored signal ignored, and an init such as drainit must keep it so for
-// the program it runs. But the Go runtime installs its own handler for most signals
+// POSIX exec keeps an ignored signal ignored, and an init such as drainit must keep it so for the
+// program it runs. But the Go runtime installs its own handler for most signals
 // (runtime/signal_unix.go, initsig) before any Go code runs, and then nothing in the program can
-// tell an inherited SIG_IGN from a default disposition: os/signal's Ignored reports it for HUP
-// and INT only. So the package brings an ELF entry point of its own, in assembly for each Linux
-// architecture drainit ships for (amd64, arm64, arm, ppc64le, s390x, riscv64): it asks the
-// kernel for every signal's disposition (rt_sigaction without a new action) and then goes on as
-// the runtime's own entry point would, leaving the stack, and with it argc, argv, the environment and
+// tell an inherited SIG_IGN from a default disposition: os/signal's Ignored reports it for HUP and
+// INT only. So the package brings an ELF entry point of its own, in assembly for each Linux
+// architecture drainit ships for (amd64, arm64, arm, ppc64le, s390x, riscv64): it asks the kernel
+// for every signal's disposition (rt_sigaction without a new action) and then goes on as the
+// runtime's own entry point would, leaving the stack, and with it argc, argv, the environment and
 // the auxiliary vector, as the kernel made it.
 //
 // The assembly is in package entry, which a program imports to start there (cmd/drainit does):
