@@ -20,9 +20,9 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
-	"github.com/drainit/drainit/internal/cgroup"
 	"github.com/drainit/drainit/internal/config"
 	"github.com/drainit/drainit/internal/logline"
+	"github.com/drainit/drainit/internal/proc"
 	"github.com/drainit/drainit/internal/startsig"
 	"github.com/drainit/drainit/signals"
 	"github.com/drainit/drainit/signals/early"
@@ -94,12 +94,12 @@ func runCmd(args []string, stdout io.Writer, stderr *os.File) int {
 	// The rarely sent rest, the OOM kill count's baseline and the spare threads first, once the
 	// app has run for lateSignalsAfter: see there.
 	var late *time.Timer
-	oom := cgroup.NewOOMWatch("/")
+	oom := proc.NewOOMWatch("/")
 	opts.OOMKills = oom.Since
 	opts.Started = func() {
 		late = time.AfterFunc(lateSignalsAfter, func() {
 			oom.Mark()
-			reserveThreads(log, oom.Group())
+			reserveThreads(log, oom.Cgroup())
 			notifyEach(reg.Sigs, reg.Late())
 		})
 	}
@@ -158,7 +158,7 @@ const spareThreads = 5
 // app's first instruction, measured). An app that fills the limit within lateSignalsAfter of its
 // start leaves no room; one that fills it later (a leak, a bomb that starts with the load) finds
 // the threads taken.
-func reserveThreads(log zerolog.Logger, g cgroup.Group) {
+func reserveThreads(log zerolog.Logger, g proc.Cgroup) {
 	cur, limit, ok := g.Pids()
 	if !ok {
 		return

@@ -1,7 +1,8 @@
 // Package proc reads the few things drainit needs from /proc: parents, descendants, the sockets a
-// process holds, and one TCP counter. It is small on purpose: github.com/prometheus/procfs does all
-// this and far more, but compiles regular expressions when the package loads, which cost drainit
-// 0.15-0.25 ms on every container start (GODEBUG=inittrace=1).
+// process holds, and one TCP counter; and from its own control group, found through /proc, the pids
+// limit and the OOM kills (cgroup.go). It is small on purpose: github.com/prometheus/procfs does
+// all this and far more, but compiles regular expressions when the package loads, which cost
+// drainit 0.15-0.25 ms on every container start (GODEBUG=inittrace=1).
 //
 // It is also where the tests, the harnesses and the benchmark read a process's /proc files
 // (stat.go, process.go): one parser of /proc/PID/stat (ParseStat) for all of them. What only

@@ -1,4 +1,4 @@
-package cgroup
+package proc
 
 import (
 	"os"
@@ -55,7 +55,7 @@ func TestPidsAndOOMKills(t *testing.T) {
 		}, 0, 0, false, 0, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			g := Self(testenv.WriteTree(t, c.files))
+			g := OwnCgroup(testenv.WriteTree(t, c.files))
 			if cur, lim, ok := g.Pids(); cur != c.current || lim != c.limit || ok != c.limited {
 				t.Errorf("Pids() = %d, %d, %v; want %d, %d, %v", cur, lim, ok, c.current, c.limit, c.limited)
 			}
@@ -94,7 +94,7 @@ func TestOOMWatch(t *testing.T) {
 
 // /proc/self/cgroup's lines, well-formed or not: the path of each controller drainit reads is
 // the one its line gives, a line without two colons names nothing, and nothing panics.
-func FuzzParseSelf(f *testing.F) {
+func FuzzParseCgroup(f *testing.F) {
 	for _, s := range []string{
 		"0::/\n",
 		"0::/system.slice/docker-1.scope\n",
@@ -107,7 +107,7 @@ func FuzzParseSelf(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
-		g := parseSelf("/", text)
+		g := parseCgroup("/", text)
 		var v2, pids, memory string
 		var hasV2, hasPids, hasMemory bool
 		for _, line := range strings.Split(text, "\n") {
@@ -133,7 +133,7 @@ func FuzzParseSelf(f *testing.F) {
 			}
 		}
 		if g.v2 != v2 || g.hasV2 != hasV2 || g.pids != pids || g.hasPids != hasPids || g.memory != memory || g.hasMemory != hasMemory {
-			t.Errorf("parseSelf(%q) = %+v; want v2 %q (%v), pids %q (%v), memory %q (%v)", text, g, v2, hasV2, pids, hasPids, memory, hasMemory)
+			t.Errorf("parseCgroup(%q) = %+v; want v2 %q (%v), pids %q (%v), memory %q (%v)", text, g, v2, hasV2, pids, hasPids, memory, hasMemory)
 		}
 	})
 }

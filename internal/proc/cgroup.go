@@ -1,15 +1,4 @@
-// Package cgroup reads what drainit needs of its own control group, as a container sees it: the
-// pids controller's count and limit (how many more processes and threads the container may
-// have), and the memory controller's count of OOM kills.
-//
-// Where the files are: cgroup v2 has one hierarchy, in which /proc/self/cgroup gives drainit's
-// path as "0::PATH"; v1 has one per controller ("8:pids:PATH"). A container runtime mounts the
-// container's own cgroup at /sys/fs/cgroup (v2, with a cgroup namespace: PATH is then "/") or at
-// /sys/fs/cgroup/CONTROLLER (v1, where PATH is still the host's: podman and Docker on a v1 host),
-// so each file is looked for at PATH below the mount, then at the mount itself. A limit set
-// above the container's cgroup (a Kubernetes pod's pids limit, on the pod's cgroup) is not
-// visible from inside it, and not seen here.
-package cgroup
+package proc
 
 import (
 	"bytes"
@@ -19,18 +8,28 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-
-	"github.com/drainit/drainit/internal/proc"
 )
 
-// Group is drainit's cgroup, as /proc/self/cgroup names it.
+// What drainit needs of its own control group, as a container sees it: the pids controller's
+// count and limit (how many more processes and threads the container may have), and the memory
+// controller's count of OOM kills.
+//
+// Where the files are: cgroup v2 has one hierarchy, in which /proc/self/cgroup gives drainit's
+// path as "0::PATH"; v1 has one per controller ("8:pids:PATH"). A container runtime mounts the
+// container's own cgroup at /sys/fs/cgroup (v2, with a cgroup namespace: PATH is then "/") or at
+// /sys/fs/cgroup/CONTROLLER (v1, where PATH is still the host's: podman and Docker on a v1 host),
+// so each file is looked for at PATH below the mount, then at the mount itself. A limit set
+// above the container's cgroup (a Kubernetes pod's pids limit, on the pod's cgroup) is not
+// visible from inside it, and not seen here.
+
+// Cgroup is drainit's cgroup, as /proc/self/cgroup names it.
 //
 // Reading it allocates little: drainit reads it once its app has started, and each allocation
 // of a size class its start had not used makes the Go runtime take a span of that class for good
 // (no garbage collection runs in an idle drainit). os.ReadFile's 4 KiB buffer for a file under
 // /sys, a map of controllers and /proc/self/cgroup read for each use had grown drainit's idle
 // RssAnon by ~80 KiB (bench/STARTUP.md).
-type Group struct {
+type Cgroup struct {
 	root string // "/" but for tests
 	// The paths /proc/self/cgroup gives: v2's ("0::PATH"), v1's pids and memory controllers'.
 	v2, pids, memory          string
@@ -41,20 +40,20 @@ type Group struct {
 // a few lines each.
 const cgroupFileMax = 4 << 10
 
-// Self reads which cgroup this process is in from ROOT/proc/self/cgroup (root is "/" but for
-// tests). A missing or unreadable file gives a Group that looks only at the mounts' roots.
-func Self(root string) Group {
-	b, err := proc.ReadSmall(filepath.Join(root, "proc/self/cgroup"), make([]byte, 0, 512), 64<<10)
+// OwnCgroup reads which cgroup this process is in from ROOT/proc/self/cgroup (root is "/" but for
+// tests). A missing or unreadable file gives a Cgroup that looks only at the mounts' roots.
+func OwnCgroup(root string) Cgroup {
+	b, err := ReadSmall(filepath.Join(root, "proc/self/cgroup"), make([]byte, 0, 512), 64<<10)
 	if err != nil {
-		return Group{root: root}
+		return Cgroup{root: root}
 	}
-	return parseSelf(root, string(b)) // one copy: the paths are its substrings
+	return parseCgroup(root, string(b)) // one copy: the paths are its substrings
 }
 
-// parseSelf reads /proc/self/cgroup's text: "ID:CONTROLLERS:PATH" lines, CONTROLLERS empty for
+// parseCgroup reads /proc/self/cgroup's text: "ID:CONTROLLERS:PATH" lines, CONTROLLERS empty for
 // v2's and comma-separated for v1's.
-func parseSelf(root, text string) Group {
-	g := Group{root: root}
+func parseCgroup(root, text string) Cgroup {
+	g := Cgroup{root: root}
 	for line := range strings.Lines(text) {
 		_, rest, ok := strings.Cut(strings.TrimSuffix(line, "\n"), ":")
 		if !ok {
@@ -83,7 +82,7 @@ func parseSelf(root, text string) Group {
 // read returns the first of a controller's file that can be read: at drainit's path below the
 // hierarchy's mount, then at the mount itself; v2 first, then v1 (controller "pids", "memory").
 // name2 and name1 are the file's names in v2 and v1.
-func (g Group) read(controller, name2, name1 string, buf []byte) ([]byte, error) {
+func (g Cgroup) read(controller, name2, name1 string, buf []byte) ([]byte, error) {
 	v2 := filepath.Join(g.root, "sys/fs/cgroup")
 	v1 := filepath.Join(v2, controller)
 	v1path, hasV1 := g.pids, g.hasPids
@@ -97,11 +96,11 @@ func (g Group) read(controller, name2, name1 string, buf []byte) ([]byte, error)
 			return nil, false
 		}
 		if hasPath {
-			if b, err := proc.ReadSmall(filepath.Join(mount, path, name), buf, cgroupFileMax); err == nil {
+			if b, err := ReadSmall(filepath.Join(mount, path, name), buf, cgroupFileMax); err == nil {
 				return b, true
 			}
 		}
-		b, err := proc.ReadSmall(filepath.Join(mount, name), buf, cgroupFileMax)
+		b, err := ReadSmall(filepath.Join(mount, name), buf, cgroupFileMax)
 		return b, err == nil
 	}
 	if b, ok := in(v2, g.v2, g.hasV2, name2); ok {
@@ -115,7 +114,7 @@ func (g Group) read(controller, name2, name1 string, buf []byte) ([]byte, error)
 
 // Pids returns how many tasks (processes and threads) drainit's cgroup holds and its limit;
 // limited is false when there is none, or none can be read.
-func (g Group) Pids() (current, limit int, limited bool) {
+func (g Cgroup) Pids() (current, limit int, limited bool) {
 	buf := make([]byte, 0, 64)
 	b, err := g.read("pids", "pids.max", "pids.max", buf)
 	if err != nil {
@@ -136,7 +135,7 @@ func (g Group) Pids() (current, limit int, limited bool) {
 // OOMKills returns how many processes the kernel's OOM killer has killed in drainit's cgroup
 // (and the cgroups below it) since the cgroup was made: the "oom_kill" count of memory.events
 // (v2) or memory.oom_control (v1, Linux 4.13+). ok is false when it cannot be read.
-func (g Group) OOMKills() (n uint64, ok bool) {
+func (g Cgroup) OOMKills() (n uint64, ok bool) {
 	b, err := g.read("memory", "memory.events", "memory.oom_control", make([]byte, 0, 256))
 	if err != nil {
 		return 0, false
@@ -155,19 +154,19 @@ func (g Group) OOMKills() (n uint64, ok bool) {
 type OOMWatch struct {
 	root  string
 	once  sync.Once
-	group Group
+	group Cgroup
 	base  atomic.Uint64
 }
 
 // NewOOMWatch watches the cgroup that ROOT/proc/self/cgroup names (root is "/" but for tests).
 func NewOOMWatch(root string) *OOMWatch { return &OOMWatch{root: root} }
 
-func (w *OOMWatch) kills() (uint64, bool) { return w.Group().OOMKills() }
+func (w *OOMWatch) kills() (uint64, bool) { return w.Cgroup().OOMKills() }
 
-// Group is the cgroup watched, read from /proc/self/cgroup on the first use of w; others that
+// Cgroup is the cgroup watched, read from /proc/self/cgroup on the first use of w; others that
 // need drainit's cgroup take it from here rather than read it again.
-func (w *OOMWatch) Group() Group {
-	w.once.Do(func() { w.group = Self(w.root) })
+func (w *OOMWatch) Cgroup() Cgroup {
+	w.once.Do(func() { w.group = OwnCgroup(w.root) })
 	return w.group
 }
 
