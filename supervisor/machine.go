@@ -262,17 +262,21 @@ func (m *machine) do(step func(*machine, time.Time) []action, now time.Time) []a
 	return step(m, now)
 }
 
-// drainWatched handles the adaptive drain's watcher reporting that the drain should end: when
-// it could not watch, the fixed drain follows.
+// drainWatching handles the adaptive drain's watcher saying what it watches: the phase's
+// onWatching, while the watcher runs.
+func (m *machine) drainWatching(now time.Time, st drainwatch.Setup) {
+	if onWatching := m.phase.spec().onWatching; onWatching != nil && !m.watchEnd.IsZero() {
+		onWatching(m, now, st)
+	}
+}
+
+// drainWatched handles the watcher's report that the drain should end: the phase's onWatched,
+// while the watcher runs (the drain may have ended another way meanwhile).
 func (m *machine) drainWatched(now time.Time, r drainwatch.Result) []action {
-	if m.phase != PhaseDraining || !m.cfg.Adaptive {
-		return nil // the drain already ended another way
+	if onWatched := m.phase.spec().onWatched; onWatched != nil && !m.watchEnd.IsZero() {
+		return onWatched(m, now, r)
 	}
-	if r.Reason == drainwatch.ReasonUnavailable {
-		return m.fixedDrain(now, m.fallbackDelay(), m.logWatchUnavailable(now, r))
-	}
-	m.logDrainOver(now, r)
-	return m.endDrain(now)
+	return nil
 }
 
 // reapedSome handles the reaper's collecting exits while children remain: the phase's onReaped.

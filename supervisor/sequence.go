@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/drainit/drainit/internal/config"
+	"github.com/drainit/drainit/internal/drainwatch"
 	"github.com/drainit/drainit/signals"
 )
 
@@ -30,8 +31,9 @@ const (
 // phaseSpec is a phase's row of the stop sequence: its name and each input's step in it (nil:
 // nothing): the first trigger (it starts the sequence there), the kubelet's signal after a
 // /prestop alone (its log line to finish), Ctrl-C again (nil when it only joins), the app's exit,
-// the end of the hooks of the phase's name, no child left, a reap that leaves some, and the timer
-// (the machine's wake).
+// the end of the hooks of the phase's name, no child left, a reap that leaves some, the timer
+// (the machine's wake), and the adaptive drain's watcher saying what it watches and reporting
+// the drain's end (taken while it runs: watchEnd set).
 type phaseSpec struct {
 	name         string
 	onTrigger    func(*machine, time.Time) []action
@@ -42,6 +44,8 @@ type phaseSpec struct {
 	onNoChildren func(*machine, time.Time) []action
 	onReaped     func(*machine, time.Time) []action
 	onWake       func(*machine, time.Time) []action
+	onWatching   func(*machine, time.Time, drainwatch.Setup)
+	onWatched    func(*machine, time.Time, drainwatch.Result) []action
 }
 
 // spec returns the phase's row. t0 is the first trigger; the deadline, killAt (the kill point)
@@ -53,7 +57,7 @@ func (p Phase) spec() phaseSpec {
 	return [...]phaseSpec{
 		PhaseRunning:  {name: "running", onTrigger: (*machine).enterOffline, onAppExit: (*machine).crashed},
 		PhaseOffline:  {name: "offline", onTrigger: (*machine).boundOffline, onCtrlC: (*machine).skipDrain, onHooksDone: (*machine).afterOffline, onWake: (*machine).offlineOverdue},
-		PhaseDraining: {name: "draining", onCtrlC: (*machine).skipDrain, onAppExit: (*machine).endLeftovers, onWake: (*machine).drainTimer},
+		PhaseDraining: {name: "draining", onCtrlC: (*machine).skipDrain, onAppExit: (*machine).endLeftovers, onWake: (*machine).drainTimer, onWatching: (*machine).logWatching, onWatched: (*machine).drainReported},
 		PhaseDrained:  {name: "drained", onSignal: (*machine).stopAfterPrestop, onCtrlC: (*machine).skipDrain, onAppExit: (*machine).endLeftovers, onWake: (*machine).enterStopping},
 		PhaseStopping: {name: "stopping", onSignal: (*machine).backToKillPoint, onCtrlC: (*machine).killNow, onAppExit: (*machine).endLeftovers, onWake: (*machine).enterKilling},
 		PhaseCleanup:  {name: "cleanup", onTrigger: (*machine).boundCleanup, onNoChildren: (*machine).allGone, onWake: (*machine).killLeftovers},
@@ -168,6 +172,16 @@ func (m *machine) drainTimer(now time.Time) []action {
 	if !m.watchEnd.IsZero() {
 		m.logWatchSilent(now)
 	}
+	return m.endDrain(now)
+}
+
+// drainReported ends the adaptive drain on its watcher's report; where it could not watch, the
+// fixed drain follows.
+func (m *machine) drainReported(now time.Time, r drainwatch.Result) []action {
+	if r.Reason == drainwatch.ReasonUnavailable {
+		return m.fixedDrain(now, m.fallbackDelay(), m.logWatchUnavailable(now, r))
+	}
+	m.logDrainOver(now, r)
 	return m.endDrain(now)
 }
 

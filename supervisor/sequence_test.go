@@ -1067,6 +1067,28 @@ func TestPhaseTable(t *testing.T) {
 	}
 }
 
+// The adaptive drain's watcher counts only while its drain runs: its report in any other phase,
+// or in a fixed drain (the fallback after it could not watch, or --drain fixed), does nothing.
+func TestWatchReportOnlyInItsDrain(t *testing.T) {
+	quiet := drainwatch.Result{Reason: drainwatch.ReasonQuiet}
+	for p := PhaseRunning; p <= PhaseDone; p++ {
+		m := newTestMachine(false, false, adaptive)
+		m.phase, m.watchEnd = p, at(10)
+		if p == PhaseDraining {
+			continue // TestAdaptiveDrain* cover it
+		}
+		want(t, m.drainWatched(at(1), quiet))
+		wantPhase(t, m, p)
+	}
+	fixed := newTestMachine(false, false)
+	fixed.signal(at(0), unix.SIGTERM)
+	want(t, fixed.drainWatched(at(1), quiet))
+	wantPhase(t, fixed, PhaseDraining)
+	if !fixed.wake.Equal(at(5)) {
+		t.Errorf("a report in a fixed drain moved its end to %v, want the fixed 5s", fixed.wake.Sub(epoch))
+	}
+}
+
 // TestOnlyCtrlCHurries: a repeated trigger other than SIGINT joins, whatever the count of
 // Ctrl-Cs so far; the third Ctrl-C still kills.
 func TestOnlyCtrlCHurries(t *testing.T) {

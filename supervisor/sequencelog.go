@@ -92,12 +92,9 @@ func offset(d time.Duration) string {
 	return "+" + d.String()
 }
 
-// drainWatching logs what the adaptive drain watches, once its watcher has found it: the
+// logWatching logs what the adaptive drain watches, once its watcher has found it: the
 // operator's one view of which listeners decide when the pod stops.
-func (m *machine) drainWatching(now time.Time, st drainwatch.Setup) {
-	if m.phase != PhaseDraining || !m.cfg.Adaptive {
-		return
-	}
+func (m *machine) logWatching(now time.Time, st drainwatch.Setup) {
 	ev := m.line(now, zerolog.InfoLevel).Strs("watched", listenerStrings(st.Watched)).
 		Dict("not_watched", listenersByWhy(st.Unwatched))
 	if st.Method != "" {
