@@ -25,9 +25,9 @@ import (
 // inherited SIG_IGN. It keeps one only for HUP and INT (signal.Ignored reports them), and leaves
 // the job-control signals TSTP, TTIN, TTOU (and CONT) alone until a Notify. So drainit reads
 // the dispositions at its ELF entry point, before the runtime starts (package startsig), and
-// then sees every signal (all is true). A binary linked without that entry point (a plain
-// `go build` or `go install`, without startsig.EntryFlag) sees only HUP, INT, TSTP, TTIN and
-// TTOU, and every other inherited SIG_IGN reaches the app as the default action.
+// then sees every signal (all is true). A binary without that entry point (built for another
+// architecture, or with -tags noentrypoint) sees only HUP, INT, TSTP, TTIN and TTOU, and every
+// other inherited SIG_IGN reaches the app as the default action.
 func InheritedIgnored() (ignored, lost []unix.Signal, all bool) {
 	if mask, ok := startsig.Ignored(); ok {
 		for sig := unix.Signal(1); sig <= signals.MaxSignal; sig++ {
