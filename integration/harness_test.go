@@ -567,8 +567,11 @@ func (e logEntry) msg() string { s, _ := e["message"].(string); return s }
 func (e logEntry) str(key string) string { s, _ := e[key].(string); return s }
 
 // strs returns a field that is a list of strings, nil where it is not.
-func (e logEntry) strs(key string) []string {
-	list, _ := e[key].([]any)
+func (e logEntry) strs(key string) []string { return stringsOf(e[key]) }
+
+// stringsOf is the strings of a decoded JSON list, nil where v is not one.
+func stringsOf(v any) []string {
+	list, _ := v.([]any)
 	var out []string
 	for _, v := range list {
 		if s, ok := v.(string); ok {
@@ -584,7 +587,7 @@ func (e logEntry) listeners(key string) []string {
 	byWhy, _ := e[key].(map[string]any)
 	var out []string
 	for why, list := range byWhy {
-		for _, l := range (logEntry{"l": list}).strs("l") {
+		for _, l := range stringsOf(list) {
 			out = append(out, l+": "+why)
 		}
 	}
