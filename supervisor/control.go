@@ -17,7 +17,7 @@ type request struct {
 	kubelet bool // a /prestop from the kubelet's preStop hook
 	// connected says whether the /prestop's caller still waits on its connection (nil: unknown)
 	connected func() bool
-	reply     chan Snapshot
+	reply     chan control.Status
 }
 
 var errExiting = errors.New("drainit is exiting")
@@ -35,7 +35,7 @@ func (s *Supervisor) Status(ctx context.Context) (control.Status, error) {
 }
 
 func (s *Supervisor) ask(ctx context.Context, r request) (control.Status, error) {
-	r.reply = make(chan Snapshot, 1)
+	r.reply = make(chan control.Status, 1)
 	select {
 	case s.reqs <- r:
 	case <-ctx.Done():
@@ -45,25 +45,12 @@ func (s *Supervisor) ask(ctx context.Context, r request) (control.Status, error)
 	}
 	select {
 	case st := <-r.reply:
-		return toStatus(st), nil
+		return st, nil
 	case <-ctx.Done():
 		return control.Status{}, ctx.Err()
 	case <-s.done:
 		return control.Status{}, errExiting
 	}
-}
-
-// toStatus is a snapshot as the control server reports it.
-func toStatus(sn Snapshot) control.Status {
-	st := control.Status{
-		Phase: sn.Phase.String(), AppPID: sn.AppPID, Uptime: sn.Uptime.Seconds(),
-		Running: sn.Running, Ready: sn.Ready, Draining: sn.Draining, Drained: sn.Drained,
-		Timeline: make([]control.Mark, 0, len(sn.Timeline)),
-	}
-	for _, mk := range sn.Timeline {
-		st.Timeline = append(st.Timeline, control.Mark{What: mk.What, Elapsed: mk.Elapsed.Seconds()})
-	}
-	return st
 }
 
 // countingListener counts accepted connections, so that the adaptive drain can tell the
@@ -81,34 +68,16 @@ func (l *countingListener) Accept() (net.Conn, error) {
 	return c, err
 }
 
-// Snapshot is the supervisor's state as the control server reports it.
-type Snapshot struct {
-	Phase    Phase
-	AppPID   int
-	Uptime   time.Duration
-	Running  bool // the app has not exited
-	Ready    bool
-	Draining bool // a trigger has been seen
-	Drained  bool // the drain is over
-	// Timeline is what happened so far, each since t0 (since the app's start before a trigger).
-	Timeline []Mark
-}
-
-// Mark is one entry of a snapshot's timeline.
-type Mark struct {
-	What    string
-	Elapsed time.Duration
-}
-
-// snapshot is the machine's state now.
-func (m *machine) snapshot(now time.Time, pid int) Snapshot {
-	st := Snapshot{
-		Phase: m.phase, AppPID: pid, Uptime: now.Sub(m.start),
+// status is the machine's state now, as the control server reports it: each timeline mark since
+// t0 (since the app's start before a trigger).
+func (m *machine) status(now time.Time, pid int) control.Status {
+	st := control.Status{
+		Phase: m.phase.String(), AppPID: pid, Uptime: now.Sub(m.start).Seconds(),
 		Running: !m.appExited, Ready: m.ready, Draining: !m.t0.IsZero(), Drained: m.drained,
-		Timeline: make([]Mark, 0, len(m.timeline)),
+		Timeline: make([]control.Mark, 0, len(m.timeline)),
 	}
 	for _, mk := range m.timeline {
-		st.Timeline = append(st.Timeline, Mark{What: mk.what, Elapsed: mk.at.Sub(m.base())})
+		st.Timeline = append(st.Timeline, control.Mark{What: mk.what, Elapsed: mk.at.Sub(m.base()).Seconds()})
 	}
 	return st
 }

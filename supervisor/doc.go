@@ -17,7 +17,7 @@
 //     signal it or everything, reap, and say what survives SIGKILL. The loop's tests use a fake.
 //   - spawn_linux.go, reap_linux.go: the Linux implementation's fork+exec and wait4 loop.
 //   - control.go: the control server's view of the loop (/prestop, /status, the machine's
-//     Snapshot), and the count of its connections the adaptive drain leaves out.
+//     status), and the count of its connections the adaptive drain leaves out.
 //   - terminal.go: job control when the app has the terminal (Ctrl-Z, fg).
 //   - termination.go: the summary in the termination log, where Kubernetes shows it.
 //

@@ -305,7 +305,7 @@ func (s *Supervisor) loop(ctx context.Context, m *machine, sigs <-chan unix.Sign
 			}
 		case r := <-s.reqs:
 			if !r.prestop {
-				r.reply <- m.snapshot(time.Now(), s.appPid)
+				r.reply <- m.status(time.Now(), s.appPid)
 				continue
 			}
 			// A caller that hung up has stopped waiting (control.watchCaller): what a client
@@ -356,7 +356,7 @@ func (s *Supervisor) loop(ctx context.Context, m *machine, sigs <-chan unix.Sign
 					Max: a.max, SelfAccepted: s.accepted, Auto: s.cfg.DrainQuietAuto, History: s.history, Requests: s.cfg.DrainRequests,
 				})
 			case actDrained:
-				st := m.snapshot(time.Now(), s.appPid)
+				st := m.status(time.Now(), s.appPid)
 				for _, w := range waiters {
 					w.reply <- st
 				}
