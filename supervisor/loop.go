@@ -316,10 +316,6 @@ func (s *Supervisor) loop(ctx context.Context, m *machine, sigs <-chan unix.Sign
 		if !m.t0.IsZero() || m.appExited {
 			stopOnline()
 		}
-		if drainRes != nil && m.phase != PhaseDraining {
-			stopWatch() // the drain ended another way (Ctrl-C twice, the app exited, the backstop)
-			drainRes = nil
-		}
 		for i := 0; i < len(acts); i++ { // an action may add the machine's next ones
 			switch a := acts[i].(type) {
 			case actSignal:
@@ -355,6 +351,9 @@ func (s *Supervisor) loop(ctx context.Context, m *machine, sigs <-chan unix.Sign
 					AppPID: s.appPid, Adopter: os.Getpid(), Ports: s.cfg.DrainPorts, Quiet: s.cfg.DrainQuiet, Min: a.min,
 					Max: a.max, SelfAccepted: s.accepted, Auto: s.cfg.DrainQuietAuto, History: s.history, Requests: s.cfg.DrainRequests,
 				})
+			case actStopWatch:
+				stopWatch()
+				drainRes, drainSetup = nil, nil
 			case actDrained:
 				st := m.status(time.Now(), s.appPid)
 				for _, w := range waiters {

@@ -52,6 +52,8 @@ type (
 	actExit        struct{ code int }
 	// actWatchDrain: start the adaptive drain's watcher, which reports through drainWatched.
 	actWatchDrain struct{ min, max time.Duration }
+	// actStopWatch: stop the watcher, which has not reported; what it still sends is not taken.
+	actStopWatch struct{}
 	// actDrained: the drain is over (or can no longer happen); /prestop callers get their answer.
 	actDrained struct{}
 	// actSurvivors: log what survives SIGKILL, and why, once drainit gives up waiting for it;
@@ -65,6 +67,7 @@ func (actHooksDeadline) isAction() {}
 func (actCancelHooks) isAction()   {}
 func (actExit) isAction()          {}
 func (actWatchDrain) isAction()    {}
+func (actStopWatch) isAction()     {}
 func (actDrained) isAction()       {}
 func (actSurvivors) isAction()     {}
 
@@ -80,6 +83,7 @@ type machine struct {
 	cfg      *config.Config // the run's configuration, which nothing changes
 	budget   config.Budget  // the stop's instants, since t0
 	hasHooks [stageCount]bool
+	hooksRun [stageCount]bool // a stage's hooks were started and have neither ended nor been cancelled
 	log      zerolog.Logger
 
 	phase        Phase
@@ -228,21 +232,23 @@ func (m *machine) noChildren(now time.Time) []action {
 	return m.do(m.phase.spec().onNoChildren, now)
 }
 
-// stagePhase is the phase a stage's hooks run in (the online hooks run before any stop: in
-// running, which takes no onHooksDone).
-var stagePhase = [stageCount]Phase{config.StageOffline: PhaseOffline, config.StagePostStop: PhasePostStop}
+// runHooks starts a stage's hooks (deadline zero: each hook's own timeout bounds them). They run
+// in the phase of the stage's name, which cancels them when it is left before they end (enter).
+func (m *machine) runHooks(stage config.HookStage, deadline time.Time) []action {
+	m.hooksRun[stage] = true
+	return []action{actRunHooks{stage, deadline}}
+}
 
 // hooksDone handles the end of a stage's hooks (each hook logs its own outcome; outcome sums
-// them up for the summary): the phase's onHooksDone. A stage's hooks run exactly while the machine
-// is in the stage's phase (each is entered once); in another, they were cancelled and the
-// sequence has moved on.
+// them up for the summary): the phase's onHooksDone. Hooks that were cancelled, the sequence
+// having moved on, end unheeded.
 func (m *machine) hooksDone(now time.Time, stage config.HookStage, outcome string) []action {
-	onHooksDone := m.phase.spec().onHooksDone
-	if onHooksDone == nil || stage < 0 || int(stage) >= stageCount || stagePhase[stage] != m.phase {
+	if stage < 0 || int(stage) >= stageCount || !m.hooksRun[stage] {
 		return nil
 	}
+	m.hooksRun[stage] = false
 	m.timeline = append(m.timeline, mark{now, stage.String() + " hooks: " + outcome})
-	return onHooksDone(m, now)
+	return m.do(m.phase.spec().onHooksDone, now)
 }
 
 // tick handles the timer the machine asked for with wake: the phase's onWake in the table.

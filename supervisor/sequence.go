@@ -28,14 +28,15 @@ const (
 	PhaseDone                  // drainit exits with the app's status
 )
 
-// phaseSpec is a phase's row of the stop sequence: its name and each input's step in it (nil:
-// nothing): the first trigger (it starts the sequence there), the kubelet's signal after a
-// /prestop alone (its log line to finish), Ctrl-C again (nil when it only joins), the app's exit,
-// the end of the hooks of the phase's name, no child left, a reap that leaves some, the timer
-// (the machine's wake), and the adaptive drain's watcher saying what it watches and reporting
-// the drain's end (taken while it runs: watchEnd set).
+// phaseSpec is a phase's row of the stop sequence: its name, what leaving it ends of what runs in
+// it (enter), and each input's step in it (nil: nothing): the first trigger (it starts the sequence
+// there), the kubelet's signal after a /prestop alone (its log line to finish), Ctrl-C again (nil
+// when it only joins), the app's exit, the end of the hooks of the phase's name, no child left, a
+// reap that leaves some, the timer (the machine's wake), and the adaptive drain's watcher saying
+// what it watches and reporting the drain's end (taken while it runs: watchEnd set).
 type phaseSpec struct {
 	name         string
+	onLeave      func(*machine, time.Time) []action
 	onTrigger    func(*machine, time.Time) []action
 	onSignal     func(*machine, time.Time, *zerolog.Event) []action
 	onCtrlC      func(*machine, time.Time) []action
@@ -56,8 +57,8 @@ type phaseSpec struct {
 func (p Phase) spec() phaseSpec {
 	return [...]phaseSpec{
 		PhaseRunning:  {name: "running", onTrigger: (*machine).enterOffline, onAppExit: (*machine).crashed},
-		PhaseOffline:  {name: "offline", onTrigger: (*machine).boundOffline, onCtrlC: (*machine).skipDrain, onHooksDone: (*machine).afterOffline, onWake: (*machine).offlineOverdue},
-		PhaseDraining: {name: "draining", onCtrlC: (*machine).skipDrain, onAppExit: (*machine).endLeftovers, onWake: (*machine).drainTimer, onWatching: (*machine).logWatching, onWatched: (*machine).drainReported},
+		PhaseOffline:  {name: "offline", onLeave: (*machine).cancelOffline, onTrigger: (*machine).boundOffline, onCtrlC: (*machine).skipDrain, onHooksDone: (*machine).afterOffline, onWake: (*machine).offlineOverdue},
+		PhaseDraining: {name: "draining", onLeave: (*machine).stopWatch, onCtrlC: (*machine).skipDrain, onAppExit: (*machine).endLeftovers, onWake: (*machine).drainTimer, onWatching: (*machine).logWatching, onWatched: (*machine).drainReported},
 		PhaseDrained:  {name: "drained", onSignal: (*machine).stopAfterPrestop, onCtrlC: (*machine).skipDrain, onAppExit: (*machine).endLeftovers, onWake: (*machine).enterStopping},
 		PhaseStopping: {name: "stopping", onSignal: (*machine).backToKillPoint, onCtrlC: (*machine).killNow, onAppExit: (*machine).endLeftovers, onWake: (*machine).enterKilling},
 		PhaseCleanup:  {name: "cleanup", onTrigger: (*machine).boundCleanup, onNoChildren: (*machine).allGone, onWake: (*machine).killLeftovers},
@@ -70,20 +71,31 @@ func (p Phase) spec() phaseSpec {
 // String is the phase's name, as the log and /status show it.
 func (p Phase) String() string { return p.spec().name }
 
+// enter moves the machine to phase p (the one place the phase changes): what still runs in the
+// phase it leaves ends first (its onLeave).
+func (m *machine) enter(now time.Time, p Phase) []action {
+	var acts []action
+	if p != m.phase {
+		acts = m.do(m.phase.spec().onLeave, now)
+	}
+	m.phase = p
+	return acts
+}
+
 // The table's steps, in the order of the phases they enter or act in.
 
 func (m *machine) enterOffline(now time.Time) []action {
-	m.phase = PhaseOffline
 	if !m.hasHooks[config.StageOffline] {
 		return m.enterDraining(now)
 	}
+	acts := m.enter(now, PhaseOffline)
 	m.event(now, zerolog.InfoLevel, "offline hooks").Msg("running offline hooks")
 	// The hooks may use all the time up to stopBy; the drain is then skipped, which the start-up
 	// budget check warns about. The timer is a backstop: a hook's process can outlast its
 	// context where nothing ends it (an exec that hangs opening its program), and the sequence
 	// must not wait for it.
 	m.wake = m.stopBy()
-	return []action{actRunHooks{config.StageOffline, m.at(m.budget.HooksDeadline)}}
+	return append(acts, m.runHooks(config.StageOffline, m.at(m.budget.HooksDeadline))...)
 }
 
 // crashed is the app's exit before any trigger. A crash leaves a registration pointing at a dead
@@ -94,10 +106,10 @@ func (m *machine) crashed(now time.Time) []action {
 	if !m.inService || !m.hasHooks[config.StageOffline] {
 		return m.endLeftovers(now)
 	}
-	m.phase = PhaseOffline
+	acts := m.enter(now, PhaseOffline)
 	m.event(now, zerolog.InfoLevel, "offline hooks (app exited)").
 		Msg("the app exited on its own after it may have been put in service: running offline hooks")
-	return []action{actRunHooks{config.StageOffline, time.Time{}}}
+	return append(acts, m.runHooks(config.StageOffline, time.Time{})...)
 }
 
 // boundOffline: the first trigger comes while the offline hooks run for the app's own exit, with
@@ -115,7 +127,7 @@ func (m *machine) skipDrain(now time.Time) []action {
 	}
 	if m.appExited {
 		m.event(now, zerolog.WarnLevel, "second SIGINT").Msg("second SIGINT: skipping the rest of the offline hooks")
-		return append(m.cancelOffline(now), m.endLeftovers(now)...)
+		return m.endLeftovers(now)
 	}
 	m.event(now, zerolog.WarnLevel, "second SIGINT").Msg("second SIGINT: skipping the rest of the drain")
 	return m.enterStopping(now)
@@ -131,31 +143,32 @@ func (m *machine) afterOffline(now time.Time) []action {
 
 // offlineOverdue goes on without offline hooks still running at their stage's end (enterOffline,
 // boundOffline): to the drain, which then ends at once (the stop signal by stopBy), or after the
-// app's exit to what it left behind.
+// app's exit to what it left behind. Leaving the phase cancels them.
 func (m *machine) offlineOverdue(now time.Time) []action {
 	m.line(now, zerolog.WarnLevel).Msg("offline hooks still running at their deadline: going on without them")
-	return append(m.cancelOffline(now), m.afterOffline(now)...)
+	return m.afterOffline(now)
 }
 
-// cancelOffline stops offline hooks still running, when the sequence moves past them.
+// cancelOffline stops offline hooks still running as the sequence leaves their phase.
 func (m *machine) cancelOffline(now time.Time) []action {
-	if m.phase != PhaseOffline {
+	if !m.hooksRun[config.StageOffline] {
 		return nil
 	}
+	m.hooksRun[config.StageOffline] = false
 	// Their own end is no longer waited for (hooksDone ignores it): the timeline says now.
 	m.timeline = append(m.timeline, mark{now, "offline hooks: cancelled"})
 	return []action{actCancelHooks{config.StageOffline}}
 }
 
 func (m *machine) enterDraining(now time.Time) []action {
-	m.phase = PhaseDraining
+	acts := m.enter(now, PhaseDraining)
 	m.drainAt = now
 	if !m.cfg.Adaptive {
-		return m.fixedDrain(now, m.cfg.DrainDelay, "")
+		return append(acts, m.fixedDrain(now, m.cfg.DrainDelay, "")...)
 	}
 	end := earlier(now.Add(m.cfg.DrainMax), m.stopBy())
 	if !end.After(now) {
-		return m.endDrain(now)
+		return append(acts, m.endDrain(now)...)
 	}
 	// The watcher reports by end; the timer one second later is only a backstop.
 	m.watchEnd, m.wake = end, earlier(end.Add(time.Second), m.killAt())
@@ -163,7 +176,17 @@ func (m *machine) enterDraining(now time.Time) []action {
 		Msg("draining until no new connections arrive: the app keeps serving")
 	// The kill point comes before --drain-min too when the grace period is that short: the
 	// minimum gives way (a watcher told min > max would refuse to run at all).
-	return []action{actWatchDrain{min(m.cfg.DrainMin, end.Sub(now)), end.Sub(now)}}
+	return append(acts, actWatchDrain{min(m.cfg.DrainMin, end.Sub(now)), end.Sub(now)})
+}
+
+// stopWatch stops the adaptive drain's watcher when the drain ends before it has reported (Ctrl-C
+// twice, the app's exit, the backstop).
+func (m *machine) stopWatch(time.Time) []action {
+	if m.watchEnd.IsZero() {
+		return nil
+	}
+	m.watchEnd = time.Time{}
+	return []action{actStopWatch{}}
 }
 
 // drainTimer ends the drain at its timer: the fixed drain's end, or the backstop of an adaptive
@@ -178,6 +201,7 @@ func (m *machine) drainTimer(now time.Time) []action {
 // drainReported ends the adaptive drain on its watcher's report; where it could not watch, the
 // fixed drain follows.
 func (m *machine) drainReported(now time.Time, r drainwatch.Result) []action {
+	m.watchEnd = time.Time{} // the watcher has ended
 	if r.Reason == drainwatch.ReasonUnavailable {
 		return m.fixedDrain(now, m.fallbackDelay(), m.logWatchUnavailable(now, r))
 	}
@@ -187,7 +211,6 @@ func (m *machine) drainReported(now time.Time, r drainwatch.Result) []action {
 
 // fixedDrain waits d from the start of the drain (capped at stopBy).
 func (m *machine) fixedDrain(now time.Time, d time.Duration, why string) []action {
-	m.watchEnd = time.Time{}
 	end := earlier(m.drainAt.Add(d), m.stopBy())
 	if !end.After(now) {
 		return m.endDrain(now)
@@ -210,7 +233,7 @@ func (m *machine) endDrain(now time.Time) []action {
 	if m.trigger != 0 {
 		return append(acts, m.enterStopping(now)...)
 	}
-	m.phase = PhaseDrained
+	acts = append(acts, m.enter(now, PhaseDrained)...)
 	m.wake = m.killAt()
 	m.event(now, zerolog.InfoLevel, "drained").Msg("drained; waiting for the stop signal")
 	return acts
@@ -244,14 +267,14 @@ func (m *machine) preStopWaitOver(now time.Time, sig unix.Signal) []action {
 }
 
 func (m *machine) enterStopping(now time.Time) []action {
-	acts := append(m.cancelOffline(now), m.markDrained()...)
+	acts := m.markDrained()
 	m.wake = m.killAt()
 	if m.trigger == 0 {
 		// No signal came after /prestop: stop the app ourselves, leaving it the kill margin.
 		m.wake = m.deadline()
 		m.event(now, zerolog.WarnLevel, "no signal").Msg("no stop signal arrived after /prestop; stopping the app")
 	}
-	m.phase = PhaseStopping
+	acts = append(acts, m.enter(now, PhaseStopping)...)
 	sig, ok := m.cfg.StopSignal, true
 	if sig == 0 {
 		// With no signal after /prestop, drainit stops the app as the runtime's SIGTERM would
@@ -291,8 +314,7 @@ func (m *machine) killNow(now time.Time) []action {
 
 // enterKilling is the kill point (or a third Ctrl-C) with the app still running.
 func (m *machine) enterKilling(now time.Time) []action {
-	acts := append(m.cancelOffline(now), m.markDrained()...)
-	acts = append(acts, m.killEverything(now)...)
+	acts := append(m.markDrained(), m.killEverything(now)...)
 	m.event(now, zerolog.WarnLevel, "SIGKILL").Msg("app still running: SIGKILL to everything")
 	return acts
 }
@@ -303,13 +325,13 @@ func (m *machine) endLeftovers(now time.Time) []action {
 	if !m.hasChildren {
 		return m.enterPostStop(now)
 	}
-	m.phase = PhaseCleanup
+	acts := m.enter(now, PhaseCleanup)
 	m.wake = now.Add(m.cfg.CleanupWait)
 	if !m.t0.IsZero() {
 		m.wake = earlier(m.wake, m.killAt())
 	}
 	m.event(now, zerolog.InfoLevel, "cleanup").Msg("the app left processes behind: SIGTERM to them")
-	return []action{actSignal{toEverything, unix.SIGTERM}}
+	return append(acts, actSignal{toEverything, unix.SIGTERM})
 }
 
 // boundCleanup: the first trigger comes while what the app left behind is being ended.
@@ -330,7 +352,7 @@ func (m *machine) killLeftovers(now time.Time) []action {
 // exit where the runtime's SIGKILL lands (seen: an app held by a tracer, drainit exiting at
 // +5.000 s of a 5 s grace period): the survivors' names and the summary could be lost.
 func (m *machine) killEverything(now time.Time) []action {
-	m.phase = PhaseKilling
+	acts := m.enter(now, PhaseKilling)
 	m.killed = true
 	m.wake = now.Add(reapWait)
 	if !m.t0.IsZero() {
@@ -338,7 +360,7 @@ func (m *machine) killEverything(now time.Time) []action {
 			m.wake = last
 		}
 	}
-	return []action{actSignal{toEverything, unix.SIGKILL}}
+	return append(acts, actSignal{toEverything, unix.SIGKILL})
 }
 
 // giveUpReaping is the end of the wait for the reaper after SIGKILL: what is left cannot end or
@@ -374,17 +396,17 @@ func (m *machine) allGone(now time.Time) []action {
 }
 
 func (m *machine) enterPostStop(now time.Time) []action {
-	m.phase = PhasePostStop
+	acts := m.enter(now, PhasePostStop)
 	m.wake = time.Time{}
 	if !m.hasHooks[config.StagePostStop] {
-		return m.finish(now)
+		return append(acts, m.finish(now)...)
 	}
 	m.event(now, zerolog.InfoLevel, "post-stop hooks").Msg("running post-stop hooks")
 	var deadline time.Time // none before a trigger: each hook's own timeout bounds it
 	if !m.t0.IsZero() {
 		deadline = m.postStopDeadline()
 	}
-	return []action{actRunHooks{config.StagePostStop, deadline}}
+	return append(acts, m.runHooks(config.StagePostStop, deadline)...)
 }
 
 // boundPostStop: the first trigger comes while the post-stop hooks run with no deadline.
@@ -393,10 +415,10 @@ func (m *machine) boundPostStop(time.Time) []action {
 }
 
 func (m *machine) finish(now time.Time) []action {
-	m.phase = PhaseDone
+	acts := m.enter(now, PhaseDone)
 	m.wake = time.Time{}
 	code := m.cfg.ExitMap.Apply(m.appStatus)
 	m.summaryLine = m.summary(now)
 	m.line(now, zerolog.InfoLevel).Int("status", code).Str("summary", m.summaryLine).Msg("drainit exiting")
-	return []action{actExit{code}}
+	return append(acts, actExit{code})
 }

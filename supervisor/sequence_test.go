@@ -724,7 +724,7 @@ func TestAdaptiveDrainBackstopIsLogged(t *testing.T) {
 	want(t, m.signal(at(0), unix.SIGTERM), actWatchDrain{0, 15 * time.Second})
 	want(t, m.tick(at(15.5)))
 	wantPhase(t, m, PhaseDraining)
-	want(t, m.tick(at(16)), actSignal{toAppStop, unix.SIGTERM})
+	want(t, m.tick(at(16)), actStopWatch{}, actSignal{toAppStop, unix.SIGTERM})
 	if !strings.Contains(buf.String(), `"message":"the adaptive drain's watch did not report by its end: ending the drain"`) ||
 		!strings.Contains(buf.String(), `"late":1000`) {
 		t.Errorf("the backstop's end of the drain is not in the log:\n%s", buf.String())
@@ -912,8 +912,8 @@ func TestAdaptiveDrainBounds(t *testing.T) {
 	if !m.wake.Equal(at(8)) {
 		t.Fatalf("backstop at %v, want the kill point", m.wake.Sub(epoch))
 	}
-	// A watcher that never answers: the backstop ends the drain.
-	want(t, m.tick(at(8)), actSignal{toAppStop, unix.SIGTERM})
+	// A watcher that never answers: the backstop ends the drain, and stops it.
+	want(t, m.tick(at(8)), actStopWatch{}, actSignal{toAppStop, unix.SIGTERM})
 
 	// --drain-min gives way to the kill point too: the watcher runs to it, rather than refusing
 	// a minimum above its maximum (which would mean the fixed delay instead).
@@ -925,7 +925,7 @@ func TestAdaptiveDrainBounds(t *testing.T) {
 	// The second Ctrl-C still skips the drain; the watcher's late answer changes nothing.
 	m = newTestMachine(false, false, adaptive)
 	m.signal(at(0), unix.SIGINT)
-	want(t, m.signal(at(1), unix.SIGINT), actSignal{toAppStop, unix.SIGINT})
+	want(t, m.signal(at(1), unix.SIGINT), actStopWatch{}, actSignal{toAppStop, unix.SIGINT})
 	want(t, m.drainWatched(at(2), drainwatch.Result{Reason: drainwatch.ReasonQuiet}))
 	wantPhase(t, m, PhaseStopping)
 }
@@ -1087,6 +1087,27 @@ func TestWatchReportOnlyInItsDrain(t *testing.T) {
 	if !fixed.wake.Equal(at(5)) {
 		t.Errorf("a report in a fixed drain moved its end to %v, want the fixed 5s", fixed.wake.Sub(epoch))
 	}
+}
+
+// Leaving the adaptive drain before its watcher reports stops the watcher, whichever way it is
+// left (Ctrl-C twice: TestAdaptiveDrainBounds; the backstop: TestAdaptiveDrainBackstopIsLogged),
+// and its late report does nothing; a drain its report ended, or one that fell back to the fixed
+// delay, has no watcher left to stop.
+func TestLeavingTheDrainStopsItsWatcher(t *testing.T) {
+	quiet := drainwatch.Result{Reason: drainwatch.ReasonQuiet}
+	gone := newTestMachine(false, false, adaptive)
+	gone.signal(at(0), unix.SIGTERM)
+	gone.noChildren(at(1))
+	want(t, gone.appExit(at(1), exited(0)), actStopWatch{}, actExit{0})
+	want(t, gone.drainWatched(at(2), quiet))
+
+	reported := newTestMachine(false, false, adaptive)
+	reported.signal(at(0), unix.SIGTERM)
+	want(t, reported.drainWatched(at(2), quiet), actSignal{toAppStop, unix.SIGTERM})
+	fellBack := newTestMachine(false, false, adaptive)
+	fellBack.signal(at(0), unix.SIGTERM)
+	want(t, fellBack.drainWatched(at(1), drainwatch.Result{Reason: drainwatch.ReasonUnavailable}))
+	want(t, fellBack.tick(at(5)), actSignal{toAppStop, unix.SIGTERM})
 }
 
 // TestOnlyCtrlCHurries: a repeated trigger other than SIGINT joins, whatever the count of
