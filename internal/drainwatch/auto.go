@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// The automatic quiet period (Config.Auto, --drain-quiet auto). See the package doc, "The
-// automatic quiet period", for the model and why these values.
+// The automatic quiet period (Config.Auto, --drain-quiet auto). docs/adaptive-drain.md, "The
+// automatic quiet period", has the model and the simulations behind these values.
 const (
 	// AutoEpsilon is the chance the drain accepts of ending while traffic is still being routed
 	// to the pod at half the recent rate (AutoStepGuard): arrivals being Poisson at rate r, a
@@ -23,9 +23,8 @@ const (
 	// routed just before its proxy dropped the pod still has its way to travel.
 	AutoFloor = 100 * time.Millisecond
 	// AutoMinArrivals is how many arrivals the recent rate rests on: 20 put the estimate within
-	// ±45% (two standard deviations, 1/√20 each), which AutoStepGuard's factor 2 covers. Fewer,
-	// over the whole history (AutoWindow), are judged at a lower bound (fewRate): the silence
-	// needed grows as they thin, past the maximum at about one a second.
+	// ±45% (two standard deviations), which AutoStepGuard's factor 2 covers. Fewer are judged at
+	// a lower bound (fewRate).
 	AutoMinArrivals = 20
 	// AutoWindow is how far back the estimate may look: the history before the drain (History)
 	// is kept this long.
@@ -36,9 +35,7 @@ const (
 	AutoMinReach = time.Second
 	// AutoMinInterval is the shortest time between polls with the automatic quiet period: polls
 	// come every quarter of the silence it needs, between this and Config.Interval (and never
-	// closer than the CPU budget allows). A poll costs drainit ~0.3 ms of CPU in all on a 2-vCPU
-	// VM, most of it the Go runtime's sleep and wake-up (0.1 ms for a bare 10 ms sleep there):
-	// 1.5% of a core at this interval.
+	// closer than the CPU budget allows): 1.5% of a core at this interval.
 	AutoMinInterval = 20 * time.Millisecond
 	// AutoMaxInterval is the longest time between polls once the rate is known: a poll's count
 	// is dated by the poll, so coarse polls would widen the estimate's windows and lower the
@@ -117,20 +114,13 @@ func (e *estimator) add(end time.Time, span time.Duration, n int) {
 	}
 }
 
-// estimate reads the traffic at the last bin, which holds an arrival. The rate is the lower of:
-//
-//   - the recent rate: over the shortest run of bins ending with the last one that holds
-//     AutoMinArrivals arrivals. The window ends at the last arrival, not now: the silence since is
-//     what is being tested, and must not also lower the rate it is tested at. Short windows
-//     follow the steps of a fading traffic: after a step, the rate is the new one as soon as
-//     AutoMinArrivals have come at it.
-//   - the whole reach's (steady): a burst is not a rate. Fewer arrivals than AutoMinArrivals
-//     there are judged at a lower bound (fewRate), so that the silence needed grows smoothly as
-//     the evidence thins, and runs past the maximum only when there is almost none.
-//
-// The oldest bin in reach that holds an arrival counts in neither: its arrivals cannot be placed
-// within it. The silence needed is that rate's, but never shorter than a gap the traffic has
-// shown and come back after, again and again (repeatedGap): periodic bursts.
+// estimate reads the traffic at the last bin, which holds an arrival. The rate is the lower of
+// the recent rate, over the shortest run of bins ending with the last one that holds
+// AutoMinArrivals arrivals (it ends at the last arrival, not now: the silence since is what is
+// tested, and must not also lower the rate it is tested at), and the whole reach's (steady): a
+// burst is not a rate. The oldest bin in reach that holds an arrival counts in neither: its
+// arrivals cannot be placed within it. The silence needed is that rate's, but never shorter than
+// a gap the traffic has shown and come back after again (repeatedGap): periodic bursts.
 func (e *estimator) estimate() Estimate {
 	last := e.bins[len(e.bins)-1].end
 	lo := len(e.bins) - 1 // the oldest bin in reach
@@ -174,15 +164,10 @@ func (e *estimator) estimate() Estimate {
 
 // steady is the rate over the whole reach, from bin from (the oldest in reach with an arrival) to
 // last (the last arrival), with the arrivals and the window it rests on, and what decided it.
-// That oldest bin may be mostly the silence before the traffic began (the app's start), or a
-// burst: its arrivals may all have come at its end, so the traffic is known to be only as old as
-// that bin's end, and the arrivals after it are what a rate can rest on. With AutoMinArrivals of
-// them over AutoMinReach, the rate is theirs.
-//
-// Otherwise the traffic is young or thin: the arrivals after the first bin are then judged at a
-// lower bound (fewRate) and spread over AutoMinReach at least (over a second, a burst of a
-// connection pool's size is a modest rate). Arrivals that all fell in one bin are no rate at
-// all: nothing tells a burst from one.
+// The arrivals of bin from may all have come at its end, so the rate rests on those after it.
+// Young or thin traffic (fewer than AutoMinArrivals of them, or within AutoMinReach) is judged
+// at a lower bound (fewRate), spread over AutoMinReach at least; arrivals that all fell in one
+// bin are no rate at all: nothing tells a burst from one.
 func (e *estimator) steady(from int, last time.Time) (rate float64, n int, w time.Duration, basis string) {
 	first := e.bins[from]
 	after := 0
@@ -207,10 +192,8 @@ func (e *estimator) steady(from int, last time.Time) (rate float64, n int, w tim
 // (the second longest of them), as the bins bound each from above: from the start of a bin with
 // an arrival to the end of the next bin with one, where the bins with none between span at least
 // as long as each of the two (adjacent bins say nothing of a gap, and a poll's empty bin after a
-// history bin of a second says little). A silence no longer than one the traffic has shown again
-// and again proves nothing: periodic bursts (a batch job's, a cron's) end no drain inside their
-// gap once the reach holds two. One gap alone is the pause before the traffic began (the
-// readiness probe's connection, then the first clients), as often as not.
+// history bin of a second says little). One gap alone is as often as not the pause before the
+// traffic began.
 func (e *estimator) repeatedGap(lo int) time.Duration {
 	var longest, second time.Duration
 	prev := -1

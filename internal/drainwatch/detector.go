@@ -7,19 +7,15 @@ import "github.com/drainit/drainit/internal/config"
 // end), and tests feed it made-up tables.
 //
 // A connection is keyed by its 4-tuple. It is new when its 4-tuple was not in the previous
-// snapshot, in any state but LISTEN, CLOSE and SYN_SENT — ESTABLISHED, and also the closing
-// states and TIME_WAIT, which are connections that arrived and began to close between two
-// snapshots (TIME_WAIT stays 60 s: a connection the app closed first is never missed). One in
-// SYN_RECV (a handshake under way) is kept but counted only once a later snapshot finds it past
-// the handshake: a SYN costs a sender nothing, not even its address (a spoofed one never sees the
-// SYN-ACK), and counting them would let anyone hold a drain to its maximum. (PassiveOpens counts
-// completed handshakes only: the kernel counts it as it creates the accepted socket.) A 4-tuple that was there before is a new connection when a client reused it:
-// its state went backwards (TIME_WAIT, say, to ESTABLISHED: the kernel accepts a SYN on a
-// TIME_WAIT entry), or it is held under another inode. A connection only closing is never new:
-// its state only moves forward and its inode only goes from the process's to 0 after close().
-//
-// What it cannot see: a connection that arrived and vanished entirely between two snapshots,
-// which is one the client closed first (or reset) within a poll interval. See the package doc.
+// snapshot, in any state but LISTEN, CLOSE and SYN_SENT (the closing states and TIME_WAIT too:
+// connections that arrived and began to close between two snapshots). One in SYN_RECV is kept
+// but counted only once a later snapshot finds it past the handshake: a SYN costs a sender
+// nothing, not even its address, and counting them would let anyone hold a drain to its maximum.
+// A 4-tuple that was there before is new when a client reused it: its state went backwards
+// (TIME_WAIT to ESTABLISHED), or it is held under another inode. A connection only closing is
+// never new: its state only moves forward and its inode only goes from the process's to 0 after
+// close(). What it cannot see, a connection that came and went between two snapshots, is in
+// docs/adaptive-drain.md, "Methods".
 type detector struct {
 	listeners []config.Endpoint
 	conns     map[connKey]connInfo

@@ -10,15 +10,12 @@ import (
 )
 
 // HistoryEvery is how often a History samples the counter: often enough that the rate before
-// the drain is known to a second, rarely enough to cost nothing (one read of /proc/net/snmp,
-// ~50 µs, a second: 0.005% of a core).
+// the drain is known to a second, rarely enough to cost nothing (0.005% of a core).
 const HistoryEvery = time.Second
 
-// For its first historyStartFor, a History samples every historyStartEvery: the estimator cannot
-// place the arrivals of the oldest bin that holds any within it (a burst at its end, for all it
-// says), so a young pod's traffic is as old as the end of its first bin with an arrival. Fine bins
-// there keep the traffic of a pod stopped a second or two after it started serving from looking
-// younger than it is, at ten reads a second for two seconds.
+// For its first historyStartFor, a History samples every historyStartEvery: the estimator sets
+// aside the arrivals of the oldest bin that holds any (they may all be at its end), and fine
+// bins there keep a pod stopped a second or two after it started serving from looking younger.
 const (
 	historyStartEvery = 100 * time.Millisecond
 	historyStartFor   = 2 * time.Second
@@ -36,10 +33,8 @@ func historyNext(since time.Duration) time.Duration {
 // the network namespace's PassiveOpens counter (less what drainit's own servers accepted), and,
 // where the namespace holds listeners that are not the app's (a sidecar's, another pod's on
 // hostNetwork), the new connections to the app's own listeners, from sock_diag. The automatic
-// quiet period starts from it, so that it knows the pod's steady rate when the drain begins,
-// however few connections come during the drain itself: from the counter when the drain counts
-// with the passive-opens method (only then is the counter the app's alone), from the app's own
-// listeners' counts when it watches the same listeners with sock-diag. Safe for concurrent use.
+// quiet period starts from the one that is the app's alone, so that it knows the pod's steady
+// rate however few connections come during the drain itself. Safe for concurrent use.
 type History struct {
 	mu      sync.Mutex
 	samples []counterSample

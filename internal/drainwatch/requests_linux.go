@@ -11,8 +11,8 @@ import (
 
 // requestWatch reads the app's open incoming connections, with what each has received, through
 // a sock_diag socket of its own that asks for every socket's tcp_info: requests that come over
-// connections already open, which no count of new connections sees (see "Requests on open
-// connections" in the package doc).
+// connections already open, which no count of new connections sees (docs/adaptive-drain.md,
+// "Requests on open connections").
 type requestWatch struct {
 	diag      *diagConn
 	endpoints []config.Endpoint
@@ -33,21 +33,13 @@ type requestWatch struct {
 // none; counted without it, requests on open connections would go unseen in silence.
 var errNoTCPInfo = errors.New("the kernel does not report what a connection has received (tcp_info's tcpi_bytes_received, Linux 4.1+)")
 
-// countEvery is the least time between two counts of one connection. A connection that receives
-// data without a pause (an upload, a stream) would otherwise count at every poll, 20-50 times a
-// second where the drain polls that often, and pass for a rate of requests that makes the
-// automatic quiet period short; counted at most every 100 ms, one connection is at most 10 a
-// second. Data that comes within countEvery of a count is counted when countEvery has passed
-// (pending), so that the last data is always followed by a count: the silence never starts
-// before it.
-//
-// Nor when the connection closes between two polls, as a proxy's pooled connections do when it
-// lets the pod go (nginx's old workers close theirs right after their last requests, between two
-// polls: bench/L7PROXY.md): its last data may have come after the last poll that saw it,
-// or been held back (pending), and a closed connection cannot be read. So a connection that
-// received data while watched and is gone counts once more, at the poll that finds it gone: a
-// close is the last thing that came over it. One that never did (an idle pooled connection, a
-// new one whose request came before it was first seen, which counts as a new connection) does not.
+// countEvery is the least time between two counts of one connection: one that receives data
+// without a pause (an upload) would otherwise pass for a rate of requests that makes the
+// automatic quiet period short. Data held back by it is counted once it has passed (pending), so
+// that the silence never starts before the last data; and a connection that received data while
+// watched and is gone counts once more, at the poll that finds it gone, for its last data may
+// have come after the last poll that saw it (a proxy closes its pooled connections right after
+// their last requests).
 const countEvery = DefaultInterval
 
 // connState is what requestWatch keeps of a connection between polls.

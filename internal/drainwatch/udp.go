@@ -6,21 +6,10 @@ import (
 )
 
 // serving reports whether a UDP socket of the table (as parseProcNet reads it: the same columns
-// as TCP's) is one that clients outside the pod send to:
-//
-//   - not connected (no remote address): a connected socket receives from its peer only, as the
-//     app's own queries do (Go's and glibc's resolvers connect);
-//   - bound to a wildcard or non-loopback address: nothing routed to the pod reaches 127.0.0.1
-//     or ::1;
-//   - on a port the kernel would not pick itself: outside ip_local_port_range, or reserved
-//     (ip_local_reserved_ports). A port is either chosen by the app, bind(2) with a port, which
-//     is what a server does so that its clients know where to send, or by the kernel, for a
-//     socket bound to port 0 or sending before any bind, and the kernel always picks from that
-//     range, never a reserved port. So a port outside was the app's choice. An unconnected
-//     client socket (a QUIC or SNMP client, a resolver that does not connect) is on a port the
-//     kernel picked: inside. A server that binds a port inside the range (a TURN relay's
-//     49152-65535) is taken for a client, and its traffic goes unseen as before; a client that
-//     binds a fixed port outside makes the drain fixed, the safe side.
+// as TCP's) is one that clients outside the pod send to: not connected (a connected socket
+// receives from its peer only, as the app's own resolver's does), bound to a wildcard or
+// non-loopback address, and on a port the kernel would not pick itself (outside eph), which the
+// app chose, as servers do. Why each, and what it misses: docs/adaptive-drain.md, "UDP".
 func serving(s *Socket, eph portRange) bool {
 	return s.Remote.Port() == 0 && s.Local.Port() != 0 && !s.Local.Addr().Unmap().IsLoopback() &&
 		!eph.has(s.Local.Port())

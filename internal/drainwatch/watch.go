@@ -15,42 +15,22 @@ const (
 	DefaultQuiet = time.Second      // no new connection for this long ends the drain
 	DefaultMax   = 15 * time.Second // the drain ends at this, whatever the traffic
 
-	// DefaultInterval is the shortest time between two polls. The budget is 2% of one core while
-	// draining (cpuBudget), so a poll may cost 2 ms of CPU at this interval; each poll's cost is
-	// measured (the thread's CPU time, kernel included) and the next poll is put off to 50 times
-	// that cost when that is more, so the budget holds on any table. CPU time of one poll,
-	// measured with BenchmarkPollLive on a 2-vCPU VM (Linux 6.18, whose established-connection
-	// hash of 262,144 buckets every dump walks in full, whatever the namespace):
-	//
-	//	                 empty table   10,000 sockets (5,000 of them the watched listener's)
-	//	passive-opens    0.02-0.03 ms  0.02-0.03 ms (0.04-0.08 ms through prometheus/procfs)
-	//	sock-diag        0.2 ms        5-8 ms
-	//	proc-net-tcp     5-5.5 ms      23-27 ms (the kernel prints ~2 µs a socket)
-	//
-	// Parsing is not the cost: BenchmarkScan10k reads, parses and diffs those 10,000 lines in
-	// ~1.1 ms with 4 allocations (prometheus/procfs's parser alone: ~11-12 ms, 110,022
-	// allocations, 7.4 MB; hence a parser of our own). So 100 ms keeps the common cases far under
-	// budget and the detection lag (a connection is seen up to one interval after it arrives,
-	// which can only lengthen the drain) well under the 1 s quiet period; a big table stretches
-	// the interval, at 10,000 sockets to 250-400 ms (sock-diag) or ~1.2 s (proc-net-tcp), instead
-	// of taking more CPU.
+	// DefaultInterval is the shortest time between two polls: at the CPU budget (cpuBudget), a
+	// poll may cost 2 ms; a costlier one puts the next off to 50 times its cost. The costs per
+	// method and table size are in docs/adaptive-drain.md, "Cost".
 	DefaultInterval = 100 * time.Millisecond
 
 	cpuBudget = 0.02
 
 	// pollOverhead is the most of the process's CPU between two polls that is charged to a poll
-	// beyond its sample: the timer, the scheduler's wake-up and the syscalls around the sample,
-	// ~0.3 ms on a 2-vCPU VM. What the process spends beyond that is other work's: reaping an
-	// orphan storm, a client holding hundreds of connections to the control server, which needs
-	// no token. Charged to the drain, it spaced the polls out (300 idle connections: 0.6-0.9 s
-	// apart; 1,500: 3.9 s), and where sock-diag samples the table a connection that opened and
-	// closed between two polls went unseen: the drain ended quiet while clients still came.
+	// beyond its sample (the timer, the wake-up, the syscalls around it). The rest is other
+	// work's (an orphan storm, clients of the control server): charged to the drain, it spaced
+	// the polls seconds apart, and sock-diag missed connections between them
+	// (docs/adaptive-drain.md, "Cost").
 	pollOverhead = time.Millisecond
 
-	// setupBudgeted is the most of the setup's CPU (finding what to watch) that the budget makes
-	// the polls make up for, holding back the first poll at most 250 ms. The setup of an app with
-	// many descriptors or processes to look through costs more (124 ms with 19,000 descriptors),
-	// and held back in full it put the first poll seconds late (6.2 s) and the drain's end with it.
+	// setupBudgeted is the most of the setup's CPU (finding what to watch) that the polls make
+	// up for: held back in full, a big app's setup put the first poll seconds late.
 	setupBudgeted = 5 * time.Millisecond
 )
 
@@ -71,11 +51,11 @@ type Config struct {
 	Quiet, Min, Max time.Duration
 	// Requests counts, beside new connections, the open connections that received data since
 	// the last poll (--drain-watch requests): requests that a proxy pooling connections to the
-	// pod routes over them. See "Requests on open connections" in the package doc.
+	// pod routes over them.
 	Requests bool
 	// Auto replaces Quiet with a silence that follows the traffic (--drain-quiet auto): long
 	// enough that traffic still routed at half the recent rate would have broken it with
-	// probability under AutoEpsilon. See the package doc.
+	// probability under AutoEpsilon.
 	Auto bool
 	// History, with Auto, is the traffic before the drain (Record); Start stops it. nil: the
 	// estimate rests on the drain's own arrivals.
@@ -364,11 +344,9 @@ func run(ctx context.Context, cfg Config, e env, t0 time.Time) (Result, bool) {
 		}
 		return res, true
 	}
-	// A poll costs more than its sample: the timer, the Go scheduler's wake-up, the syscalls
-	// around it (~0.3 ms a poll in all on a 2-vCPU VM, for a 0.02 ms passive-opens sample). So a
-	// poll's cost is the more of the sample's thread CPU and the process's CPU over the whole
-	// cycle since the last poll, but of the latter no more than pollOverhead beyond the sample:
-	// the rest is other work's (see pollOverhead).
+	// A poll costs more than its sample (several times a passive-opens sample): its cost is the
+	// more of the sample's thread CPU and the process's CPU over the cycle since the last poll,
+	// of the latter no more than pollOverhead beyond the sample.
 	var cycleCPU time.Duration
 	if e.cpu != nil {
 		cycleCPU = e.cpu()
