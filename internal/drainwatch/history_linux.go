@@ -5,8 +5,6 @@ import (
 	"slices"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/drainit/drainit/internal/config"
 )
 
@@ -35,10 +33,7 @@ type diagAppCounter struct {
 	listeners []uint64 // the namespace's listening sockets' inodes at the last look, sorted
 	scanned   time.Time
 	shared    bool
-	endpoints []config.Endpoint
-	filter    []byte
-	v4, v6    bool
-	det       *detector
+	s         *diagSampler // the app's listeners' (over diag); nil: none yet
 }
 
 func (c *diagAppCounter) count() (int, []config.Endpoint, bool) {
@@ -59,19 +54,12 @@ func (c *diagAppCounter) count() (int, []config.Endpoint, bool) {
 	if !c.shared {
 		return 0, nil, false
 	}
-	c.det.begin()
-	for _, t := range []struct {
-		on     bool
-		family uint8
-	}{{c.v4, unix.AF_INET}, {c.v6, unix.AF_INET6}} {
-		if t.on {
-			if err := c.diag.dump(t.family, statesConns, c.filter, c.det.add); err != nil {
-				c.shared, c.endpoints = false, nil
-				return 0, nil, false
-			}
-		}
+	n, err := c.s.sample()
+	if err != nil {
+		c.shared, c.s = false, nil
+		return 0, nil, false
 	}
-	return c.det.end(), c.endpoints, true
+	return n, c.s.endpoints, true
 }
 
 // look finds the app's listeners among all, as a drain would, and whether others share the
@@ -88,8 +76,8 @@ func (c *diagAppCounter) look(all []listener) {
 	}
 	eps, v4, v6 := watchedEndpoints(watched)
 	c.shared = true
-	if !slices.Equal(eps, c.endpoints) {
-		c.endpoints, c.filter, c.v4, c.v6, c.det = eps, endpointFilter(eps), v4, v6, newDetector(eps)
+	if c.s == nil || !slices.Equal(eps, c.s.endpoints) {
+		c.s = newDiagSampler(c.diag, eps, v4, v6)
 	}
 }
 

@@ -62,6 +62,19 @@ func openDiag() (*diagConn, error) {
 
 func (c *diagConn) close() { unix.Close(c.fd) }
 
+// dumpTables is dump of the IPv4 table when v4, and of the IPv6 one when v6.
+func (c *diagConn) dumpTables(v4, v6 bool, states uint32, filter []byte, fn func(*Socket)) error {
+	if v4 {
+		if err := c.dump(unix.AF_INET, states, filter, fn); err != nil {
+			return err
+		}
+	}
+	if v6 {
+		return c.dump(unix.AF_INET6, states, filter, fn)
+	}
+	return nil
+}
+
 // dump asks for the TCP sockets of family (AF_INET or AF_INET6) in states (a bit per State)
 // that pass filter (inet_diag bytecode; nil: all), and calls fn for each.
 func (c *diagConn) dump(family uint8, states uint32, filter []byte, fn func(*Socket)) error {
@@ -154,6 +167,20 @@ func parseDiag(b []byte, seq uint32, s *Socket, fn func(*Socket)) (done bool, er
 // diagSocket reads a struct inet_diag_msg and, from the attributes after it, the socket's
 // tcp_info when the dump carries it (Socket.Info.OK).
 func diagSocket(m []byte, s *Socket) {
+	s.Cookie = binary.NativeEndian.Uint64(m[44:])
+	s.V6 = m[0] == unix.AF_INET6
+	s.State = State(m[1])
+	// inet_diag_sockid: ports in network byte order, addresses as 16 bytes (IPv4 in the first 4).
+	sport, dport := binary.BigEndian.Uint16(m[4:]), binary.BigEndian.Uint16(m[6:])
+	var src, dst netip.Addr
+	if s.V6 {
+		src, dst = netip.AddrFrom16([16]byte(m[8:24])), netip.AddrFrom16([16]byte(m[24:40]))
+	} else {
+		src, dst = netip.AddrFrom4([4]byte(m[8:12])), netip.AddrFrom4([4]byte(m[24:28]))
+	}
+	s.Local, s.Remote = netip.AddrPortFrom(src, sport), netip.AddrPortFrom(dst, dport)
+	s.UID = binary.NativeEndian.Uint32(m[64:])
+	s.Inode = uint64(binary.NativeEndian.Uint32(m[68:]))
 	s.Info = TCPInfo{}
 	for a := m[inetDiagMsgLen:]; len(a) >= unix.SizeofNlAttr; {
 		l, typ := int(binary.NativeEndian.Uint16(a[0:])), binary.NativeEndian.Uint16(a[2:])
@@ -169,23 +196,4 @@ func diagSocket(m []byte, s *Socket) {
 		}
 		a = a[min(len(a), (l+unix.NLA_ALIGNTO-1)&^(unix.NLA_ALIGNTO-1)):]
 	}
-	diagSockID(m, s)
-}
-
-// diagSockID reads the socket's identity and state from a struct inet_diag_msg.
-func diagSockID(m []byte, s *Socket) {
-	s.Cookie = binary.NativeEndian.Uint64(m[44:])
-	s.V6 = m[0] == unix.AF_INET6
-	s.State = State(m[1])
-	// inet_diag_sockid: ports in network byte order, addresses as 16 bytes (IPv4 in the first 4).
-	sport, dport := binary.BigEndian.Uint16(m[4:]), binary.BigEndian.Uint16(m[6:])
-	var src, dst netip.Addr
-	if s.V6 {
-		src, dst = netip.AddrFrom16([16]byte(m[8:24])), netip.AddrFrom16([16]byte(m[24:40]))
-	} else {
-		src, dst = netip.AddrFrom4([4]byte(m[8:12])), netip.AddrFrom4([4]byte(m[24:28]))
-	}
-	s.Local, s.Remote = netip.AddrPortFrom(src, sport), netip.AddrPortFrom(dst, dport)
-	s.UID = binary.NativeEndian.Uint32(m[64:])
-	s.Inode = uint64(binary.NativeEndian.Uint32(m[68:]))
 }

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/drainit/drainit/internal/config"
 )
 
@@ -98,15 +96,8 @@ func (w *requestWatch) add(s *Socket) {
 func (w *requestWatch) poll(now time.Time, within time.Duration) (active, busy int, err error) {
 	w.active, w.busy, w.within, w.now, w.noInfo = 0, 0, within, now, false
 	clear(w.next)
-	for _, t := range []struct {
-		on     bool
-		family uint8
-	}{{w.v4, unix.AF_INET}, {w.v6, unix.AF_INET6}} {
-		if t.on {
-			if err := w.diag.dump(t.family, 1<<Established, w.filter, w.visit); err != nil {
-				return 0, 0, err
-			}
-		}
+	if err := w.diag.dumpTables(w.v4, w.v6, 1<<Established, w.filter, w.visit); err != nil {
+		return 0, 0, err
 	}
 	for cookie, c := range w.conns {
 		if _, open := w.next[cookie]; !open && c.carried {

@@ -82,15 +82,7 @@ type listener struct {
 
 // openSystem finds the listening sockets to watch and picks the cheapest method that counts
 // their new connections correctly. The Setup says what was found, with an *UnwatchableError too.
-func openSystem(cfg Config, o systemOptions) (sampler, Setup, error) {
-	s, setup, err := openSampler(cfg, o)
-	if s != nil {
-		setup.Method = s.method()
-	}
-	return s, setup, err
-}
-
-func openSampler(cfg Config, o systemOptions) (_ sampler, setup Setup, _ error) {
+func openSystem(cfg Config, o systemOptions) (_ sampler, setup Setup, _ error) {
 	var diag *diagConn
 	if o.force != MethodProcNet {
 		diag, _ = openDiag() // unavailable (seccomp, gVisor): /proc/net/tcp instead
@@ -129,8 +121,7 @@ func openSampler(cfg Config, o systemOptions) (_ sampler, setup Setup, _ error) 
 		}
 	}
 	if s == nil && diag != nil {
-		det := newDetector(endpoints)
-		s = &diagSampler{diag: diag, det: det, endpoints: endpoints, add: det.add, v4: v4, v6: v6, filter: endpointFilter(endpoints)}
+		s = newDiagSampler(diag, endpoints, v4, v6)
 	}
 	if s == nil {
 		det := newDetector(endpoints)
@@ -145,6 +136,7 @@ func openSampler(cfg Config, o systemOptions) (_ sampler, setup Setup, _ error) 
 	// else read once at the end (busyConns).
 	if o.force != MethodProcNet {
 		if w := newRequestWatch(endpoints, v4, v6); w != nil {
+			setup.Method = s.method()
 			return &requestSampler{sampler: s, now: cfg.withDefaults().Now, w: w, count: cfg.Requests}, setup, nil
 		}
 	}
@@ -152,6 +144,7 @@ func openSampler(cfg Config, o systemOptions) (_ sampler, setup Setup, _ error) 
 		s.close()
 		return nil, setup, errors.New("watching requests on open connections (--drain-watch requests) needs netlink sock_diag, which is unavailable here")
 	}
+	setup.Method = s.method()
 	return s, setup, nil
 }
 
@@ -454,17 +447,17 @@ type diagSampler struct {
 	add       func(*Socket) // det.add, bound once
 }
 
+// newDiagSampler counts, over diag, the new connections to endpoints in the tables v4 and v6
+// name.
+func newDiagSampler(diag *diagConn, endpoints []config.Endpoint, v4, v6 bool) *diagSampler {
+	det := newDetector(endpoints)
+	return &diagSampler{diag: diag, det: det, endpoints: endpoints, add: det.add, v4: v4, v6: v6, filter: endpointFilter(endpoints)}
+}
+
 func (s *diagSampler) sample() (int, error) {
 	s.det.begin()
-	if s.v4 {
-		if err := s.diag.dump(unix.AF_INET, statesConns, s.filter, s.add); err != nil {
-			return 0, err
-		}
-	}
-	if s.v6 {
-		if err := s.diag.dump(unix.AF_INET6, statesConns, s.filter, s.add); err != nil {
-			return 0, err
-		}
+	if err := s.diag.dumpTables(s.v4, s.v6, statesConns, s.filter, s.add); err != nil {
+		return 0, err
 	}
 	return s.det.end(), nil
 }
