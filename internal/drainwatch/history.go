@@ -128,15 +128,22 @@ func record(ctx context.Context, self func() uint64, read func() (uint64, error)
 	return h
 }
 
+// historyKeep is how many samples a History keeps: one more than the window holds, for the
+// first bin's start (and those of the first seconds, when the samples came closer).
+const historyKeep = int(AutoWindow/HistoryEvery) + int(historyStartFor/historyStartEvery) + 1
+
+// keepRecent is s without its oldest samples, in place, once it holds twice historyKeep.
+func keepRecent[T any](s []T) []T {
+	if len(s) > 2*historyKeep {
+		return append(s[:0], s[len(s)-historyKeep:]...)
+	}
+	return s
+}
+
 func (h *History) add(s counterSample) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.samples = append(h.samples, s)
-	// One sample more than the window, for the first bin's start (and those of the first
-	// seconds, when the samples came closer).
-	if keep := int(AutoWindow/HistoryEvery) + int(historyStartFor/historyStartEvery) + 1; len(h.samples) > 2*keep {
-		h.samples = append(h.samples[:0], h.samples[len(h.samples)-keep:]...)
-	}
+	h.samples = keepRecent(append(h.samples, s))
 }
 
 // countOwn polls the app's listeners, where the namespace is shared, at the time at.
@@ -153,10 +160,7 @@ func (h *History) countOwn(at time.Time) {
 	case !slices.Equal(eps, h.own.endpoints):
 		h.own = ownHistory{endpoints: eps, samples: []ownSample{{at, 0}}}
 	default:
-		h.own.samples = append(h.own.samples, ownSample{at, n})
-		if keep := int(AutoWindow/HistoryEvery) + int(historyStartFor/historyStartEvery) + 1; len(h.own.samples) > 2*keep {
-			h.own.samples = append(h.own.samples[:0], h.own.samples[len(h.own.samples)-keep:]...)
-		}
+		h.own.samples = keepRecent(append(h.own.samples, ownSample{at, n}))
 	}
 }
 

@@ -46,7 +46,7 @@ func heldByTree(root string, to netip.AddrPort, self int) (ours, known bool) {
 	if len(candidates) == 0 {
 		return false, false
 	}
-	for _, pid := range processTree(root, self) {
+	for _, pid := range append([]int{self}, proc.Below(root, self)...) {
 		held, err := proc.SocketInodes(root, pid)
 		if errors.Is(err, os.ErrPermission) {
 			return false, false // a process of the tree drainit cannot look into (setuid) may hold it

@@ -189,18 +189,17 @@ func watchedEndpoints(watched []listener) (eps []config.Endpoint, v4, v6 bool) {
 // would be no proof that the traffic stopped.
 func appListeners(cfg Config, o systemOptions, all []listener) ([]listener, Setup, error) {
 	var setup Setup
-	var pids []int
+	// Everything under the adopter holds the app's tree and what it adopted: one walk, with the
+	// app first, as socketInodes wants its root.
+	below := cfg.AppPID
 	if cfg.Adopter > 0 {
-		// Everything under the adopter holds the app's tree and what it adopted: one walk, with
-		// the app first, as socketInodes wants its root.
-		pids = []int{cfg.AppPID}
-		for _, p := range processTree(o.proc, cfg.Adopter)[1:] {
-			if p != cfg.AppPID {
-				pids = append(pids, p)
-			}
+		below = cfg.Adopter
+	}
+	pids := []int{cfg.AppPID}
+	for _, p := range proc.Below(o.proc, below) {
+		if p != cfg.AppPID {
+			pids = append(pids, p)
 		}
-	} else {
-		pids = processTree(o.proc, cfg.AppPID)
 	}
 	readable := slices.DeleteFunc(slices.Clone(pids), func(p int) bool { return slices.Contains(o.denied, p) })
 	inodes, unreadable, err := socketInodes(o.proc, readable)
@@ -368,12 +367,6 @@ func readProcNet(proc, proto string, buf *[]byte, want func(uint16, State) bool,
 		}
 	}
 	return nil
-}
-
-// processTree lists root and its descendants: from /proc/PID/task/TID/children where the
-// kernel has it (CONFIG_PROC_CHILDREN), else from every process's parent (proc.Below).
-func processTree(procRoot string, root int) []int {
-	return append([]int{root}, proc.Below(procRoot, root)...)
 }
 
 // socketInodes collects the socket inodes of the processes' file descriptors, each with the first
