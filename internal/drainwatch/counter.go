@@ -29,11 +29,9 @@ func (s *counterSampler) sample() (int, error) {
 		return 0, nil
 	}
 	if n < s.last {
-		// The counter went backwards: an unsigned long wrapping on a 32-bit kernel, or another
-		// namespace's counter. How many arrived is unknown; one arrival starts the quiet period
-		// over, which only lengthens the drain, and the next poll counts from this reading. (The
-		// difference itself, taken as an int, would be negative or in the billions: arrivals
-		// lost to the schedule, or an absurd rate for the automatic quiet period.)
+		// The counter went backwards (an unsigned long wrapping on a 32-bit kernel, or another
+		// namespace's counter): how many arrived is unknown, and the difference would be negative
+		// or in the billions. One arrival only lengthens the drain.
 		return 1, nil
 	}
 	opened, accepted := n-s.last, mine-s.lastSelf

@@ -85,8 +85,7 @@ type Setup struct {
 // UnwatchableError is why the watch is unavailable when some of the app's listeners cannot be
 // watched (a UNIX socket, UDP, or a TCP listener that may be held by a process of the app's tree
 // that drainit may not read): a watch of the others would end the drain while traffic still comes
-// through those, so the caller falls back to its fixed delay. --drain-ports is the way to name
-// what is routed to the pod.
+// through those, so the caller falls back to its fixed delay.
 type UnwatchableError struct {
 	Listeners []Listener // each with its Why
 }
