@@ -46,11 +46,9 @@ const (
 // autoK is the silence needed times the rate: ln(1/ε) at the guarded rate.
 var autoK = AutoStepGuard * math.Log(1/AutoEpsilon)
 
-const (
-	// autoFewDelta is the confidence fewRate's lower bound leaves out: the bound is the rate
-	// under which as many arrivals as were seen had probability autoFewDelta.
-	autoFewDelta = 0.05
-)
+// autoFewDelta is the confidence fewRate's lower bound leaves out: the bound is the rate under
+// which as many arrivals as were seen had probability autoFewDelta.
+const autoFewDelta = 0.05
 
 // bin is how many new connections arrived in (end-span, end].
 type bin struct {
@@ -73,7 +71,7 @@ type Estimate struct {
 	// Enough says whether there was a rate: one arrival at least in reach before the last.
 	Enough bool
 	// Basis says what decided the rate or the silence, for the log: "recent", "steady", "few
-	// arrivals", "young traffic, spread over 1s", "a step down", or a gap the traffic showed.
+	// arrivals", "young traffic, spread over 1s", "one burst", or a gap the traffic showed.
 	Basis string
 }
 
