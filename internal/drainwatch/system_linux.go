@@ -132,11 +132,11 @@ func openSystem(cfg Config, o systemOptions) (_ sampler, setup Setup, _ error) {
 	if _, isDiag := s.(*diagSampler); !isDiag && diag != nil {
 		diag.close()
 	}
+	setup.Method = s.method()
 	// The open connections, with what each has received: counted as traffic with cfg.Requests,
 	// else read once at the end (busyConns).
 	if o.force != MethodProcNet {
 		if w := newRequestWatch(endpoints, v4, v6); w != nil {
-			setup.Method = s.method()
 			return &requestSampler{sampler: s, now: cfg.withDefaults().Now, w: w, count: cfg.Requests}, setup, nil
 		}
 	}
@@ -144,7 +144,6 @@ func openSystem(cfg Config, o systemOptions) (_ sampler, setup Setup, _ error) {
 		s.close()
 		return nil, setup, errors.New("watching requests on open connections (--drain-watch requests) needs netlink sock_diag, which is unavailable here")
 	}
-	setup.Method = s.method()
 	return s, setup, nil
 }
 

@@ -231,10 +231,12 @@ func start(ctx context.Context, cfg Config, e env) <-chan Result {
 func run(ctx context.Context, cfg Config, e env, t0 time.Time) (Result, bool) {
 	var res Result
 	samples, own := cfg.History.take(e.now()) // stops the sampling whatever happens next
-	var cpu0 time.Duration
-	if e.cpu != nil {
-		cpu0 = e.cpu()
+	cpu := e.cpu
+	if cpu == nil {
+		// Unknown: Result.CPU is zero, and a poll's cost is its sample's.
+		cpu = func() time.Duration { return 0 }
 	}
+	cpu0 := cpu()
 	unavailable := func(err error) (Result, bool) {
 		res.Reason, res.Err, res.Elapsed = ReasonUnavailable, err, e.now().Sub(t0)
 		if u, ok := errors.AsType[*UnwatchableError](err); ok {
@@ -339,18 +341,13 @@ func run(ctx context.Context, cfg Config, e env, t0 time.Time) (Result, bool) {
 			}
 		}
 		res.Reason, res.Elapsed = r, now.Sub(t0)
-		if e.cpu != nil {
-			res.CPU = e.cpu() - cpu0
-		}
+		res.CPU = cpu() - cpu0
 		return res, true
 	}
 	// A poll costs more than its sample (several times a passive-opens sample): its cost is the
 	// more of the sample's thread CPU and the process's CPU over the cycle since the last poll,
 	// of the latter no more than pollOverhead beyond the sample.
-	var cycleCPU time.Duration
-	if e.cpu != nil {
-		cycleCPU = e.cpu()
-	}
+	cycleCPU := cpu()
 	for {
 		gap := sch.pollInterval(cfg.Interval)
 		if g := time.Duration(float64(cost) / cpuBudget); g > gap {
@@ -372,10 +369,8 @@ func run(ctx context.Context, cfg Config, e env, t0 time.Time) (Result, bool) {
 		}
 		var n int
 		cost = e.measure(func() { n, err = s.sample() })
-		if e.cpu != nil {
-			c := e.cpu()
-			cost, cycleCPU = max(cost, min(c-cycleCPU, cost+pollOverhead)), c
-		}
+		c := cpu()
+		cost, cycleCPU = max(cost, min(c-cycleCPU, cost+pollOverhead)), c
 		spent += cost
 		if err != nil {
 			res.NewConns = sch.newConns
