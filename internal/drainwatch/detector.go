@@ -57,7 +57,7 @@ func (d *detector) add(s *Socket) {
 		// that happens to use the port.
 		return
 	}
-	if !d.watched(s) {
+	if !toAny(d.listeners, s) {
 		return
 	}
 	k := connKey{local: s.Local.Addr().As16(), remote: s.Remote.Addr().As16(), lport: s.Local.Port(), rport: s.Remote.Port()}
@@ -107,8 +107,6 @@ func (d *detector) wants(port uint16, st State) bool {
 	}
 	return false
 }
-
-func (d *detector) watched(s *Socket) bool { return toAny(d.listeners, s) }
 
 // toAny says whether s is a connection to one of the listening endpoints eps (by its local end).
 func toAny(eps []config.Endpoint, s *Socket) bool {

@@ -117,12 +117,8 @@ const unixAcceptCon = 1 << 16
 // is, and what follows it is no entry. (A path that forges an entry can at worst make drainit
 // take a socket of the app's for a UNIX listener: the fixed drain, the safe side.)
 func parseProcNetUnix(data []byte, fn func(unixListener)) {
-	first := true
+	_, data, _ = bytes.Cut(data, []byte("\n")) // the header
 	for line := range bytes.SplitSeq(data, []byte("\n")) {
-		if first {
-			first = false // the header
-			continue
-		}
 		f := bytes.Fields(line)
 		if len(f) < 7 || !bytes.HasSuffix(f[0], []byte(":")) {
 			continue
