@@ -5,39 +5,18 @@ import (
 	"time"
 )
 
-// The stop sequence's time budget (Budget), worked out once from drainit's options: the
-// latest stop signal, the kill point, when each stage of hooks must end, and when drainit must
-// be gone. The supervisor runs the stop by it; drainit's start-up warnings and drainit check
-// judge a configuration by it. It is arithmetic on durations only: no clock.
+// The stop sequence's time budget (Budget), worked out once from drainit's options. The
+// supervisor runs the stop by it; drainit's start-up warnings and drainit check judge a
+// configuration by it. It is arithmetic on durations only: no clock. NewBudget is its formulas;
+// the steps they bound are in docs/stop-sequence.md.
 //
-// Every instant is a duration since t0, the stop's first trigger, and follows from the grace
-// period, the kill margin and the drain's worst case:
-//
-//	Deadline          grace                                 the runtime's SIGKILL
-//	KillAt            Deadline − kill margin                drainit's SIGKILL to what still runs
-//	StopBy            KillAt − min(2s, KillAt − Drain)      the latest stop signal
-//	HooksDeadline     StopBy − HookOverrun                  the offline hooks' context ends
-//	LateHooksDeadline KillAt − HookOverrun                  the same, once the app has exited
-//	PostStopDeadline  Deadline − LastHookOverrun − 200ms    the post-stop hooks' context ends
-//	ExitBy            Deadline − 100ms                      drainit has exited, its log written
-//	MinGrace          Drain + kill margin                   the least grace that leaves the drain whole
-//
-// Drain is the drain's worst case (--drain-delay, or --drain-max when adaptive); KillAt − Drain
-// counts as 0 when negative.
-//
-// Why these margins. The runtime SIGKILLs the container grace after it started the stop
-// (docs/kubelet-stop-sequence.md: terminationGracePeriodSeconds after the kubelet called the
-// preStop or sent the signal; docker stop -t likewise), so drainit SIGKILLs the kill margin
-// before, and its post-stop hooks, its summary and the app's exit status are not lost to the
-// runtime's. Slow offline hooks may eat the drain but not the app's time to stop: the stop signal
-// leaves the app 2 s before the kill point, the least the kubelet leaves a container after a
-// preStop hook that took the whole grace period (its minimumGracePeriodInSeconds), or what the
-// configuration leaves it after the drain when that is less. An exec hook outlives its context by
-// the time its processes get to stop, so each stage's context ends that long before the stage
-// must be done; the post-stop hooks' may use the kill margin, as nothing comes after them but
-// drainit's exit, which keeps 200 ms to log the summary and write the termination log. drainit is
-// gone 100 ms before the deadline: drainit's t0 (a /prestop's arrival, a signal's delivery) comes
-// a little after the runtime's, 1-40 ms after the kubelet's.
+// Why these margins: drainit SIGKILLs the kill margin before the runtime does (grace after its
+// stop began: docs/kubelet-stop-sequence.md), so that its post-stop hooks, its summary and the
+// app's exit status are not lost to the runtime's SIGKILL. Slow offline hooks may eat the drain
+// but not the app's time to stop (MinGraceAfterSignal). Each stage's context ends HookOverrun
+// before the stage must be done; the post-stop hooks' may use the kill margin, as nothing comes
+// after them but drainit's exit (exitTime). drainit is gone exitSlack before the deadline, as its
+// t0 comes 1-40 ms after the kubelet's.
 
 // BudgetOptions are the values the budget is worked out from: drainit's options, as parsed, and how
 // long a hook outlives its context. A negative value counts as 0.
