@@ -1,28 +1,16 @@
 // Package config reads drainit's options from DRAINIT_* environment variables and command-line
-// flags (the flag wins), checks them, and turns them into typed values.
+// flags (the flag wins), checks them, and turns them into typed values. What a flag given twice
+// does, and what is dropped and said, is in docs/options.md.
 //
-// Nothing given is dropped silently. A flag given twice adds up when the option is a list (as
-// dumb-init's -r 15:2 -r 2:15 does), is refused when it is a hook (one command or call each), and
-// otherwise keeps the last value, as the flag package does; a flag replaces its variable. What
-// was replaced is in Config.Warnings, which drainit logs at start (never the token's value).
+// Every option is declared once, as a field of Raw; flags, the environment, --help and drainit
+// check (through Options) are all derived from it so the spellings cannot drift apart.
 //
-// Every option is declared once, as a field of Raw with its flag name, environment name, default
-// and help text; flags, the environment, --help and drainit check (through Options) are all
-// derived from that one declaration so the spellings cannot drift apart.
-//
-// Every rule drainit refuses to start on lives here, in one place: each value by itself, the
-// rules between values, and the forms of the values the run later hands to other packages: the
-// hooks' commands and calls and the ready probe (hookspec.go, which package hooks builds on),
-// --drain-ports (endpoint.go, for package drainwatch), the HTTP forms drainit's own client and
-// server speak by (calls.go, for internal/http1 and internal/control). Parse is drainit's start;
-// Validate is the same reading for drainit check, which sees a configuration in a manifest,
-// wants every mistake at once, and marks what the manifest does not show as Unseen so that no
-// rule is applied to it.
-//
-// The stop's time budget is here too (budget.go), worked out once from the options for the
-// supervisor, the start-up warnings and drainit check. The check links this package, so it
-// imports nothing of the init's running parts: of drainit's own packages only the pure ones
-// (signals' names, logline's escaping).
+// Every rule drainit refuses to start on lives here, with the forms of the values the run later
+// hands to other packages (hookspec.go, endpoint.go, calls.go). Parse is drainit's start;
+// Validate is the same reading for drainit check, which wants every mistake at once and marks
+// what a manifest does not show as Unseen. drainit check links this package, so it imports
+// nothing of the init's running parts: of drainit's own packages only the pure ones (signals'
+// names, logline's escaping).
 package config
 
 import (
@@ -116,16 +104,10 @@ type Config struct {
 	DrainPorts    []Endpoint
 	KillMargin    time.Duration
 	CleanupWait   time.Duration
-	// Triggers start the stop sequence: --triggers, and the stop signal when one is set.
-	//
-	// The stop signal is always a trigger because whatever a platform sends to stop a container
-	// must start the stop sequence, and that is not always SIGTERM: docker, podman and
-	// containerd's CRI (so the kubelet) send the image's STOPSIGNAL (SIGQUIT in every image FROM
-	// nginx or php-fpm), Kubernetes 1.33+ a pod's lifecycle.stopSignal. Setting --stop-signal QUIT
-	// says QUIT is how this app is stopped, so an incoming QUIT is the platform stopping it: drain
-	// first, then pass it on. Without --stop-signal, QUIT is no trigger and is forwarded at once,
-	// as a JVM's thread dump (kill -QUIT) or a Go app's goroutine dump needs. A stop signal that
-	// drainit never forwards (KILL, STOP, CHLD...: signals.Forwardable) is not added.
+	// Triggers start the stop sequence: --triggers, and the stop signal when one is set, as
+	// whatever a platform sends to stop a container must start it (docs/stop-sequence.md, "the
+	// stop signal is always a trigger"). A stop signal that drainit never forwards (KILL, STOP,
+	// CHLD...: signals.Forwardable) is not added.
 	Triggers       []syscall.Signal
 	StopSignal     syscall.Signal // 0: the trigger signal, through Rewrite
 	Forward        Forward
@@ -308,13 +290,8 @@ const (
 
 // String is the stage as the hook options spell it: "offline", "online", "post-stop".
 func (s HookStage) String() string {
-	switch s {
-	case StageOffline:
-		return "offline"
-	case StageOnline:
-		return "online"
-	case StagePostStop:
-		return "post-stop"
+	if names := []string{"offline", "online", "post-stop"}; s >= 0 && int(s) < len(names) {
+		return names[s]
 	}
 	return fmt.Sprintf("HookStage(%d)", int(s))
 }
@@ -330,11 +307,8 @@ const (
 
 // String is the kind as the hook options spell it: "exec" or "http".
 func (k HookKind) String() string {
-	switch k {
-	case HookExec:
-		return "exec"
-	case HookHTTP:
-		return "http"
+	if names := []string{"exec", "http"}; k >= 0 && int(k) < len(names) {
+		return names[k]
 	}
 	return fmt.Sprintf("HookKind(%d)", int(k))
 }
@@ -836,6 +810,15 @@ func (p *parsed) check() *Validation {
 		}
 		return true
 	}
+	// choice is word, or "" with value refused, when word is none of words: "must be A or B".
+	choice := func(flagName, value, word string, words ...string) string {
+		if slices.Contains(words, word) {
+			return word
+		}
+		last := len(words) - 1
+		bad(flagName, value, errors.New("must be "+strings.Join(words[:last], ", ")+" or "+words[last]))
+		return ""
+	}
 	dur := func(flagName, value string, out *time.Duration) {
 		d, err := ParseDuration(value)
 		if err != nil {
@@ -905,22 +888,10 @@ func (p *parsed) check() *Validation {
 	} else {
 		c.DrainQuiet = d
 	}
-	switch strings.TrimSpace(r.DrainWatch) {
-	case "connections":
-	case "requests":
-		c.DrainRequests = true
-	default:
-		bad("drain-watch", r.DrainWatch, errors.New("must be connections or requests"))
-	}
+	c.DrainRequests = choice("drain-watch", r.DrainWatch, strings.TrimSpace(r.DrainWatch), "connections", "requests") == "requests"
 	dur("drain-min", r.DrainMin, &c.DrainMin)
 	dur("drain-max", r.DrainMax, &c.DrainMax)
-	switch r.Drain {
-	case "fixed":
-	case "adaptive":
-		c.Adaptive = true
-	default:
-		bad("drain", r.Drain, errors.New("must be fixed or adaptive"))
-	}
+	c.Adaptive = choice("drain", r.Drain, r.Drain, "fixed", "adaptive") == "adaptive"
 	if r.DrainPorts != "" {
 		var err error
 		if c.DrainPorts, err = ParseEndpoints(r.DrainPorts); err != nil {
@@ -976,13 +947,8 @@ func (p *parsed) check() *Validation {
 		}
 		c.notes = append(c.notes, fmt.Sprintf("%s is empty and there is no --stop-signal: %s; SIGTERM and SIGINT are passed on to the app at once", c.OptionName("triggers"), what))
 	}
-	switch r.Forward {
-	case "group":
-		c.Forward = ForwardGroup
-	case "child":
+	if choice("forward", r.Forward, r.Forward, "group", "child") == "child" {
 		c.Forward = ForwardChild
-	default:
-		bad("forward", r.Forward, errors.New("must be group or child"))
 	}
 	var err error
 	if c.Rewrite, err = signals.ParseRewrite(r.Rewrite); err != nil {
@@ -1021,21 +987,15 @@ func (p *parsed) check() *Validation {
 			bad("rewrite", r.Rewrite, fmt.Errorf("after a /prestop that no signal follows, the app gets SIGTERM rewritten, so %s%s", what, then))
 		}
 	}
-	switch r.LogFormat {
-	case "", "json", "console":
-		c.LogFormat = r.LogFormat
-	default:
-		bad("log-format", r.LogFormat, errors.New("must be json or console"))
+	if r.LogFormat != "" {
+		c.LogFormat = choice("log-format", r.LogFormat, r.LogFormat, "json", "console")
 	}
 	// In any case, as the stop signal's name, and "warning" as syslog and Python spell it.
-	switch l := strings.ToLower(strings.TrimSpace(r.LogLevel)); l {
-	case "debug", "info", "warn", "error":
-		c.LogLevel = l
-	case "warning":
-		c.LogLevel = "warn"
-	default:
-		bad("log-level", r.LogLevel, errors.New("must be debug, info, warn or error"))
+	level := strings.ToLower(strings.TrimSpace(r.LogLevel))
+	if level == "warning" {
+		level = "warn"
 	}
+	c.LogLevel = choice("log-level", r.LogLevel, level, "debug", "info", "warn", "error")
 
 	if usable("drain", "drain-max") && c.Adaptive && c.DrainMax == 0 {
 		// The adaptive drain ends at its maximum: 0 is no drain at all, and so no adaptive one.
