@@ -677,18 +677,13 @@ type Option struct {
 // is, nothing is dropped silently: what is not used is in Config.Warnings, or refused.
 type Repeat string
 
-// The Repeat rules. A flag and its DRAINIT_ variable never add up: the flag wins (the variable
-// is often set by the image or a ConfigMap, the flag by whoever runs it), and Warnings says
-// which value was dropped.
+// The Repeat rules (docs/options.md, "A flag given twice"). A flag and its DRAINIT_ variable
+// never add up: the flag wins, as the variable is often set by the image or a ConfigMap, the
+// flag by whoever runs it.
 const (
-	// RepeatLast: the last value wins (the flag package's rule, for a single value).
-	RepeatLast Repeat = ""
-	// RepeatAdd: the values are lists and add up, as dumb-init's -r 15:2 -r 2:15 does; a
-	// conflict between them (a signal rewritten twice) is refused like one within a list.
-	RepeatAdd Repeat = "add"
-	// RepeatRefuse: drainit does not start. A hook option holds one command or call; running
-	// one of two would half-apply what was asked.
-	RepeatRefuse Repeat = "refuse"
+	RepeatLast   Repeat = ""       // the last value wins (the flag package's rule)
+	RepeatAdd    Repeat = "add"    // the values are lists and add up
+	RepeatRefuse Repeat = "refuse" // drainit does not start: one of two hooks would half-apply what was asked
 )
 
 // Options lists every option in Raw's order, from Raw's tags: the flags, the environment,
@@ -1054,14 +1049,12 @@ func (p *parsed) check() *Validation {
 		}
 		var err error
 		if spec.Kind == HookExec {
-			if h.Argv, err = ParseCommand(h.Spec); err != nil {
-				err = fmt.Errorf("exec hook %q: %w", spec.Flag(), err)
-			}
-		} else if h.Call, err = ParseCall(h.Spec); err != nil {
-			err = fmt.Errorf("http hook %q: %w", spec.Flag(), err)
+			h.Argv, err = ParseCommand(h.Spec)
+		} else {
+			h.Call, err = ParseCall(h.Spec)
 		}
 		if err != nil {
-			bad(spec.Flag(), h.Spec, err)
+			bad(spec.Flag(), h.Spec, fmt.Errorf("%s hook %q: %w", spec.Kind, spec.Flag(), err))
 		}
 		c.Hooks[spec] = h
 	}
@@ -1115,10 +1108,8 @@ const MaxTokenBytes = MaxHeaderBytes / 2
 const space = " \t\r\n\v\f"
 
 // trimValue is the one rule for the whitespace around a value, of a flag or a variable alike: it
-// is removed. A ConfigMap or Secret made from a file keeps the file's last newline, and
-// DRAINIT_GRACE_PERIOD=$'30s\n' was taken where DRAINIT_DRAIN=$'adaptive\n' was refused. A value
-// of whitespace only is left as it is, for its option to refuse or take: DRAINIT_TRIGGERS=" "
-// names no signal, which is not what --triggers= (none) says.
+// is removed (docs/options.md). A value of whitespace only is left as it is, for its option to
+// refuse or take: DRAINIT_TRIGGERS=" " names no signal, which is not what --triggers= (none) says.
 func trimValue(s string) string {
 	if t := strings.Trim(s, space); t != "" {
 		return t
@@ -1128,11 +1119,8 @@ func trimValue(s string) string {
 
 // CleanToken is the control server's token as drainit and drainit prestop both use it, so that
 // the two always agree. An HTTP header's value cannot begin or end with whitespace (the server
-// strips it), so a token that does could never match: the whitespace around it is removed, and
-// trimmed says so. A token no client can send is an error: whitespace or a control character
-// inside (a header cannot carry CR or LF, and a bearer token is one word, RFC 6750), or nothing
-// but whitespace (which would otherwise turn the token off and open /prestop to anyone), or one
-// longer than MaxTokenBytes.
+// strips it), so the whitespace around it is removed, and trimmed says so; a token no client can
+// send is an error, which says why.
 func CleanToken(s string) (token string, trimmed bool, err error) {
 	token = strings.Trim(s, space)
 	if s != "" && token == "" {
