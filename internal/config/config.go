@@ -143,9 +143,8 @@ func (c *Config) Budget() Budget {
 }
 
 // Warnings lists, for the log at start-up, what was given but dropped (a value the flag
-// replaced, a flag given twice, whitespace around the token) and the settings that are valid but
-// cannot all fit in the grace period, with the numbers, so that the log says what will be cut
-// short.
+// replaced, a flag given twice, whitespace around the token) and the valid settings that cannot
+// all fit in the grace period, with the numbers.
 func (c *Config) Warnings() []string {
 	out := slices.Clone(c.notes)
 	b := c.Budget()
@@ -198,10 +197,8 @@ func mulDur(n int, d time.Duration) time.Duration {
 }
 
 // gracefulStopNote warns when the app's command looks like a server whose graceful stop is not
-// SIGTERM (signals.ByCommand: nginx, php-fpm, Apache httpd, haproxy) and no --stop-signal says
-// how to stop it: its images' STOPSIGNAL would then be forwarded at once, with no drain, and
-// after a SIGTERM's drain it would get SIGTERM, its fast stop. A guess from a name, so a
-// warning: --stop-signal TERM says SIGTERM is meant.
+// SIGTERM (signals.ByCommand) and no --stop-signal says how to stop it. A guess from a name, so
+// a warning, which --stop-signal TERM silences.
 func (c *Config) gracefulStopNote() string {
 	if c.StopSignal != 0 {
 		return ""
@@ -222,9 +219,8 @@ func (c *Config) gracefulStopNote() string {
 }
 
 // masterWorkerNote warns when the app's command looks like a server whose master passes each
-// signal on to its workers (haproxy -W, signals.ByCommand) and drainit signals the whole group:
-// a worker then gets every forwarded signal twice, the stop signal included. gracefulStopNote
-// says it where it applies, with its own advice.
+// signal on to its workers (signals.ByCommand) under --forward group. gracefulStopNote says it
+// where it applies, with its own advice.
 func (c *Config) masterWorkerNote() string {
 	s, word, ok := signals.ByCommand(c.Command)
 	if !ok || !s.ForwardChild || c.Forward == ForwardChild {
@@ -235,11 +231,9 @@ func (c *Config) masterWorkerNote() string {
 		"and then; set --forward child (DRAINIT_FORWARD=child)", s.App, logline.Escape(word))
 }
 
-// openControlNote warns when the control server listens beyond loopback with no token: any
-// client that reaches the pod's port (in a cluster, any pod, whatever its namespace, unless a
-// NetworkPolicy says otherwise) can then stop the app (/prestop starts the stop sequence) and
-// read /status. The kubelet's preStop httpGet needs the pod's address, and sends the token as
-// a header; an exec preStop (drainit prestop) needs loopback only.
+// openControlNote warns when the control server listens beyond loopback with no token: in a
+// cluster, any pod can reach the pod's port, whatever its namespace, unless a NetworkPolicy says
+// otherwise.
 func (c *Config) openControlNote() string {
 	if c.HTTPToken != "" {
 		return ""
