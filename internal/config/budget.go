@@ -98,10 +98,7 @@ func NewBudget(o BudgetOptions) Budget {
 	b.PostStopDeadline = sub(sub(b.Deadline, o.LastHookOverrun), exitTime)
 	b.ExitBy = b.Deadline - exitSlack
 	b.OfflineRoom, b.PostStopRoom = sub(b.StopBy, b.Drain), sub(b.PostStopDeadline, b.Drain)
-	b.MinGrace = b.Drain + o.KillMargin
-	if b.MinGrace < b.Drain { // past the largest Duration
-		b.MinGrace = math.MaxInt64
-	}
+	b.MinGrace = AddDur(b.Drain, o.KillMargin)
 	return b
 }
 
@@ -121,11 +118,7 @@ func sub(a, b time.Duration) time.Duration {
 func (b Budget) Shortened(elapsed, left time.Duration) Budget {
 	o := b.opts
 	elapsed, left = max(elapsed, 0), max(left, 0)
-	end := elapsed + left
-	if left > math.MaxInt64-elapsed {
-		end = math.MaxInt64
-	}
-	o.Grace = min(o.Grace, end)
+	o.Grace = min(o.Grace, AddDur(elapsed, left))
 	o.KillMargin = min(o.KillMargin, max(o.Grace-elapsed, 0)/2)
 	return NewBudget(o)
 }
