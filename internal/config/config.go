@@ -677,7 +677,7 @@ type Repeat string
 const (
 	RepeatLast   Repeat = ""       // the last value wins (the flag package's rule)
 	RepeatAdd    Repeat = "add"    // the values are lists and add up
-	RepeatRefuse Repeat = "refuse" // drainit does not start: one of two hooks would half-apply what was asked
+	RepeatRefuse Repeat = "refuse" // refused: running one of two hooks would half-apply them
 )
 
 // Options lists every option in Raw's order, from Raw's tags: the flags, the environment,
@@ -799,13 +799,14 @@ func (p *parsed) check() *Validation {
 		}
 		return true
 	}
-	// choice is word, or "" with value refused, when word is none of words: "must be A or B".
+	// choice is word when it is one of words; else it refuses value ("must be A or B") and is "".
 	choice := func(flagName, value, word string, words ...string) string {
 		if slices.Contains(words, word) {
 			return word
 		}
 		last := len(words) - 1
-		bad(flagName, value, errors.New("must be "+strings.Join(words[:last], ", ")+" or "+words[last]))
+		list := strings.Join(words[:last], ", ") + " or " + words[last]
+		bad(flagName, value, errors.New("must be "+list))
 		return ""
 	}
 	dur := func(flagName, value string, out *time.Duration) {
@@ -877,7 +878,8 @@ func (p *parsed) check() *Validation {
 	} else {
 		c.DrainQuiet = d
 	}
-	c.DrainRequests = choice("drain-watch", r.DrainWatch, strings.TrimSpace(r.DrainWatch), "connections", "requests") == "requests"
+	watch := choice("drain-watch", r.DrainWatch, strings.TrimSpace(r.DrainWatch), "connections", "requests")
+	c.DrainRequests = watch == "requests"
 	dur("drain-min", r.DrainMin, &c.DrainMin)
 	dur("drain-max", r.DrainMax, &c.DrainMax)
 	c.Adaptive = choice("drain", r.Drain, r.Drain, "fixed", "adaptive") == "adaptive"
