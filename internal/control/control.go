@@ -11,68 +11,14 @@
 //
 // # Nobody can lock the kubelet out
 //
-// An unanswered probe restarts the container (liveness) or takes it out of its Service
-// (readiness), and a failed httpGet preStop skips the drain, so no client may starve the others,
-// whatever it does with its connections. The server used to take 64 connections first come,
-// first served, each keeping its slot for a 5 s read timeout: one client holding 64 idle
-// connections, re-opened as they expired, locked everyone out. Now (the mechanism is
-// http1.Server's):
-//
-//   - The request head must arrive within headerTimeout (2 s) of the connection's accept. The
-//     kubelet, curl, Go's client and `drainit prestop` send a request in one write, and a probe
-//     gives up after its own timeoutSeconds (1 s by default) anyway; 2 s leaves room for a
-//     retransmitted segment or a CPU-starved node. A body, which nobody sends, has readTimeout.
-//   - Up to maxConns (512) connections are admitted, whoever opens them, and none is cut but by
-//     that deadline. At 10–15 KiB each (a goroutine, a read buffer, a file descriptor) that is
-//     room for a slow client's hundreds next to the kubelet's few. Where RLIMIT_NOFILE would run
-//     out first, fewer (connLimit), and an address's share is an eighth of them, as 64 is of 512.
-//   - With maxConns open, the server makes room for each newcomer by resetting a connection
-//     that is older than shedAfter (250 ms) and has not delivered its request: of the address
-//     holding the most, its oldest. While an address holds more than its share, maxConnsPerIP
-//     (64) or an equal part of maxConns among the addresses holding connections if less, only
-//     such addresses' connections are shed. When none may be, newcomers wait in the kernel's
-//     listen backlog, in order, until one may be or a connection ends.
-//   - A request in its handler (a /prestop waiting for the drain) is never cut, and nobody is
-//     refused.
-//
-// Where the kubelet's requests come from decides the rest. Its probes and its httpGet preStop
-// come from the node's address; so does everything on the node with a hostNetwork pod, and
-// anything in the pod reaches the server on 127.0.0.1 as `drainit prestop` does. An attacker may
-// therefore share the kubelet's address, and no rule keyed on the address tells the two apart:
-//
-//   - A per-address cap that refuses newcomers refuses the kubelet with the attacker. A refused
-//     client that reconnects at once makes a storm, in which any newcomer is refused.
-//   - Shedding an address's oldest unfinished connection for each newcomer beyond its share, as
-//     a cap that does not refuse, is a storm too: each connection shed is re-opened and sheds
-//     the next. Tried: 300 slow connections sharing the kubelet's address then churned through
-//     ~1000 connections a second (13% of a CPU for drainit), where they cycle at headerTimeout
-//     otherwise (150 a second, 3%); and a kubelet connection whose request comes later than the
-//     grace is reset in that churn.
-//   - Shedding connections younger than a client needs to send its request (a flood of fresh
-//     connections) is the same storm, with the kubelet's fresh connection in it.
-//
-// What tells them apart is only that the kubelet's request comes with its connection. So the
-// server sheds nothing while it has room; when it must, it sheds an unfinished connection past
-// its grace, of the biggest holder, and waits rather than refuse. A client holding 300 slow
-// connections and re-opening each as soon as it is closed fits in maxConns: nothing is shed,
-// its connections cycle at headerTimeout, and the kubelet's request is answered in milliseconds,
-// from another address or from the attacker's. A client holding more than maxConns from one
-// address keeps the server full; a newcomer then waits in the backlog behind that client's
-// connections. Shed only past their grace, they would pass at maxConns per shedAfter (~2,000 a
-// second: 3,000 connections held a probe from another address back 0.8–1.2 s, past the
-// kubelet's default 1 s probe timeout). So the connections of an address beyond its share are
-// also shed young, at up to quickShedRate a second: the same 3,000 then hold a probe back
-// 0.41–0.47 s, and 10,000 (a full backlog) 0.64–0.77 s, for ~50% of a CPU while the flood
-// lasts (it was ~12%; measured on a 2-vCPU VM, the flooder re-opening each connection at once).
-// At the kubelet's own address such a client's connections and the kubelet's are shed alike,
-// oldest first; the kubelet's is safe once its request is read, which it sends at once.
-//
-// A flood from many addresses, each within maxConnsPerIP, is the same flood: the share is also
-// no more than an equal part of maxConns among the addresses holding connections, so that its
-// connections are shed young too. With maxConnsPerIP alone, 70 addresses holding 60 slow
-// connections each held a probe back 1.8 s; with the equal part, 0.67 s, as one address's 4,200
-// do. Only a flood spread over more addresses than maxConns, each holding one or two, is beyond
-// it (600 addresses holding 7 each: 1.0–1.2 s).
+// An unanswered probe restarts the container or takes it out of its Service, and a failed
+// httpGet preStop skips the drain, so no client may starve the others, whatever it does with its
+// connections. http1.Server's admission does it with the limits below: a request head within
+// headerTimeout of its accept, maxConns connections admitted whoever opens them, and at
+// maxConns, room made by resetting an unfinished connection past shedAfter of the address holding
+// the most (and, beyond an address's share, younger ones at up to quickShedRate a second), never
+// by refusing anyone nor by cutting a request in its handler. docs/design.md ("Why the control
+// server sheds as it does") has the alternatives tried and the measurements behind these values.
 package control
 
 import (
@@ -81,6 +27,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -125,7 +72,7 @@ type Backend interface {
 	Status(ctx context.Context) (Status, error)
 }
 
-// The server's limits (see the package doc for why these values).
+// The server's limits (docs/design.md has why these values).
 const (
 	// headerTimeout bounds how long a client may take to send its request head, from its
 	// connection's accept (a server starved past it still reads what came: http1.Server).
@@ -142,8 +89,7 @@ const (
 	shedAfter = 250 * time.Millisecond
 	// quickShedRate is how many connections a second of an address beyond its share a full
 	// server sheds before their shedAfter: a probe from elsewhere waits behind at most the
-	// listen backlog (somaxconn, 4096 by default) at this rate, under a second, for ~50% of a
-	// CPU while a flood lasts (~80 µs a connection shed, these and the ones past their grace).
+	// listen backlog (somaxconn, 4096 by default) at this rate, under a second.
 	quickShedRate = 5000
 	// maxPrestopWaiting bounds the /prestop calls waiting for the drain at once: an eighth of
 	// maxConns (of the connection limit, at least 1), so that probes always find room (the
@@ -366,11 +312,7 @@ func watchCaller(ctx context.Context, connected func() bool, cancel context.Canc
 
 // check applies the method list and, when auth, the token.
 func (s *Server) check(r *http1.Request, auth bool, methods ...string) (http1.Response, bool) {
-	allowed := false
-	for _, m := range methods {
-		allowed = allowed || r.Method == m
-	}
-	if !allowed {
+	if !slices.Contains(methods, r.Method) {
 		resp := text(405, "method not allowed\n")
 		resp.Header = map[string]string{"Allow": strings.Join(methods, ", ")}
 		return resp, false
