@@ -144,10 +144,10 @@ func readResponse(r *bufio.Reader, method string, successHeadOnly bool) (Result,
 		}
 		// RFC 9110 15.2: a client parses any 1xx before the final answer, even unasked for (103
 		// Early Hints). 101 is final: drainit never asks to switch, and what follows is no HTTP.
-		if tooLarge && (code < 200 && code != 101) {
-			return Result{}, err // where the next answer begins is unknown
-		}
 		if code < 200 && code != 101 {
+			if tooLarge {
+				return Result{}, err // where the next answer begins is unknown
+			}
 			continue
 		}
 		if tooLarge {
@@ -161,6 +161,7 @@ func readResponse(r *bufio.Reader, method string, successHeadOnly bool) (Result,
 			return res, nil // the caller has its answer; the connection is closed unread
 		}
 		// The status is what matters: a body cut short after it is no failure of the call.
+		var body io.Reader = r
 		if te := h["Transfer-Encoding"]; len(te) > 0 {
 			// Transfer-Encoding overrides Content-Length; chunked, if used, is the last coding.
 			// Other codings are kept as they came: drainit only shows the body.
@@ -169,11 +170,7 @@ func readResponse(r *bufio.Reader, method string, successHeadOnly bool) (Result,
 				res.Body = readChunked(r)
 				return res, nil
 			}
-			res.Body, _ = io.ReadAll(io.LimitReader(r, MaxBodyBytes))
-			return res, nil
-		}
-		var body io.Reader = r
-		if n, err := contentLength(h); err == nil && n >= 0 {
+		} else if n, err := contentLength(h); err == nil && n >= 0 {
 			body = io.LimitReader(r, n)
 		}
 		res.Body, _ = io.ReadAll(io.LimitReader(body, MaxBodyBytes))

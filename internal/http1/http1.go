@@ -181,31 +181,25 @@ func parseRequest(r *bufio.Reader) (*Request, error) {
 
 var errChunked = errors.New("chunked request bodies are not supported")
 
+// reasons are the reason phrases of the codes drainit uses.
+var reasons = map[int]string{
+	200: "OK",
+	400: "Bad Request",
+	401: "Unauthorized",
+	404: "Not Found",
+	405: "Method Not Allowed",
+	408: "Request Timeout",
+	413: "Content Too Large",
+	431: "Request Header Fields Too Large",
+	500: "Internal Server Error",
+	501: "Not Implemented",
+	503: "Service Unavailable",
+}
+
 // StatusText is the reason phrase for the codes drainit uses.
 func StatusText(code int) string {
-	switch code {
-	case 200:
-		return "OK"
-	case 400:
-		return "Bad Request"
-	case 401:
-		return "Unauthorized"
-	case 404:
-		return "Not Found"
-	case 405:
-		return "Method Not Allowed"
-	case 408:
-		return "Request Timeout"
-	case 413:
-		return "Content Too Large"
-	case 431:
-		return "Request Header Fields Too Large"
-	case 500:
-		return "Internal Server Error"
-	case 501:
-		return "Not Implemented"
-	case 503:
-		return "Service Unavailable"
+	if t, ok := reasons[code]; ok {
+		return t
 	}
 	return "Status " + strconv.Itoa(code)
 }

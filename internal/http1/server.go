@@ -177,12 +177,9 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 }
 
-// admit tracks c. When the server is full it first sheds the oldest connection that has not
-// delivered its request, of the address holding the most (of one beyond its perIP share, while
-// there is such an address), once it is older than shedAfter, or at once for an address beyond
-// its share, within QuickShedRate; or else waits, c unread and later newcomers in the listen
-// backlog, until one may be shed or a connection ends. admit returns ErrServerClosed if the
-// server closes meanwhile.
+// admit tracks c. When the server is full it first sheds a connection as the Server's doc says,
+// or else waits, c unread and later newcomers in the listen backlog, until one may be shed or a
+// connection ends. admit returns ErrServerClosed if the server closes meanwhile.
 func (s *Server) admit(c *conn, limit, perIP int, shedAfter time.Duration) error {
 	for {
 		s.mu.Lock()
@@ -258,10 +255,9 @@ func (s *Server) admit(c *conn, limit, perIP int, shedAfter time.Duration) error
 // share is what an address may hold of a full server before its connections are shed first,
 // and young (under mu): perIP, and no more than an equal part of limit among the addresses
 // holding connections, newcomer c's included. With perIP alone, a flood from many addresses,
-// each within perIP, made nobody's connections sheddable before shedAfter: newcomers were
-// admitted at limit per shedAfter (~2,000 a second), and a probe waited behind the flood's
-// backlog (1.8 s behind 70 addresses holding 60 connections each). The kubelet, holding a
-// connection or two, stays within an equal part unless hundreds of addresses hold connections.
+// each within perIP, made nobody's connections sheddable before shedAfter (docs/design.md has
+// the figures). The kubelet, holding a connection or two, stays within an equal part unless
+// hundreds of addresses hold connections.
 func (s *Server) share(c *conn, limit, perIP int) int {
 	n := len(s.perIP)
 	if s.perIP[c.ip] == 0 {
