@@ -30,12 +30,9 @@ const maxLine = 4096 - lineCost
 // line counted with lineCost for the log event around it. The log is drainit's, and the stop
 // sequence writes its own lines to it: a hook that floods its output (a loop, `set -x` in a big
 // script, `yes`) behind a log reader that falls behind made the stop sequence wait its turn on
-// the same pipe (seen: `yes` as an offline hook, with a reader taking 640 KB/s: its 3 s timeout
-// ended at +5.4 s, the stop signal 2.4 s late; its first 64 KiB of output were 32,768 events,
-// 4 MB of log). Past the budget the output is still read, so that the hook never blocks on it,
-// and counted, not logged: at most about 128 KiB of log a run, 0.2 s of that reader. It is read
-// in bulk there (lineCount), at 8-10 GB/s against 90-110 MB/s a line at a time
-// (BenchmarkCopyPastBudget), and paced (drainRate).
+// the same pipe. Past the budget the output is still read, so that the hook never blocks on it,
+// and counted, not logged, in bulk (lineCount) and paced (drainRate). docs/design.md ("A hook's
+// output") has the measurements.
 const maxOutput = 128 << 10
 
 // lineCost is what a line costs the budget beyond its bytes: its log event's fields, as the
@@ -162,12 +159,10 @@ const drainBuffer = 64 << 10
 
 // drainRate and drainBurst pace the reads past the budget: after drainBurst bytes, a run's
 // stream is read at drainRate bytes a second at most. The offline hooks run while the app still
-// serves, and every byte a hook writes costs drainit a copy out of the pipe. `yes` as a 3 s
-// offline hook (drainit as PID 1, 2 vCPUs), drainit's CPU and the hook's: read a line at a time
-// (before), 3.0 s and 0.35 s; in bulk as fast as it came, 2.7 s and 2.6 s (`yes` then wrote
-// 1-2.5 GB/s); paced, 0.09-0.13 s and 0.02 s. A writer faster than drainRate waits on its pipe
-// a little at a time, as any writer to a slower reader does: it is slowed, not blocked, and a
-// hook's output worth keeping is far below this (its whole budget of log is 128 KiB).
+// serves, and every byte a hook writes costs drainit a copy out of the pipe. A writer faster
+// than drainRate waits on its pipe a little at a time, as any writer to a slower reader does:
+// it is slowed, not blocked, and a hook's output worth keeping is far below this (its whole
+// budget of log is 128 KiB).
 const (
 	drainRate  = 16 << 20
 	drainBurst = 4 << 20

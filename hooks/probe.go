@@ -16,14 +16,10 @@ import (
 	"github.com/drainit/drainit/internal/http1"
 )
 
-// probeTiming paces the ready probe: each attempt has timeout; the pause between attempts starts
-// at first and doubles up to max, so a fast app is seen ready within milliseconds and a slow one
-// is not hammered. Failed attempts are logged at debug only, and a probe aimed at the wrong port
-// would fail in silence for ever: after warnFirst without success, and then every warnEvery,
-// the wait is a warning with the last attempt's error.
+// probeTiming paces the ready probe (WaitReady says how and why); the tests shorten it.
 type probeTiming struct {
-	timeout, first, max  time.Duration
-	warnFirst, warnEvery time.Duration
+	timeout, first, max  time.Duration // each attempt's bound; the first pause, doubled up to max
+	warnFirst, warnEvery time.Duration // when a wait without success is a warning
 }
 
 var defaultTiming = probeTiming{
@@ -111,10 +107,12 @@ func (p probe) Check(ctx context.Context) error {
 }
 
 // WaitReady checks p until it passes or ctx ends, pausing between attempts with a back-off
-// that doubles from 10ms to at most 1s; each attempt is bounded by 1s. It returns nil once the
-// app is ready (logged at info), or an error wrapping ctx's cause and the last attempt's error
-// (the last one ctx did not cut short). Failed attempts are logged at debug; after 10s without
-// success, and then every minute, a warning says how long it has waited and why.
+// that doubles from 10ms to at most 1s, so that a fast app is seen ready within milliseconds and
+// a slow one is not hammered; each attempt is bounded by 1s. It returns nil once the app is ready
+// (logged at info), or an error wrapping ctx's cause and the last attempt's error (the last one
+// ctx did not cut short). Failed attempts are logged at debug; after 10s without success, and
+// then every minute, a warning says how long it has waited and why: a probe aimed at the wrong
+// port would otherwise fail in silence for ever.
 func WaitReady(ctx context.Context, p Probe, log zerolog.Logger) error {
 	return waitReady(ctx, p, log, defaultTiming)
 }
