@@ -125,8 +125,7 @@ func FromKubelet(userAgent string) bool {
 // (RLIMIT_NOFILE) and open already: maxConns, or fewer where the descriptors would run out
 // first, leaving fdReserve, and at least 1. Out of descriptors, the server could accept no
 // newcomer, and a full server's shedding, which makes room for a newcomer it has accepted, never
-// came: as PID 1 with a limit of 32, a client holding 300 slow connections took every
-// descriptor, no kubelet probe was answered in 4 s, and an offline exec hook could not start.
+// came: a client holding slow connections locked out the kubelet's probes and the exec hooks.
 func connLimit(nofile uint64, open int) int {
 	room := int64(min(nofile, 1<<20)) - int64(open) - fdReserve
 	return int(max(1, min(maxConns, room)))
