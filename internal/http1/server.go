@@ -155,11 +155,9 @@ func (s *Server) Serve(ln net.Listener) error {
 			if s.AcceptError != nil {
 				s.AcceptError(err, backoff)
 			}
-			t := time.NewTimer(backoff)
 			select {
-			case <-t.C:
+			case <-time.After(backoff):
 			case <-s.ctx.Done():
-				t.Stop()
 				return ErrServerClosed
 			}
 			continue
@@ -215,10 +213,10 @@ func (s *Server) admit(c *conn, limit, perIP int, shedAfter time.Duration) error
 					shed = o
 				}
 			}
-			if shed != nil && now.Sub(shed.accepted) < shedAfter {
-				s.quick.spend()
-			}
 			if shed != nil {
+				if now.Sub(shed.accepted) < shedAfter {
+					s.quick.spend()
+				}
 				shed.shed.Store(true)
 				s.remove(shed)
 			}
@@ -236,18 +234,13 @@ func (s *Server) admit(c *conn, limit, perIP int, shedAfter time.Duration) error
 		s.mu.Unlock()
 		// Full, and nothing may be shed yet.
 		var timeout <-chan time.Time
-		var t *time.Timer
 		if !wake.IsZero() {
-			t = time.NewTimer(time.Until(wake))
-			timeout = t.C
+			timeout = time.After(time.Until(wake))
 		}
 		select {
 		case <-s.room:
 		case <-timeout:
 		case <-s.ctx.Done():
-		}
-		if t != nil {
-			t.Stop()
 		}
 	}
 }
