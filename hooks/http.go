@@ -68,9 +68,7 @@ func (h *httpHook) Run(ctx context.Context) error {
 			h.name, what, status, http1.MaxHeaderBytes>>10)
 	}
 	snippet := bytes.TrimSpace(h.mask(res.Body, len(res.Body) >= http1.MaxBodyBytes))
-	if len(snippet) > errSnippet {
-		snippet = snippet[:errSnippet]
-	}
+	snippet = snippet[:min(len(snippet), errSnippet)]
 	if len(snippet) == 0 {
 		return fmt.Errorf("http hook %q: %s: status %s", h.name, what, status)
 	}
