@@ -13,12 +13,9 @@
 //
 // An unanswered probe restarts the container or takes it out of its Service, and a failed
 // httpGet preStop skips the drain, so no client may starve the others, whatever it does with its
-// connections. http1.Server's admission does it with the limits below: a request head within
-// headerTimeout of its accept, maxConns connections admitted whoever opens them, and at
-// maxConns, room made by resetting an unfinished connection past shedAfter of the address holding
-// the most (and, beyond an address's share, younger ones at up to quickShedRate a second), never
-// by refusing anyone nor by cutting a request in its handler. docs/design.md ("Why the control
-// server sheds as it does") has the alternatives tried and the measurements behind these values.
+// connections. http1.Server's admission (its doc) does it with the limits below, never refusing
+// anyone nor cutting a request in its handler. docs/design.md ("Why the control server sheds as
+// it does") has the alternatives tried and the measurements behind these values.
 package control
 
 import (
