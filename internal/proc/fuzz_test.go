@@ -27,8 +27,8 @@ func TestStatParent(t *testing.T) {
 		"7 (sh) S 4194304 7 7 0 -1 0\n":       4194304,
 	}
 	for line, want := range good {
-		if got, ok := statParent([]byte(line)); !ok || got != want {
-			t.Errorf("statParent(%q) = %d, %v; want %d", line, got, ok, want)
+		if st, err := ParseStat([]byte(line)); err != nil || st.PPID != want {
+			t.Errorf("ParseStat(%q).PPID = %d, %v; want %d", line, st.PPID, err, want)
 		}
 	}
 	for _, line := range []string{
@@ -36,22 +36,22 @@ func TestStatParent(t *testing.T) {
 		"7 (sh) S -1", "7 (sh) S +4", "7 (sh) S 4x", "7 (sh) SS 4", "7 (sh) S 99999999999",
 		"7 (sh) S 4 (oops)", // a ')' after the name's: no stat line
 	} {
-		if got, ok := statParent([]byte(line)); ok {
-			t.Errorf("statParent(%q) = %d, want no answer", line, got)
+		if st, err := ParseStat([]byte(line)); err == nil {
+			t.Errorf("ParseStat(%q).PPID = %d, want an error", line, st.PPID)
 		}
 	}
 }
 
 func FuzzStatParent(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if ppid, ok := statParent(b); ok && ppid < 0 {
-			t.Fatalf("statParent(%q) = %d", b, ppid)
+		if st, err := ParseStat(b); err == nil && st.PPID < 0 {
+			t.Fatalf("ParseStat(%q).PPID = %d", b, st.PPID)
 		}
 		// The same bytes as a process's name: whatever it holds, the line around it parses, to
 		// the parent written after the name's last ')'.
 		line := fmt.Sprintf("4321 (%s) S 17 4321 4321 0 -1 4194304 102 0 0 0 0 0 0 0 20 0 1 0 1753766\n", b)
-		if ppid, ok := statParent([]byte(line)); !ok || ppid != 17 {
-			t.Fatalf("name %q: statParent = %d, %v; want 17", b, ppid, ok)
+		if st, err := ParseStat([]byte(line)); err != nil || st.PPID != 17 {
+			t.Fatalf("name %q: ParseStat.PPID = %d, %v; want 17", b, st.PPID, err)
 		}
 	})
 }

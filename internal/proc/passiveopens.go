@@ -27,7 +27,7 @@ func (r *PassiveOpensReader) Read() (uint64, error) {
 	if r.buf == nil {
 		r.buf = make([]byte, 0, 8<<10)
 	}
-	b, err := readRaw(r.path, r.buf, 0)
+	b, err := ReadSmall(r.path, r.buf, 0)
 	if err != nil {
 		return 0, err
 	}

@@ -17,24 +17,6 @@ import (
 	"strings"
 )
 
-// parent reads the parent pid from ROOT/PID/stat (root is "/proc" but for tests).
-func parent(root string, pid int) (int, bool) {
-	b, err := os.ReadFile(filepath.Join(root, strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return 0, false
-	}
-	return statParent(b)
-}
-
-// statParent reads the parent pid (field 4) from a /proc/PID/stat line: "PID (COMM) STATE PPID
-// ...". The command name may hold spaces and parentheses (a process can name itself anything,
-// up to 15 bytes), so fields are counted from the last ')'. A line of another shape (a
-// truncated read, a pid that is no number) is no answer.
-func statParent(b []byte) (int, bool) {
-	st, err := ParseStat(b)
-	return st.PPID, err == nil
-}
-
 func digits(b []byte) bool {
 	for _, c := range b {
 		if c < '0' || c > '9' {
@@ -59,8 +41,8 @@ func Descendants(root string, pid int) []int {
 		if err != nil {
 			continue
 		}
-		if ppid, ok := parent(root, p); ok {
-			children[ppid] = append(children[ppid], p)
+		if st, err := ReadStat(root, p); err == nil {
+			children[st.PPID] = append(children[st.PPID], p)
 		}
 	}
 	return walk(pid, func(p int) []int { return children[p] })

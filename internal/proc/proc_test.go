@@ -19,8 +19,8 @@ func TestParentAndDescendantsLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	if ppid, ok := parent("/proc", cmd.Process.Pid); !ok || ppid != os.Getpid() {
-		t.Fatalf("parent = %d, %v; want %d", ppid, ok, os.Getpid())
+	if st, err := ReadStat("/proc", cmd.Process.Pid); err != nil || st.PPID != os.Getpid() {
+		t.Fatalf("ReadStat's PPID = %d, %v; want %d", st.PPID, err, os.Getpid())
 	}
 	// The shell's child appears a moment after the start.
 	for range 1000 {

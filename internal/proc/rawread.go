@@ -11,11 +11,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// readRaw reads the whole file at path into buf (from its length 0, growing it as needed) with
-// plain syscalls: os.Open's file stats it and registers it with the Go poller, syscalls that
-// drainit's start (StatLine, PIDNamespaceInode) and the adaptive drain's polls every 20 ms
-// (PassiveOpensReader) would pay on every read. limit bounds the content (0: none).
-func readRaw(path string, buf []byte, limit int) ([]byte, error) {
+// ReadSmall reads the whole file at path into buf (from its length 0, growing it as needed) with
+// plain syscalls; a file longer than limit bytes is an error (0: no limit). os.Open's file stats
+// it and registers it with the Go poller, syscalls that drainit's start (StatLine) and the
+// adaptive drain's polls every 20 ms (PassiveOpensReader) would pay on every read; and
+// os.ReadFile allocates a buffer of the size a file under /sys claims (4 KiB), for which the Go
+// runtime then holds a span of that size class for good (a cgroup's pids.max, read off the start
+// path).
+func ReadSmall(path string, buf []byte, limit int) ([]byte, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
@@ -46,19 +49,11 @@ func readRaw(path string, buf []byte, limit int) ([]byte, error) {
 	}
 }
 
-// ReadSmall reads the whole file at path into buf, from its length 0, with plain syscalls; a
-// file longer than limit bytes is an error. For the small files of /proc and /sys read off the
-// start path (a cgroup's pids.max): os.ReadFile allocates a buffer of the size a file under /sys
-// claims (4 KiB), and the Go runtime then holds a span of that size class for good.
-func ReadSmall(path string, buf []byte, limit int) ([]byte, error) {
-	return readRaw(path, buf, limit)
-}
-
 // StatLine reads ROOT/PID/stat (root is "/proc" but for tests) with plain syscalls, for
 // ParseStat and ParseStartTime, on drainit's start path. A line longer than 64 KiB (a fake root)
 // is an error.
 func StatLine(root string, pid int) ([]byte, error) {
-	return readRaw(filepath.Join(root, strconv.Itoa(pid), "stat"), nil, 64<<10)
+	return ReadSmall(filepath.Join(root, strconv.Itoa(pid), "stat"), nil, 64<<10)
 }
 
 // PIDNamespaceInode is the inode that names pid's PID namespace, from the link ROOT/PID/ns/pid

@@ -1,8 +1,8 @@
 package proc
 
-// This file and process.go and system.go hold the reads the tests, the integration harnesses and
-// the benchmark make, so that every /proc read in the repository goes through this package.
-// drainit itself uses few of them; the linker leaves the others out of its binary.
+// This file and process.go hold the reads the tests, the integration harnesses and the benchmark
+// make, so that every /proc read in the repository goes through this package. drainit itself
+// uses few of them; the linker leaves the others out of its binary.
 
 import (
 	"bytes"
@@ -47,10 +47,9 @@ func ReadStat(root string, pid int) (Stat, error) {
 }
 
 // ParseStat parses the content of a /proc/PID/stat file. The command name (field 2) may hold
-// spaces and parentheses, so fields are counted from the last ')'.
-//
-// Parent, in proc.go, parses the same line for the parent alone; it predates this and could be
-// built on it.
+// spaces and parentheses (a process can name itself anything, up to 15 bytes), so fields are
+// counted from the last ')'. A line of another shape (a truncated read, a pid that is no number)
+// is an error.
 func ParseStat(b []byte) (Stat, error) {
 	// state ppid pgrp session tty_nr tpgid flags …
 	f, err := statFields(b, 7)
