@@ -47,30 +47,25 @@ func read(stampVersion, stampCommit, stampDate string, bi *debug.BuildInfo) Info
 		goVer:    runtime.Version(),
 		platform: runtime.GOOS + "/" + runtime.GOARCH,
 	}
-	if bi == nil {
-		if v.version == "" {
-			v.version = Unstamped
+	var rev, when string
+	var modified bool
+	if bi != nil {
+		if (v.version == "" || v.version == Unstamped) && bi.Main.Version != "" {
+			v.version = bi.Main.Version
 		}
-		v.date = utc(v.date)
-		return v
-	}
-	if (v.version == "" || v.version == Unstamped) && bi.Main.Version != "" {
-		v.version = bi.Main.Version
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.time":
+				when = s.Value
+			case "vcs.modified":
+				modified = s.Value == "true"
+			}
+		}
 	}
 	if v.version == "" {
 		v.version = Unstamped
-	}
-	var rev, when string
-	var modified bool
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.time":
-			when = s.Value
-		case "vcs.modified":
-			modified = s.Value == "true"
-		}
 	}
 	if v.commit == "" {
 		v.commit = rev

@@ -17,6 +17,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 
 	"golang.org/x/sys/unix"
 )
@@ -187,52 +188,42 @@ func parseELF(b []byte) (elfFile, bool) {
 	return f, true
 }
 
-// machineName is an ELF e_machine as uname -m says it, for the machines Go and Debian build for.
+// machines are the ELF e_machine values of the machines Go and Debian build for, as uname -m
+// names them, with the GOARCH values whose programs are for each.
+var machines = []struct {
+	elf    uint16
+	name   string
+	goarch []string
+}{
+	{3, "i386", []string{"386"}},
+	{62, "x86_64", []string{"amd64"}},
+	{40, "arm", []string{"arm"}},
+	{183, "aarch64", []string{"arm64"}},
+	{21, "ppc64", []string{"ppc64", "ppc64le"}},
+	{22, "s390x", []string{"s390x"}},
+	{243, "riscv64", []string{"riscv64"}},
+	{258, "loongarch64", []string{"loong64"}},
+	{8, "mips", []string{"mips", "mipsle", "mips64", "mips64le"}},
+}
+
+// machineName is an ELF e_machine as uname -m says it.
 func machineName(m uint16) string {
-	switch m {
-	case 3:
-		return "i386"
-	case 62:
-		return "x86_64"
-	case 40:
-		return "arm"
-	case 183:
-		return "aarch64"
-	case 21:
-		return "ppc64"
-	case 22:
-		return "s390x"
-	case 243:
-		return "riscv64"
-	case 258:
-		return "loongarch64"
-	case 8:
-		return "mips"
+	for _, mc := range machines {
+		if mc.elf == m {
+			return mc.name
+		}
 	}
 	return fmt.Sprintf("ELF machine %d", m)
 }
 
 // hostMachine is the ELF e_machine of the programs this machine runs: drainit's own.
 func hostMachine() uint16 {
-	switch runtime.GOARCH {
-	case "386":
-		return 3
-	case "amd64":
-		return 62
-	case "arm":
-		return 40
-	case "arm64":
-		return 183
-	case "ppc64", "ppc64le":
-		return 21
-	case "s390x":
-		return 22
-	case "riscv64":
-		return 243
-	case "loong64":
-		return 258
+	for _, mc := range machines {
+		if slices.Contains(mc.goarch, runtime.GOARCH) {
+			return mc.elf
+		}
 	}
-	return 8 // mips, mipsle, mips64, mips64le
+	return 8 // a GOARCH drainit is not built for: as for mips
 }
 
 // noexec reports whether path is on a file system mounted noexec.
