@@ -15,28 +15,14 @@ import (
 	"github.com/drainit/drainit/internal/proc"
 )
 
-// A drainit under a drainit: a drainit about to run an app finds out whether another drainit, also
-// running an app, is already above it: the runtime's init (`podman run --init --init-path drainit`,
-// dockerd's init-path) in front of an image whose ENTRYPOINT is drainit, an entrypoint script that
-// runs drainit under a drainit, or `drainit -- drainit -- app`. Two stop sequences then run one
-// after the other: the outer drains, then signals the inner, which drains again from its own start,
-// so that its deadline falls after the runtime's SIGKILL.
-//
-// The outer marks its environment, which the app and the exec hooks inherit, with a marker that
-// names it: its pid, its PID namespace and its start time. A pid alone means nothing in another
-// PID namespace (a nested container, `unshare --pid`), and once its process is gone it can be
-// given to another; and the variable can be copied anywhere (a manifest written from `env`'s
-// output). So the inner takes the marker at its word only when all three hold: it lives in the
-// same PID namespace, the pid is one of its ancestors (its parent's parent…, read from /proc),
-// and that ancestor started when the marker says. Anything else (a malformed value, another
-// namespace, no such ancestor, one that started at another time, a /proc that cannot be read)
-// is a stale marker, and refuses nothing.
-//
-// The marker is read only when the variable is set, so a drainit that is not nested reads no /proc
-// file for it. Every drainit that runs an app marks its environment: a readlink and a read of one
-// small file, plain syscalls (proc.StatLine), done while the early signals' registration runs
-// (cmd/drainit); start-up overhead p50 +0.02–0.07 ms in `go run ./bench -only startup,exec` beside
-// the build before, within the runs' own spread of about 0.1 ms.
+// A drainit under a drainit (docs/stop-sequence.md, "drainit under drainit"): the outer marks
+// the environment the app and the exec hooks inherit with a marker that names it, its pid, PID
+// namespace and start time. A pid alone means nothing in another PID namespace and can be given
+// to another process once its own is gone, and the variable can be copied anywhere, so the inner
+// takes the marker at its word only when it lives in the same PID namespace, the pid is one of
+// its ancestors, and that ancestor started when the marker says. Anything else is a stale
+// marker, and refuses nothing. The marker is read only when the variable is set; setting it costs
+// a readlink and a read of one small file (bench/STARTUP.md, "drainit under drainit").
 
 // marker names the drainit that runs an app, in the variable it sets for the app (String's
 // form).

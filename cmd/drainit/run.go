@@ -32,12 +32,8 @@ import (
 // runCmd is the default subcommand: run the app under the supervisor. --help goes to stdout;
 // mistakes and the log go to stderr.
 func runCmd(args []string, stdout io.Writer, stderr *os.File) int {
-	// One P: what the runtime starts with where the entry point held the start on one CPU
-	// (package startsig). A GOMAXPROCS in the environment, set for a Go app (Kubernetes'
-	// resourceFieldRef to limits.cpu gives the node's CPU count where no limit is set), or a
-	// start that was not pinned gave drainit more; each costs memory, and a garbage collection
-	// starts a thread for up to a quarter of them (30 threads with 96), which a pids limit
-	// counts. The app's environment keeps its GOMAXPROCS.
+	// One P, as the start pinned to one CPU gives (package startsig): a GOMAXPROCS in the
+	// environment is the app's, and each P costs drainit memory and threads (docs/design.md).
 	procsAtStart := runtime.GOMAXPROCS(0)
 	if procsAtStart > 1 {
 		runtime.GOMAXPROCS(1)
@@ -133,14 +129,9 @@ func runCmd(args []string, stdout io.Writer, stderr *os.File) int {
 }
 
 // lateSignalsAfter is how long after the app's start drainit registers the rarely sent signals
-// (signals.Late: IO, PWR, XCPU, XFSZ, VTALRM, the real-time ones; the triggers among them were
-// registered before the app); until then the Go runtime drops them. Each signal.Notify is a
-// round trip between two threads through the runtime's signal-mask thread (40–80 µs in a VM
-// with 2 vCPUs), ~2 ms for these 35, and os/signal
-// delivers no caught signal to any channel while a Notify call runs (one lock). Registered as
-// drainit started, they competed with the app's start for the CPUs and held back the SIGCHLD
-// of an app that exits at once; registered as the app started, they held back its SIGCHLD
-// longer. bench/STARTUP.md has the measurements.
+// (signals.Late; the triggers among them were registered before the app); until then the Go
+// runtime drops them. Registered earlier, their ~2 ms of Notify calls competed with the app's
+// start and held back its SIGCHLD (bench/STARTUP.md, issue 16's second pass).
 const lateSignalsAfter = 100 * time.Millisecond
 
 // spareThreads is how many threads drainit has the Go runtime hold for it (spare.go). On
@@ -151,13 +142,9 @@ const spareThreads = 5
 
 // reserveThreads has the Go runtime start the spare threads where drainit sees a pids limit, and
 // it leaves room for them: a thread the runtime cannot create aborts drainit, at once rather than
-// maybe later. Not where drainit sees none (none is set, or one is set above the container's
-// cgroup, as a Kubernetes pod's): the threads cost memory (RssAnon +~65 KiB: 932 against 864
-// KiB, podman with and without a pids limit), which only a limit pays back. Not on the start
-// path: it takes 0.1-0.2 ms, and the app's start competed with it for the CPUs (+0.1 ms to the
-// app's first instruction, measured). An app that fills the limit within lateSignalsAfter of its
-// start leaves no room; one that fills it later (a leak, a bomb that starts with the load) finds
-// the threads taken.
+// maybe later. Not where drainit sees none: the threads cost memory, which only a limit pays
+// back; not on the start path, which they slowed (docs/exit-and-logs.md, "When the container
+// runs out", has the figures).
 func reserveThreads(log zerolog.Logger, g proc.Cgroup) {
 	cur, limit, ok := g.Pids()
 	if !ok {
@@ -182,12 +169,8 @@ func notifyEach(c chan<- os.Signal, sigs []os.Signal) {
 // logIgnored says which signals drainit keeps ignored for the app, and warns when that defeats
 // the stop signal: the app would never see it and be killed at the kill point. One ignored trigger
 // is no warning (a script's background job has INT ignored, and TERM still triggers); all of them
-// ignored is, since then no signal starts the stop sequence.
-//
-// allSeen is false when drainit runs without its entry point (package startsig/entry: built with
-// -tags noentrypoint, or for an architecture it is not written for): then
-// an ignored TERM, QUIT, PIPE, USR1… went unseen and reaches the app at its default, the start's
-// mask is unknown, and a stop signal before the registration is lost (package startsig).
+// ignored is, since then no signal starts the stop sequence. allSeen is false without drainit's
+// entry point (early.InheritedIgnored).
 func logIgnored(log zerolog.Logger, cfg *config.Config, ignored, lost []unix.Signal, allSeen bool) {
 	if allSeen {
 		log.Debug().Bool("entry_point", true).Msg("ignored signals read at drainit's entry point: every one it can keep is kept")
@@ -246,10 +229,9 @@ func signalNames(sigs []unix.Signal) []string {
 }
 
 // environ returns drainit's own variables (DRAINIT_…) of the environment as a map, for
-// config.Parse and the nesting check: nothing else there is drainit's. Only those: a pod's
-// environment holds 7 variables for each Service of its namespace (enableServiceLinks, the
-// default), hundreds in a busy one, and a map of them all, built on every start, stayed in an
-// idle drainit's memory (no garbage collection runs there): 700 of them, +90 KiB of RssAnon.
+// config.Parse and the nesting check. Only those: a pod's environment can hold hundreds of
+// Service variables, and a map of them all stayed in an idle drainit's memory (bench/STARTUP.md,
+// "Idle memory, third pass").
 func environ() map[string]string {
 	m := map[string]string{}
 	for _, kv := range os.Environ() {
@@ -264,11 +246,9 @@ func environ() map[string]string {
 }
 
 // logQueueMax is how much of the log drainit holds while its reader does not keep up, beyond
-// what the pipe holds (64 KiB by default). A hook's output takes logQueueRelayed of it at most;
-// the rest, 96 KiB, is for drainit's own lines (a stop sequence logs a few KiB), so that a chatty
-// hook behind a slow reader can never crowd out the stop sequence's timeline and summary. Past
-// those, lines are dropped and counted (logline.Writer). It costs memory only while the reader
-// is behind.
+// what the pipe holds. A hook's output takes logQueueRelayed of it at most, so that a chatty
+// hook behind a slow reader never crowds out the stop sequence's own lines (logline.Writer). It
+// costs memory only while the reader is behind.
 const (
 	logQueueMax     = 128 << 10
 	logQueueRelayed = 32 << 10
@@ -323,19 +303,11 @@ func newLogger(w *os.File, format, level string, quiet bool) (zerolog.Logger, *l
 }
 
 // logOutput is where the log's lines go: w, through a file of drainit's own (close-on-exec).
-// The Go runtime ends a program whose write to fd 1 or 2 fails with EPIPE, as a shell's tools
-// end; drainit must outlive its log's reader (a log collector restarted, `drainit … 2>&1 | tee`
-// whose tee died), or it leaves the app unstopped and unreaped, or, as PID 1, ends the container
-// with no stop sequence. On another descriptor the write fails with EPIPE, and only that line is
-// lost. (Notifying SIGPIPE would do too, at the cost of one more registration on the start path.)
-//
-// A pipe or a terminal, whose writes wait for a reader, is opened again in non-blocking mode
-// (reopen): a line is written at once when it fits, and the rest waits in the Go runtime's
-// poller. A socket (systemd's journal stream) is sent to without waiting, and what it does not
-// take waits in the queue, for a blocking write on the queue's goroutine. Anything else is
-// written at once, in blocking mode: a file or a device (/dev/null) waits for no reader; a pipe
-// that cannot be opened again (no /proc, RLIMIT_NOFILE all but reached) is written as it was
-// before there was a queue.
+// The Go runtime ends a program whose write to fd 1 or 2 fails with EPIPE; drainit must outlive
+// its log's reader, and on another descriptor only that line is lost. (Notifying SIGPIPE would do
+// too, at the cost of one more registration on the start path.) A pipe or a terminal is opened
+// again in non-blocking mode (reopen), a socket is sent to without waiting, anything else is
+// written in blocking mode (docs/exit-and-logs.md, "When the container runs out").
 func logOutput(w *os.File) logline.Output {
 	var st unix.Stat_t
 	if unix.Fstat(int(w.Fd()), &st) == nil && (st.Mode&unix.S_IFMT == unix.S_IFIFO || isTerminal(w)) {
@@ -358,10 +330,8 @@ func logOutput(w *os.File) logline.Output {
 	f := os.NewFile(uintptr(fd), w.Name())
 	if st.Mode&unix.S_IFMT == unix.S_IFSOCK {
 		// A socket cannot be opened again, but each send can say not to wait (MSG_DONTWAIT),
-		// which leaves the description the app shares as it is; what the socket does not take
-		// waits in the queue, for its goroutine's blocking write. Before, the write itself
-		// blocked: with a journal stream nobody read, the supervisor's loop waited in a log line
-		// and the stop sequence stopped with it (no stop signal, no SIGKILL) until it was read.
+		// which leaves the description the app shares as it is. A blocking write here stopped
+		// the stop sequence behind a journal stream nobody read.
 		return logline.Output{Try: func(p []byte) (int, error) {
 			n, err := unix.SendmsgN(fd, p, nil, nil, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
 			if errors.Is(err, unix.EOPNOTSUPP) { // a socket that takes no flags: as before
@@ -437,16 +407,11 @@ func levelGiven(args []string, env map[string]string) bool {
 	return config.Validate(args, env).Settings["log-level"].Source != ""
 }
 
-// quietWriter is drainit's log on a terminal when no log level was chosen. There the log
-// shares the screen with the app (`docker run -it image bash`, an editor, a REPL), so a run in
-// which nothing goes wrong prints nothing of drainit's: info lines ("app started", "app ready",
-// "app exited", "drainit exiting") are dropped, warnings and errors always pass, and once a stop
-// sequence has started every line passes, so that its timeline and summary show.
-//
-// A stop sequence's events, and only they, carry "elapsed" (the time since its trigger; the
-// supervisor adds it to every event once a trigger has come): the first line with that key opens
-// the gate for good. In zerolog's JSON the text `"elapsed":` can only be a key, since quotes
-// inside a value are escaped.
+// quietWriter is drainit's log on a terminal when no log level was chosen, where the log shares
+// the screen with the app: info lines are dropped until a stop sequence starts, warnings and
+// errors always pass (docs/exit-and-logs.md, "Logs"). A stop sequence's events, and only they,
+// carry "elapsed": the first line with that key opens the gate for good. In zerolog's JSON the
+// text `"elapsed":` can only be a key, since quotes inside a value are escaped.
 type quietWriter struct {
 	out  io.Writer
 	open atomic.Bool
