@@ -4,15 +4,14 @@
 // one CPU for its start (Unpin ends that). Children start from here too: the app with the signal
 // mask drainit started with (StartInherited), exec hooks with none blocked (StartUnblocked).
 //
-// POSIX exec keeps an ignored signal ignored, and an init such as drainit must keep it so for the
-// program it runs. But the Go runtime installs its own handler for most signals
-// (runtime/signal_unix.go, initsig) before any Go code runs, and then nothing in the program can
-// tell an inherited SIG_IGN from a default disposition: os/signal's Ignored reports it for HUP and
-// INT only. So the package brings an ELF entry point of its own, in assembly for each Linux
-// architecture drainit ships for (amd64, arm64, arm, ppc64le, s390x, riscv64): it asks the kernel
-// for every signal's disposition (rt_sigaction without a new action) and then goes on as the
-// runtime's own entry point would, leaving the stack, and with it argc, argv, the environment and
-// the auxiliary vector, as the kernel made it.
+// POSIX exec keeps an ignored signal ignored, and an init must keep it so for its program; but
+// the Go runtime installs its own handler for most signals (runtime/signal_unix.go, initsig)
+// before any Go code runs, after which an inherited SIG_IGN cannot be told from a default
+// (os/signal's Ignored knows HUP and INT only). So the package brings an ELF entry point of its
+// own, in assembly for each Linux architecture drainit ships for (amd64, arm64, arm, ppc64le,
+// s390x, riscv64): it asks the kernel for every signal's disposition (rt_sigaction without a new
+// action) and then goes on as the runtime's own entry point would, leaving the stack, and with it
+// argc, argv, the environment and the auxiliary vector, as the kernel made it.
 //
 // The assembly is in package entry, which a program imports to start there (cmd/drainit does):
 // entry/doc.go says how it takes the runtime's place with no linker flag, so that `go build`,
@@ -29,41 +28,25 @@
 //
 // After the signals, the entry point reads the process's CPU affinity (sched_getaffinity, into
 // origMask) and sets it to the one CPU it runs on (getcpu; the kernel picked an idle one at
-// exec). The Go runtime then counts one CPU and starts with one P (GOMAXPROCS 1; where the
-// environment sets more, for the app, drainit's run subcommand lowers its own). Unpin gives
-// every thread the affinity back before drainit starts the app, which inherits it from the
-// thread that starts it: as a request for every CPU where the start's CPUs were all its cpuset
-// allowed, so that the app follows a cpuset that grows later (Unpin has why). Why:
-//
-//   - The start is faster: each of the ~15 os/signal registrations before the app runs is a
-//     round trip between two threads, and in a VM waking a thread on another CPU costs an
-//     interrupt between CPUs, on the same one a context switch.
-//   - The memory is the node's size no more: the runtime sizes itself to the CPUs it counts (a
-//     P and an allocation cache each, a mark worker thread for up to a quarter of them), and a
-//     pod with no CPU limit on a big node paid for them in memory and in threads, which a pids
-//     limit counts. bench/STARTUP.md has both measurements.
-//   - drainit needs no more than one P: like tini's, its work is one loop of signals, children
-//     and timers; the drain's polls take milliseconds every 100 ms.
-//
-// cmd/drainit turns off the runtime's periodic GOMAXPROCS update (//go:debug
-// updatemaxprocs=0), which would otherwise raise it to the restored CPUs' count within a
-// second. The mask holds 4096 CPUs; where the kernel's is larger (sched_getaffinity fails) or
-// getcpu fails, nothing is pinned, and the start is as before.
+// exec). The Go runtime then counts one CPU and starts with one P. Unpin gives every thread the
+// affinity back before drainit starts the app, which inherits it. Why (docs/design.md, "Its
+// start runs on one CPU", and bench/STARTUP.md): the start's os/signal round trips between
+// threads cost no interrupt between CPUs, the runtime's memory and threads no longer grow with
+// the node, and drainit's work, one loop of signals, children and timers, needs no more than one
+// P. cmd/drainit turns off the runtime's periodic GOMAXPROCS update (//go:debug
+// updatemaxprocs=0), which would otherwise raise it to the restored CPUs' count within a second.
+// The mask holds 4096 CPUs; where the kernel's is larger (sched_getaffinity fails) or getcpu
+// fails, nothing is pinned, and the start is as before.
 //
 // # A stop signal before drainit can take it
 //
 // A Go program cannot register a signal before its runtime has started and its packages are
-// initialised (package signals/early does it first thing). Until the runtime installs its own
-// handlers (initsig), a signal has the disposition drainit was started with: at the default, a
-// stop signal is discarded by the kernel (drainit as a PID namespace's init) or ends drainit.
-// From there until the registration, the runtime's handler acts as the default: for TERM, INT
-// and HUP it tries to die by the signal, and as PID 1, which the kernel does not let die so,
-// exits 2 without a word. Measured before this (integration/early_term_test.go), a SIGTERM
-// sent 0-2 ms after the exec was lost in 566 of 1000 runs as PID 1 and ended drainit with
-// status 2 and no line in 284.
-//
-// So the entry point, as it reads each disposition, puts its own handler (catch, in assembly)
-// on the stop signals HUP, INT, QUIT and TERM where they are at the default:
+// initialised (package signals/early does it first thing). Until the runtime's handlers
+// (initsig), a stop signal at the default is discarded (as PID 1) or ends drainit; from then
+// until the registration, the runtime exits 2 without a word on TERM, INT or HUP (docs/design.md,
+// "A signal in drainit's first millisecond", has the windows measured). So the entry point, as
+// it reads each disposition, puts its own handler (catch, in assembly) on the stop signals HUP,
+// INT, QUIT and TERM where they are at the default:
 //   - until initsig, the kernel runs catch for such a signal, which notes it in caught and
 //     returns; package signals/early sends it again once drainit has registered it (Caught),
 //     and the stop sequence runs as for a signal sent a moment later;

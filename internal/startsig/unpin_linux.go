@@ -22,18 +22,14 @@ import (
 // it, so Unpin must come before the process starts any. Not safe for concurrent use.
 //
 // Affinity is a thread's own and the runtime has started threads by now, so each is set (see
-// setAffinity). What is set is a request as well as a mask: from Linux 6.2 the kernel keeps the
-// mask a sched_setaffinity asked for, a child inherits it, and every later change of the cpuset
-// is narrowed to it. Asked for the CPUs of the start, the app would never get the CPUs its
-// cpuset gains later (a kubelet's CPU manager growing its shared pool, `docker update
-// --cpuset-cpus`). So where the start's CPUs are all the cpuset allows, which every CPU asked
-// for gives (followsCpuset), every CPU is asked for, and the app follows its cpuset as it would
-// with no init in front of it. Otherwise a launcher chose them (`taskset -c 1 drainit …`) and
-// they are what is asked for, as the launcher did (a launcher that asked for exactly the
-// cpuset's CPUs cannot be told from none: the app then follows the cpuset). Where they are no
-// longer allowed (its cpuset lost them meanwhile: EINVAL), every CPU is asked for too. A
-// cpuset that grew between the pin and Unpin (~1 ms) cannot be told from a launcher's choice
-// and is not followed.
+// setAffinity). From Linux 6.2 the kernel keeps the mask a sched_setaffinity asked for, a child
+// inherits it, and every later change of the cpuset is narrowed to it (docs/design.md). So where
+// the start's CPUs are all the cpuset allows (followsCpuset), every CPU is asked for, and the app
+// follows its cpuset as with no init in front of it (so does an app whose launcher asked for
+// exactly the cpuset's CPUs: that cannot be told from none). Otherwise a launcher chose them
+// (`taskset -c 1 drainit …`) and they are asked for, as the launcher did; where the cpuset lost
+// them meanwhile (EINVAL), every CPU is. A cpuset that grew between the pin and Unpin (~1 ms)
+// cannot be told from a launcher's choice and is not followed.
 func Unpin() error {
 	if pinned == 0 {
 		return nil
