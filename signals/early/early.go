@@ -10,19 +10,12 @@
 // keeps for the app (InheritedIgnored), the discard of the signals Go cannot catch
 // (DiscardUncatchable), and dying by a signal (DieBy).
 //
-// Until the registration, a signal finds one of two things:
-//   - Before the Go runtime installs its own handlers, in the first tens of microseconds after
-//     exec, the disposition drainit started with: at the default, the kernel discards a stop
-//     signal to a PID namespace's init, and one to another process ends it. drainit's entry
-//     point (internal/startsig) catches HUP, INT, QUIT and TERM there; this package sends each
-//     one it caught again once registered (startsig.Caught), for the stop sequence.
-//   - After that, until this package's initialisation has registered them, the runtime's
-//     handler acts as the signal's default: TERM, INT and HUP end a Go program (as PID 1, with
-//     status 2 and no word). The runtime hands them to the entry point's handler first, which
-//     writes one line and exits 128+N: the app is not started yet. QUIT gets the runtime's
-//     goroutine dump and exit 2.
-//
-// A binary linked without the entry point has neither: the signal is lost or ends drainit.
+// Until the registration, a stop signal finds drainit's entry point (internal/startsig): before
+// the Go runtime's handlers it notes the signal, which this package sends again once registered
+// (startsig.Caught); after, for HUP, INT and TERM, it writes one line and exits 128+N, the app not
+// started, and QUIT gets the runtime's goroutine dump and exit 2. A binary linked without the
+// entry point has neither: the signal is lost or ends drainit (docs/design.md, "A signal in
+// drainit's first millisecond").
 //
 // Go initialises the packages in import-path order as their imports become ready, and this
 // package needs only os/signal, the signals package and what they import, so it comes before
@@ -36,23 +29,17 @@
 // makes each round trip hand the processor over once more: registering every early signal here
 // held back the whole of drainit's start.
 //
-// So this package's initialisation registers only TERM, INT, HUP and QUIT, exactly as it always
-// did (first, in that order, on the main thread, right after the same few system calls): their
-// window, in which one of them ends drainit (exit status 2 as PID 1), is what it was. The faults
-// a kill can send (ILL, TRAP, BUS, FPE, SEGV, SYS) follow in the same call: the runtime's
-// handler is on them already, so registering them is no round trip, and one sent before ended
-// drainit with a stack dump. Then it starts a goroutine that registers the rest of
-// signals.Early (STKFLT, ABRT, USR1, USR2, WINCH, CONT, ALRM, TSTP, TTIN, TTOU) and CHLD; the
-// run subcommand waits for it (Registration.Wait) just before it starts the app, so that every
-// early signal is registered before the app exists.
-//
-// With drainit's entry point, its start runs on one CPU and one P (internal/startsig): the
-// goroutine then runs when the main goroutine waits, in practice in Wait, after the other
-// packages' initialisation and the configuration. Unpinned (a build without the entry point,
-// GOMAXPROCS set) it runs alongside them on another CPU. Either way the app starts after it.
-// Unregistered, none of those ends drainit but STKFLT, which nobody sends, and ABRT, and none is lost
-// once the app runs; TSTP, TTIN and TTOU stop a drainit that is not PID 1 (a shell's job), as
-// they always could before their registration.
+// So this package's initialisation registers only TERM, INT, HUP and QUIT, first, in that order,
+// on the main thread, right after the same few system calls: their window, in which one of them
+// ends drainit, is what it was. The faults a kill can send (ILL, TRAP, BUS, FPE, SEGV, SYS)
+// follow in the same call: the runtime's handler is on them already, so registering them is no
+// round trip, and one sent before ended drainit with a stack dump. A goroutine registers the
+// rest of signals.Early and CHLD; the run subcommand waits for it (Registration.Wait) just
+// before it starts the app. On the pinned start's one P (internal/startsig) the goroutine runs
+// when the main goroutine waits, in practice in Wait; unpinned, alongside the rest of the start.
+// Unregistered, none of those ends drainit but STKFLT, which nobody sends, and ABRT, and none is
+// lost once the app runs; TSTP, TTIN and TTOU stop a drainit that is not PID 1 (a shell's job),
+// as they always could before their registration.
 //
 // Registering all of them from that goroutine starts drainit sooner, but the goroutine itself
 // starts late, and TERM's window grows by as much (bench/STARTUP.md has the measurements).
