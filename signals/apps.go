@@ -82,10 +82,8 @@ func ByImage(image string) (Stop, bool) {
 
 // ByCommand guesses from an app's command whether it runs one of those servers: its program, or
 // the first argument of an entry point script that runs it (/docker-entrypoint.sh nginx -g …,
-// docker-php-entrypoint php-fpm: a program whose name ends in ".sh" or holds "entrypoint"),
-// named as the images and Debian name them: nginx, nginx-debug, php-fpm and php-fpmX.Y, httpd,
-// httpd-foreground, apache2, apache2-foreground, apache2ctl, apachectl, haproxy. It returns the
-// word that matched.
+// docker-php-entrypoint php-fpm: a program whose name ends in ".sh" or holds "entrypoint"). It
+// returns the word that matched.
 func ByCommand(argv []string) (Stop, string, bool) {
 	if len(argv) == 0 {
 		return Stop{}, "", false
@@ -102,6 +100,7 @@ func ByCommand(argv []string) (Stop, string, bool) {
 	return Stop{}, "", false
 }
 
+// byProgram knows the servers' programs as the images and Debian name them.
 func byProgram(name string) (Stop, bool) {
 	switch {
 	case name == "nginx" || name == "nginx-debug":

@@ -170,12 +170,9 @@ func osSignals(sigs []syscall.Signal) []os.Signal {
 }
 
 // Late lists the forwardable signals not in Early: the real-time ones, IO, PWR, XCPU, XFSZ,
-// VTALRM (35 on Linux/amd64). signal.Notify costs a round trip through the Go runtime's
-// signal-mask thread for each signal (40–80 µs on a 2-vCPU VM), and os/signal delivers nothing
-// while a Notify runs; drainit registers these one at a time, 100 ms after the app has started
-// (cmd/drainit, lateSignalsAfter), so that they neither delay the app's start nor hold back a
-// SIGCHLD or a SIGTERM for long. Until they are registered the Go runtime drops them (none of
-// them ends a Go program by default).
+// VTALRM (35 on Linux/amd64). drainit registers them one at a time after the app has started
+// (cmd/drainit, lateSignalsAfter, has why); until then the Go runtime drops them (none of them
+// ends a Go program by default).
 func Late() []os.Signal {
 	var out []os.Signal
 	for s := syscall.Signal(1); s <= MaxSignal; s++ {
