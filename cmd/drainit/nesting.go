@@ -40,48 +40,34 @@ func (m marker) String() string {
 // parseMarker reads a marker written by String. Keys it does not know are skipped, so that a later
 // drainit may add some; each of the three must be there once, as a number, and the pid above 0.
 func parseMarker(s string) (marker, error) {
-	var m marker
-	seen := map[string]bool{}
+	vals := map[string]uint64{}
 	for _, f := range strings.Fields(s) {
 		k, v, ok := strings.Cut(f, "=")
 		if !ok {
 			return marker{}, fmt.Errorf("%q is not KEY=VALUE", clipMarker(f))
 		}
-		var to *uint64
-		var pid uint64
-		switch k {
-		case "pid":
-			to = &pid
-		case "pidns":
-			to = &m.PIDNS
-		case "start":
-			to = &m.Start
-		default:
+		if k != "pid" && k != "pidns" && k != "start" {
 			continue
 		}
-		if seen[k] {
+		if _, dup := vals[k]; dup {
 			return marker{}, fmt.Errorf("%s given twice", k)
 		}
-		seen[k] = true
 		n, err := parseMarkerUint(v)
 		if err != nil {
 			return marker{}, fmt.Errorf("%s: %w", k, err)
 		}
-		*to = n
-		if k == "pid" {
-			// A pid fits in 22 bits (PID_MAX_LIMIT); 0 is no process's.
-			if n == 0 || n > 1<<22 {
-				return marker{}, fmt.Errorf("pid %d is no process's", n)
-			}
-			m.PID = int(n)
+		// A pid fits in 22 bits (PID_MAX_LIMIT); 0 is no process's.
+		if k == "pid" && (n == 0 || n > 1<<22) {
+			return marker{}, fmt.Errorf("pid %d is no process's", n)
 		}
+		vals[k] = n
 	}
 	for _, k := range []string{"pid", "pidns", "start"} {
-		if !seen[k] {
+		if _, ok := vals[k]; !ok {
 			return marker{}, fmt.Errorf("no %s", k)
 		}
 	}
-	return m, nil
+	return marker{PID: int(vals["pid"]), PIDNS: vals["pidns"], Start: vals["start"]}, nil
 }
 
 // clipMarker shortens a piece of the variable for an error: the variable can be anything, of any
