@@ -52,15 +52,13 @@ func cutStrings(obj []byte, limit int) ([]byte, bool) {
 	}
 	need := len(obj) + len(mark) + 1 - limit
 	spans := stringValues(obj)
-	order := make([]int, len(spans))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return spans[b].len() - spans[a].len() })
-	keep := make([]int, len(spans))
+	order := make([]int, len(spans)) // spans' indices, longest first
+	keep := make([]int, len(spans))  // how much of each span's text stays
 	for i, s := range spans {
+		order[i] = i
 		keep[i] = s.len()
 	}
+	slices.SortStableFunc(order, func(a, b int) int { return spans[b].len() - spans[a].len() })
 	for _, i := range order {
 		if need <= 0 {
 			break
@@ -146,8 +144,7 @@ func keepOnly(obj []byte) []byte {
 			if len(out) > 1 {
 				out = append(out, ',')
 			}
-			key, _ := json.Marshal(k)
-			out = append(append(append(out, key...), ':'), v...)
+			out = append(append(out, `"`+k+`":`...), v...)
 		}
 	}
 	return append(out, '}')

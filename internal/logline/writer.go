@@ -1,21 +1,15 @@
 // Writer is drainit's log between its loggers and its stderr: a writer that never makes its
-// caller wait for the log's reader.
-//
-// stderr is a pipe (the container runtime's, a `| tee`), and a write to a pipe that is full
-// waits for its reader. A reader that stops reading without going away (a log collector stalled
-// on a full disk, `drainit … 2>&1 | sleep 1000`) made the supervisor's loop wait in its next log
-// line: the stop sequence stopped there, the app got no stop signal and no SIGKILL, and drainit
-// never exited (seen: a stop signal sent at +27.966 s of a 6 s grace period, once the reader went
-// away). Here a line is written at once when the output takes it without waiting, as it does
-// while its reader keeps up; otherwise it is queued, and one goroutine writes what is queued, in
-// order, each line with its own write. A line that finds the queue full is dropped and counted,
-// and the count, with whose lines they were, is logged where lines get through again. The lines
-// the Writer relays for others (an exec hook's output) take part of the queue only: the rest is
-// kept for its own (the stop sequence's timeline, its warnings, the summary), which a chatty hook
-// behind a slow reader crowded out before (seen: 598 of a hook's lines read, and none of
-// drainit's from the drain on). Only that goroutine ever waits for the reader, and, given an
-// output the Go runtime polls, it waits in the poller holding no thread: a thread the runtime
-// wants can be one it cannot create, at a container's process limit.
+// caller wait for the log's reader. A write to a full pipe waits for its reader, and a reader
+// that stopped reading without going away made the supervisor's loop, and the stop sequence
+// with it, wait in its next log line (docs/exit-and-logs.md, "When the container runs out").
+// Here a line is written at once when the output takes it without waiting; otherwise it is
+// queued, and one goroutine writes what is queued, in order, each line with its own write. A
+// line that finds the queue full is dropped and counted, and the count, with whose lines they
+// were, is logged where lines get through again. The lines relayed for others (an exec hook's
+// output) take part of the queue only, so that they never crowd out the Writer's own. Only that
+// goroutine ever waits for the reader, and, given an output the Go runtime polls, it waits in
+// the poller holding no thread: a thread the runtime wants can be one it cannot create, at a
+// container's process limit.
 
 package logline
 
