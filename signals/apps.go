@@ -54,12 +54,10 @@ var (
 		Relays: "haproxy -W's master passes the signal to its workers; from drainit too, a worker can get it twice and exit 138"}
 )
 
-// ByImage guesses from an image reference alone whether it is built FROM one of those images.
-// The last path component, tag included, starting with "nginx" (nginx:1.27, bitnami/nginx,
-// nginxinc/nginx-unprivileged), or holding "php" and "fpm" (php:8.3-fpm, bitnami/php-fpm) or
-// "php" and "apache" (php:8.3-apache); a repository named "httpd" or "haproxy" exactly
-// (httpd:2.4, haproxy:3.0-alpine), whose look-alikes (haproxy-ingress, an ingress controller)
-// are other programs with other stop signals.
+// ByImage guesses from an image reference alone whether it is built FROM one of those images, by
+// the last path component, tag included (nginx:1.27, bitnami/nginx, php:8.3-fpm, php:8.3-apache).
+// httpd and haproxy must be the repository's whole name: their look-alikes (haproxy-ingress, an
+// ingress controller) are other programs with other stop signals.
 func ByImage(image string) (Stop, bool) {
 	ref := strings.ToLower(image)
 	if at := strings.IndexByte(ref, '@'); at >= 0 {

@@ -128,9 +128,8 @@ func Forwardable(sig syscall.Signal) bool {
 //   - 34, which musl uses for its own synchronous calls and glibc programs know as SIGRTMIN.
 //
 // The runtime installs no handler for 32 and 34, so their default action (terminate) applies: a
-// `kill -34` would end drainit and leave the app running with no reaper. DiscardUncatchable gives
-// them a handler that does nothing (not SIG_IGN, which the app would inherit). drainit cannot
-// forward any of them, and refuses them as triggers.
+// `kill -34` would end drainit and leave the app running with no reaper (early.DiscardUncatchable
+// has what drainit does about it).
 var Uncatchable = []syscall.Signal{32, 33, 34}
 
 // early are the forwardable signals that must be caught before the app starts: those whose

@@ -17,17 +17,12 @@ import (
 // complete). It must be called before drainit registers any of them (os/signal's Notify
 // installs a handler and forgets the inherited disposition).
 //
-// POSIX exec keeps ignored signals ignored, and `nohup`, `trap "" PIPE`, or a script's
-// background job (INT and QUIT ignored) rely on it for the whole process tree; tini keeps it.
-//
-// The Go runtime hides most of it (runtime/signal_unix.go, initsig): before main, and before
-// any package is initialised, it installs its own handler for most signals and forgets an
-// inherited SIG_IGN. It keeps one only for HUP and INT (signal.Ignored reports them), and leaves
-// the job-control signals TSTP, TTIN, TTOU (and CONT) alone until a Notify. So drainit reads
-// the dispositions at its ELF entry point, before the runtime starts (package startsig), and
-// then sees every signal (all is true). A binary without that entry point (built for another
-// architecture, or with -tags noentrypoint) sees only HUP, INT, TSTP, TTIN and TTOU, and every
-// other inherited SIG_IGN reaches the app as the default action.
+// POSIX exec keeps ignored signals ignored (`nohup`, `trap "" PIPE`, a script's background job
+// rely on it; docs/design.md). The Go runtime installs its own handler for most signals before
+// any package is initialised and forgets an inherited SIG_IGN, but for HUP and INT (which
+// signal.Ignored reports) and the job-control signals TSTP, TTIN, TTOU (and CONT), which it
+// leaves alone until a Notify: without drainit's entry point (package startsig) only those five
+// can be seen, and every other inherited SIG_IGN reaches the app as the default action.
 func InheritedIgnored() (ignored, lost []unix.Signal, all bool) {
 	if mask, ok := startsig.Ignored(); ok {
 		for sig := unix.Signal(1); sig <= signals.MaxSignal; sig++ {
