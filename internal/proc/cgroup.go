@@ -22,13 +22,9 @@ import (
 // above the container's cgroup (a Kubernetes pod's pids limit, on the pod's cgroup) is not
 // visible from inside it, and not seen here.
 
-// Cgroup is drainit's cgroup, as /proc/self/cgroup names it.
-//
-// Reading it allocates little: drainit reads it once its app has started, and each allocation
-// of a size class its start had not used makes the Go runtime take a span of that class for good
-// (no garbage collection runs in an idle drainit). os.ReadFile's 4 KiB buffer for a file under
-// /sys, a map of controllers and /proc/self/cgroup read for each use had grown drainit's idle
-// RssAnon by ~80 KiB (bench/STARTUP.md).
+// Cgroup is drainit's cgroup, as /proc/self/cgroup names it. Reading it allocates little: each
+// allocation of a size class drainit's start had not used grew its idle memory for good
+// (bench/STARTUP.md, "Idle memory, third pass").
 type Cgroup struct {
 	root string // "/" but for tests
 	// The paths /proc/self/cgroup gives: v2's ("0::PATH"), v1's pids and memory controllers'.
