@@ -15,12 +15,9 @@ import (
 const pipeBuf = 4096
 
 // lineWriter is the log's last step before its queue: it makes each line, a zerolog event in
-// JSON, the line drainit writes, in one write(2) of at most pipeBuf bytes. The app writes to the
-// same stderr (the runtime's pipe); a longer write is split where the pipe is full, the app's
-// writes land in between, and a collector reading lines gets two broken ones (seen: 16-28 invalid
-// JSON lines in 3 runs, an exec hook's 6000-byte lines logged as 4234-byte events). A longer
-// line is cut, and marked (logline.Cut), in JSON or, in console format, as the console writer
-// renders it.
+// JSON, the line drainit writes, in one write(2) of at most pipeBuf bytes, which the app's writes
+// to the same stderr cannot split (docs/exit-and-logs.md, "The line cap"). A longer line is cut,
+// and marked (logline.Cut), in JSON or, in console format, as the console writer renders it.
 type lineWriter struct {
 	console *zerolog.ConsoleWriter // nil: JSON lines
 	q       *logline.Writer

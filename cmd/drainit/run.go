@@ -77,8 +77,8 @@ func runCmd(args []string, stdout io.Writer, stderr *os.File) int {
 	// Here, not just before the app starts: its /proc reads then run while the early signals'
 	// registration does, which the next line waits for.
 	defer markEnvironment(log)()
-	// Every early signal registered before the app starts: the registration has run alongside
-	// everything above.
+	// Every early signal registered before the app starts, the registration having run
+	// alongside everything above.
 	reg.Wait()
 	// A trigger that is not early (--triggers PWR) too: a stop request must not be dropped.
 	reg.Register(cfg.Triggers)
@@ -344,12 +344,10 @@ func logOutput(w *os.File) logline.Output {
 }
 
 // reopen opens w's pipe, FIFO or terminal (st: its fstat) again through /proc, as an open file
-// description of drainit's own in non-blocking mode, or returns nil. Where w is a pipe whose
-// reader has stopped reading, a write to it in blocking mode waits in write(2), holding a thread;
-// at a container's process limit (pids.max counts threads) the Go runtime may be unable to create
-// the thread it wants next, and it aborts drainit: as PID 1, the whole container. The app keeps
-// the description it inherited, in blocking mode: O_NONBLOCK set on a duplicate would reach it
-// too.
+// description of drainit's own in non-blocking mode, or returns nil: a blocking write to a pipe
+// nobody reads holds a thread, which at a pids limit can cost the one the runtime aborts for
+// (docs/exit-and-logs.md). The app keeps the description it inherited, in blocking mode:
+// O_NONBLOCK set on a duplicate would reach it too.
 func reopen(w *os.File, st *unix.Stat_t) *os.File {
 	if flags, err := unix.FcntlInt(w.Fd(), unix.F_GETFL, 0); err != nil || flags&unix.O_ACCMODE == unix.O_RDONLY {
 		return nil // not writable: the log's writes fail as they would have
@@ -377,10 +375,9 @@ func reopen(w *os.File, st *unix.Stat_t) *os.File {
 }
 
 // escapeMessage escapes the control characters in a console line's message (logline.Escape). A
-// message can be an exec hook's output line, whose bytes may come from anywhere (a server's
-// answer the hook prints): on a terminal they must neither drive it (clear it, retitle it) nor,
-// with a carriage return, write over the line's own time and level. JSON lines need nothing
-// (JSON escapes what would break the line); a string field the console writer quotes itself, a list see escapeList.
+// message can be an exec hook's output line, whose bytes may come from anywhere: on a terminal
+// they must neither drive it nor, with a carriage return, write over the line's own time and
+// level. JSON lines need nothing, and the console writer quotes a string field itself.
 func escapeMessage(ev map[string]any) error {
 	if m, ok := ev[zerolog.MessageFieldName].(string); ok {
 		ev[zerolog.MessageFieldName] = logline.Escape(m)
@@ -390,9 +387,8 @@ func escapeMessage(ev map[string]any) error {
 
 // escapeList escapes, in a console line's field that is a list or an object (the app's command, a
 // hook's argv), what a terminal would act on (logline.EscapeJSON): the console writer prints
-// such a field as encoding/json writes it, which leaves DEL, the C1 controls (U+009B, CSI) and a
-// right-to-left override raw, where a hostile argument could drive the terminal or reverse the
-// line. A string field comes quoted by strconv.Quote already, when it needs it.
+// such a field as encoding/json writes it, which leaves DEL, the C1 controls and a
+// right-to-left override raw.
 func escapeList(v any) string {
 	if b, ok := v.([]byte); ok {
 		return string(logline.EscapeJSON(b))
