@@ -31,16 +31,8 @@ func digits(b []byte) bool {
 // parents are read one after the other a reused pid can make it show a cycle, which is walked
 // once.
 func Descendants(root string, pid int) []int {
-	entries, err := os.ReadDir(root)
-	if err != nil {
-		return nil
-	}
 	children := map[int][]int{}
-	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
+	for _, p := range Pids(root) {
 		if st, err := ReadStat(root, p); err == nil {
 			children[st.PPID] = append(children[st.PPID], p)
 		}
@@ -125,7 +117,13 @@ func SocketInodes(root string, pid int) (map[uint64]bool, error) {
 // socketInode reads the inode of a socket from the target of its /proc/PID/fd link,
 // "socket:[N]"; other files (pipes "pipe:[N]", paths, anon_inode:[eventfd]) are no socket.
 func socketInode(link string) (uint64, bool) {
-	rest, ok := strings.CutPrefix(link, "socket:[")
+	return bracketed(link, "socket:[")
+}
+
+// bracketed reads the number N of a link target "PREFIXN]" (prefix ends with the '['): the
+// inode in /proc's "socket:[N]" and "pid:[N]".
+func bracketed(link, prefix string) (uint64, bool) {
+	rest, ok := strings.CutPrefix(link, prefix)
 	if !ok {
 		return 0, false
 	}

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -66,12 +65,8 @@ func PIDNamespaceInode(root string, pid int) (uint64, error) {
 		return 0, &os.PathError{Op: "readlink", Path: path, Err: err}
 	}
 	link := string(buf[:n])
-	if rest, ok := strings.CutPrefix(link, "pid:["); ok {
-		if inode, ok := strings.CutSuffix(rest, "]"); ok && digits([]byte(inode)) {
-			if n, err := strconv.ParseUint(inode, 10, 64); err == nil {
-				return n, nil
-			}
-		}
+	if inode, ok := bracketed(link, "pid:["); ok {
+		return inode, nil
 	}
 	return 0, errors.New(path + ": " + strconv.Quote(link) + " is not pid:[INODE]")
 }
