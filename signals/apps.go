@@ -7,9 +7,8 @@
 // drainit passes it to the app at once, with no drain.
 //
 // Both uses are guesses from a name: `drainit check` sees a manifest's image, drainit at start
-// sees the app's command. Sources, from the images' Dockerfiles (docker-library): nginx
-// "STOPSIGNAL SIGQUIT", php *-fpm "STOPSIGNAL SIGQUIT", httpd and php *-apache "STOPSIGNAL
-// SIGWINCH", haproxy "STOPSIGNAL SIGUSR1".
+// sees the app's command. Sources: the STOPSIGNAL lines of the images' Dockerfiles
+// (docker-library: nginx, php *-fpm and *-apache, httpd, haproxy).
 
 package signals
 

@@ -106,10 +106,9 @@ func Name(sig syscall.Signal) string {
 //   - 32, 33, 34: the Go runtime never hands them to os/signal (see Uncatchable).
 //
 // SEGV, BUS, FPE, ILL, TRAP, SYS and ABRT are forwarded: the runtime hands os/signal only those
-// that were sent (kill, tgkill: `docker kill --signal ABRT` for the app's core dump), never a
-// fault of drainit's own, which still crashes it as any Go program. Uncaught, a sent one ended
-// drainit with a stack dump, as PID 1 too (the runtime's handler is no default action the
-// kernel spares an init from), and the container with it.
+// that were sent, never a fault of drainit's own (docs/design.md, "Signals"). The runtime's
+// handler is no default action the kernel spares an init from: uncaught, a sent one would end
+// drainit, as PID 1 too.
 func Forwardable(sig syscall.Signal) bool {
 	if sig < 1 || sig > MaxSignal {
 		return false

@@ -24,23 +24,15 @@
 // # Four signals here, the rest on a goroutine of its own while drainit starts
 //
 // Each signal.Notify of a signal not yet caught is a round trip between two threads through the
-// runtime's signal-mask thread (the first one more, as it starts that thread), and during
-// package initialisation the runtime keeps the main goroutine locked to the main thread, which
-// makes each round trip hand the processor over once more: registering every early signal here
-// held back the whole of drainit's start.
-//
-// So this package's initialisation registers only TERM, INT, HUP and QUIT, first, in that order,
-// on the main thread, right after the same few system calls: their window, in which one of them
-// ends drainit, is what it was. The faults a kill can send (ILL, TRAP, BUS, FPE, SEGV, SYS)
-// follow in the same call: the runtime's handler is on them already, so registering them is no
-// round trip, and one sent before ended drainit with a stack dump. A goroutine registers the
-// rest of signals.Early and CHLD; the run subcommand waits for it (Registration.Wait) just
-// before it starts the app. On the pinned start's one P (internal/startsig) the goroutine runs
-// when the main goroutine waits, in practice in Wait; unpinned, alongside the rest of the start.
-// Unregistered, none of those ends drainit but STKFLT, which nobody sends, and ABRT, and none is
-// lost once the app runs; TSTP, TTIN and TTOU stop a drainit that is not PID 1 (a shell's job),
-// as they always could before their registration.
-//
+// runtime's signal-mask thread, and during package initialisation, with the main goroutine
+// locked to the main thread, each hands the processor over once more: registering every early
+// signal here held back the whole of drainit's start. So the initialisation registers TERM, INT,
+// HUP and QUIT first, in that order, and in the same call the faults a kill can send: the
+// runtime's handler is on them already, so they need no round trip. A goroutine registers the
+// rest of signals.Early and CHLD, and the run subcommand waits for it (Registration.Wait) just
+// before it starts the app; on the pinned start's one P (internal/startsig) it runs when the main
+// goroutine waits, in practice in Wait. Unregistered meanwhile, only STKFLT and ABRT of those
+// would end drainit, and TSTP, TTIN and TTOU stop one that is not PID 1, as they always could.
 // Registering all of them from that goroutine starts drainit sooner, but the goroutine itself
 // starts late, and TERM's window grows by as much (bench/STARTUP.md has the measurements).
 package early
@@ -60,9 +52,8 @@ import (
 // Registration is what drainit registered for its signals.
 type Registration struct {
 	// Chld has a channel of its own, of one: a reap collects every child that has exited by
-	// then, so one pending notification is all the supervisor needs, and a storm of exiting
-	// orphans (measured: 3000 released at once filled a shared channel of 128) can never crowd
-	// a SIGTERM out of the channel the other signals wait in, where os/signal would drop it.
+	// then, and a storm of exiting orphans can never crowd a SIGTERM out of the channel the
+	// other signals wait in (docs/design.md, "Signals").
 	Chld chan os.Signal
 	// Sigs has room for two of each signal. The runtime coalesces repeats of a signal only
 	// until os/signal has delivered it, and drops one that finds the channel full: the room is
@@ -95,8 +86,7 @@ var (
 
 // ending are the signals registered during this package's initialisation itself, first: those
 // whose default effect would end drainit and that are sent to end a container or a job (TERM,
-// INT, QUIT: a STOPSIGNAL; HUP: a closed terminal). See the package doc. The faults
-// (signals.Faults) follow them in the same call, at no cost: they need no round trip.
+// INT, QUIT: a STOPSIGNAL; HUP: a closed terminal), then the faults (see the package doc).
 var ending = append([]os.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT}, signals.Faults()...)
 
 // start registers ending and starts the goroutine that registers the rest (see the package doc);
