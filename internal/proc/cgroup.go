@@ -27,9 +27,9 @@ import (
 // (bench/STARTUP.md, "Idle memory, third pass").
 type Cgroup struct {
 	root string // "/" but for tests
-	// The paths /proc/self/cgroup gives: v2's ("0::PATH"), v1's pids and memory controllers'.
-	v2, pids, memory          string
-	hasV2, hasPids, hasMemory bool
+	// The paths /proc/self/cgroup gives ("" where it gives none): v2's ("0::PATH"), v1's pids
+	// and memory controllers'. An empty path reads the files at the mount, as none does.
+	v2, pids, memory string
 }
 
 // cgroupFileMax bounds what is read of a cgroup file drainit parses (pids.max, memory.events):
@@ -60,15 +60,15 @@ func parseCgroup(root, text string) Cgroup {
 			continue
 		}
 		if ctrls == "" {
-			g.v2, g.hasV2 = path, true
+			g.v2 = path
 			continue
 		}
 		for c := range strings.SplitSeq(ctrls, ",") {
 			switch c {
 			case "pids":
-				g.pids, g.hasPids = path, true
+				g.pids = path
 			case "memory":
-				g.memory, g.hasMemory = path, true
+				g.memory = path
 			}
 		}
 	}
@@ -81,17 +81,14 @@ func parseCgroup(root, text string) Cgroup {
 func (g Cgroup) read(controller, name2, name1 string, buf []byte) ([]byte, error) {
 	v2 := filepath.Join(g.root, "sys/fs/cgroup")
 	v1 := filepath.Join(v2, controller)
-	v1path, hasV1 := g.pids, g.hasPids
+	v1path := g.pids
 	if controller == "memory" {
-		v1path, hasV1 = g.memory, g.hasMemory
+		v1path = g.memory
 	}
 	// in reads name at drainit's path below mount (where /proc/self/cgroup gave one), then at
 	// mount itself.
-	in := func(mount, path string, hasPath bool, name string) ([]byte, bool) {
-		if name == "" {
-			return nil, false
-		}
-		if hasPath {
+	in := func(mount, path, name string) ([]byte, bool) {
+		if path != "" {
 			if b, err := ReadSmall(filepath.Join(mount, path, name), buf, cgroupFileMax); err == nil {
 				return b, true
 			}
@@ -99,10 +96,10 @@ func (g Cgroup) read(controller, name2, name1 string, buf []byte) ([]byte, error
 		b, err := ReadSmall(filepath.Join(mount, name), buf, cgroupFileMax)
 		return b, err == nil
 	}
-	if b, ok := in(v2, g.v2, g.hasV2, name2); ok {
+	if b, ok := in(v2, g.v2, name2); ok {
 		return b, nil
 	}
-	if b, ok := in(v1, v1path, hasV1, name1); ok {
+	if b, ok := in(v1, v1path, name1); ok {
 		return b, nil
 	}
 	return nil, errors.New("no " + controller + " controller file found")
