@@ -154,8 +154,6 @@ type OOMWatch struct {
 // NewOOMWatch watches the cgroup that ROOT/proc/self/cgroup names (root is "/" but for tests).
 func NewOOMWatch(root string) *OOMWatch { return &OOMWatch{root: root} }
 
-func (w *OOMWatch) kills() (uint64, bool) { return w.Cgroup().OOMKills() }
-
 // Cgroup is the cgroup watched, read from /proc/self/cgroup on the first use of w; others that
 // need drainit's cgroup take it from here rather than read it again.
 func (w *OOMWatch) Cgroup() Cgroup {
@@ -166,7 +164,7 @@ func (w *OOMWatch) Cgroup() Cgroup {
 // Mark takes the count as it is now as the baseline. Before it, the baseline is 0: a container's
 // cgroup is made with the container.
 func (w *OOMWatch) Mark() {
-	if n, ok := w.kills(); ok {
+	if n, ok := w.Cgroup().OOMKills(); ok {
 		w.base.Store(n)
 	}
 }
@@ -174,7 +172,7 @@ func (w *OOMWatch) Mark() {
 // Since returns how many kills the count has gained since Mark; ok is false when the count
 // cannot be read.
 func (w *OOMWatch) Since() (n uint64, ok bool) {
-	n, ok = w.kills()
+	n, ok = w.Cgroup().OOMKills()
 	if !ok {
 		return 0, false
 	}

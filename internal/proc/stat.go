@@ -1,9 +1,5 @@
 package proc
 
-// This file and process.go hold the reads the tests, the integration harnesses and the benchmark
-// make, so that every /proc read in the repository goes through this package. drainit itself
-// uses few of them; the linker leaves the others out of its binary.
-
 import (
 	"bytes"
 	"errors"
