@@ -55,13 +55,10 @@ func InheritedIgnored() (ignored, lost []unix.Signal, all bool) {
 // which the app then gets at their default action:
 //   - KILL, STOP: no process can ignore them.
 //   - CHLD: ignoring it makes the kernel reap drainit's children itself, and drainit could no
-//     longer learn the app's exit status. The app gets CHLD at its default, which discards the
-//     signal too but leaves exited children for wait(): an app that counted on an inherited
-//     SIG_IGN to have its children reaped for it (POSIX leaves that case unspecified across
-//     exec; Linux keeps it) gathers zombies until it exits.
+//     longer learn the app's exit status (docs/design.md: what that leaves an app that counted
+//     on it; POSIX leaves the case unspecified across exec, Linux keeps the ignore).
 //   - CONT: drainit must hear it to resume the app after job control; the kernel continues a
-//     stopped process whatever the disposition, and its default action discards it otherwise,
-//     so the app sees no difference but in /proc's SigIgn.
+//     stopped process whatever the disposition, so the app sees no difference but in SigIgn.
 //   - URG: the runtime preempts goroutines with it, and os/signal's Ignore would set SIG_IGN
 //     on it, after which the kernel drops it (measured: a goroutine looping without calls then
 //     keeps its thread forever). Its default action discards it as SIG_IGN does.
