@@ -1,7 +1,3 @@
-// Cut cuts a line of a JSON log to a length, leaving it one valid JSON object on one
-// line: drainit writes each line of its log in one write(2) of at most PIPE_BUF bytes, which a
-// pipe never splits, and a line longer than that must lose its end without losing its form.
-
 package logline
 
 import (

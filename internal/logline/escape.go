@@ -1,6 +1,3 @@
-// Escape makes text that may come from anywhere (a server's answer, a command line, an
-// environment) safe to print as part of one line of a log or a terminal.
-
 package logline
 
 import (
@@ -13,7 +10,8 @@ import (
 	"unicode/utf8"
 )
 
-// Escape is s as it is, unless it holds what would break its line or act on a terminal: a
+// Escape is s, text that may come from anywhere (a server's answer, a command line, an
+// environment), as it is, unless it holds what would break its line or act on a terminal: a
 // control character (a carriage return, an escape sequence), a line or paragraph separator, a
 // format character (a right-to-left override), bytes that are not UTF-8. Then s is escaped as Go
 // quotes a string (\r, \x1b, \u202e, \xff, and with them \" and \\, so that what was escaped can

@@ -1,7 +1,3 @@
-// Limiter spaces out a log line that others can cause again and again (a request
-// refused for its token, an app stopped and continued in a loop): at most one line per interval,
-// which counts the occurrences it stands for.
-
 package logline
 
 import (
@@ -9,8 +5,9 @@ import (
 	"time"
 )
 
-// Limiter lets an occurrence through to the log at most once per Every and counts the ones it
-// holds back. Set Every before the first Tick; it is safe for concurrent use.
+// Limiter spaces out a log line that others can cause again and again (a request refused for its
+// token, an app stopped and continued in a loop): it lets an occurrence through to the log at
+// most once per Every and counts the ones it holds back. Set Every before the first Tick; it is safe for concurrent use.
 type Limiter struct {
 	Every time.Duration
 

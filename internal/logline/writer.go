@@ -1,16 +1,3 @@
-// Writer is drainit's log between its loggers and its stderr: a writer that never makes its
-// caller wait for the log's reader. A write to a full pipe waits for its reader, and a reader
-// that stopped reading without going away made the supervisor's loop, and the stop sequence
-// with it, wait in its next log line (docs/exit-and-logs.md, "When the container runs out").
-// Here a line is written at once when the output takes it without waiting; otherwise it is
-// queued, and one goroutine writes what is queued, in order, each line with its own write. A
-// line that finds the queue full is dropped and counted, and the count, with whose lines they
-// were, is logged where lines get through again. The lines relayed for others (an exec hook's
-// output) take part of the queue only, so that they never crowd out the Writer's own. Only that
-// goroutine ever waits for the reader, and, given an output the Go runtime polls, it waits in
-// the poller holding no thread: a thread the runtime wants can be one it cannot create, at a
-// container's process limit.
-
 package logline
 
 import (
@@ -31,8 +18,18 @@ type Output struct {
 	Wait io.Writer
 }
 
-// Writer writes each Write to its output at once when the output takes it without waiting, and
-// queues it otherwise, for a goroutine of its own to write.
+// Writer is drainit's log between its loggers and its stderr: a writer that never makes its
+// caller wait for the log's reader. A write to a full pipe waits for its reader, and a reader
+// that stopped reading without going away made the supervisor's loop, and the stop sequence
+// with it, wait in its next log line (docs/exit-and-logs.md, "When the container runs out").
+// Here a line is written at once when the output takes it without waiting; otherwise it is
+// queued, and one goroutine writes what is queued, in order, each line with its own write. A
+// line that finds the queue full is dropped and counted, and the count, with whose lines they
+// were, is logged where lines get through again. The lines relayed for others (an exec hook's
+// output) take part of the queue only, so that they never crowd out the Writer's own. Only that
+// goroutine ever waits for the reader, and, given an output the Go runtime polls, it waits in
+// the poller holding no thread: a thread the runtime wants can be one it cannot create, at a
+// container's process limit.
 type Writer struct {
 	open       func() Output          // the output, opened with the first line
 	max        int                    // bytes queued at most
