@@ -10,17 +10,14 @@ import (
 
 // DiscardUncatchable makes the uncatchable signals the runtime leaves at their default action
 // (32 and 34) do nothing to drainit, so that none of them can end it, and leaves the app to get
-// them as drainit got them: at their default action, or ignored when they were ignored at start.
+// them as drainit got them: at their default action, or ignored when they were ignored at start
+// (the runtime never installs anything on them, so their disposition now is the inherited one).
 //
-// SIG_IGN would do for drainit, but exec keeps an ignored disposition: the app would start with
-// 32 and 34 ignored, which no other init does (a glibc app's SIGRTMIN at its default action is
-// its end; tini's own signal test checks it). exec resets a handler to the default action
-// instead, so drainit gives them a handler that returns at once (discard). The Go runtime's
-// child between fork and exec leaves it in place (it resets only the signals it handles itself),
-// and a signal that reaches the child there is discarded too.
-//
-// A signal already ignored is left so: the runtime never installs anything on 32 or 34, so
-// their disposition now is the one drainit inherited, with its entry point or without.
+// Not SIG_IGN, which exec keeps: the app would start with 32 and 34 ignored, which no other init
+// does (tini's own signal test checks it). exec resets a handler to the default action, so
+// drainit gives them one that returns at once (discard). The Go runtime's child between fork and
+// exec leaves it in place (it resets only the signals it handles itself), and a signal that
+// reaches the child there is discarded too.
 func DiscardUncatchable() error {
 	// The runtime's own action for SEGV, which it installs in every Go program, has the flags
 	// and the restorer a handler needs on this architecture (SA_ONSTACK: the kernel's frame
