@@ -96,7 +96,11 @@ func runCmd(args []string, stdout io.Writer, stderr *os.File) int {
 		late = time.AfterFunc(lateSignalsAfter, func() {
 			oom.Mark()
 			reserveThreads(log, oom.Cgroup())
-			notifyEach(reg.Sigs, reg.Late())
+			// One Notify call at a time, so that a signal that arrives meanwhile (a SIGTERM,
+			// the app's SIGCHLD) waits for one registration, not for all of them.
+			for _, s := range reg.Late() {
+				signal.Notify(reg.Sigs, s)
+			}
 		})
 	}
 	// An app that is gone within lateSignalsAfter leaves nothing to register them for (and a
@@ -156,14 +160,6 @@ func reserveThreads(log zerolog.Logger, g proc.Cgroup) {
 		return
 	}
 	startSpareThreads(spareThreads)
-}
-
-// notifyEach registers the signals one Notify call at a time, so that a signal that arrives
-// meanwhile (a SIGTERM, the app's SIGCHLD) waits for one registration, not for all of them.
-func notifyEach(c chan<- os.Signal, sigs []os.Signal) {
-	for _, s := range sigs {
-		signal.Notify(c, s)
-	}
 }
 
 // logIgnored says which signals drainit keeps ignored for the app, and warns when that defeats
