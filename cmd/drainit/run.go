@@ -140,8 +140,8 @@ const lateSignalsAfter = 100 * time.Millisecond
 
 // spareThreads is how many threads drainit has the Go runtime hold for it (spare.go). On
 // its one P drainit has 7 threads once the app runs, 11-15 with these (10 runs). The abort they
-// guard against was measured with 10 in all (on two Ps, with 4 spares: spare.go); on one P,
-// 4 made 9-11, and 9 once in CI.
+// guard against was measured with 10 in all (on two Ps, with 4 spares: docs/exit-and-logs.md);
+// on one P, 4 made 9-11, and 9 once in CI.
 const spareThreads = 5
 
 // reserveThreads has the Go runtime start the spare threads where drainit sees a pids limit, and

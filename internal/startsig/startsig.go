@@ -29,11 +29,9 @@
 // After the signals, the entry point reads the process's CPU affinity (sched_getaffinity, into
 // origMask) and sets it to the one CPU it runs on (getcpu; the kernel picked an idle one at
 // exec). The Go runtime then counts one CPU and starts with one P. Unpin gives every thread the
-// affinity back before drainit starts the app, which inherits it. Why (docs/design.md, "Its
-// start runs on one CPU", and bench/STARTUP.md): the start's os/signal round trips between
-// threads cost no interrupt between CPUs, the runtime's memory and threads no longer grow with
-// the node, and drainit's work, one loop of signals, children and timers, needs no more than one
-// P. cmd/drainit turns off the runtime's periodic GOMAXPROCS update (//go:debug
+// affinity back before drainit starts the app, which inherits it. docs/design.md ("Its start
+// runs on one CPU") has why, and bench/STARTUP.md the measurements; drainit's work, one loop of
+// signals, children and timers, needs no more than one P. cmd/drainit turns off the runtime's periodic GOMAXPROCS update (//go:debug
 // updatemaxprocs=0), which would otherwise raise it to the restored CPUs' count within a second.
 // The mask holds 4096 CPUs; where the kernel's is larger (sched_getaffinity fails) or getcpu
 // fails, nothing is pinned, and the start is as before.
