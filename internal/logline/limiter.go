@@ -7,7 +7,8 @@ import (
 
 // Limiter spaces out a log line that others can cause again and again (a request refused for its
 // token, an app stopped and continued in a loop): it lets an occurrence through to the log at
-// most once per Every and counts the ones it holds back. Set Every before the first Tick; it is safe for concurrent use.
+// most once per Every and counts the ones it holds back. Set Every before the first Tick; it is
+// safe for concurrent use.
 type Limiter struct {
 	Every time.Duration
 

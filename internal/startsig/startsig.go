@@ -31,10 +31,10 @@
 // exec). The Go runtime then counts one CPU and starts with one P. Unpin gives every thread the
 // affinity back before drainit starts the app, which inherits it. docs/design.md ("Its start
 // runs on one CPU") has why, and bench/STARTUP.md the measurements; drainit's work, one loop of
-// signals, children and timers, needs no more than one P. cmd/drainit turns off the runtime's periodic GOMAXPROCS update (//go:debug
-// updatemaxprocs=0), which would otherwise raise it to the restored CPUs' count within a second.
-// The mask holds 4096 CPUs; where the kernel's is larger (sched_getaffinity fails) or getcpu
-// fails, nothing is pinned, and the start is as before.
+// signals, children and timers, needs no more than one P. cmd/drainit turns off the runtime's
+// periodic GOMAXPROCS update (//go:debug updatemaxprocs=0), which would otherwise raise it to the
+// restored CPUs' count within a second. The mask holds 4096 CPUs; where the kernel's is larger
+// (sched_getaffinity fails) or getcpu fails, nothing is pinned, and the start is as before.
 //
 // # A stop signal before drainit can take it
 //
