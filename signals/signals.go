@@ -45,7 +45,7 @@ func Parse(s string) (syscall.Signal, error) {
 	if sig := signalNum("SIG" + t); sig != 0 {
 		return sig, nil
 	}
-	// Aliases that syscall.SignalNum does not know.
+	// Aliases that linuxNames does not hold.
 	switch t {
 	case "IOT":
 		return SIGABRT, nil

@@ -22,7 +22,7 @@ import (
 // takes the marker at its word only when it lives in the same PID namespace, the pid is one of
 // its ancestors, and that ancestor started when the marker says. Anything else is a stale
 // marker, and refuses nothing. The marker is read only when the variable is set; setting it costs
-// a readlink and a read of one small file (bench/STARTUP.md, "drainit under drainit").
+// a readlink and a read of one small file (bench/STARTUP.md, "the marker's cost").
 
 // marker names the drainit that runs an app, in the variable it sets for the app (String's
 // form).
