@@ -171,23 +171,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	rows := rollout.Summarize(results, claims)
 	checks := rollout.Checks(rows)
 	report := rollout.Report{Rows: rows, Checks: checks, Drains: rollout.DrainStats(results, claims), Results: results}
-	switch {
-	case asJSON:
-		err = rollout.WriteJSON(stdout, report)
-	case drainTable:
-		err = rollout.WriteDrainTable(stdout, report.Drains)
-		if err == nil {
-			_, err = fmt.Fprintln(stdout) // Markdown: the checks are a paragraph of their own
-		}
-		if err == nil {
-			err = rollout.WriteChecks(stdout, checks)
-		}
-	default:
-		err = rollout.WriteTable(stdout, rows, checks)
-	}
-	if err == nil && !asJSON {
-		err = writeMachine(stdout, results, checks)
-	}
+	err = writeReport(stdout, report, asJSON, drainTable)
 	if err == nil && jsonOut != "" {
 		err = writeJSONFile(jsonOut, report)
 	}
@@ -203,10 +187,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rollout: %v\n", runErr)
 		status = 1
 	}
-	for _, c := range checks {
-		if !c.OK && !c.Noisy {
-			status = 1
-		}
+	if anyFailed(checks) {
+		status = 1
 	}
 	if errors.Is(runErr, context.Canceled) {
 		status = 130
@@ -235,30 +217,48 @@ func printReport(path string, drainTable bool, stdout, stderr io.Writer) int {
 		report.Checks = rollout.Checks(report.Rows)
 		report.Drains = rollout.DrainStats(report.Results, claims)
 	}
-	if drainTable {
-		err = rollout.WriteDrainTable(stdout, report.Drains)
-		if err == nil {
-			_, err = fmt.Fprintln(stdout)
-		}
-		if err == nil {
-			err = rollout.WriteChecks(stdout, report.Checks)
-		}
-	} else {
-		err = rollout.WriteTable(stdout, report.Rows, report.Checks)
-	}
-	if err == nil {
-		err = writeMachine(stdout, report.Results, report.Checks)
-	}
-	if err != nil {
+	if err := writeReport(stdout, report, false, drainTable); err != nil {
 		fmt.Fprintf(stderr, "rollout: writing the report: %v\n", err)
 		return 1
 	}
-	for _, c := range report.Checks {
-		if !c.OK && !c.Noisy {
-			return 1
-		}
+	if anyFailed(report.Checks) {
+		return 1
 	}
 	return 0
+}
+
+// writeReport writes the JSON report, or the drain table (Markdown) and the checks, or the full
+// table and the checks; after either table, how busy the machine was.
+func writeReport(w io.Writer, report rollout.Report, asJSON, drainTable bool) error {
+	var err error
+	switch {
+	case asJSON:
+		return rollout.WriteJSON(w, report)
+	case drainTable:
+		err = rollout.WriteDrainTable(w, report.Drains)
+		if err == nil {
+			_, err = fmt.Fprintln(w) // Markdown: the checks are a paragraph of their own
+		}
+		if err == nil {
+			err = rollout.WriteChecks(w, report.Checks)
+		}
+	default:
+		err = rollout.WriteTable(w, report.Rows, report.Checks)
+	}
+	if err != nil {
+		return err
+	}
+	return writeMachine(w, report.Results, report.Checks)
+}
+
+// anyFailed says whether a check failed for real (a noisy one does not count).
+func anyFailed(checks []rollout.Check) bool {
+	for _, c := range checks {
+		if !c.OK && !c.Noisy {
+			return true
+		}
+	}
+	return false
 }
 
 func writeJSONFile(path string, report rollout.Report) error {
