@@ -128,7 +128,7 @@ healthzBindAddress: 127.0.0.1:10256
 // first time in minutes, then from its cache. `make test` builds them before the tests, outside
 // their timeout.
 func K8sCommand(name string) (string, error) {
-	script := filepath.Join(moduleRoot(), "scripts", "kubelet.sh")
+	script := filepath.Join(testenv.ModuleRoot(), "scripts", "kubelet.sh")
 	var stderr bytes.Buffer
 	cmd := exec.Command(script, name)
 	cmd.Stderr = &stderr
@@ -137,11 +137,6 @@ func K8sCommand(name string) (string, error) {
 		return "", fmt.Errorf("building %s (%s): %w\n%s", name, script, err, stderr.Bytes())
 	}
 	return strings.TrimSpace(string(out)), nil
-}
-
-func moduleRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
 func writeFile(t testing.TB, path, s string) {

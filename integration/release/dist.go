@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/drainit/drainit/integration/testenv"
 )
 
 // Dist is one `make release` output directory.
@@ -44,11 +46,7 @@ var ErrNoDist = errors.New("no dist/metadata.json: run `make release` first (mak
 func Find() (*Dist, error) {
 	dir := os.Getenv("DRAINIT_DIST")
 	if dir == "" {
-		root, err := moduleRoot()
-		if err != nil {
-			return nil, err
-		}
-		dir = filepath.Join(root, "dist")
+		dir = filepath.Join(testenv.ModuleRoot(), "dist")
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "metadata.json"))
 	if errors.Is(err, os.ErrNotExist) {
@@ -88,23 +86,4 @@ func (d *Dist) Image() string {
 // ImageRef is the name the image archive holds, and so the name `podman load` gives it.
 func (d *Dist) ImageRef() string {
 	return "localhost/drainit:" + strings.ReplaceAll(d.Meta.Version, "+", "-")
-}
-
-// moduleRoot is the nearest directory above the working directory with a go.mod: the tests run
-// in their package's directory.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory")
-		}
-		dir = parent
-	}
 }

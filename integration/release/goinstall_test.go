@@ -24,10 +24,7 @@ const modulePath = "github.com/drainit/drainit"
 // go command documents), with the dependencies from the module cache, and installs from it.
 func TestGoInstallReportsTheTaggedVersion(t *testing.T) {
 	testenv.SkipShort(t, "builds drainit from a module proxy")
-	root, err := moduleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := testenv.ModuleRoot()
 	const tag = "v0.1.0"
 	tmp := t.TempDir()
 	proxy := filepath.Join(tmp, "proxy")

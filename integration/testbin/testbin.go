@@ -9,8 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sync"
+
+	"github.com/drainit/drainit/integration/testenv"
 )
 
 // Paths are the built binaries.
@@ -93,7 +94,7 @@ func CopyInto(dir string) error {
 // goBuild builds pkg (relative to the module's root) into out, static and stripped.
 func goBuild(out, pkg string, flags ...string) error {
 	cmd := exec.Command("go", append(append([]string{"build", "-trimpath", "-ldflags=-s -w", "-o", out}, flags...), pkg)...)
-	cmd.Dir = moduleRoot()
+	cmd.Dir = testenv.ModuleRoot()
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build %s: %w\n%s", pkg, err, b)
@@ -106,10 +107,4 @@ func Cleanup() {
 	if paths.Drainit != "" {
 		_ = os.RemoveAll(filepath.Dir(paths.Drainit))
 	}
-}
-
-// moduleRoot is the repository's root, found from this file's location.
-func moduleRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
 }

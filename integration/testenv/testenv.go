@@ -11,10 +11,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
 )
+
+// ModuleRoot is the repository's root, found from this file's location.
+func ModuleRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
 
 // CI reports whether the tests run under CI=true, where nothing may be skipped.
 func CI() bool { return os.Getenv("CI") == "true" }
