@@ -105,8 +105,12 @@ func loopbackUp() error {
 }
 
 // dial connects to addr from inside the namespace: the socket is created there, on a thread
-// that enters the namespace for the call and returns to the host's after.
+// that enters the namespace for the call and returns to the host's after. A nil n is the
+// harness's own namespace.
 func (n *netns) dial(addr string, timeout time.Duration) (net.Conn, error) {
+	if n == nil {
+		return net.DialTimeout("tcp", addr, timeout)
+	}
 	host, err := hostNetns()
 	if err != nil {
 		return nil, err
@@ -134,18 +138,6 @@ func (n *netns) close() {
 		unix.Close(n.fd)
 		n.fd = -1
 	}
-}
-
-// dialer is how the harness reaches a pod: in its namespace, or the host's.
-type dialer func(addr string, timeout time.Duration) (net.Conn, error)
-
-func (n *netns) dialer() dialer {
-	if n == nil {
-		return func(addr string, timeout time.Duration) (net.Conn, error) {
-			return net.DialTimeout("tcp", addr, timeout)
-		}
-	}
-	return n.dial
 }
 
 // netnsAvailable says why the harness cannot give pods network namespaces of their own here.

@@ -229,8 +229,7 @@ type runningPod struct {
 	addr, ctl string
 	out       *lines.Log   // PID 1's stdout and stderr, as a runtime would log them
 	dir       string       // the app's files (nginx's config, pid and temp paths), removed after the run
-	ns        *netns       // its network namespace (nil: the harness's)
-	dial      dialer       // how the harness reaches it
+	ns        *netns       // its network namespace (nil: the harness's); ns.dial reaches it
 	sidecar   net.Listener // Config.Sidecar's, in the pod's network namespace (nil: none)
 }
 
@@ -268,7 +267,7 @@ func (rp *runningPod) sidecarTraffic() {
 		case <-rp.Exited:
 			return
 		case <-tick.C:
-			if c, err := rp.dial(addr, time.Second); err == nil {
+			if c, err := rp.ns.dial(addr, time.Second); err == nil {
 				_, _ = io.Copy(io.Discard, c)
 				c.Close()
 			}
@@ -345,30 +344,30 @@ func (rp *runningPod) cleanup() {
 
 // startPod starts a pod of scenario s for propagation delay p: in a network namespace of its
 // own unless Config.HostNetwork.
-func (r *Runner) startPod(s Scenario, p time.Duration) (rp *runningPod, err error) {
-	defer func() {
-		if err == nil && rp.sidecar != nil {
-			go rp.sidecarTraffic()
-		}
-	}()
+func (r *Runner) startPod(s Scenario, p time.Duration) (*runningPod, error) {
+	var rp *runningPod
+	var err error
 	if r.cfg.HostNetwork {
-		rp, err := r.startPodHere(s, p)
+		rp, err = r.startPodHere(s, p)
+	} else {
+		var ns *netns
+		rp, ns, err = startInNetns(func() (*runningPod, <-chan struct{}, error) {
+			rp, err := r.startPodHere(s, p)
+			if err != nil {
+				return nil, nil, err
+			}
+			return rp, rp.Exited, nil
+		})
 		if err == nil {
-			rp.dial = (*netns)(nil).dialer()
+			rp.ns = ns
 		}
-		return rp, err
 	}
-	rp, ns, err := startInNetns(func() (*runningPod, <-chan struct{}, error) {
-		rp, err := r.startPodHere(s, p)
-		if err != nil {
-			return nil, nil, err
-		}
-		return rp, rp.Exited, nil
-	})
 	if err != nil {
 		return nil, err
 	}
-	rp.ns, rp.dial = ns, ns.dialer()
+	if rp.sidecar != nil {
+		go rp.sidecarTraffic()
+	}
 	return rp, nil
 }
 
@@ -440,7 +439,7 @@ func (rp *runningPod) waitReady(ctx context.Context) error {
 			continue
 		}
 		for {
-			c, err := rp.dial(addr, time.Second)
+			c, err := rp.ns.dial(addr, time.Second)
 			if err == nil {
 				c.Close()
 				break
@@ -526,7 +525,7 @@ func (r *Runner) Run(ctx context.Context, s Scenario, c Cell, rep int) (Result, 
 	}
 	dial := func(addr string, timeout time.Duration) (net.Conn, error) {
 		if rp := byAddr[addr]; rp != nil {
-			return rp.dial(addr, timeout)
+			return rp.ns.dial(addr, timeout)
 		}
 		return net.DialTimeout("tcp", addr, timeout)
 	}
@@ -627,7 +626,7 @@ func (r *Runner) Run(ctx context.Context, s Scenario, c Cell, rep int) (Result, 
 		if err != nil {
 			return res, err
 		}
-		fwd.Dial = victim.dial
+		fwd.Dial = victim.ns.dial
 		defer fwd.Close()
 		ctl = fwd.Addr()
 	}
