@@ -12,14 +12,10 @@ import (
 )
 
 // The Balancer as an L7 pooling proxy (NewPooledProxy), the stand-in for an ingress controller with
-// upstream keep-alive, Envoy or haproxy with http-reuse (bench/L7PROXY.md): it reads the clients'
-// HTTP/1.1 requests and forwards each over a connection from its pool to the pod it picked for that
-// request, round-robin. It opens a connection to a pod only when none of the pod's pooled ones is
-// idle, and never closes one while the pod is listed; at the removal it stops sending the pod
-// requests, and the pod's pooled connections stay open and idle, as real proxies leave them. So
-// after the deletion the pod sees requests and, mostly, no new connection. No retries: a request it
-// could not deliver, or whose connection the pod closed before answering, gets a 502 (503 without
-// endpoints), and the event is recorded for the client, as for the L4 Balancer.
+// upstream keep-alive (docs/benchmarks.md, "How the rollout harness works", has what it does and
+// why). It opens a connection to a pod only when none of the pod's pooled ones is idle. A request
+// it could not deliver, or whose connection the pod closed before answering, gets a 502 (503
+// without endpoints), and the event is recorded for the client, as for the L4 Balancer.
 
 // NewPooledProxy is NewBalancer for an L7 pooling proxy: one that forwards each HTTP/1.1
 // request over a pool of keep-alive connections to the endpoint it picks for that request. Its

@@ -194,7 +194,7 @@ type Row struct {
 	Noisy bool `json:"noisy,omitempty"`
 }
 
-// String is the row's cell as the tables show it.
+// cellString is the row's cell as the tables show it.
 func (r Row) cellString() string {
 	return Cell{Propagation: r.Propagation.Duration(), Topology: r.Topology}.String()
 }
@@ -251,15 +251,9 @@ func byRow(results []Result) [][]Result {
 }
 
 // Summarize folds results into rows, in the order scenarios and cells first appear. claim gives
-// each row's claim (nil: none).
-//
-// A run the machine was too busy to time (Result.Noisy) cannot fail a claim on what timing
-// decides: whether a request the pod closed unanswered was cut in flight or dropped as it came
-// (Balancer.CutAfter), a client's timeout, and the stop duration; nor on what was lost after an
-// adaptive drain that ended on a silence the harness made (Result.stalledSilence); nor at all
-// when the machine froze (FrozenLate: a SIGKILL too). If the claim fails only that way, the row
-// is Noisy rather than failed. Any other failed request, and a SIGKILL, fail it whatever the
-// machine's load.
+// each row's claim (nil: none). A claim that fails only on what a noisy run forgives (cuts,
+// timeouts and stop times in it, Result.realFailures, Result.frozen; docs/benchmarks.md, "A
+// machine too busy to time a run") makes the row Noisy rather than failed.
 func Summarize(results []Result, claim func(scenario string, c Cell) Claim) []Row {
 	var rows []Row
 	for _, group := range byRow(results) {

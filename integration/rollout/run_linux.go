@@ -52,7 +52,7 @@ type Config struct {
 	// harness's), with traffic of its own (SidecarRate new connections a second) for the pod's
 	// whole life, as a mesh sidecar's or an exporter's: drainit's namespace is then shared.
 	Sidecar  bool
-	Parallel int // runs at once in RunAll
+	Parallel int // runs at once in RunJobs
 	// MaxRate bounds the new connections a second of the runs under way together (each run's
 	// load counts; a run over it runs alone): this machine's clients, proxies and pods start
 	// about 2,000 a second on 2 cores before they fall behind. Zero: DefaultMaxRate.
@@ -277,14 +277,9 @@ func (rp *runningPod) sidecarTraffic() {
 
 // nginxConf is the configuration of a pod's nginx: in the foreground under its own PID 1 or
 // drainit, one worker like a small container, every file it writes in dir (%[1]s), nothing under
-// /var, and a fixed answer on addr (%[2]s).
-//
-// The test app's requests take Config.AppDelay, so that a naive app's exit cuts some in flight.
-// nginx answers at once (core nginx has no way to wait a set time before answering), and that
-// shows what matters here just as well: SIGQUIT is nginx's graceful stop (finish in-flight
-// requests, close idle keep-alive connections), whose first step is to close the listening
-// socket. Stopped at once, nginx loses what every graceful app loses, the new connections the
-// balancer still sends it during the propagation delay (refused), not requests in flight.
+// /var, and a fixed answer on addr (%[2]s). It answers at once, where the test app's requests
+// take Config.AppDelay: core nginx has no way to wait a set time before answering, and what its
+// stop loses is the new connections refused after it closes its listener, not requests in flight.
 const nginxConf = `daemon off;
 master_process on;
 worker_processes 1;

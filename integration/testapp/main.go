@@ -6,7 +6,7 @@
 //	testapp exit N                 exit with status N
 //	testapp die SIG                be killed by signal SIG
 //	testapp sleep DURATION         sleep, then exit 0
-//	testapp signals [-grandchild] [-ready-file F]
+//	testapp signals [-grandchild]
 //	                               print "ready <who> <pid>", then "got <who> <SIGNAME>" for each
 //	                               signal; exit 0 on SIGTERM. -grandchild also starts a second
 //	                               process in the same group that does the same as "gc".
