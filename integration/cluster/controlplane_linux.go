@@ -367,8 +367,9 @@ type failure struct {
 	err   error
 }
 
-// A Load opens a new connection to a URL every 10 ms (or as a Poisson stream: PoissonLoad), one
-// request each, and records when each began and which pod answered it, or that it failed.
+// A Load opens a new connection to a URL every 10 ms (or as a Poisson stream:
+// PoissonLoadServedBy), one request each, and records when each began and which pod answered it,
+// or that it failed.
 type Load struct {
 	mu     sync.Mutex
 	served map[string][]time.Time
@@ -415,23 +416,27 @@ func (c *Cluster) Answer(ip string, port int) string {
 	return answer
 }
 
-// LoadServedBy starts a Load on url, the Service's, once the Service answers, and returns it when
-// each of the pods that give answers has served more than 10 of its requests.
+// LoadServedBy starts a Load on url, the Service's, from inside the namespace, a request every
+// 10 ms, once the Service answers, and returns it when each of the pods that give answers has
+// served more than 10 of its requests; End stops it.
 func (c *Cluster) LoadServedBy(url string, answers ...string) *Load {
 	c.T.Helper()
-	c.routed(url, len(answers))
-	return c.servedBy(c.Load(url), answers)
+	return c.servedBy(url, func() time.Duration { return 10 * time.Millisecond }, answers)
 }
 
-// PoissonLoadServedBy is LoadServedBy with a PoissonLoad at rate.
+// PoissonLoadServedBy is LoadServedBy with requests that begin as a Poisson stream at rate a
+// second, as independent clients' do (the automatic quiet period's model).
 func (c *Cluster) PoissonLoadServedBy(url string, rate float64, answers ...string) *Load {
 	c.T.Helper()
-	c.routed(url, len(answers))
-	return c.servedBy(c.PoissonLoad(url, rate), answers)
+	return c.servedBy(url, func() time.Duration {
+		return time.Duration(mrand.ExpFloat64() / rate * float64(time.Second))
+	}, answers)
 }
 
-func (c *Cluster) servedBy(l *Load, answers []string) *Load {
+func (c *Cluster) servedBy(url string, gap func() time.Duration, answers []string) *Load {
 	c.T.Helper()
+	c.routed(url, len(answers))
+	l := c.load(url, gap)
 	c.WaitFor("each pod to get connections through the Service", 30*time.Second, func() bool {
 		for _, a := range answers {
 			if n, _ := l.Count(a, time.Time{}); n <= 10 {
@@ -441,19 +446,6 @@ func (c *Cluster) servedBy(l *Load, answers []string) *Load {
 		return true
 	})
 	return l
-}
-
-// Load starts a Load on url from inside the namespace, a request every 10 ms; End stops it.
-func (c *Cluster) Load(url string) *Load {
-	return c.load(url, func() time.Duration { return 10 * time.Millisecond })
-}
-
-// PoissonLoad starts a Load on url whose requests begin as a Poisson stream at rate a second, as
-// independent clients' do (the automatic quiet period's model); End stops it.
-func (c *Cluster) PoissonLoad(url string, rate float64) *Load {
-	return c.load(url, func() time.Duration {
-		return time.Duration(mrand.ExpFloat64() / rate * float64(time.Second))
-	})
 }
 
 // load starts a Load on url, each request gap after the one before on a schedule that does not
@@ -524,12 +516,7 @@ func (l *Load) Count(who string, after time.Time) (served, failed int) {
 			}
 		}
 	}
-	for _, f := range l.failed {
-		if f.began.After(after) {
-			failed++
-		}
-	}
-	return
+	return served, l.failedIf(func(f failure) bool { return f.began.After(after) })
 }
 
 // FailedBy is how many requests failed that began at t or before: for the Service's last ready
@@ -538,13 +525,7 @@ func (l *Load) Count(who string, after time.Time) (served, failed int) {
 func (l *Load) FailedBy(t time.Time) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	n := 0
-	for _, f := range l.failed {
-		if !f.began.After(t) {
-			n++
-		}
-	}
-	return n
+	return l.failedIf(func(f failure) bool { return !f.began.After(t) })
 }
 
 // Refused is how many requests that began after t a server refused or reset: connections that
@@ -552,9 +533,16 @@ func (l *Load) FailedBy(t time.Time) int {
 func (l *Load) Refused(after time.Time) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.failedIf(func(f failure) bool {
+		return f.began.After(after) && (errors.Is(f.err, syscall.ECONNREFUSED) || errors.Is(f.err, syscall.ECONNRESET))
+	})
+}
+
+// failedIf counts the failed requests that match; l.mu is held.
+func (l *Load) failedIf(match func(failure) bool) int {
 	n := 0
 	for _, f := range l.failed {
-		if f.began.After(after) && (errors.Is(f.err, syscall.ECONNREFUSED) || errors.Is(f.err, syscall.ECONNRESET)) {
+		if match(f) {
 			n++
 		}
 	}
