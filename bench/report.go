@@ -94,7 +94,6 @@ func tableRows(orphans int) []row {
 // failed (notes says why).
 type column struct {
 	name    string
-	path    string
 	version string
 	linkage string
 	ref     bool // a reference point, not a competitor: shown in its own table

@@ -186,7 +186,7 @@ func run(o options) error {
 }
 
 func (b *bench) add(name, path string, pre []string, ref, forwards bool) {
-	col := &column{name: name, path: path, ref: ref, vals: map[string]float64{}}
+	col := &column{name: name, ref: ref, vals: map[string]float64{}}
 	b.res.cols = append(b.res.cols, col)
 	b.inits = append(b.inits, &initSpec{col: col, path: path, pre: pre, forwards: forwards})
 }

@@ -46,8 +46,8 @@
 //	                               in-flight requests and closes idle connections on SIGTERM,
 //	                               -naive exits at once; it answers "ok <pid>", or "ok NAME"
 //	testapp serve-udp -addr A -udp U
-//	                               a DNS-like server: an HTTP server on TCP A (as serve; none
-//	                               if A is empty) and a UDP echo on U; prints "ready app <pid> <tcp> <udp>"; on
+//	                               a DNS-like server: an HTTP server on TCP A (as serve) and a
+//	                               UDP echo on U; prints "ready app <pid> <tcp> <udp>"; on
 //	                               SIGTERM prints "udp received N" and exits at once
 //	testapp get -n N -every D URL  make N requests to URL, each on a new connection, D apart;
 //	                               print "got <status> <RFC 3339 time>" after each; fail on the
@@ -772,28 +772,21 @@ func sigList(list string) (uint64, error) {
 
 func serveUDP(args []string) error {
 	fs := flag.NewFlagSet("serve-udp", flag.ContinueOnError)
-	addr := fs.String("addr", "127.0.0.1:8080", "TCP (HTTP) listen address; empty: none")
+	addr := fs.String("addr", "127.0.0.1:8080", "TCP (HTTP) listen address")
 	udpAddr := fs.String("udp", "0.0.0.0:5353", "UDP listen address")
-	err := fs.Parse(args)
-	if err != nil {
+	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	var ln net.Listener
-	if *addr != "" {
-		if ln, err = net.Listen("tcp", *addr); err != nil {
-			return err
-		}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
 	}
 	pc, err := net.ListenPacket("udp", *udpAddr)
 	if err != nil {
 		return err
 	}
 	var received atomic.Int64
-	tcp := "-"
-	if ln != nil {
-		tcp = ln.Addr().String()
-		serveOK(ln)
-	}
+	serveOK(ln)
 	go func() {
 		buf := make([]byte, 2048)
 		for {
@@ -807,7 +800,7 @@ func serveUDP(args []string) error {
 	}()
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT)
-	say("ready app %d %s %s", os.Getpid(), tcp, pc.LocalAddr())
+	say("ready app %d %s %s", os.Getpid(), ln.Addr(), pc.LocalAddr())
 	s := <-ch
 	say("got app %s", signame(s.(syscall.Signal)))
 	say("udp received %d", received.Load())
