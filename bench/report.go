@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -235,11 +236,7 @@ func (r *results) mainTable() string {
 				}
 			}
 		}
-		tt := rw.target.text
-		if tt == "" {
-			tt = "–"
-		}
-		w(" %s | %s |\n", tt, verdict)
+		w(" %s | %s |\n", cmp.Or(rw.target.text, "–"), verdict)
 	}
 	return b.String()
 }

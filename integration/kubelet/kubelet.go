@@ -13,6 +13,7 @@
 package kubelet
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -84,10 +85,7 @@ func (p Pod) Stop(c Container) Record {
 	}
 	g = max(g, MinimumGracePeriod)
 	r.G = g
-	sig := p.StopSignal
-	if sig == 0 {
-		sig = syscall.SIGTERM
-	}
+	sig := cmp.Or(p.StopSignal, syscall.SIGTERM)
 	select {
 	case <-c.Exited:
 		r.ExitedAt = time.Now()

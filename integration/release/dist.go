@@ -5,6 +5,7 @@ package release
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,10 +45,7 @@ var ErrNoDist = errors.New("no dist/metadata.json: run `make release` first (mak
 // Find opens the release directory. It returns ErrNoDist (wrapped) when there is none, and any
 // other error when one is there but unreadable or incomplete.
 func Find() (*Dist, error) {
-	dir := os.Getenv("DRAINIT_DIST")
-	if dir == "" {
-		dir = filepath.Join(testenv.ModuleRoot(), "dist")
-	}
+	dir := cmp.Or(os.Getenv("DRAINIT_DIST"), filepath.Join(testenv.ModuleRoot(), "dist"))
 	b, err := os.ReadFile(filepath.Join(dir, "metadata.json"))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%s: %w", dir, ErrNoDist)

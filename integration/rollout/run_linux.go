@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -82,37 +83,18 @@ func DefaultConfig() Config {
 
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
-	set := func(v *time.Duration, def time.Duration) {
-		if *v == 0 {
-			*v = def
-		}
-	}
-	set(&c.Grace, d.Grace)
-	set(&c.AppDelay, d.AppDelay)
-	set(&c.Warmup, d.Warmup)
-	set(&c.Tail, d.Tail)
-	set(&c.RequestTimeout, d.RequestTimeout)
-	if c.CutAfter == 0 {
-		c.CutAfter = c.AppDelay / 5
-	}
-	if c.Pods == 0 {
-		c.Pods = d.Pods
-	}
-	if c.Rate == 0 {
-		c.Rate = d.Rate
-	}
-	if c.KeepAliveClients == 0 {
-		c.KeepAliveClients = d.KeepAliveClients
-	}
-	if c.KeepAliveRate == 0 {
-		c.KeepAliveRate = d.KeepAliveRate
-	}
-	if c.Parallel == 0 {
-		c.Parallel = d.Parallel
-	}
-	if c.MaxRate == 0 {
-		c.MaxRate = DefaultMaxRate
-	}
+	c.Grace = cmp.Or(c.Grace, d.Grace)
+	c.AppDelay = cmp.Or(c.AppDelay, d.AppDelay)
+	c.Warmup = cmp.Or(c.Warmup, d.Warmup)
+	c.Tail = cmp.Or(c.Tail, d.Tail)
+	c.RequestTimeout = cmp.Or(c.RequestTimeout, d.RequestTimeout)
+	c.CutAfter = cmp.Or(c.CutAfter, c.AppDelay/5)
+	c.Pods = cmp.Or(c.Pods, d.Pods)
+	c.Rate = cmp.Or(c.Rate, d.Rate)
+	c.KeepAliveClients = cmp.Or(c.KeepAliveClients, d.KeepAliveClients)
+	c.KeepAliveRate = cmp.Or(c.KeepAliveRate, d.KeepAliveRate)
+	c.Parallel = cmp.Or(c.Parallel, d.Parallel)
+	c.MaxRate = cmp.Or(c.MaxRate, DefaultMaxRate)
 	return c
 }
 
@@ -170,11 +152,7 @@ func (r *Runner) appPath(a App) (string, error) {
 	case TestApp:
 		return r.cfg.Testapp, nil
 	case Nginx:
-		path := r.cfg.Nginx
-		if path == "" {
-			path = NginxPath
-		}
-		p, err := exec.LookPath(path)
+		p, err := exec.LookPath(cmp.Or(r.cfg.Nginx, NginxPath))
 		if err != nil {
 			return "", fmt.Errorf("nginx is not installed (Debian: apt-get install nginx-light): %w", err)
 		}
@@ -193,10 +171,7 @@ func (r *Runner) initPath(i Init) (string, error) {
 	default:
 		return "", nil
 	}
-	if path == "" {
-		path = name
-	}
-	p, err := exec.LookPath(path)
+	p, err := exec.LookPath(cmp.Or(path, name))
 	if err != nil {
 		return "", fmt.Errorf("%s is not installed: %w", name, err)
 	}
@@ -454,12 +429,7 @@ func (rp *runningPod) waitReady(ctx context.Context) error {
 	return nil
 }
 
-func (r *Runner) grace(s Scenario) time.Duration {
-	if s.Grace > 0 {
-		return s.Grace
-	}
-	return r.cfg.Grace
-}
+func (r *Runner) grace(s Scenario) time.Duration { return cmp.Or(s.Grace, r.cfg.Grace) }
 
 // preStop is the pod's preStop hook. ctl is where the kubelet reaches drainit's control server.
 func (r *Runner) preStop(s Scenario, p time.Duration, ctl string) *kubelet.PreStop {

@@ -27,6 +27,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -120,9 +121,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rollout: %v\n", err)
 		return 2
 	}
-	if repeatFixed == 0 {
-		repeatFixed = repeat
-	}
+	repeatFixed = cmp.Or(repeatFixed, repeat)
 	if repeat < 1 || repeatFixed < 1 || cfg.Parallel < 1 {
 		fmt.Fprintln(stderr, "rollout: -repeat, -repeat-fixed and -parallel must be at least 1")
 		return 2
