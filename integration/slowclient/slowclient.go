@@ -22,10 +22,11 @@ type Config struct {
 	Addr  string // the server, host:port
 	From  net.IP // source address of every connection; nil: the system's choice
 	Conns int    // connections to hold
-	// Trickle is the pause between two bytes of a trickling connection (0: 200 ms). It is also
-	// how often an idle connection checks whether the attack is over.
-	Trickle time.Duration
 }
+
+// tricklePause is the pause between two bytes of a trickling connection. It is also how often an
+// idle connection checks whether the attack is over.
+const tricklePause = 200 * time.Millisecond
 
 // Client is an attack under way.
 type Client struct {
@@ -42,9 +43,6 @@ const head = "GET /healthz HTTP/1.1\r\nHost: drainit\r\nUser-Agent: slowclient\r
 
 // Start opens cfg.Conns connections and keeps them open until Stop.
 func Start(cfg Config) *Client {
-	if cfg.Trickle <= 0 {
-		cfg.Trickle = 200 * time.Millisecond
-	}
 	c := &Client{cfg: cfg, stop: make(chan struct{})}
 	for i := range cfg.Conns {
 		c.wg.Add(1)
@@ -119,7 +117,7 @@ func (c *Client) slow(conn net.Conn, trickle bool) {
 			}
 			sent++
 		}
-		_ = conn.SetReadDeadline(time.Now().Add(c.cfg.Trickle))
+		_ = conn.SetReadDeadline(time.Now().Add(tricklePause))
 		// Anything the server sends (a 408, say) or an EOF or a reset ends this connection: it
 		// is re-opened.
 		if _, err := conn.Read(buf); err != nil {
