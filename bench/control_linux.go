@@ -28,7 +28,7 @@ func (b *bench) control(c counts) error {
 			spec = s
 		}
 	}
-	res := &controlResults{date: time.Now(), load: loadavg(), quick: b.o.quick, conns: slowConns, gap: secs(25 * time.Millisecond)}
+	res := &controlResults{date: time.Now(), load: loadavg(), quick: b.o.quick, conns: slowConns, gap: (25 * time.Millisecond).Seconds()}
 	b.res.control = res
 	if spec == nil {
 		res.failed = "no drainit to measure"
@@ -99,7 +99,7 @@ func askControl(addr string, from net.IP, n int, gap time.Duration, init int, at
 		dials0 = atk.Dials()
 	}
 	cpu0, t0 := testenv.CPUTime("/proc", init), time.Now()
-	samples := durations(n)
+	samples := make([]time.Duration, 0, n)
 	cs := controlCase{asked: n}
 	tick := time.NewTicker(gap)
 	defer tick.Stop()
@@ -120,9 +120,9 @@ func askControl(addr string, from net.IP, n int, gap time.Duration, init int, at
 				cs.late++
 			}
 		case len(cs.errs) < 3 && err != nil:
-			cs.errs = append(cs.errs, fmt.Sprintf("after %s: %v", fmtValue(metricTime, secs(took)), err))
+			cs.errs = append(cs.errs, fmt.Sprintf("after %s: %v", fmtValue(metricTime, took.Seconds()), err))
 		case len(cs.errs) < 3:
-			cs.errs = append(cs.errs, fmt.Sprintf("after %s: status %d", fmtValue(metricTime, secs(took)), resp.StatusCode))
+			cs.errs = append(cs.errs, fmt.Sprintf("after %s: status %d", fmtValue(metricTime, took.Seconds()), resp.StatusCode))
 		}
 		<-tick.C
 	}
@@ -131,8 +131,8 @@ func askControl(addr string, from net.IP, n int, gap time.Duration, init int, at
 	if atk != nil {
 		cs.dials = atk.Dials() - dials0
 	}
-	cs.p50, cs.p99 = secs(percentile(samples, 50)), secs(percentile(samples, 99))
-	cs.max = secs(samples[len(samples)-1]) // percentile sorted them
+	cs.p50, cs.p99 = percentile(samples, 50).Seconds(), percentile(samples, 99).Seconds()
+	cs.max = samples[len(samples)-1].Seconds() // percentile sorted them
 	cs.rss, _ = statusKB(init, "VmRSS")
 	return cs
 }

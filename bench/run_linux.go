@@ -435,16 +435,12 @@ func monotonic() time.Duration {
 	return time.Duration(ts.Nano())
 }
 
-func durations(n int) []time.Duration { return make([]time.Duration, 0, n) }
-
-func secs(d time.Duration) float64 { return d.Seconds() }
-
 // startup times `INIT -- /bin/true` against `/bin/true` alone, both as PID 1.
 func (b *bench) startup(c counts) error {
 	specs := append([]*initSpec{b.bare}, b.inits...)
 	samples := make([][]time.Duration, len(specs))
 	for i := range samples {
-		samples[i] = durations(c.start)
+		samples[i] = make([]time.Duration, 0, c.start)
 	}
 	failed := make([]bool, len(specs))
 	files := []uintptr{uintptr(b.devnull), uintptr(b.devnull), uintptr(b.devnull)}
@@ -477,14 +473,14 @@ func (b *bench) startup(c counts) error {
 	if failed[0] {
 		return errors.New("/bin/true alone as PID 1 failed: nothing to compare with")
 	}
-	b.res.bareStart50 = secs(percentile(samples[0], 50))
-	b.res.bareStart90 = secs(percentile(samples[0], 90))
+	b.res.bareStart50 = percentile(samples[0], 50).Seconds()
+	b.res.bareStart90 = percentile(samples[0], 90).Seconds()
 	for i, s := range specs[1:] {
 		if failed[i+1] {
 			continue
 		}
-		s.col.vals["start50"] = secs(percentile(samples[i+1], 50)) - b.res.bareStart50
-		s.col.vals["start90"] = secs(percentile(samples[i+1], 90)) - b.res.bareStart90
+		s.col.vals["start50"] = percentile(samples[i+1], 50).Seconds() - b.res.bareStart50
+		s.col.vals["start90"] = percentile(samples[i+1], 90).Seconds() - b.res.bareStart90
 	}
 	return nil
 }
@@ -519,11 +515,11 @@ func (b *bench) execs(c counts) error {
 	if failed[0] {
 		return errors.New("benchapp stamp alone as PID 1 failed: nothing to compare with")
 	}
-	bareApp, bareAfter := secs(percentile(toApp[0], 50)), secs(percentile(after[0], 50))
+	bareApp, bareAfter := percentile(toApp[0], 50).Seconds(), percentile(after[0], 50).Seconds()
 	for i, s := range specs[1:] {
 		if !failed[i+1] {
-			s.col.vals["toapp50"] = secs(percentile(toApp[i+1], 50)) - bareApp
-			s.col.vals["after50"] = secs(percentile(after[i+1], 50)) - bareAfter
+			s.col.vals["toapp50"] = percentile(toApp[i+1], 50).Seconds() - bareApp
+			s.col.vals["after50"] = percentile(after[i+1], 50).Seconds() - bareAfter
 		}
 	}
 	return nil
@@ -634,7 +630,7 @@ func (b *bench) signals(c counts) error {
 		if e.failed || len(e.samples) == 0 {
 			continue
 		}
-		p50, p99 := secs(percentile(e.samples, 50)), secs(percentile(e.samples, 99))
+		p50, p99 := percentile(e.samples, 50).Seconds(), percentile(e.samples, 99).Seconds()
 		if e.spec == b.bare {
 			b.res.direct50, b.res.direct99 = p50, p99
 			continue
@@ -662,7 +658,7 @@ func (b *bench) launchEchoers(specs []*initSpec, sig int) ([]*echoer, error) {
 			stopEchoers(es)
 			return nil, fmt.Errorf("start %s: %w", s.col.name, err)
 		}
-		e := &echoer{spec: s, launched: pid, r: r, samples: durations(sig)}
+		e := &echoer{spec: s, launched: pid, r: r, samples: make([]time.Duration, 0, sig)}
 		es = append(es, e)
 		if e.init, err = b.initPid(pid); err == nil {
 			_, err = readByte(r, 10*time.Second)
@@ -718,10 +714,10 @@ func (b *bench) reaping(c counts) error {
 		if failed[i] || len(times[i]) == 0 {
 			continue
 		}
-		s.col.vals["reap"] = secs(percentile(times[i], 50))
-		s.col.vals["reapmin"] = secs(slices.Min(times[i]))
-		s.col.vals["reapmax"] = secs(slices.Max(times[i]))
-		s.col.vals["reapcpu"] = secs(percentile(cpus[i], 50))
+		s.col.vals["reap"] = percentile(times[i], 50).Seconds()
+		s.col.vals["reapmin"] = slices.Min(times[i]).Seconds()
+		s.col.vals["reapmax"] = slices.Max(times[i]).Seconds()
+		s.col.vals["reapcpu"] = percentile(cpus[i], 50).Seconds()
 	}
 	return nil
 }
