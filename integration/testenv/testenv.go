@@ -101,12 +101,7 @@ func LinuxDeps(t testing.TB) []string {
 // for a listener the test gives drainit or a server it starts.
 func FreeLoopbackAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return FreeLoopbackAddrs(t, 1)[0]
 }
 
 // FreeLoopbackAddrs is n addresses FreeLoopbackAddr would give, all different: each is held
