@@ -28,12 +28,11 @@ import (
 // MinimumGracePeriod is the kubelet's floor for the time between the stop signal and SIGKILL.
 const MinimumGracePeriod = 2 * time.Second
 
-// PreStop is a container's lifecycle.preStop handler; set at most one field.
+// PreStop is a container's lifecycle.preStop handler: set Exec or HTTPGet, or neither.
 type PreStop struct {
-	Exec    []string      // exec: argv, run with no timeout of its own
-	HTTPGet string        // httpGet: the URL the kubelet builds from host, port and path
-	Headers http.Header   // httpGet.httpHeaders
-	Sleep   time.Duration // the native sleep action
+	Exec    []string    // exec: argv, run with no timeout of its own
+	HTTPGet string      // httpGet: the URL the kubelet builds from host, port and path
+	Headers http.Header // httpGet.httpHeaders
 }
 
 // Pod is what the simulator needs of the pod spec and of the delete call.
@@ -116,9 +115,6 @@ func (h *PreStop) run() error {
 		return nil
 	case h.HTTPGet != "":
 		return h.get()
-	case h.Sleep > 0:
-		time.Sleep(h.Sleep) // the native sleep action: the kubelet itself sleeps
-		return nil
 	}
 	return nil
 }
