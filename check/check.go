@@ -521,8 +521,7 @@ func (k *containerCheck) unreachable(g *HTTPGet, line int, rule, what, after, or
 	return false
 }
 
-// probeFailure is what follows when a probe of that kind cannot reach drainit. A function,
-// not a map: a package-level map is built at every container start (inits_linux_test.go).
+// probeFailure is what follows when a probe of that kind cannot reach drainit.
 func probeFailure(kind string) string {
 	switch kind {
 	case "readinessProbe":

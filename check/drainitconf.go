@@ -225,8 +225,7 @@ func isFlagValue(first, prev string) bool {
 }
 
 // isLauncher says whether a program runs the command that follows its own arguments: drainit
-// after one of them runs, drainit after any other program is only that program's argument. A
-// switch, not a map: package-level maps cost drainit's start (TestStartPathInitsAreSmall).
+// after one of them runs, drainit after any other program is only that program's argument.
 func isLauncher(prog string) bool {
 	switch path.Base(prog) {
 	case "tini", "tini-static", "dumb-init", "catatonit", "docker-init", "env", "nice", "ionice",

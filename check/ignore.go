@@ -11,6 +11,7 @@ package check
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -63,7 +64,7 @@ func ParseRuleList(s string) []string {
 	for _, f := range strings.Split(s, ",") {
 		id := strings.ToLower(strings.TrimSpace(f))
 		id = renamedRule(id)
-		if id == "" || contains(out, id) {
+		if id == "" || slices.Contains(out, id) {
 			continue
 		}
 		out = append(out, id)
@@ -72,22 +73,13 @@ func ParseRuleList(s string) []string {
 }
 
 // renamedRule is a rule's new id for its old one, so that an ignore written for the old id still
-// ignores it (a switch, not a map: a package-level map is built at every start of drainit).
+// ignores it.
 func renamedRule(id string) string {
 	switch id {
 	case "stop-signal-image-quit": // nginx and php-fpm only, until it took httpd and haproxy too
 		return RuleStopSignalImage
 	}
 	return id
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // UnknownRule is the error for an id that is no rule.

@@ -28,6 +28,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -478,7 +479,7 @@ func (res *Inputs) dropPatches(files, kustomizations []string) []string {
 
 // note adds a note once.
 func (res *Inputs) note(s string) {
-	if !contains(res.Notes, s) {
+	if !slices.Contains(res.Notes, s) {
 		res.Notes = append(res.Notes, s)
 	}
 }
@@ -495,29 +496,32 @@ func (res *Inputs) notePatches(dir string) {
 
 // chartOf is the Helm chart whose templates/ holds file, or "".
 func chartOf(file string) string {
-	for d := filepath.Dir(file); ; {
-		if filepath.Base(d) == "templates" && exists(filepath.Join(filepath.Dir(d), "Chart.yaml")) {
-			return filepath.Dir(d)
-		}
-		parent := filepath.Dir(d)
-		if parent == d {
-			return ""
-		}
-		d = parent
+	d := dirAbove(file, func(d string) bool {
+		return filepath.Base(d) == "templates" && exists(filepath.Join(filepath.Dir(d), "Chart.yaml"))
+	})
+	if d == "" {
+		return ""
 	}
+	return filepath.Dir(d)
 }
 
 // patchedBy is the directory of a kustomization, in file's directory or above it, that names
 // file as a patch, or "".
 func patchedBy(file string) string {
 	want := filepath.Clean(file)
+	return dirAbove(file, func(d string) bool {
+		k := kustomizationFile(d)
+		return k != "" && slices.ContainsFunc(kustomizePatches(k), func(p string) bool {
+			return filepath.Clean(filepath.Join(d, filepath.FromSlash(p))) == want
+		})
+	})
+}
+
+// dirAbove is the first of file's directory and those above it, up to the root, that is, or "".
+func dirAbove(file string, is func(dir string) bool) string {
 	for d := filepath.Dir(file); ; {
-		if k := kustomizationFile(d); k != "" {
-			for _, p := range kustomizePatches(k) {
-				if filepath.Clean(filepath.Join(d, filepath.FromSlash(p))) == want {
-					return d
-				}
-			}
+		if is(d) {
+			return d
 		}
 		parent := filepath.Dir(d)
 		if parent == d {
@@ -552,12 +556,7 @@ func kustomizePatches(file string) []string {
 			out = append(out, p)
 		}
 	}
-	for _, p := range k.Patches {
-		if p.Path != "" {
-			out = append(out, p.Path)
-		}
-	}
-	for _, p := range k.PatchesJSON6902 {
+	for _, p := range append(k.Patches, k.PatchesJSON6902...) {
 		if p.Path != "" {
 			out = append(out, p.Path)
 		}

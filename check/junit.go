@@ -13,6 +13,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -152,7 +153,7 @@ func junitCaseOf(file, name string, rs []Result, threshold Severity) junitCase {
 	if len(failing) > 0 {
 		var rules []string
 		for _, r := range failing {
-			if !contains(rules, r.Rule) {
+			if !slices.Contains(rules, r.Rule) {
 				rules = append(rules, r.Rule)
 			}
 		}

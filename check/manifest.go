@@ -316,23 +316,17 @@ func (r *reader) errorf(n *yaml.Node, path, format string, args ...any) error {
 // object reads one Kubernetes object; path is where it sits ("" at the top, "items[3]" in a
 // List).
 func (r *reader) object(obj *yaml.Node, path string, depth int) error {
-	at := func(field string) string {
-		if path == "" {
-			return field
-		}
-		return path + "." + field
-	}
 	kindNode, err := r.get(obj, "kind", path)
 	if err != nil || kindNode == nil {
 		return err
 	}
-	kind, err := r.str(kindNode, at("kind"))
+	kind, err := r.str(kindNode, join(path, "kind"))
 	if err != nil {
 		return err
 	}
 	if kind == "List" || strings.HasSuffix(kind, "List") {
 		if depth >= maxListDepth {
-			return r.errorf(obj, at("items"), "Lists nested more than %d deep", maxListDepth)
+			return r.errorf(obj, join(path, "items"), "Lists nested more than %d deep", maxListDepth)
 		}
 		if depth == 0 && r.streamed != nil {
 			// The items were read one by one as the document streamed past (stream.go).
@@ -347,7 +341,7 @@ func (r *reader) object(obj *yaml.Node, path string, depth int) error {
 			return err
 		}
 		for i, it := range items {
-			p := fmt.Sprintf("%s[%d]", at("items"), i)
+			p := fmt.Sprintf("%s[%d]", join(path, "items"), i)
 			if it.Kind != yaml.MappingNode {
 				return r.errorf(it, p, "want an object, got %s", describe(it))
 			}
@@ -384,10 +378,10 @@ func (r *reader) object(obj *yaml.Node, path string, depth int) error {
 		return err
 	}
 	if meta != nil {
-		if n, err := r.get(meta, "name", at("metadata")); err != nil {
+		if n, err := r.get(meta, "name", join(path, "metadata")); err != nil {
 			return err
 		} else if n != nil {
-			if w.Name, err = r.str(n, at("metadata.name")); err != nil {
+			if w.Name, err = r.str(n, join(path, "metadata.name")); err != nil {
 				return err
 			}
 		}
@@ -928,7 +922,7 @@ func portNameProblem(name string) string {
 }
 
 // yaml11Bool says whether a plain scalar is one YAML 1.1 (sigs.k8s.io/yaml, kubectl's reading)
-// takes as a boolean where yaml.v3 sees a string. A switch, not a map: see bashLongNoArg.
+// takes as a boolean where yaml.v3 sees a string.
 func yaml11Bool(s string) bool {
 	switch s {
 	case "y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "on", "On", "ON", "off", "Off", "OFF":

@@ -17,11 +17,6 @@ type Counts struct {
 	Ignored  int `json:"ignored"`
 }
 
-// Count tallies the findings.
-func Count(fs []Finding) Counts {
-	return CountResults(Results(fs))
-}
-
 // CountResults tallies the results.
 func CountResults(rs []Result) Counts {
 	var c Counts
@@ -131,11 +126,17 @@ func BuildReport(in *Inputs) Report {
 
 // WriteJSON writes the report as one indented JSON document.
 func WriteJSON(w io.Writer, r Report) error {
+	return writeIndented(w, r, "write findings")
+}
+
+// writeIndented writes v as one indented JSON document, with <, > and & as they are; what
+// names the write in its error.
+func writeIndented(w io.Writer, v any, what string) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(r); err != nil {
-		return fmt.Errorf("write findings: %w", err)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
 }

@@ -169,8 +169,7 @@ func drainitSleepArg(args []string) (string, bool) {
 // busybox ash) that take no value and leave the script where it is.
 const shellFlags = "abCefhilmnpsuvxEBHPT"
 
-// bashLongNoArg says whether a is one of bash's long options that take no value. A switch, not
-// a map: a package-level map is built at every container start (inits_linux_test.go).
+// bashLongNoArg says whether a is one of bash's long options that take no value.
 func bashLongNoArg(a string) bool {
 	switch a {
 	case "--norc", "--noprofile", "--login", "--posix", "--noediting", "--restricted", "--verbose":

@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -79,7 +80,7 @@ func evaluate(w *Workload, ignore []string) []Result {
 		if a, ok := annotated[r.Rule]; ok {
 			r.suppressions = append(r.suppressions, suppression{byAnnotation: true, line: a.Line, template: a.OnTemplate})
 		}
-		if contains(ignore, r.Rule) {
+		if slices.Contains(ignore, r.Rule) {
 			r.suppressions = append(r.suppressions, suppression{})
 		}
 		if len(r.suppressions) > 0 {

@@ -252,10 +252,8 @@ func Rules() []RuleInfo {
 
 // LookupRule returns the metadata of the rule with that id.
 func LookupRule(id string) (RuleInfo, bool) {
-	for _, r := range registry {
-		if r.ID == id {
-			return r, true
-		}
+	if i := ruleIndex(id); i >= 0 {
+		return registry[i], true
 	}
 	return RuleInfo{}, false
 }

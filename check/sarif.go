@@ -14,7 +14,6 @@ package check
 // document it was.
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/url"
@@ -142,11 +141,8 @@ type sarifSuppression struct {
 
 // sarifLevel is a severity as SARIF names it.
 func sarifLevel(s Severity) string {
-	switch s {
-	case Error:
-		return "error"
-	case Warning:
-		return "warning"
+	if s == Error || s == Warning {
+		return string(s)
 	}
 	return "note"
 }
@@ -181,14 +177,7 @@ func WriteSARIF(w io.Writer, rs []Result, problems []Problem, opt SARIFOptions) 
 	for _, r := range rs {
 		run.Results = append(run.Results, sarifResultOf(r, opt.WorkDir))
 	}
-	log := sarifLog{Schema: sarifSchema, Version: sarifVersion, Runs: []sarifRun{run}}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(log); err != nil {
-		return fmt.Errorf("write SARIF: %w", err)
-	}
-	return nil
+	return writeIndented(w, sarifLog{Schema: sarifSchema, Version: sarifVersion, Runs: []sarifRun{run}}, "write SARIF")
 }
 
 func sarifRules() []sarifRule {
