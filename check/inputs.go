@@ -1,23 +1,10 @@
 package check
 
-// What `drainit check` reads: files, directories, patterns and standard input.
-//
-// A file named on the command line is the user's word that it is a manifest: if it cannot be
-// read or parsed, the check stops before it starts (exit 2), naming it. Files found by walking a
-// directory or by expanding a pattern are a repository's contents, which hold much else:
-// GitHub workflows, Helm values, docker-compose files, package.json. So a found file that does
-// not read as manifests is skipped quietly, unless it looks like one (it has apiVersion and kind
-// keys): then it is a broken manifest, and like a found file that cannot be read at all it is
-// reported and makes the exit status 2, while every other file is still checked and reported.
-// Nothing found is lost without a word.
-//
-// A directory walk skips hidden directories and files (.git, .github: what the shells' * skips
-// too), does not follow symbolic links to directories (a link cycle cannot loop it), and leaves
-// out two kinds of file that are not manifests until a tool makes them so, each with a note
-// saying how to check them: a Helm chart's templates/ (Go templates; `helm template CHART |
-// drainit check -`), and the patches a kustomization.yaml names (partial objects, whose
-// missing fields would read as Kubernetes' defaults; `kubectl kustomize DIR | drainit check -`).
-// Everything is read in a fixed order: the arguments in order, each directory's files sorted.
+// What `drainit check` reads: files, directories, patterns and standard input, as docs/check.md
+// ("What it reads") tells users. A named file's trouble stops the check. A found file that cannot
+// be read, or looks like a manifest but is malformed, is a Problem; any other found file that does
+// not read is skipped quietly. A walk does not follow symbolic links to directories, so a link
+// cycle cannot loop it, and reads in a fixed order.
 
 import (
 	"bytes"

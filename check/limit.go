@@ -1,14 +1,7 @@
 package check
 
-// How much of one input drainit check reads.
-//
-// Every input is bounded, whatever it is: a file of 2 GiB that is no manifest, a link to
-// /dev/zero, an endless line on standard input. Without a bound such input is held whole (one
-// line, or a pipe's text kept for reading it again) until the process runs out of memory. A
-// Helm chart's whole rendered output is rarely over a few MiB, and a big cluster's
-// `kubectl get -A -o yaml` some tens, so 64 MiB leaves room for any real manifest while the
-// reader's memory stays a few times that (more only for a document the YAML parser holds whole,
-// as it holds every document it decodes).
+// How much of one input drainit check reads: every input is bounded, so that no file or pipe,
+// however large or endless, is held whole (docs/check.md, "How it reads its input": why 64 MiB).
 
 import (
 	"errors"

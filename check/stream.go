@@ -1,30 +1,9 @@
 package check
 
-// Reading without holding the file.
-//
-// `kubectl get deploy -A -o yaml` prints one document, a List, whose items are the whole
-// cluster. Decoded into one yaml.Node tree it costs some 35 times its size (a node is over a
-// hundred bytes, a scalar in the text ten), so a 20 MiB List took 740 MiB. Read therefore cuts
-// the text into pieces along lines before the YAML parser sees it: each document on its own,
-// and in a document whose top-level "items:" is a block sequence, each item on its own. A piece
-// is decoded, its Workloads are taken out, and its nodes are dropped; ReadInputs then checks
-// each Workload at once and keeps its results, not the Workload (a Workload that mounts a
-// ConfigMap waits for the end of the input, which may hold the ConfigMap). Line numbers are carried over from where the piece sat in the file.
-//
-// Cutting YAML along lines is only sound for plain block-style text, which is what kubectl and
-// people write. Whatever the cutting cannot vouch for (anchors and aliases, which may reach
-// across pieces; directives, "..." markers, a byte-order mark; a piece the parser rejects or
-// reads other than the cut assumed) makes Read start over with readWhole, the one-tree reader,
-// over the whole input: its results and its errors, with their lines, are the reference, and
-// the fuzz target checks that the two agree. Starting over needs the input again: a file is
-// sought back to where it started; a pipe's text is kept as it is read (once, in 1 MiB blocks).
-// Starting over costs what reading did before: a file with anchors, or with a syntax error, is
-// held whole as one tree.
-//
-// One difference is by design: a document found wrong (a field of the wrong shape, a list item
-// that is not an object) is reported as soon as it ends. readWhole's YAML parser reads some
-// hundred bytes past a document before handing it over, so when those bytes are not valid YAML
-// either, it reports them instead. Both are right; Read names the first problem in the file.
+// Reading without holding the file: a document, or one item of a top-level List, at a time,
+// cut out along lines; whatever the cutting cannot vouch for (anchors, aliases, directives, a
+// piece the parser reads other than the cut assumed) starts over with readWhole, the reference.
+// docs/check.md, "How it reads its input", has the measurements and the one difference by design.
 
 import (
 	"bufio"
