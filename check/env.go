@@ -40,35 +40,7 @@ func (m envMap) expandShell(words []string) []string {
 }
 
 func (m envMap) expandShellWord(w string) string {
-	if !strings.Contains(w, "$") {
-		return w
-	}
-	var b strings.Builder
-	for i := 0; i < len(w); i++ {
-		if w[i] != '$' {
-			b.WriteByte(w[i])
-			continue
-		}
-		name, end := "", i+1
-		if i+1 < len(w) && w[i+1] == '{' {
-			if j := strings.IndexByte(w[i+2:], '}'); j >= 0 {
-				name, end = w[i+2:i+2+j], i+3+j
-			}
-		} else {
-			j := i + 1
-			for j < len(w) && isNameByte(w[j], j == i+1) {
-				j++
-			}
-			name, end = w[i+1:j], j
-		}
-		if v, ok := m.vars[name]; ok && v.Known && isName(name) {
-			b.WriteString(v.Value)
-			i = end - 1
-			continue
-		}
-		b.WriteByte('$')
-	}
-	return b.String()
+	return m.expandShellVars(w, false)
 }
 
 func isNameByte(c byte, first bool) bool {
@@ -148,6 +120,13 @@ func argv(c *Container, env envMap, unseen bool) []word {
 // for reading drainit's settings out of a script: every other expansion ($UNKNOWN, ${X:-d},
 // $(cmd), $1, "$@") is a value the manifest does not show, and becomes config.Unseen.
 func (m envMap) expandShellUnseen(w string) string {
+	return m.expandShellVars(w, true)
+}
+
+// expandShellVars is expandShellWord, or with unseen expandShellUnseen: a $NAME or ${NAME}
+// the environment gives is replaced by its value; any other expansion stays as written, or
+// with unseen becomes config.Unseen. A $ that starts no expansion is a literal $.
+func (m envMap) expandShellVars(w string, unseen bool) string {
 	if !strings.Contains(w, "$") {
 		return w
 	}
@@ -176,14 +155,15 @@ func (m envMap) expandShellUnseen(w string) string {
 		case c >= '0' && c <= '9' || strings.IndexByte("@*#?$!-", c) >= 0:
 			end = i + 2
 		}
-		if end < 0 {
-			b.WriteByte('$') // not an expansion: a literal $
-			continue
-		}
-		if v, ok := m.vars[name]; ok && v.Known && isName(name) {
+		v, ok := m.vars[name]
+		switch {
+		case end >= 0 && ok && v.Known && isName(name):
 			b.WriteString(v.Value)
-		} else {
+		case end >= 0 && unseen:
 			b.WriteString(config.Unseen)
+		default:
+			b.WriteByte('$') // left as written, or not an expansion: a literal $
+			continue
 		}
 		i = end - 1
 	}
