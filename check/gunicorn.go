@@ -35,20 +35,17 @@ func gunicornStop(_ *Container, words []word, env envMap) *appStop {
 	const opt, minLen = "--graceful-timeout", len("--graceful")
 	val, vline, set := optionValue(args, opt, minLen)
 	src := "--graceful-timeout"
-	_, _, config := optionValue(args, "--config", len("--conf"))
-	if _, _, ok := optionValue(args, "-c", 0); ok {
-		config = true
+	namesConfig := func(ws []word) bool {
+		_, _, long := optionValue(ws, "--config", len("--conf"))
+		_, _, short := optionValue(ws, "-c", 0)
+		return long || short
 	}
+	config := namesConfig(args)
 	if !set && shown {
 		envArgs := splitArgs(ev.Value, ev.Line)
 		val, vline, set = optionValue(envArgs, opt, minLen)
 		src = "GUNICORN_CMD_ARGS --graceful-timeout"
-		if _, _, ok := optionValue(envArgs, "--config", len("--conf")); ok {
-			config = true
-		}
-		if _, _, ok := optionValue(envArgs, "-c", 0); ok {
-			config = true
-		}
+		config = config || namesConfig(envArgs)
 	}
 	switch {
 	case set && unseen(val):

@@ -156,10 +156,7 @@ type ReadError struct {
 }
 
 func (e *ReadError) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("%s:%d: %s", displayName(e.File), e.Line, e.Msg)
-	}
-	return fmt.Sprintf("%s: %s", displayName(e.File), e.Msg)
+	return Problem{File: e.File, Line: e.Line, Message: e.Msg}.String()
 }
 
 // maxListDepth bounds nested List objects; kubectl never nests them, a fuzzer might.
@@ -580,7 +577,7 @@ func (r *reader) container(n *yaml.Node, path string) (Container, error) {
 				return c, err
 			}
 			if secs > 0 {
-				probe.Grace, probe.GraceLine = time.Duration(min(secs, math.MaxInt64/int64(time.Second)))*time.Second, g.Line
+				probe.Grace, probe.GraceLine = seconds(secs), g.Line
 			}
 		}
 		c.Probes = append(c.Probes, probe)
