@@ -252,15 +252,10 @@ func (r *reader) findConfigMap(name, ns string) *configMap {
 // mountedFiles lists the files a mount of a ConfigMap volume puts in the container: each
 // entry (or each item) under mountPath, or with subPath the one at mountPath itself.
 func mountedFiles(m mount, v *volume, cm *configMap) []mountedConf {
-	type file struct{ key, rel string }
-	var files []file
-	if v.items != nil {
-		for _, it := range v.items {
-			files = append(files, file{it.key, it.path})
-		}
-	} else {
+	files := v.items
+	if files == nil {
 		for _, e := range cm.entries {
-			files = append(files, file{e.key, e.key})
+			files = append(files, volumeItem{e.key, e.key})
 		}
 	}
 	var out []mountedConf
@@ -268,8 +263,8 @@ func mountedFiles(m mount, v *volume, cm *configMap) []mountedConf {
 		var at string
 		switch {
 		case m.subPath == "":
-			at = path.Join(m.mountPath, f.rel)
-		case path.Clean(m.subPath) == path.Clean(f.rel):
+			at = path.Join(m.mountPath, f.path)
+		case path.Clean(m.subPath) == path.Clean(f.path):
 			at = path.Clean(m.mountPath)
 		default:
 			continue

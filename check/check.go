@@ -1012,14 +1012,7 @@ func (ps preStop) describe() string {
 // (except its :debug tags, which carry busybox) or Chainguard's static. An image built FROM
 // scratch has a name of its own, which tells nothing ("scratchpad-api").
 func isShellless(image string) bool {
-	ref := strings.ToLower(image)
-	name, tag := ref, ""
-	if at := strings.IndexByte(name, '@'); at >= 0 {
-		name = name[:at]
-	}
-	if colon := strings.LastIndexByte(name, ':'); colon > strings.LastIndexByte(name, '/') {
-		name, tag = name[:colon], name[colon+1:]
-	}
+	name, tag := imageName(image)
 	if strings.Contains(tag, "debug") {
 		return false
 	}
@@ -1030,6 +1023,19 @@ func isShellless(image string) bool {
 		return true
 	}
 	return false
+}
+
+// imageName splits an image reference, lowercased, into its repository and its tag ("" when it
+// has none); a digest is dropped.
+func imageName(image string) (repo, tag string) {
+	ref := strings.ToLower(image)
+	if at := strings.IndexByte(ref, '@'); at >= 0 {
+		ref = ref[:at]
+	}
+	if colon := strings.LastIndexByte(ref, ':'); colon > strings.LastIndexByte(ref, '/') {
+		return ref[:colon], ref[colon+1:]
+	}
+	return ref, ""
 }
 
 // fmtDur writes a duration the way pod specs think: whole seconds as "30s", anything else in Go

@@ -219,12 +219,6 @@ func timeSpanOf(secs int64) string {
 // aspnetImage says whether an image is Microsoft's ASP.NET Core runtime image, which runs a
 // generic host: mcr.microsoft.com/dotnet/aspnet (any tag).
 func aspnetImage(image string) bool {
-	ref := strings.ToLower(image)
-	if at := strings.IndexByte(ref, '@'); at >= 0 {
-		ref = ref[:at]
-	}
-	if colon := strings.LastIndexByte(ref, ':'); colon > strings.LastIndexByte(ref, '/') {
-		ref = ref[:colon]
-	}
+	ref, _ := imageName(image)
 	return ref == "mcr.microsoft.com/dotnet/aspnet"
 }

@@ -140,13 +140,7 @@ func (k *containerCheck) nginxGraceful() bool {
 // component: nginx (docker.io's, Bitnami's, Chainguard's) or nginx-unprivileged. Images that
 // only start with "nginx" (nginx-ingress, nginx-prometheus-exporter) run something else.
 func nginxImage(image string) bool {
-	ref := strings.ToLower(image)
-	if at := strings.IndexByte(ref, '@'); at >= 0 {
-		ref = ref[:at]
-	}
-	if colon := strings.LastIndexByte(ref, ':'); colon > strings.LastIndexByte(ref, '/') {
-		ref = ref[:colon]
-	}
+	ref, _ := imageName(image)
 	last := ref[strings.LastIndexByte(ref, '/')+1:]
 	return last == "nginx" || last == "nginx-unprivileged"
 }
