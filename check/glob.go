@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -71,12 +72,7 @@ func parseGlob(pattern string) (globPattern, error) {
 // allowsHidden says whether some part can match a hidden name, so that the walk must look
 // inside hidden directories.
 func (g globPattern) allowsHidden() bool {
-	for _, p := range g.parts {
-		if strings.HasPrefix(p, ".") {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(g.parts, func(p string) bool { return strings.HasPrefix(p, ".") })
 }
 
 // partMatches matches one part against one path component; ** is handled by the caller.
@@ -131,13 +127,7 @@ func (g globPattern) match(rel string) bool {
 // mayContain says whether a directory below the root (slash-separated) may hold a match: some
 // state short of the end is still reachable after its components.
 func (g globPattern) mayContain(rel string) bool {
-	s := g.states(splitRel(rel))
-	for i := 0; i < len(g.parts); i++ {
-		if s[i] {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(g.states(splitRel(rel))[:len(g.parts)], true)
 }
 
 func splitRel(rel string) []string {
@@ -176,15 +166,8 @@ func excluded(p string, ex []globPattern) bool {
 	below, abs := strings.CutPrefix(slashed, "/")
 	below = strings.TrimLeft(below, "/")
 	for _, g := range ex {
-		switch {
-		case !g.abs:
-			if g.match(slashed) {
-				return true
-			}
-		case abs:
-			if g.match(below) {
-				return true
-			}
+		if !g.abs && g.match(slashed) || g.abs && abs && g.match(below) {
+			return true
 		}
 	}
 	return false

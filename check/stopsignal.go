@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 
 	"github.com/drainit/drainit/signals"
@@ -20,9 +19,7 @@ import (
 // k8sStopSignals are the values the API server accepts in lifecycle.stopSignal on Linux (the
 // Signal enum of k8s.io/api/core/v1): SIG-prefixed upper-case names, SIGRTMIN+1..15 and
 // SIGRTMAX-14..1. Anything else makes it reject the pod.
-//
-// Built on first use: drainit initialises every linked package before it starts the app.
-var k8sStopSignals = sync.OnceValue(func() map[string]bool {
+var k8sStopSignals = func() map[string]bool {
 	m := map[string]bool{}
 	for _, n := range strings.Fields(`ABRT ALRM BUS CHLD CLD CONT FPE HUP ILL INT IO IOT KILL PIPE POLL
 		PROF PWR QUIT SEGV STKFLT STOP SYS TERM TRAP TSTP TTIN TTOU URG USR1 USR2 VTALRM WINCH XCPU XFSZ
@@ -36,11 +33,11 @@ var k8sStopSignals = sync.OnceValue(func() map[string]bool {
 		m["SIGRTMAX-"+strconv.Itoa(i)] = true
 	}
 	return m
-})
+}()
 
 // podStopSignal reads lifecycle.stopSignal. ok is false for a value the API server rejects.
 func podStopSignal(s string) (sig syscall.Signal, ok bool) {
-	if !k8sStopSignals()[s] {
+	if !k8sStopSignals[s] {
 		return 0, false
 	}
 	if s == "SIGCLD" {
@@ -64,7 +61,7 @@ func (k *containerCheck) stopSignal() {
 		sig, ok := podStopSignal(c.StopSignal)
 		if !ok {
 			hint := "use an upper-case signal name with the SIG prefix, like SIGTERM or SIGQUIT"
-			if s, err := signals.Parse(c.StopSignal); err == nil && k8sStopSignals()[signals.Name(s)] {
+			if s, err := signals.Parse(c.StopSignal); err == nil && k8sStopSignals[signals.Name(s)] {
 				hint = fmt.Sprintf("write %q", signals.Name(s))
 			}
 			k.add(c.StopSignalLine, Error, RuleStopSignalInvalid, "lifecycle.stopSignal %q is not a signal Kubernetes accepts: "+
