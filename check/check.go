@@ -972,7 +972,7 @@ func (k *containerCheck) drainitGrace() {
 	case dc.grace.empty:
 		what = fmt.Sprintf("drainit's grace period is its default %s (%s is empty, which drainit takes as unset)", fmtDur(g), dc.grace.src)
 	}
-	line := dc.settingLine(dc.grace.setting)
+	line := dc.lineOf(dc.grace.setting)
 	switch {
 	case g > window:
 		k.add(line, Error, RuleDrainitGrace, "%s, but %s: the kubelet's SIGKILL comes first, so drainit's kill margin, "+

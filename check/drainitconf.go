@@ -140,7 +140,7 @@ func findDrainit(c *Container, env envMap) *drainitConf {
 		dc.settings[o.Flag] = st
 	}
 	for _, e := range v.Errors {
-		dc.errs = append(dc.errs, configError{dc.settingLine(dc.settings[e.Flag]), e})
+		dc.errs = append(dc.errs, configError{dc.lineOf(dc.settings[e.Flag]), e})
 	}
 	if app := v.Config.Command; len(app) > 0 && isDrainit(app[0]) && !(len(app) > 1 && isSubcommand(app[1])) {
 		dc.nested = app[0]
@@ -158,9 +158,8 @@ func findDrainit(c *Container, env envMap) *drainitConf {
 	read := *cfg
 	read.GracePeriod, read.KillMargin, read.DrainDelay = dc.grace.d, dc.margin.d, dc.delay.d
 	read.DrainMax = dc.duration("drain-max", cfg.DrainMax).d
-	b := read.Budget()
-	dc.budget = b
-	dc.drain = dc.duration(b.DrainFlag, b.Drain)
+	dc.budget = read.Budget()
+	dc.drain = dc.duration(dc.budget.DrainFlag, dc.budget.Drain)
 	dc.drain.known = dc.drain.known && dc.settings["drain"].known
 	dc.adaptive = cfg.Adaptive && dc.settings["drain"].known
 	dc.httpAddr, dc.token = dc.settings["http-addr"], dc.settings["http-token"]
@@ -296,14 +295,6 @@ func defaultDuration(flag string) time.Duration {
 		}
 	}
 	panic("check: drainit has no option --" + flag)
-}
-
-// settingLine is where a setting is written, or where drainit shows in the manifest.
-func (dc *drainitConf) settingLine(s setting) int {
-	if s.line != 0 {
-		return s.line
-	}
-	return dc.line
 }
 
 // isTrigger says whether sig starts drainit's stop sequence.
