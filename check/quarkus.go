@@ -131,24 +131,19 @@ func parseQuarkusDuration(s string) (time.Duration, error) {
 	var d time.Duration
 	var err error
 	switch {
-	case quarkusSeconds.MatchString(t):
-		n, perr := strconv.ParseInt(t, 10, 64)
+	case quarkusSeconds.MatchString(t), quarkusMillis.MatchString(t):
+		num, unit := t, time.Second
+		if !quarkusSeconds.MatchString(t) {
+			num, unit = t[:len(t)-2], time.Millisecond // "500ms"
+		}
+		n, perr := strconv.ParseInt(num, 10, 64)
 		if perr != nil {
 			return 0, bad
 		}
 		if n < 0 {
 			return 0, fmt.Errorf("negative duration")
 		}
-		return scaleDur(n, time.Second), nil
-	case quarkusMillis.MatchString(t):
-		n, perr := strconv.ParseInt(t[:len(t)-2], 10, 64)
-		if perr != nil {
-			return 0, bad
-		}
-		if n < 0 {
-			return 0, fmt.Errorf("negative duration")
-		}
-		return scaleDur(n, time.Millisecond), nil
+		return scaleDur(n, unit), nil
 	case quarkusTime.MatchString(t):
 		d, _, err = parseISODuration("PT" + t)
 	case quarkusDays.MatchString(t):

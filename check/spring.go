@@ -17,8 +17,8 @@ type appTime struct {
 	line int
 }
 
-// springProps are where a Spring Boot app's properties may be set, in Spring's order of
-// precedence: command-line arguments, then Java system properties, then the environment.
+// javaOptsVars are the JVM options variables springProp reads system properties from: after the
+// command-line arguments, before the environment, in Spring's order of precedence.
 var javaOptsVars = []string{"JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "JAVA_OPTS"}
 
 // springProp finds a Spring Boot property in the container: --prop=v or -Dprop=v in the command
