@@ -147,14 +147,12 @@ func parseNginxTime(s string) (time.Duration, error) {
 		d    time.Duration
 	}{
 		{"y", 365 * 24 * time.Hour}, {"M", 30 * 24 * time.Hour}, {"w", 7 * 24 * time.Hour}, {"d", 24 * time.Hour},
-		{"h", time.Hour}, {"ms", time.Millisecond}, {"m", time.Minute}, {"s", time.Second},
+		{"h", time.Hour}, {"ms", time.Millisecond}, {"m", time.Minute}, {"s", time.Second}, // ms before m: by prefix
 	}
-	rank := map[string]int{"y": 0, "M": 1, "w": 2, "d": 3, "h": 4, "m": 5, "s": 6, "ms": 7}
 	if s == "" {
 		return 0, fmt.Errorf("empty time")
 	}
-	var total time.Duration
-	last := -1
+	var total, last time.Duration // last: the unit before, 0 for none; each must be smaller
 	rest := s
 	for rest != "" {
 		j := 0
@@ -171,7 +169,7 @@ func parseNginxTime(s string) (time.Duration, error) {
 		rest = rest[j:]
 		if rest == "" {
 			// A bare number at the end is seconds, after any larger unit.
-			if last >= rank["s"] {
+			if last != 0 && last <= time.Second {
 				return 0, fmt.Errorf("not an nginx time (units out of order)")
 			}
 			return config.AddDur(total, scaleDur(n, time.Second)), nil
@@ -184,10 +182,10 @@ func parseNginxTime(s string) (time.Duration, error) {
 				break
 			}
 		}
-		if name == "" || rank[name] <= last {
+		if name == "" || last != 0 && u >= last {
 			return 0, fmt.Errorf("not an nginx time (units y M w d h m s ms, largest first, each once)")
 		}
-		last = rank[name]
+		last = u
 		total = config.AddDur(total, scaleDur(n, u))
 		rest = strings.TrimLeft(rest[len(name):], " ")
 	}
