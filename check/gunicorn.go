@@ -5,13 +5,10 @@ import (
 	"time"
 )
 
-// gunicorn: at SIGTERM the arbiter closes its listeners, sends SIGTERM to its workers, which
-// finish the request in hand, and SIGKILLs those still alive graceful_timeout seconds after the
-// signal (https://docs.gunicorn.org/en/stable/signals.html). The setting is --graceful-timeout,
-// a whole number of seconds, default 30
-// (https://docs.gunicorn.org/en/stable/settings.html#graceful-timeout). gunicorn reads it from
-// the command line, then GUNICORN_CMD_ARGS, then its config file (gunicorn.conf.py in the working
-// directory, or -c/--config), the command line winning.
+// gunicorn: its workers finish the request in hand and are SIGKILLed --graceful-timeout seconds
+// (a whole number, default 30) after SIGTERM. It reads the setting from the command line, then
+// GUNICORN_CMD_ARGS, then its config file (gunicorn.conf.py in the working directory, or
+// -c/--config), the command line winning; apps.md has the sources.
 //
 // Evidence: a "gunicorn" word in command or args ("python -m gunicorn", a shell script's
 // command), or GUNICORN_CMD_ARGS, gunicorn's own variable.

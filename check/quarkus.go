@@ -10,16 +10,13 @@ import (
 	"github.com/drainit/drainit/internal/config"
 )
 
-// Quarkus (https://quarkus.io/guides/lifecycle#graceful-shutdown): at SIGTERM, with the
-// build-time property quarkus.shutdown.delay-enabled=true, it first fails its readiness check
-// and keeps serving for quarkus.shutdown.delay (run time, unset by default: no delay); then, with
-// quarkus.shutdown.timeout set (run time, unset by default: no wait), it waits that long for
-// running requests before shutting down. Unset, it shuts down at once: nothing to check.
+// Quarkus: at SIGTERM, if built with quarkus.shutdown.delay-enabled=true, it fails its readiness
+// check and keeps serving for quarkus.shutdown.delay; then it waits up to quarkus.shutdown.timeout
+// for running requests. Both are run-time properties, unset by default: then it shuts down at
+// once, and there is nothing to check. apps.md has the sources and the duration syntax.
 //
 // Properties come from Java system properties (-Dquarkus.shutdown.timeout=20s on the command
-// line or in JAVA_TOOL_OPTIONS, JDK_JAVA_OPTIONS, JAVA_OPTS, JAVA_OPTS_APPEND) before the
-// environment (QUARKUS_SHUTDOWN_TIMEOUT). A duration is a number of seconds ("20"), a number
-// with ms, a number with h, m or s (read as PT…, so "1m30s" too), a number with d, or ISO-8601.
+// line or in quarkusOptsVars) before the environment (QUARKUS_SHUTDOWN_TIMEOUT).
 //
 // Evidence: a quarkus.shutdown.* property in one of those places. A build-time property set in
 // the container changes nothing: Quarkus warns at start that it is fixed at build time.

@@ -2,13 +2,10 @@ package check
 
 import "fmt"
 
-// uvicorn: at SIGTERM it stops accepting, closes idle keep-alive connections, then waits for
-// the open connections to finish their responses and for background tasks, and runs the
-// lifespan shutdown. --timeout-graceful-shutdown (uvicorn 0.22+, a whole number of seconds)
-// bounds the wait; without it there is no limit (https://www.uvicorn.org/settings/#timeouts:
-// no default; uvicorn's Config has timeout_graceful_shutdown None). Its CLI is a click command
-// with auto_envvar_prefix UVICORN, so UVICORN_TIMEOUT_GRACEFUL_SHUTDOWN sets it too, the
-// command line winning.
+// uvicorn: at SIGTERM it waits for open connections and background tasks, then runs the
+// lifespan shutdown. --timeout-graceful-shutdown (0.22+, whole seconds; also
+// UVICORN_TIMEOUT_GRACEFUL_SHUTDOWN, the command line winning) bounds the wait, and without it
+// there is no limit; apps.md has the sources.
 //
 // Evidence: a "uvicorn" word in command or args ("python -m uvicorn", a shell script's command),
 // or UVICORN_TIMEOUT_GRACEFUL_SHUTDOWN. uvicorn run by gunicorn (-k uvicorn.workers.UvicornWorker)
