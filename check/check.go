@@ -363,7 +363,7 @@ func (k *containerCheck) adaptiveReady(w *Workload) {
 	if probe != nil && probe.HTTP != nil {
 		probed = resolvePort(probe.HTTP, k.c.Ports)
 	}
-	if port != 0 && probed == port && isReadyzPath(probe.HTTP.Path) {
+	if port != 0 && probed == port && pathIs(probe.HTTP.Path, "/readyz") {
 		return
 	}
 	fix := fmt.Sprintf("probe drainit's /readyz instead (readinessProbe: {httpGet: {path: /readyz, port: %d}}), which answers 503 "+
@@ -404,10 +404,10 @@ func (k *containerCheck) autoHostNetwork() {
 		"--drain-max at every stop; set a fixed quiet period (--drain-quiet 1s)")
 }
 
-// isReadyzPath says whether an httpGet path asks drainit's /readyz (a query string aside).
-func isReadyzPath(path string) bool {
+// pathIs says whether an httpGet path is want, a query string aside.
+func pathIs(path, want string) bool {
 	path, _, _ = strings.Cut(path, "?")
-	return path == "/readyz"
+	return path == want
 }
 
 // adaptiveUDP: drainit's adaptive drain counts new TCP connections, and for an app that serves
@@ -484,7 +484,7 @@ func (k *containerCheck) httpMisses() bool {
 		return false // `drainit prestop`, or an address the manifest does not show
 	}
 	const after = "the kubelet records FailedPreStopHook or nothing at all, and the drain starts only at SIGTERM"
-	if p, _, _ := strings.Cut(g.Path, "?"); p != "/prestop" {
+	if !pathIs(g.Path, "/prestop") {
 		k.add(line, Error, RulePreStopServer, "the preStop httpGet goes to drainit's control server with path %q, but only "+
 			"/prestop starts the drain (drainit answers 404 to other paths, and /healthz, /readyz and /status only report): "+
 			"%s; set path: /prestop", g.Path, after)
@@ -583,8 +583,7 @@ func (k *containerCheck) controlServer() {
 	if k.ps.kind != hookDrainit {
 		// An httpGet to /prestop on some other port while drainit listens elsewhere.
 		if h.HTTP != nil && dc.port() != 0 {
-			p, _, _ := strings.Cut(h.HTTP.Path, "?")
-			if port := resolvePort(h.HTTP, k.c.Ports); p == "/prestop" && port != 0 && port != dc.port() {
+			if port := resolvePort(h.HTTP, k.c.Ports); pathIs(h.HTTP.Path, "/prestop") && port != 0 && port != dc.port() {
 				k.add(h.Line, Error, RulePreStopServer, "the preStop httpGet goes to port %d, but drainit's control server listens on %d (%s %q): "+
 					"the request fails (FailedPreStopHook) and the drain starts only at SIGTERM", port, dc.port(), dc.httpAddr.src, dc.httpAddr.raw)
 			}

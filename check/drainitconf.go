@@ -361,8 +361,7 @@ func (dc *drainitConf) targets(g *HTTPGet, ports []Port) bool {
 	if p := dc.port(); p != 0 {
 		return port == p
 	}
-	p, _, _ := strings.Cut(g.Path, "?")
-	return p == "/prestop" || port == exampleControlPort
+	return pathIs(g.Path, "/prestop") || port == exampleControlPort
 }
 
 func resolvePort(g *HTTPGet, ports []Port) int {

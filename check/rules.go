@@ -282,9 +282,8 @@ func RulesMarkdown() string {
 	var b strings.Builder
 	b.WriteString("| Rule | Severity | What it catches | The fix |\n")
 	b.WriteString("|---|---|---|---|\n")
-	cell := markdownText
 	for _, r := range registry {
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", r.ID, cell(r.severityText()), cell(r.Catches), cell(r.Fix))
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", r.ID, markdownText(r.severityText()), markdownText(r.Catches), markdownText(r.Fix))
 	}
 	return b.String()
 }
