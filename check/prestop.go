@@ -90,11 +90,9 @@ func analyzeExec(h *Handler, env envMap, ps preStop) preStop {
 			ps.desc = quoteCmd(h.Exec)
 		}
 	case prog == "drainit" && len(argv) > 1 && argv[1] == "sleep":
-		if arg, ok := drainitSleepArg(argv[2:]); ok {
-			if d, err := config.ParseDuration(arg); err == nil {
-				ps.kind, ps.min, ps.exact = hookSleep, d, true
-				ps.desc = quoteCmd(h.Exec)
-			}
+		if d, ok := drainitSleep(argv[2:]); ok {
+			ps.kind, ps.min, ps.exact = hookSleep, d, true
+			ps.desc = quoteCmd(h.Exec)
 		}
 	case prog == "drainit" && len(argv) > 1 && argv[1] == "prestop":
 		ps.kind, ps.desc = hookDrainit, quoteCmd(h.Exec)
@@ -153,16 +151,17 @@ func shellScript(prog string, args []string) (string, bool) {
 	return "", false
 }
 
-// drainitSleepArg is the duration argument of `drainit sleep`'s arguments, as it reads them: one
-// argument, or "--" and one.
-func drainitSleepArg(args []string) (string, bool) {
+// drainitSleep is how long `drainit sleep` sleeps with these arguments, as it reads them: one
+// duration, or "--" and one.
+func drainitSleep(args []string) (time.Duration, bool) {
 	if len(args) == 2 && args[0] == "--" {
 		args = args[1:]
 	}
 	if len(args) != 1 {
-		return "", false
+		return 0, false
 	}
-	return args[0], true
+	d, err := config.ParseDuration(args[0])
+	return d, err == nil
 }
 
 // shellFlags are the single-letter options of sh (POSIX set, plus -s and -l of bash, dash and
@@ -243,11 +242,7 @@ func scriptSleep(script string, env envMap) (total time.Duration, exact bool) {
 		case prog == "sleep":
 			d, ok = sleepArgs(env.expandShell(words[1:]))
 		case prog == "drainit" && len(words) > 1 && words[1] == "sleep":
-			if arg, found := drainitSleepArg(env.expandShell(words[2:])); found {
-				var err error
-				d, err = config.ParseDuration(arg)
-				ok = err == nil
-			}
+			d, ok = drainitSleep(env.expandShell(words[2:]))
 		}
 		switch {
 		case !ok || unsure:
