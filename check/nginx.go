@@ -9,12 +9,9 @@ import (
 )
 
 // nginx: its graceful stop is SIGQUIT (the STOPSIGNAL of its official image, which every image
-// FROM it inherits; SIGTERM is its fast stop, which waits for nothing). At SIGQUIT the workers
-// close their listeners and idle keep-alive connections and finish the requests in hand; with
-// worker_shutdown_timeout set they close what is still open when it expires, and without it
-// ("Default: —") they wait with no limit: a websocket, a long poll or a slow download holds them
-// (https://nginx.org/en/docs/ngx_core_module.html#worker_shutdown_timeout). A value of 0 sets no
-// timer either.
+// FROM it inherits; SIGTERM is its fast stop, which waits for nothing). Its workers then finish
+// the requests in hand, and with no worker_shutdown_timeout (or 0) wait with no limit: a
+// websocket, a long poll or a slow download holds them. apps.md has the sources.
 //
 // The directive belongs in the main context, so the manifest shows it only in -g (nginx -g
 // 'worker_shutdown_timeout 20s;') or in a main configuration file mounted from a ConfigMap of the

@@ -125,7 +125,8 @@ func writeReport(w io.Writer, opt checkOptions, in *check.Inputs, rs []check.Res
 		return check.WriteJSON(w, check.BuildReport(in))
 	case "sarif":
 		wd, _ := os.Getwd()
-		return check.WriteSARIF(w, rs, in.Problems, check.SARIFOptions{Version: toolVersion(), WorkDir: wd})
+		v := buildinfo.Read(version, commit, date).Version() // as `drainit version` reports it
+		return check.WriteSARIF(w, rs, in.Problems, check.SARIFOptions{Version: v, WorkDir: wd})
 	case "junit":
 		return check.WriteJUnit(w, in.Templates, rs, in.Problems, opt.threshold)
 	}
@@ -213,11 +214,6 @@ func parseCheckArgs(args []string) (checkOptions, error) {
 		return opt, fmt.Errorf("--format %q: must be text, json, sarif or junit", opt.format)
 	}
 	return opt, nil
-}
-
-// toolVersion is drainit's version as `drainit version` reports it, for SARIF's tool.driver.
-func toolVersion() string {
-	return buildinfo.Read(version, commit, date).Version()
 }
 
 func plural(n int, what string) string {
