@@ -586,13 +586,12 @@ type streamDoc struct {
 // docTracker passes a stream through and notes its documents as it goes, without keeping the
 // stream: only the start of the line being read.
 type docTracker struct {
-	r       io.Reader
-	line    int    // lines completed
-	head    []byte // the start of the current line, up to maxHead bytes
-	inDoc   bool   // the current document's content has started
-	source  string // the "# Source:" comment seen before the content
-	docs    []streamDoc
-	flushed bool
+	r      io.Reader
+	line   int    // lines completed
+	head   []byte // the start of the current line, up to maxHead bytes
+	inDoc  bool   // the current document's content has started
+	source string // the "# Source:" comment seen before the content
+	docs   []streamDoc
 }
 
 // maxHead is how much of a line the tracker looks at: enough for "# Source: " and a path.
@@ -623,10 +622,9 @@ func (t *docTracker) keep(b []byte) {
 
 // flush ends the last line, which may have no line break.
 func (t *docTracker) flush() {
-	if !t.flushed && len(t.head) > 0 {
+	if len(t.head) > 0 {
 		t.endLine()
 	}
-	t.flushed = true
 }
 
 func (t *docTracker) endLine() {

@@ -63,9 +63,9 @@ func WriteJUnit(w io.Writer, ws []Template, rs []Result, problems []Problem, thr
 		}
 		return &out.Suites[i]
 	}
-	// The case names of each file so far: a set kept as cases are added, not rebuilt for each
-	// template, which made a file of many templates quadratic.
-	caseNames := map[string]map[string]bool{}
+	// The case names so far, by file and name: a set kept as cases are added, not rebuilt for
+	// each template, which made a file of many templates quadratic.
+	caseNames := map[[2]string]bool{}
 	byWorkload := make([][]Result, len(ws))
 	for _, r := range rs {
 		if r.workload >= 0 && r.workload < len(ws) {
@@ -75,24 +75,19 @@ func WriteJUnit(w io.Writer, ws []Template, rs []Result, problems []Problem, thr
 	for i := range ws {
 		wl := &ws[i]
 		s := suite(wl.File)
-		names := caseNames[wl.File]
-		if names == nil {
-			names = map[string]bool{}
-			caseNames[wl.File] = names
-		}
 		object := fmt.Sprintf("%s %q", wl.Kind, wl.Name)
 		if wl.Document > 0 {
 			object += streamSuffix(Result{Document: wl.Document, Source: wl.Source})
 		}
-		if names[object] { // the same kind and name twice in a file: the line tells them apart
+		if caseNames[[2]string{wl.File, object}] { // the same kind and name twice in a file: the line tells them apart
 			object += fmt.Sprintf(" (line %d)", wl.Line)
 		}
 		s.Cases = append(s.Cases, junitCaseOf(wl.File, object, filterContainer(byWorkload[i], ""), threshold))
-		names[object] = true
+		caseNames[[2]string{wl.File, object}] = true
 		for _, c := range wl.Containers {
 			name := fmt.Sprintf("%s container %q", object, c)
 			s.Cases = append(s.Cases, junitCaseOf(wl.File, name, filterContainer(byWorkload[i], c), threshold))
-			names[name] = true
+			caseNames[[2]string{wl.File, name}] = true
 		}
 	}
 	for _, p := range problems {
