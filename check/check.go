@@ -521,16 +521,12 @@ func (k *containerCheck) unreachable(g *HTTPGet, line int, rule, what, after, or
 	return false
 }
 
-// probeFailure is what follows when a probe of that kind cannot reach drainit.
-func probeFailure(kind string) string {
-	switch kind {
-	case "readinessProbe":
-		return "the probe fails, and the pod never becomes ready (it gets no traffic, and a rollout waits on it)"
-	case "livenessProbe":
-		return "the probe fails, and the kubelet restarts the container every failureThreshold failures"
-	}
-	return "the probe fails, and the kubelet restarts the container every failureThreshold failures " +
-		"(its readiness and liveness probes never start)"
+// probeFailures is what follows, by probe kind, when a probe cannot reach drainit.
+var probeFailures = map[string]string{
+	"readinessProbe": "the probe fails, and the pod never becomes ready (it gets no traffic, and a rollout waits on it)",
+	"livenessProbe":  "the probe fails, and the kubelet restarts the container every failureThreshold failures",
+	"startupProbe": "the probe fails, and the kubelet restarts the container every failureThreshold failures " +
+		"(its readiness and liveness probes never start)",
 }
 
 // probes reports a readiness, liveness or startup probe aimed at drainit's control server that
@@ -543,7 +539,7 @@ func (k *containerCheck) probes() {
 		if p.HTTP == nil || resolvePort(p.HTTP, k.c.Ports) != k.dc.port() {
 			continue
 		}
-		k.unreachable(p.HTTP, p.Line, RuleProbeUnreachable, "the "+p.Kind+" httpGet", probeFailure(p.Kind), "")
+		k.unreachable(p.HTTP, p.Line, RuleProbeUnreachable, "the "+p.Kind+" httpGet", probeFailures[p.Kind], "")
 	}
 }
 
