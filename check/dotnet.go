@@ -59,11 +59,8 @@ func dotnetStop(c *Container, words []word, env envMap) *appStop {
 		if !ok {
 			return dotnetSetting{}, false
 		}
-		s := dotnetSetting{src: v.Name, value: env.expandK8s(v.Value, false), line: v.Line, shown: v.Known}
-		if unseen(env.expandK8s(v.Value, true)) {
-			s.shown = false
-		}
-		return s, true
+		return dotnetSetting{src: v.Name, value: env.expandK8s(v.Value, false), line: v.Line,
+			shown: v.Known && !unseen(env.expandK8s(v.Value, true))}, true
 	}
 	var secs, span []dotnetSetting
 	// The command line: --shutdownTimeoutSeconds=N, --shutdownTimeoutSeconds N (or /key).
