@@ -91,10 +91,10 @@ type Scenario struct {
 	// MedianStop, if set, is the median pod stop duration the scenario claims in cell c (zero:
 	// none): the automatic quiet period's promise where the rate is low (issue 40).
 	MedianStop func(c Cell) time.Duration
-	// OutsideModel, if set, says why the scenario makes no claim in cell c (nothing expected,
-	// no stop bound): the automatic quiet period with a straggler carrying less than half of
-	// what the other proxies leave (drainwatch's package doc), an adaptive drain counting new
-	// connections behind a pooling L7 proxy. Its results are still reported.
+	// OutsideModel, if set, says why the scenario makes no claim in cell c (nothing expected, no
+	// stop bound): the automatic quiet period with a straggler carrying less than half of what the
+	// other proxies leave (docs/adaptive-drain.md, "The automatic quiet period"), an adaptive drain
+	// counting new connections behind a pooling L7 proxy. Its results are still reported.
 	OutsideModel func(c Cell) string
 	// Pooled: the proxies in front of the pods are L7 pooling proxies (NewPooledProxy), which
 	// route each request over keep-alive connections they keep to each pod, as an ingress
@@ -246,8 +246,9 @@ func autoMedianStop(c Cell) time.Duration {
 	return c.Propagation + AutoSlowSlack
 }
 
-// autoOutsideModel: a straggler carrying less than half of what the other proxies leave is a
-// step the automatic quiet period cannot tell from the end (drainwatch's package doc).
+// autoOutsideModel: a straggler carrying less than half of what the other proxies leave is a step
+// the automatic quiet period cannot tell from the end (docs/adaptive-drain.md, "The automatic quiet
+// period").
 func autoOutsideModel(c Cell) string {
 	if c.Topology == "straggler" {
 		return "a 2% straggler: outside the automatic quiet period's model"
