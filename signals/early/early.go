@@ -127,6 +127,14 @@ func splitEnding(sigs []os.Signal) (now, rest []os.Signal) {
 	return now, rest
 }
 
+// register registers every early signal at once, on the calling goroutine.
+func register() *Registration {
+	r := &Registration{done: make(chan struct{})}
+	r.notifyRest(r.prepare())
+	close(r.done)
+	return r
+}
+
 // prepare reads the inherited dispositions, ignores what must stay ignored and makes the
 // channels; it returns the early signals to register.
 func (r *Registration) prepare() []os.Signal {
@@ -190,9 +198,7 @@ func Take() *Registration {
 		taken = true
 		return first
 	}
-	r := start()
-	r.Wait()
-	return r
+	return register()
 }
 
 // Wait returns once every early signal and CHLD is registered. The run subcommand calls it
