@@ -127,12 +127,12 @@ func parseQuarkusDuration(s string) (time.Duration, error) {
 	bad := fmt.Errorf("not a duration Quarkus reads (like 20s, 500ms, 1m30s or PT20S)")
 	var d time.Duration
 	var err error
+	num, unit := t, time.Second
+	if quarkusMillis.MatchString(t) {
+		num, unit = t[:len(t)-2], time.Millisecond // "500ms"
+	}
 	switch {
-	case quarkusSeconds.MatchString(t), quarkusMillis.MatchString(t):
-		num, unit := t, time.Second
-		if !quarkusSeconds.MatchString(t) {
-			num, unit = t[:len(t)-2], time.Millisecond // "500ms"
-		}
+	case quarkusSeconds.MatchString(num): // a whole number of seconds, or of milliseconds
 		n, perr := strconv.ParseInt(num, 10, 64)
 		if perr != nil {
 			return 0, bad
